@@ -1,0 +1,188 @@
+//! Command-line interface: `baton explore`, its flags, output and exit codes.
+
+mod progress;
+
+use std::io::Write;
+use std::time::Duration;
+
+use baton::{Budget, Coordinator, OfflineModel, Report, RunError, Task};
+use clap::{Parser, Subcommand};
+
+/// Exit code: the run finished.
+const EXIT_DONE: i32 = 0;
+/// Exit code: the run failed (no subagent handed off, or the runtime failed).
+const EXIT_FAILED: i32 = 1;
+/// Exit code: bad usage or input.
+const EXIT_USAGE: i32 = 2;
+/// Exit code: cancelled with Ctrl-C (the report of what was handed off is still printed).
+const EXIT_CANCELLED: i32 = 130;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "baton",
+    version,
+    about = "Actor-based subagent coordinator: parallel exploration whose reports can be checked line by line."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Explore a codebase in parallel and answer a question with cited lines.
+    Explore(ExploreArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct ExploreArgs {
+    /// The directory to explore.
+    root: std::path::PathBuf,
+    /// The question to answer.
+    question: String,
+    /// Print exactly one JSON document on stdout instead of the markdown report.
+    #[arg(long)]
+    json: bool,
+    /// Subagents running at once.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    agents: u32,
+    /// Most subagents one run may spawn.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    max_subagents: u32,
+    /// The model playing the subagents (only `offline` for now).
+    #[arg(long, default_value = "offline", value_parser = ["offline"])]
+    model: String,
+    /// Milliseconds added to every offline model call (demos, tests, benchmarks).
+    #[arg(long, default_value_t = 0)]
+    offline_latency_ms: u64,
+    /// Most model turns per subagent.
+    #[arg(long, default_value_t = Budget::default().model_turns)]
+    max_turns: u32,
+    /// Most tool calls per subagent.
+    #[arg(long, default_value_t = Budget::default().tool_calls)]
+    max_tool_calls: u32,
+    /// Most tokens (input plus output, all turns) per subagent.
+    #[arg(long, default_value_t = Budget::default().tokens)]
+    max_tokens: u64,
+    /// Repair turns a subagent gets when its handoff breaks the contract.
+    #[arg(long, default_value_t = 2)]
+    repairs: u32,
+    /// No live progress display on stderr (the summary line is still printed).
+    #[arg(long)]
+    no_progress: bool,
+}
+
+/// Runs the command line; returns the exit code.
+pub(crate) fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                EXIT_USAGE
+            } else {
+                EXIT_DONE
+            };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("baton: could not start the runtime: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    match cli.command {
+        Command::Explore(args) => runtime.block_on(explore(args)),
+    }
+}
+
+async fn explore(args: ExploreArgs) -> i32 {
+    if args.question.trim().is_empty() {
+        eprintln!("baton: the question is empty");
+        return EXIT_USAGE;
+    }
+    if !args.root.is_dir() {
+        let why = if args.root.exists() {
+            "not a directory"
+        } else {
+            "no such directory"
+        };
+        eprintln!("baton: {}: {why}", args.root.display());
+        return EXIT_USAGE;
+    }
+    let model = OfflineModel::with_latency(Duration::from_millis(args.offline_latency_ms));
+    let coordinator = Coordinator::new()
+        .model(std::sync::Arc::new(model))
+        .agents(args.agents as usize)
+        .max_subagents(args.max_subagents as usize)
+        .budget(Budget {
+            model_turns: args.max_turns,
+            tool_calls: args.max_tool_calls,
+            tokens: args.max_tokens,
+        })
+        .repairs(args.repairs);
+    let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
+    let display = progress::spawn(receiver, !args.no_progress);
+    let handle = match coordinator
+        .start(Task::new(args.question.clone(), &args.root), Some(events))
+        .await
+    {
+        Ok(h) => h,
+        Err(e) => return report_error(&e),
+    };
+    let canceller = handle.canceller();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("baton: cancelling — press Ctrl-C again to quit at once");
+            canceller.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(EXIT_CANCELLED);
+            }
+        }
+    });
+    let result = handle.wait().await;
+    let _ = display.await;
+    let report = match result {
+        Ok(report) => report,
+        Err(e) => return report_error(&e),
+    };
+    eprintln!("{}", report.summary_line());
+    if let Err(e) = print_report(&report, args.json) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("baton: could not write the report: {e}");
+            return EXIT_FAILED;
+        }
+    }
+    if report.cancelled {
+        EXIT_CANCELLED
+    } else if report.failed() {
+        EXIT_FAILED
+    } else {
+        EXIT_DONE
+    }
+}
+
+fn report_error(e: &RunError) -> i32 {
+    eprintln!("baton: {e}");
+    if e.is_bad_input() {
+        EXIT_USAGE
+    } else {
+        EXIT_FAILED
+    }
+}
+
+fn print_report(report: &Report, json: bool) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        let text = serde_json::to_string(report).map_err(std::io::Error::other)?;
+        writeln!(out, "{text}")?;
+    } else {
+        write!(out, "{}", report.handoff.to_markdown())?;
+    }
+    out.flush()
+}

@@ -1,0 +1,113 @@
+//! The live progress display on stderr: one line per subagent (id, role, shard, tool calls,
+//! tokens, state), drawn with indicatif; nothing when stderr is not a terminal.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use baton::{Event, SubagentState};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+struct Line {
+    bar: ProgressBar,
+    role: String,
+    scope: String,
+    tool_calls: u32,
+    tokens: u64,
+    state: SubagentState,
+}
+
+impl Line {
+    fn render(&self, id: &str) -> String {
+        let scope: String = if self.scope.chars().count() > 40 {
+            let cut: String = self.scope.chars().take(39).collect();
+            format!("{cut}…")
+        } else {
+            self.scope.clone()
+        };
+        format!(
+            "{id:<5} {:<9} {scope:<40} tools {:>3}  tokens {:>7}  {}",
+            self.role,
+            self.tool_calls,
+            human(self.tokens),
+            self.state.label()
+        )
+    }
+}
+
+fn human(n: u64) -> String {
+    if n >= 1_000_000 {
+        format!("{:.1}M", n as f64 / 1e6)
+    } else if n >= 1000 {
+        format!("{:.1}k", n as f64 / 1e3)
+    } else {
+        n.to_string()
+    }
+}
+
+/// Draws events until the channel closes.
+pub(crate) fn spawn(
+    mut events: UnboundedReceiver<Event>,
+    show: bool,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let target = if show {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        };
+        let multi = MultiProgress::with_draw_target(target);
+        let style = ProgressStyle::with_template("{spinner} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner());
+        let mut lines: HashMap<String, Line> = HashMap::new();
+        while let Some(event) = events.recv().await {
+            match event {
+                Event::SubagentSpawned { id, role, scope } => {
+                    let bar = multi.add(ProgressBar::new_spinner().with_style(style.clone()));
+                    bar.enable_steady_tick(Duration::from_millis(120));
+                    let line = Line {
+                        bar,
+                        role,
+                        scope,
+                        tool_calls: 0,
+                        tokens: 0,
+                        state: SubagentState::Running,
+                    };
+                    line.bar.set_message(line.render(&id));
+                    lines.insert(id, line);
+                }
+                Event::SubagentProgressed {
+                    id,
+                    tool_calls,
+                    tokens,
+                } => {
+                    if let Some(line) = lines.get_mut(&id) {
+                        line.tool_calls = tool_calls;
+                        line.tokens = tokens;
+                        line.bar.set_message(line.render(&id));
+                    }
+                }
+                Event::SubagentEnded {
+                    id,
+                    state,
+                    tool_calls,
+                    tokens,
+                } => {
+                    if let Some(line) = lines.get_mut(&id) {
+                        line.tool_calls = tool_calls;
+                        line.tokens = tokens;
+                        line.state = state;
+                        let text = line.render(&id);
+                        line.bar.finish_with_message(text);
+                    }
+                }
+                _ => {}
+            }
+        }
+        for line in lines.values() {
+            if !line.bar.is_finished() {
+                line.bar.abandon();
+            }
+        }
+    })
+}

@@ -1,0 +1,260 @@
+//! The public entry point: a `Coordinator` (built once, run many times) turns a `Task` into a
+//! `Report` by spawning a lead actor for the run.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::event::Event;
+use crate::lead::{LeadArgs, LeadHandle, RunConfig};
+use crate::model::{Model, OfflineModel};
+use crate::policy::Budget;
+use crate::report::{Report, SubagentSummary};
+use crate::tools::{ToolRegistry, Workspace};
+
+/// A job: a question about the tree at `root`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    /// What to find out.
+    pub question: String,
+    /// The directory to explore.
+    pub root: PathBuf,
+}
+
+impl Task {
+    /// A task for a question about a tree.
+    pub fn new(question: impl Into<String>, root: impl AsRef<Path>) -> Task {
+        Task {
+            question: question.into(),
+            root: root.as_ref().to_path_buf(),
+        }
+    }
+}
+
+/// Why a run could not start or finish. Bad input is told apart from a failed run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The question is empty or only whitespace.
+    #[error("the question is empty")]
+    EmptyQuestion,
+    /// The root does not exist or is not a directory.
+    #[error("{path}: {reason}")]
+    BadRoot {
+        /// The root as given.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A setting is out of range.
+    #[error("{0}")]
+    BadSetting(String),
+    /// The actors could not run.
+    #[error("the run failed: {0}")]
+    Runtime(String),
+}
+
+impl RunError {
+    /// True when the error is the caller's input, not the run (exit code 2 in the CLI).
+    pub fn is_bad_input(&self) -> bool {
+        !matches!(self, RunError::Runtime(_))
+    }
+}
+
+/// Runs tasks: a model, tools, and the limits every run works within.
+#[derive(Clone)]
+pub struct Coordinator {
+    model: Arc<dyn Model>,
+    tools: ToolRegistry,
+    agents: usize,
+    max_subagents: usize,
+    budget: Budget,
+    repairs: u32,
+}
+
+impl std::fmt::Debug for Coordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Coordinator")
+            .field("model", &self.model.name())
+            .field("tools", &self.tools)
+            .field("agents", &self.agents)
+            .field("max_subagents", &self.max_subagents)
+            .field("budget", &self.budget)
+            .field("repairs", &self.repairs)
+            .finish()
+    }
+}
+
+impl Default for Coordinator {
+    fn default() -> Coordinator {
+        Coordinator {
+            model: Arc::new(OfflineModel::new()),
+            tools: ToolRegistry::workspace(),
+            agents: 4,
+            max_subagents: 32,
+            budget: Budget::default(),
+            repairs: 2,
+        }
+    }
+}
+
+impl Coordinator {
+    /// A coordinator with the offline model, the workspace tools, 4 agents at once, at most 32
+    /// subagents, the default budget and 2 repair turns.
+    pub fn new() -> Coordinator {
+        Coordinator::default()
+    }
+
+    /// The model every subagent uses.
+    pub fn model(mut self, model: Arc<dyn Model>) -> Coordinator {
+        self.model = model;
+        self
+    }
+
+    /// The tools every subagent may call.
+    pub fn tools(mut self, tools: ToolRegistry) -> Coordinator {
+        self.tools = tools;
+        self
+    }
+
+    /// How many subagents run at once.
+    pub fn agents(mut self, agents: usize) -> Coordinator {
+        self.agents = agents;
+        self
+    }
+
+    /// The most subagents one run may spawn.
+    pub fn max_subagents(mut self, max: usize) -> Coordinator {
+        self.max_subagents = max;
+        self
+    }
+
+    /// Each subagent's budget.
+    pub fn budget(mut self, budget: Budget) -> Coordinator {
+        self.budget = budget;
+        self
+    }
+
+    /// Repair turns a subagent gets when its handoff breaks the contract.
+    pub fn repairs(mut self, repairs: u32) -> Coordinator {
+        self.repairs = repairs;
+        self
+    }
+
+    /// Starts a run; events go to `events` while it works.
+    pub async fn start(
+        &self,
+        task: Task,
+        events: Option<UnboundedSender<Event>>,
+    ) -> Result<RunHandle, RunError> {
+        let question = task.question.trim().to_string();
+        if question.is_empty() {
+            return Err(RunError::EmptyQuestion);
+        }
+        if self.agents == 0 || self.max_subagents == 0 {
+            return Err(RunError::BadSetting(
+                "--agents and --max-subagents must be at least 1".into(),
+            ));
+        }
+        let shown = task.root.display().to_string();
+        let workspace = Workspace::open(&task.root).map_err(|e| RunError::BadRoot {
+            path: shown.clone(),
+            reason: match e.kind() {
+                std::io::ErrorKind::NotFound => "no such directory".to_string(),
+                _ => e.to_string(),
+            },
+        })?;
+        let config = RunConfig {
+            run_id: new_run_id(),
+            question,
+            workspace,
+            model: Arc::clone(&self.model),
+            tools: self.tools.clone(),
+            agents: self.agents,
+            max_subagents: self.max_subagents,
+            budget: self.budget,
+            repairs: self.repairs,
+        };
+        let (lead, join) = LeadHandle::spawn(LeadArgs { config, events })
+            .await
+            .map_err(RunError::Runtime)?;
+        let runner = lead.clone();
+        let report = tokio::spawn(async move { runner.run().await });
+        Ok(RunHandle { lead, join, report })
+    }
+
+    /// Runs a task to the end.
+    pub async fn run(&self, task: Task) -> Result<Report, RunError> {
+        self.start(task, None).await?.wait().await
+    }
+}
+
+/// A run in progress.
+pub struct RunHandle {
+    lead: LeadHandle,
+    join: tokio::task::JoinHandle<()>,
+    report: tokio::task::JoinHandle<Result<Report, String>>,
+}
+
+impl std::fmt::Debug for RunHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunHandle").finish_non_exhaustive()
+    }
+}
+
+impl RunHandle {
+    /// A cheap handle for cancelling from elsewhere (a Ctrl-C handler).
+    pub fn canceller(&self) -> Canceller {
+        Canceller {
+            lead: self.lead.clone(),
+        }
+    }
+
+    /// The subagents as they stand now; `None` once the run is over.
+    pub async fn status(&self) -> Option<Vec<SubagentSummary>> {
+        self.lead.status().await
+    }
+
+    /// Waits for the report.
+    pub async fn wait(self) -> Result<Report, RunError> {
+        let report = match self.report.await {
+            Ok(result) => result.map_err(RunError::Runtime),
+            Err(e) => Err(RunError::Runtime(format!("the run task ended: {e}"))),
+        };
+        let _ = self.join.await;
+        report
+    }
+}
+
+/// Cancels a run: no more subagents start, running ones stop, the report keeps what was
+/// handed off.
+#[derive(Clone)]
+pub struct Canceller {
+    lead: LeadHandle,
+}
+
+impl std::fmt::Debug for Canceller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Canceller").finish_non_exhaustive()
+    }
+}
+
+impl Canceller {
+    /// Cancels the run.
+    pub fn cancel(&self) {
+        self.lead.cancel();
+    }
+}
+
+fn new_run_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("run-{:x}-{:x}{n}", nanos / 1_000_000, std::process::id())
+}

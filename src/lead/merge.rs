@@ -1,0 +1,246 @@
+//! Merging, pure: the accepted handoffs of a run into the lead's own handoff. Duplicate
+//! conclusions are merged with their sources kept; negative evidence is derived from the
+//! subagents' observation logs, not from their prose.
+
+use std::collections::BTreeMap;
+
+use crate::handoff::{Conclusion, ConclusionKind, Handoff, HardConstraint, OpenItem};
+use crate::source::{Observation, ObservationLog, SourceId};
+
+/// One subagent's accepted work.
+pub(crate) struct Accepted<'a> {
+    pub(crate) handoff: &'a Handoff,
+    pub(crate) observations: &'a ObservationLog,
+}
+
+/// A shard nobody explored, and why.
+pub(crate) struct Unexplored {
+    pub(crate) id: String,
+    pub(crate) scope: String,
+    pub(crate) why: String,
+}
+
+/// The lead's handoff from the accepted ones (in shard order) and the unexplored shards.
+pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored]) -> Handoff {
+    let mut out = Handoff::default();
+    // Findings, taken in turn from each subagent so every shard's best comes first.
+    let findings: Vec<Vec<&Conclusion>> = accepted
+        .iter()
+        .map(|a| {
+            a.handoff
+                .settled_conclusions
+                .iter()
+                .filter(|c| c.kind == ConclusionKind::Finding)
+                .collect()
+        })
+        .collect();
+    let longest = findings.iter().map(Vec::len).max().unwrap_or(0);
+    for rank in 0..longest {
+        for list in &findings {
+            if let Some(c) = list.get(rank) {
+                add_finding(&mut out.settled_conclusions, c);
+            }
+        }
+    }
+    if let Some(negative) = negative_evidence(accepted) {
+        out.settled_conclusions.push(negative);
+    }
+    for a in accepted {
+        for item in &a.handoff.open_items {
+            add_open_item(&mut out.open_items, item.clone());
+        }
+        for constraint in &a.handoff.hard_constraints {
+            if !out
+                .hard_constraints
+                .iter()
+                .any(|h| h.constraint == constraint.constraint)
+            {
+                out.hard_constraints.push(HardConstraint {
+                    constraint: constraint.constraint.clone(),
+                    sources: constraint.sources.clone(),
+                });
+            }
+        }
+    }
+    for u in unexplored {
+        add_open_item(
+            &mut out.open_items,
+            OpenItem {
+                item: format!("`{}` was not explored (subagent {})", u.scope, u.id),
+                stuck_on: u.why.clone(),
+            },
+        );
+    }
+    out
+}
+
+fn add_finding(list: &mut Vec<Conclusion>, c: &Conclusion) {
+    if let Some(same) = list.iter_mut().find(|x| x.claim == c.claim) {
+        for s in &c.sources {
+            if !same.sources.contains(s) {
+                same.sources.push(s.clone());
+            }
+        }
+        return;
+    }
+    if list.iter().any(|x| x.sources == c.sources) {
+        return;
+    }
+    list.push(c.clone());
+}
+
+/// Open items with the same text are one item; their reasons are joined.
+fn add_open_item(list: &mut Vec<OpenItem>, item: OpenItem) {
+    if let Some(same) = list.iter_mut().find(|x| x.item == item.item) {
+        if !item.stuck_on.is_empty() && !same.stuck_on.contains(&item.stuck_on) {
+            if !same.stuck_on.is_empty() {
+                same.stuck_on.push_str("; ");
+            }
+            same.stuck_on.push_str(&item.stuck_on);
+        }
+        return;
+    }
+    list.push(item);
+}
+
+/// Patterns that every search of every accepted subagent found nothing for, as one conclusion
+/// citing the searches.
+fn negative_evidence(accepted: &[Accepted<'_>]) -> Option<Conclusion> {
+    struct Group {
+        found: bool,
+        calls: Vec<String>,
+        scopes: Vec<String>,
+        files: usize,
+    }
+    let mut groups: BTreeMap<&str, Group> = BTreeMap::new();
+    for a in accepted {
+        for o in a.observations.entries() {
+            let Observation::Searched {
+                call_id,
+                pattern,
+                scope,
+                matches,
+                files_searched,
+            } = o
+            else {
+                continue;
+            };
+            let g = groups.entry(pattern.as_str()).or_insert(Group {
+                found: false,
+                calls: Vec::new(),
+                scopes: Vec::new(),
+                files: 0,
+            });
+            g.found |= *matches > 0;
+            g.calls.push(call_id.clone());
+            g.files += files_searched;
+            for s in scope {
+                if !g.scopes.contains(s) {
+                    g.scopes.push(s.clone());
+                }
+            }
+        }
+    }
+    let empty: Vec<(&str, &Group)> = groups
+        .iter()
+        .filter(|(_, g)| !g.found)
+        .map(|(p, g)| (*p, g))
+        .collect();
+    if empty.is_empty() {
+        return None;
+    }
+    let mut scopes: Vec<String> = empty.iter().flat_map(|(_, g)| g.scopes.clone()).collect();
+    scopes.sort();
+    scopes.dedup();
+    let files = empty.iter().map(|(_, g)| g.files).max().unwrap_or(0);
+    let patterns: Vec<String> = empty.iter().map(|(p, _)| format!("/{p}/")).collect();
+    let sources = empty
+        .iter()
+        .flat_map(|(_, g)| g.calls.iter())
+        .map(|id| SourceId::Record {
+            kind: "call".into(),
+            id: id.clone(),
+        })
+        .collect();
+    Some(Conclusion {
+        claim: format!(
+            "no line matches {} in {} (searched {} files)",
+            patterns.join(", "),
+            scopes.join(", "),
+            files
+        ),
+        sources,
+        kind: ConclusionKind::NegativeEvidence,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(claim: &str, source: &str) -> Conclusion {
+        Conclusion {
+            claim: claim.into(),
+            sources: vec![SourceId::parse(source).unwrap()],
+            kind: ConclusionKind::Finding,
+        }
+    }
+
+    fn searched(log: &mut ObservationLog, id: &str, pattern: &str, matches: usize) {
+        log.record([Observation::Searched {
+            call_id: id.into(),
+            pattern: pattern.into(),
+            scope: vec![format!("dir-{id}")],
+            matches,
+            files_searched: 3,
+        }]);
+    }
+
+    #[test]
+    fn duplicates_merge_and_negative_evidence_needs_every_search_empty() {
+        let a = Handoff {
+            settled_conclusions: vec![finding("x", "a.rs:1-2"), finding("y", "b.rs:3")],
+            ..Handoff::default()
+        };
+        let b = Handoff {
+            settled_conclusions: vec![finding("x", "c.rs:1"), finding("z", "b.rs:3")],
+            ..Handoff::default()
+        };
+        let mut log_a = ObservationLog::default();
+        let mut log_b = ObservationLog::default();
+        searched(&mut log_a, "sa1.1", "gzip", 0);
+        searched(&mut log_b, "sa2.1", "gzip", 0);
+        searched(&mut log_a, "sa1.2", "body", 0);
+        searched(&mut log_b, "sa2.2", "body", 4);
+        let merged = merge(
+            &[
+                Accepted {
+                    handoff: &a,
+                    observations: &log_a,
+                },
+                Accepted {
+                    handoff: &b,
+                    observations: &log_b,
+                },
+            ],
+            &[Unexplored {
+                id: "sa3".into(),
+                scope: "tests".into(),
+                why: "panicked".into(),
+            }],
+        );
+        let claims: Vec<&str> = merged
+            .settled_conclusions
+            .iter()
+            .map(|c| c.claim.as_str())
+            .collect();
+        assert_eq!(claims[0], "x");
+        assert_eq!(merged.settled_conclusions[0].sources.len(), 2);
+        assert_eq!(claims[1], "y");
+        let negative = merged.settled_conclusions.last().unwrap();
+        assert_eq!(negative.kind, ConclusionKind::NegativeEvidence);
+        assert!(negative.claim.contains("/gzip/") && !negative.claim.contains("body"));
+        assert_eq!(negative.sources.len(), 2);
+        assert!(merged.open_items[0].item.contains("tests"));
+    }
+}

@@ -1,0 +1,490 @@
+//! The lead actor: plans a run (shards of the tree), spawns subagents linked to it with bounded
+//! concurrency, supervises them, merges what they hand off, and replies with the report.
+//!
+//! # Guarantees
+//! - The lead never blocks on a subagent or on the disk: planning runs on a blocking thread and
+//!   comes back as `Planned`; subagents report by message. Status and cancel stay responsive.
+//! - At most `agents` subagents run at once and at most `max_subagents` exist per run.
+//! - A subagent that panics, errors or stops without a handoff is recorded as failed; the run
+//!   still reports what the others handed off.
+//! - Only a handoff that passed the contract is merged into the report.
+//! - After `Cancel`, no subagent is spawned; running ones are stopped and recorded as
+//!   cancelled; the report holds what was handed off before.
+
+mod merge;
+mod plan;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::event::Event;
+use crate::handoff::{Handoff, OpenItem};
+use crate::model::Model;
+use crate::policy::{Budget, Spent};
+use crate::report::{Report, RunUsage, SubagentState, SubagentSummary};
+use crate::source::ObservationLog;
+use crate::subagent::{Outcome, SubagentActor, SubagentArgs, SubagentMsg};
+use crate::tools::{ToolRegistry, Workspace};
+use plan::Shard;
+
+/// Everything one run needs; built by the `Coordinator`.
+#[derive(Clone)]
+pub(crate) struct RunConfig {
+    pub(crate) run_id: String,
+    pub(crate) question: String,
+    pub(crate) workspace: Workspace,
+    pub(crate) model: Arc<dyn Model>,
+    pub(crate) tools: ToolRegistry,
+    pub(crate) agents: usize,
+    pub(crate) max_subagents: usize,
+    pub(crate) budget: Budget,
+    pub(crate) repairs: u32,
+}
+
+/// What the lead is told.
+pub(crate) enum LeadMsg {
+    /// Start the run; the report comes back on the port.
+    Run(RpcReplyPort<Report>),
+    /// Planning finished.
+    Planned(Result<Vec<Shard>, String>),
+    /// A subagent's running totals.
+    SubagentProgressed { id: String, spent: Spent },
+    /// A subagent's work is over.
+    SubagentFinished {
+        id: String,
+        outcome: Outcome,
+        observations: ObservationLog,
+        spent: Spent,
+    },
+    /// Stop spawning, stop the running subagents, report what was handed off.
+    Cancel,
+    /// The subagents as they stand.
+    Status(RpcReplyPort<Vec<SubagentSummary>>),
+}
+
+/// What the lead is spawned with.
+pub(crate) struct LeadArgs {
+    pub(crate) config: RunConfig,
+    pub(crate) events: Option<UnboundedSender<Event>>,
+}
+
+struct SubagentRecord {
+    summary: SubagentSummary,
+    shard: Shard,
+    actor: Option<ActorRef<SubagentMsg>>,
+    alive: bool,
+    handoff: Option<Handoff>,
+    observations: ObservationLog,
+    spent: Spent,
+}
+
+pub(crate) struct LeadState {
+    config: RunConfig,
+    events: Option<UnboundedSender<Event>>,
+    reply: Option<RpcReplyPort<Report>>,
+    started: Instant,
+    planned: bool,
+    records: Vec<SubagentRecord>,
+    queue: VecDeque<usize>,
+    by_actor: HashMap<ActorId, usize>,
+    cancelled: bool,
+    planning_error: Option<String>,
+}
+
+pub(crate) struct LeadActor;
+
+impl LeadState {
+    fn emit(&self, event: Event) {
+        if let Some(events) = &self.events {
+            let _ = events.send(event);
+        }
+    }
+
+    fn index_of(&self, id: &str) -> Option<usize> {
+        self.records.iter().position(|r| r.summary.id == id)
+    }
+
+    fn running(&self) -> usize {
+        self.records.iter().filter(|r| r.alive).count()
+    }
+
+    async fn fill(&mut self, myself: &ActorRef<LeadMsg>) {
+        while !self.cancelled && self.running() < self.config.agents.max(1) {
+            let Some(index) = self.queue.pop_front() else {
+                break;
+            };
+            let record = &self.records[index];
+            let args = SubagentArgs {
+                id: record.summary.id.clone(),
+                system: crate::contracts::EXPLORER_SYSTEM.to_string(),
+                brief: plan::brief(&self.config.question, &record.shard),
+                budget: self.config.budget,
+                repairs: self.config.repairs,
+                model: Arc::clone(&self.config.model),
+                tools: self.config.tools.clone(),
+                workspace: self.config.workspace.clone(),
+                lead: myself.clone(),
+            };
+            match SubagentActor::spawn_linked(None, SubagentActor, args, myself.get_cell()).await {
+                Ok((actor, _)) => {
+                    self.by_actor.insert(actor.get_id(), index);
+                    let record = &mut self.records[index];
+                    record.actor = Some(actor);
+                    record.alive = true;
+                    record.summary.state = SubagentState::Running;
+                    let event = Event::SubagentSpawned {
+                        id: record.summary.id.clone(),
+                        role: record.summary.role.clone(),
+                        scope: record.summary.scope.clone(),
+                    };
+                    self.emit(event);
+                }
+                Err(e) => self.end(
+                    index,
+                    SubagentState::Failed,
+                    Some(format!("could not spawn: {e}")),
+                ),
+            }
+        }
+    }
+
+    fn end(&mut self, index: usize, state: SubagentState, error: Option<String>) {
+        let record = &mut self.records[index];
+        record.summary.state = state;
+        if error.is_some() {
+            record.summary.error = error;
+        }
+        let event = Event::SubagentEnded {
+            id: record.summary.id.clone(),
+            state,
+            tool_calls: record.summary.tool_calls,
+            tokens: record.summary.tokens,
+        };
+        self.emit(event);
+    }
+
+    fn apply_spent(&mut self, index: usize, spent: Spent) {
+        self.records[index].spent = spent;
+        let s = &mut self.records[index].summary;
+        s.tool_calls = spent.tool_calls;
+        s.tokens = spent.tokens();
+        s.model_turns = spent.model_turns;
+    }
+
+    fn finish_if_done(&mut self, myself: &ActorRef<LeadMsg>) {
+        let done = (self.planned || self.planning_error.is_some())
+            && self.queue.is_empty()
+            && self.running() == 0;
+        if !done {
+            return;
+        }
+        if let Some(reply) = self.reply.take() {
+            let _ = reply.send(self.report());
+        }
+        myself.stop(None);
+    }
+
+    fn report(&self) -> Report {
+        let accepted: Vec<merge::Accepted<'_>> = self
+            .records
+            .iter()
+            .filter_map(|r| {
+                Some(merge::Accepted {
+                    handoff: r.handoff.as_ref()?,
+                    observations: &r.observations,
+                })
+            })
+            .collect();
+        let unexplored: Vec<merge::Unexplored> = self
+            .records
+            .iter()
+            .filter(|r| !r.summary.state.accepted())
+            .map(|r| merge::Unexplored {
+                id: r.summary.id.clone(),
+                scope: r.summary.scope.clone(),
+                why: match (&r.summary.error, r.summary.state) {
+                    (Some(e), _) => e.clone(),
+                    (None, state) => format!("the subagent ended {}", state.label()),
+                },
+            })
+            .collect();
+        let mut handoff = merge::merge(&accepted, &unexplored);
+        if let Some(error) = &self.planning_error {
+            handoff.open_items.push(OpenItem {
+                item: "The tree could not be planned".into(),
+                stuck_on: error.clone(),
+            });
+        } else if self.records.is_empty() {
+            handoff.open_items.push(OpenItem {
+                item: "Nothing was explored".into(),
+                stuck_on: "the root holds no readable, non-ignored file".into(),
+            });
+        }
+        let mut usage = RunUsage::default();
+        for r in &self.records {
+            usage.model_calls += r.summary.model_turns as u64;
+            usage.tool_calls += r.summary.tool_calls as u64;
+        }
+        usage.tokens_in = self.records.iter().map(|r| r.spent.tokens_in).sum();
+        usage.tokens_out = self.records.iter().map(|r| r.spent.tokens_out).sum();
+        Report {
+            run_id: self.config.run_id.clone(),
+            question: self.config.question.clone(),
+            root: self.config.workspace.root().display().to_string(),
+            handoff,
+            subagents: self.records.iter().map(|r| r.summary.clone()).collect(),
+            usage,
+            model: self.config.model.name(),
+            cancelled: self.cancelled,
+            elapsed_ms: self.started.elapsed().as_millis() as u64,
+        }
+    }
+}
+
+/// The run's planning, off the actor: every non-ignored file with its size, then shards.
+fn plan_run(
+    workspace: &Workspace,
+    agents: usize,
+    max_subagents: usize,
+) -> Result<Vec<Shard>, String> {
+    let files = crate::tools::walk_files(workspace, &[".".to_string()]).map_err(|e| e.message)?;
+    let sized: Vec<(String, u64)> = files
+        .into_iter()
+        .map(|(path, rel)| {
+            let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            (rel, bytes)
+        })
+        .collect();
+    if sized.is_empty() {
+        return Ok(Vec::new());
+    }
+    let total: u64 = sized.iter().map(|f| f.1).sum();
+    let count = plan::shard_count(total, sized.len(), agents, max_subagents);
+    Ok(plan::shard(&sized, count))
+}
+
+#[ractor::async_trait]
+impl Actor for LeadActor {
+    type Msg = LeadMsg;
+    type State = LeadState;
+    type Arguments = LeadArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<LeadMsg>,
+        args: LeadArgs,
+    ) -> Result<LeadState, ActorProcessingErr> {
+        Ok(LeadState {
+            config: args.config,
+            events: args.events,
+            reply: None,
+            started: Instant::now(),
+            planned: false,
+            records: Vec::new(),
+            queue: VecDeque::new(),
+            by_actor: HashMap::new(),
+            cancelled: false,
+            planning_error: None,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<LeadMsg>,
+        message: LeadMsg,
+        state: &mut LeadState,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            LeadMsg::Run(reply) => {
+                state.reply = Some(reply);
+                state.started = Instant::now();
+                let workspace = state.config.workspace.clone();
+                let (agents, max) = (state.config.agents, state.config.max_subagents);
+                let me = myself.clone();
+                tokio::task::spawn_blocking(move || {
+                    let planned = plan_run(&workspace, agents, max);
+                    let _ = me.cast(LeadMsg::Planned(planned));
+                });
+            }
+            LeadMsg::Planned(Err(error)) => {
+                state.planning_error = Some(error);
+                state.finish_if_done(&myself);
+            }
+            LeadMsg::Planned(Ok(shards)) => {
+                state.planned = true;
+                for (index, shard) in shards.into_iter().enumerate() {
+                    let state_now = if state.cancelled {
+                        SubagentState::Cancelled
+                    } else {
+                        state.queue.push_back(index);
+                        SubagentState::Queued
+                    };
+                    state.records.push(SubagentRecord {
+                        summary: SubagentSummary {
+                            id: format!("sa{}", index + 1),
+                            role: "explorer".into(),
+                            scope: shard.label(),
+                            state: state_now,
+                            tool_calls: 0,
+                            tokens: 0,
+                            model_turns: 0,
+                            repairs: 0,
+                            error: None,
+                            violations: Vec::new(),
+                        },
+                        shard,
+                        actor: None,
+                        alive: false,
+                        handoff: None,
+                        observations: ObservationLog::default(),
+                        spent: Spent::default(),
+                    });
+                }
+                state.emit(Event::RunPlanned {
+                    run_id: state.config.run_id.clone(),
+                    subagents: state.records.len(),
+                });
+                state.fill(&myself).await;
+                state.finish_if_done(&myself);
+            }
+            LeadMsg::SubagentProgressed { id, spent } => {
+                if let Some(index) = state.index_of(&id) {
+                    state.apply_spent(index, spent);
+                    state.emit(Event::SubagentProgressed {
+                        id,
+                        tool_calls: spent.tool_calls,
+                        tokens: spent.tokens(),
+                    });
+                }
+            }
+            LeadMsg::SubagentFinished {
+                id,
+                outcome,
+                observations,
+                spent,
+            } => {
+                let Some(index) = state.index_of(&id) else {
+                    return Ok(());
+                };
+                state.apply_spent(index, spent);
+                let record = &mut state.records[index];
+                record.observations = observations;
+                let (ended, error) = match outcome {
+                    Outcome::HandedOff { handoff, repairs } => {
+                        record.handoff = Some(handoff);
+                        record.summary.repairs = repairs;
+                        let ended = if repairs == 0 {
+                            SubagentState::HandedOff
+                        } else {
+                            SubagentState::Repaired
+                        };
+                        (ended, None)
+                    }
+                    Outcome::Rejected {
+                        violations,
+                        repairs,
+                    } => {
+                        record.summary.repairs = repairs;
+                        record.summary.violations = violations;
+                        (
+                            SubagentState::Rejected,
+                            Some("its handoff never met the contract".to_string()),
+                        )
+                    }
+                    Outcome::Failed { reason } => (SubagentState::Failed, Some(reason)),
+                };
+                if let Some(actor) = &record.actor {
+                    actor.stop(None);
+                }
+                state.end(index, ended, error);
+            }
+            LeadMsg::Cancel => {
+                state.cancelled = true;
+                while let Some(index) = state.queue.pop_front() {
+                    state.end(index, SubagentState::Cancelled, None);
+                }
+                for record in state.records.iter().filter(|r| r.alive) {
+                    if let Some(actor) = &record.actor {
+                        actor.stop(Some("run cancelled".into()));
+                    }
+                }
+                state.finish_if_done(&myself);
+            }
+            LeadMsg::Status(reply) => {
+                let _ = reply.send(state.records.iter().map(|r| r.summary.clone()).collect());
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<LeadMsg>,
+        message: SupervisionEvent,
+        state: &mut LeadState,
+    ) -> Result<(), ActorProcessingErr> {
+        let (cell, failure) = match message {
+            SupervisionEvent::ActorTerminated(cell, _, _) => (cell, None),
+            SupervisionEvent::ActorFailed(cell, error) => (cell, Some(error.to_string())),
+            _ => return Ok(()),
+        };
+        let Some(index) = state.by_actor.remove(&cell.get_id()) else {
+            return Ok(());
+        };
+        state.records[index].alive = false;
+        if !state.records[index].summary.state.ended() {
+            let (ended, why) = match failure {
+                Some(error) => (SubagentState::Failed, error),
+                None if state.cancelled => {
+                    (SubagentState::Cancelled, "the run was cancelled".into())
+                }
+                None => (SubagentState::Failed, "stopped without a handoff".into()),
+            };
+            state.end(index, ended, Some(why));
+        }
+        state.fill(&myself).await;
+        state.finish_if_done(&myself);
+        Ok(())
+    }
+}
+
+/// The handle callers hold: start the run, ask its status, cancel it.
+#[derive(Clone)]
+pub(crate) struct LeadHandle {
+    actor: ActorRef<LeadMsg>,
+}
+
+impl LeadHandle {
+    pub(crate) async fn spawn(
+        args: LeadArgs,
+    ) -> Result<(LeadHandle, tokio::task::JoinHandle<()>), String> {
+        let (actor, join) = LeadActor::spawn(None, LeadActor, args)
+            .await
+            .map_err(|e| format!("could not start the lead: {e}"))?;
+        Ok((LeadHandle { actor }, join))
+    }
+
+    /// Runs to the end (or to cancellation) and returns the report.
+    pub(crate) async fn run(&self) -> Result<Report, String> {
+        match self.actor.call(LeadMsg::Run, None).await {
+            Ok(ractor::rpc::CallResult::Success(report)) => Ok(report),
+            Ok(_) => Err("the lead stopped without a report".into()),
+            Err(e) => Err(format!("the lead is gone: {e}")),
+        }
+    }
+
+    pub(crate) fn cancel(&self) {
+        let _ = self.actor.cast(LeadMsg::Cancel);
+    }
+
+    pub(crate) async fn status(&self) -> Option<Vec<SubagentSummary>> {
+        match self.actor.call(LeadMsg::Status, None).await {
+            Ok(ractor::rpc::CallResult::Success(list)) => Some(list),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! Planning, pure: shard the tree among subagents by directory, balanced by size, and write
+//! each subagent's brief.
+
+use std::collections::BTreeMap;
+
+/// One subagent's share of the tree: root-relative files and directories.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Shard {
+    pub(crate) paths: Vec<String>,
+    pub(crate) bytes: u64,
+}
+
+impl Shard {
+    pub(crate) fn label(&self) -> String {
+        self.paths.join(", ")
+    }
+}
+
+/// How many shards a tree of `total_bytes` in `files` files gets: at least `agents` (so they
+/// really work in parallel), one more per MiB beyond that, at most `max_subagents`, never more
+/// than there are files.
+pub(crate) fn shard_count(
+    total_bytes: u64,
+    files: usize,
+    agents: usize,
+    max_subagents: usize,
+) -> usize {
+    let by_size = total_bytes.div_ceil(1024 * 1024) as usize;
+    agents.max(by_size).min(max_subagents).min(files).max(1)
+}
+
+/// A directory or file with the bytes under it.
+#[derive(Debug, Clone)]
+struct Unit {
+    path: String,
+    bytes: u64,
+    is_dir: bool,
+}
+
+/// Splits `files` (root-relative path, size) into at most `n` shards. Directories stay whole
+/// where they fit; a directory bigger than its share is split into its children. Units are then
+/// dealt largest first to the lightest shard.
+pub(crate) fn shard(files: &[(String, u64)], n: usize) -> Vec<Shard> {
+    let n = n.max(1);
+    let total: u64 = files.iter().map(|f| f.1).sum();
+    let target = total.div_ceil(n as u64).max(1);
+    let mut units = children(files, "");
+    loop {
+        let splittable = units
+            .iter()
+            .position(|u| u.is_dir && u.bytes > target && children(files, &u.path).len() > 1);
+        let Some(index) = splittable else { break };
+        let unit = units.remove(index);
+        units.extend(children(files, &unit.path));
+    }
+    units.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.path.cmp(&b.path)));
+    let mut shards: Vec<Shard> = vec![
+        Shard {
+            paths: Vec::new(),
+            bytes: 0
+        };
+        n.min(units.len()).max(1)
+    ];
+    for unit in units {
+        let lightest = shards
+            .iter_mut()
+            .min_by_key(|s| s.bytes)
+            .expect("at least one shard");
+        lightest.paths.push(unit.path);
+        lightest.bytes += unit.bytes;
+    }
+    for s in &mut shards {
+        s.paths.sort();
+    }
+    shards.retain(|s| !s.paths.is_empty());
+    shards.sort_by(|a, b| a.paths.cmp(&b.paths));
+    shards
+}
+
+/// The direct children (files and directories) of `dir` ("" for the root), with sizes.
+fn children(files: &[(String, u64)], dir: &str) -> Vec<Unit> {
+    let prefix = if dir.is_empty() {
+        String::new()
+    } else {
+        format!("{dir}/")
+    };
+    let mut out: BTreeMap<String, Unit> = BTreeMap::new();
+    for (path, bytes) in files {
+        let Some(rest) = path.strip_prefix(&prefix) else {
+            continue;
+        };
+        let (name, is_dir) = match rest.split_once('/') {
+            Some((first, _)) => (first, true),
+            None => (rest, false),
+        };
+        let full = format!("{prefix}{name}");
+        let unit = out.entry(full.clone()).or_insert(Unit {
+            path: full,
+            bytes: 0,
+            is_dir,
+        });
+        unit.bytes += (*bytes).max(1);
+    }
+    out.into_values().collect()
+}
+
+/// The first message a subagent gets: its question, its scope and the contract.
+pub(crate) fn brief(question: &str, shard: &Shard) -> String {
+    let scope = serde_json::to_string(&shard.paths).unwrap_or_else(|_| "[\".\"]".into());
+    format!(
+        "Question: {question}\nScope: {scope}\n\nExplore only inside the scope above (paths are \
+         relative to the workspace root; other subagents cover the rest of the tree). Search, \
+         read the lines that answer the question, and hand off.\n\n{}",
+        crate::contracts::HANDOFF
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(list: &[(&str, u64)]) -> Vec<(String, u64)> {
+        list.iter().map(|(p, b)| (p.to_string(), *b)).collect()
+    }
+
+    #[test]
+    fn balanced_by_size_and_covering_every_file() {
+        let tree = files(&[
+            ("src/big/a.rs", 500),
+            ("src/big/b.rs", 400),
+            ("src/small.rs", 100),
+            ("tests/t.rs", 300),
+            ("README.md", 50),
+        ]);
+        let shards = shard(&tree, 3);
+        assert_eq!(shards.len(), 3);
+        for (path, _) in &tree {
+            let owners = shards
+                .iter()
+                .filter(|s| {
+                    s.paths
+                        .iter()
+                        .any(|p| path == p || path.starts_with(&format!("{p}/")))
+                })
+                .count();
+            assert_eq!(owners, 1, "{path} must be in exactly one shard");
+        }
+        let max = shards.iter().map(|s| s.bytes).max().unwrap();
+        assert!(max <= 550, "largest shard {max} bytes");
+    }
+
+    #[test]
+    fn never_more_shards_than_files() {
+        let tree = files(&[("a.rs", 10)]);
+        assert_eq!(shard(&tree, 4).len(), 1);
+        assert_eq!(shard_count(10, 1, 4, 32), 1);
+        assert_eq!(shard_count(10 * 1024 * 1024, 100, 4, 32), 10);
+        assert_eq!(shard_count(100 * 1024 * 1024, 1000, 4, 32), 32);
+    }
+}

@@ -1,0 +1,85 @@
+//! baton — an actor-based subagent coordinator.
+//!
+//! A lead actor splits a job, spawns isolated subagent actors that each work in their own
+//! bounded context window, takes back from each a handoff that must pass a three-section
+//! contract (Settled conclusions with sources; Open items; Hard constraints, `none` when there
+//! are none), and merges what passed into one report whose every conclusion can be re-checked
+//! line by line.
+//!
+//! # Bird's-eye view
+//!
+//! ```text
+//! Task ─▶ Coordinator::start ─▶ LeadActor ──plan (shards)──▶ SubagentActor × N (≤ agents at once)
+//!                                  ▲                          │ AgentLoop: model ⇄ tools
+//!                                  │◀── SubagentFinished ─────┘ (handoff + observation log)
+//!                                  ▼
+//!                     merge (pure) ─▶ Report (the lead's own handoff)
+//! ```
+//!
+//! # Entry points
+//! - Library: [`Coordinator`] (`new`, builder methods, `run` / `start`), [`Task`], [`Report`].
+//! - Binary: `src/main.rs` → `cli` (`baton explore ROOT QUESTION`).
+//!
+//! # Code map
+//! - `coordinator` — the public [`Coordinator`], [`Task`], [`RunHandle`], [`Canceller`],
+//!   [`RunError`]. Validates input (empty question, missing root) before any actor starts.
+//! - `lead` — `LeadActor`, `LeadMsg`, `LeadState`, `LeadArgs`, `LeadHandle`; `lead::plan`
+//!   shards the tree by directory balanced by size and writes briefs (pure); `lead::merge`
+//!   merges accepted handoffs (pure). **Invariant:** only a handoff that passed the contract is
+//!   merged; a subagent that panics or stops without a handoff is recorded as failed and the
+//!   run still reports. The lead never awaits a subagent inside a handler.
+//! - `subagent` — `SubagentActor`, `SubagentMsg`; `subagent::agent_loop::AgentLoop` is the
+//!   sans-IO loop (`start` / `on_model` / `on_tools` → `Step`). **Invariant:** budgets (turns,
+//!   tool calls, tokens) are enforced: over budget, a subagent is asked once to hand off, then
+//!   stopped; every tool call gets a result message, even one that was not run.
+//! - `handoff` — [`Handoff`], its markdown and JSON forms, structural [`Violation`]s.
+//!   **Invariant:** a parsed handoff has a source on every settled conclusion.
+//! - `source` — [`SourceId`] (file, line range, URL, doc, record such as `call:ID`) and the
+//!   [`ObservationLog`] of what a subagent's tools showed it.
+//! - `model` — the [`Model`] trait and its request/response types; `model::offline` is the
+//!   deterministic local explorer ([`OfflineModel`]): search terms, count greps, ranking,
+//!   reads, a handoff citing exactly the lines it read. Nothing outside `model` knows a wire
+//!   format.
+//! - `tools` — the [`Tool`] trait, [`ToolRegistry`], [`Workspace`] (the sandbox) and the
+//!   read-only workspace tools list_dir, glob, grep, read_file. **Invariant:** every path is
+//!   resolved inside the root; `..` above it, absolute paths and symlinks leading out are
+//!   refused; binary files are skipped; output is capped and says so.
+//! - `policy` — [`Budget`] and [`Spent`], the pure budget decision.
+//! - `report` — [`Report`], [`SubagentSummary`], [`SubagentState`], [`RunUsage`]: the
+//!   `--json` wire format (fields may be added, never renamed).
+//! - `event` — [`Event`], the stream a run emits (progress display, embedding apps).
+//! - `contracts` — the texts of `contracts/` compiled in (handoff contract, role system text).
+//! - `cli` (binary only) — argument parsing, the progress display, exit codes.
+//!
+//! # Cross-cutting
+//! - Errors: library errors are typed ([`RunError`], [`ToolError`], [`ModelError`]); tool
+//!   failures and contract violations are values the model sees as text. `anyhow` only in
+//!   `main`.
+//! - Untrusted data: model output, tool results and file contents never change a tool set, a
+//!   budget or a permission.
+//! - Tests run offline: temp-dir fixtures, the offline model, scripted models.
+
+mod contracts;
+mod coordinator;
+mod event;
+mod handoff;
+mod lead;
+mod model;
+mod policy;
+mod report;
+mod source;
+mod subagent;
+mod tools;
+
+pub use coordinator::{Canceller, Coordinator, RunError, RunHandle, Task};
+pub use event::Event;
+pub use handoff::{Conclusion, ConclusionKind, Handoff, HardConstraint, OpenItem, Violation};
+pub use model::{
+    estimate_tokens, Message, Model, ModelError, ModelRequest, ModelResponse, OfflineModel, Usage,
+};
+pub use policy::{Budget, Spent};
+pub use report::{Report, RunUsage, SubagentState, SubagentSummary};
+pub use source::{Observation, ObservationLog, SourceId, SourceParseError};
+pub use tools::{
+    Tool, ToolCall, ToolError, ToolOutput, ToolRegistry, ToolResult, ToolSpec, Workspace,
+};

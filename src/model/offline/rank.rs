@@ -1,0 +1,386 @@
+//! Pure ranking for the offline explorer: parsing tool outputs back, recognising definitions,
+//! scoring hit lines, and finding where a definition's block ends.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+/// `path:count` lines of a count-mode grep.
+pub(crate) fn parse_counts(content: &str) -> Vec<(String, usize)> {
+    content
+        .lines()
+        .filter(|l| !l.starts_with('['))
+        .filter_map(|l| {
+            let (path, count) = l.rsplit_once(':')?;
+            Some((path.to_string(), count.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// The `N files searched` figure a grep reports.
+pub(crate) fn files_searched(content: &str) -> usize {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| Regex::new(r"(\d+) files searched").expect("static regex"));
+    re.captures(content)
+        .and_then(|c| c[1].parse().ok())
+        .unwrap_or(0)
+}
+
+/// `path:line:text` lines of a content-mode grep.
+pub(crate) fn parse_hits(content: &str) -> Vec<(String, u32, String)> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| Regex::new(r"^(.+?):(\d+):(.*)$").expect("static regex"));
+    content
+        .lines()
+        .filter_map(|l| {
+            let c = re.captures(l)?;
+            Some((c[1].to_string(), c[2].parse().ok()?, c[3].to_string()))
+        })
+        .collect()
+}
+
+/// A read_file output: its path and numbered lines.
+pub(crate) fn parse_read(content: &str) -> Option<(String, Vec<(u32, String)>)> {
+    let mut lines = content.lines();
+    let header = lines.next()?;
+    let path = header.rsplit_once(" (lines ")?.0.to_string();
+    let numbered = lines
+        .filter_map(|l| {
+            let (number, text) = l.split_once('\t')?;
+            Some((number.trim().parse().ok()?, text.to_string()))
+        })
+        .collect();
+    Some((path, numbered))
+}
+
+/// What a definition line defines: its keyword and name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Definition {
+    pub(crate) keyword: String,
+    pub(crate) name: String,
+}
+
+/// Recognises a definition: `fn`, `struct`, `enum`, `trait`, `impl`, `class`, `def`, `const`,
+/// `static`, `type`, `mod`, `macro_rules!`, `union`, `interface`, `function`.
+pub(crate) fn definition(line: &str) -> Option<Definition> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(
+            r"^\s*(?:#\[[^\]]*\]\s*)*(?:(?:pub(?:\([^)]*\))?|export|default|async|unsafe|extern(?:\s+\x22[^\x22]*\x22)?|const|static|abstract|final|public|private|protected)\s+)*(fn|struct|enum|trait|impl|class|def|const|static|type|mod|macro_rules!|union|interface|function|let)\s*(?:<[^>]*>\s*)?((?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*)",
+        )
+        .expect("static regex")
+    });
+    let c = re.captures(line)?;
+    let keyword = c[1].to_string();
+    if keyword == "let" {
+        return None;
+    }
+    let mut name = c[2].rsplit("::").next().unwrap_or(&c[2]).to_string();
+    if keyword == "impl" {
+        // `impl<T> Trait for Type` names the type; `impl Type` names itself.
+        static FOR: OnceLock<Regex> = OnceLock::new();
+        let for_re = FOR.get_or_init(|| {
+            Regex::new(r"\bfor\s+(?:[A-Za-z_][A-Za-z0-9_]*::)*([A-Za-z_][A-Za-z0-9_]*)")
+                .expect("static regex")
+        });
+        if let Some(f) = for_re.captures(line) {
+            name = format!("{name} for {}", &f[1]);
+        }
+    }
+    Some(Definition { keyword, name })
+}
+
+/// Source files count fully; tests, examples, benches and docs less.
+pub(crate) fn path_factor(path: &str) -> f64 {
+    let lower = path.to_ascii_lowercase();
+    let is_doc = [".md", ".txt", ".rst", ".adoc", ".html"]
+        .iter()
+        .any(|e| lower.ends_with(e));
+    let in_tests = lower.split('/').any(|part| {
+        matches!(
+            part,
+            "tests" | "test" | "testdata" | "benches" | "examples" | "fixtures" | "docs" | "doc"
+        )
+    }) || lower.contains("_test.")
+        || lower.contains("test_")
+        || lower.ends_with("tests.rs");
+    if is_doc {
+        0.4
+    } else if in_tests {
+        0.6
+    } else {
+        1.0
+    }
+}
+
+/// The last line of the block a definition opens, from the lines that were read: brace
+/// matching for brace languages, indentation for Python-like ones. Stops at the last line read.
+pub(crate) fn block_end(lines: &[(u32, String)], start_index: usize) -> u32 {
+    let Some((first_number, first)) = lines.get(start_index) else {
+        return 0;
+    };
+    let last_read = lines.last().map(|l| l.0).unwrap_or(*first_number);
+    let trimmed = first.trim_end();
+    if trimmed.ends_with(':') && !trimmed.contains('{') {
+        let indent = first.len() - first.trim_start().len();
+        let mut end = *first_number;
+        for (number, text) in &lines[start_index + 1..] {
+            if text.trim().is_empty() {
+                continue;
+            }
+            if text.len() - text.trim_start().len() <= indent {
+                return end;
+            }
+            end = *number;
+        }
+        return end;
+    }
+    let mut depth: i64 = 0;
+    let mut opened = false;
+    for (number, text) in &lines[start_index..] {
+        for ch in strip_strings(text).chars() {
+            match ch {
+                '{' => {
+                    depth += 1;
+                    opened = true;
+                }
+                '}' => depth -= 1,
+                ';' if !opened && depth == 0 => return *number,
+                _ => {}
+            }
+        }
+        if opened && depth <= 0 {
+            return *number;
+        }
+    }
+    last_read
+}
+
+/// Removes string and char literals and `//` comments, so braces inside them are not counted.
+fn strip_strings(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        if in_string {
+            if c == '\\' {
+                chars.next();
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '/' if chars.peek() == Some(&'/') => break,
+            '\'' => {
+                // A char literal like '{' or '\n'; a lifetime ('a) has no closing quote soon.
+                let rest: String = chars.clone().take(3).collect();
+                if rest.len() >= 2 && rest.chars().nth(1) == Some('\'') {
+                    chars.next();
+                    chars.next();
+                } else if rest.starts_with('\\') && rest.chars().nth(2) == Some('\'') {
+                    chars.next();
+                    chars.next();
+                    chars.next();
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// One hit line with the terms found on it.
+#[derive(Debug, Clone)]
+pub(crate) struct Hit {
+    pub(crate) path: String,
+    pub(crate) line: u32,
+    pub(crate) text: String,
+    pub(crate) terms: Vec<usize>,
+}
+
+/// A place worth reading: a hit line, its score, and how much of the question it covers.
+#[derive(Debug, Clone)]
+pub(crate) struct Candidate {
+    pub(crate) path: String,
+    pub(crate) line: u32,
+    pub(crate) score: f64,
+    pub(crate) coverage: f64,
+    pub(crate) definition: Option<Definition>,
+    pub(crate) terms: Vec<usize>,
+}
+
+/// Lines either side of a hit whose terms count towards it.
+const WINDOW: u32 = 12;
+
+/// Scores every hit line: the weight of the distinct terms within the window around it, more
+/// for a definition whose name holds a term, scaled by the file's kind. `weights[t]` is term
+/// t's weight; coverage is the share of the total weight the window holds.
+pub(crate) fn score_hits(hits: &[Hit], weights: &[f64], compiled: &[Regex]) -> Vec<Candidate> {
+    let total: f64 = weights.iter().sum::<f64>().max(f64::EPSILON);
+    let mut by_file: BTreeMap<&str, Vec<&Hit>> = BTreeMap::new();
+    for hit in hits {
+        by_file.entry(hit.path.as_str()).or_default().push(hit);
+    }
+    let mut out = Vec::new();
+    for (path, file_hits) in by_file {
+        let factor = path_factor(path);
+        let path_lower = path.to_ascii_lowercase();
+        for hit in &file_hits {
+            // Each term counts by how close its nearest occurrence is to the hit line.
+            let mut nearness = vec![0.0f64; weights.len()];
+            for other in &file_hits {
+                let distance = other.line.abs_diff(hit.line);
+                let closeness = match distance {
+                    0 => 1.0,
+                    1..=4 => 0.7,
+                    d if d <= WINDOW => 0.4,
+                    _ => continue,
+                };
+                for t in &other.terms {
+                    nearness[*t] = nearness[*t].max(closeness);
+                }
+            }
+            let present: Vec<bool> = nearness.iter().map(|n| *n > 0.0).collect();
+            let covered: f64 = present
+                .iter()
+                .zip(weights)
+                .filter(|(p, _)| **p)
+                .map(|(_, w)| w)
+                .sum();
+            let near: f64 = nearness.iter().zip(weights).map(|(n, w)| n * w).sum();
+            let mut score = near;
+            let def = definition(&hit.text);
+            if let Some(d) = &def {
+                let name_terms: f64 = compiled
+                    .iter()
+                    .zip(weights)
+                    .filter(|(re, _)| re.is_match(&d.name))
+                    .map(|(_, w)| *w)
+                    .sum();
+                score += 1.5 * name_terms;
+                if name_terms > 0.0 {
+                    score += 0.5;
+                }
+            }
+            let path_terms: f64 = compiled
+                .iter()
+                .zip(weights)
+                .filter(|(re, _)| re.is_match(&path_lower))
+                .map(|(_, w)| *w)
+                .sum();
+            score += 0.5 * path_terms;
+            out.push(Candidate {
+                path: path.to_string(),
+                line: hit.line,
+                score: score * factor,
+                coverage: covered / total,
+                definition: def,
+                terms: hit.terms.clone(),
+            });
+        }
+    }
+    out.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.path.cmp(&b.path))
+            .then_with(|| a.line.cmp(&b.line))
+    });
+    out
+}
+
+/// Picks up to `most` candidates, best first, no two within `gap` lines of each other in the
+/// same file, each scoring at least `relative` of the best and covering at least `coverage`.
+pub(crate) fn pick(
+    candidates: &[Candidate],
+    most: usize,
+    gap: u32,
+    relative: f64,
+    coverage: f64,
+) -> Vec<Candidate> {
+    let Some(best) = candidates.first() else {
+        return Vec::new();
+    };
+    let floor = best.score * relative;
+    let mut picked: Vec<Candidate> = Vec::new();
+    for c in candidates {
+        if picked.len() >= most || c.score < floor {
+            break;
+        }
+        if c.coverage < coverage {
+            continue;
+        }
+        let near = picked
+            .iter()
+            .any(|p| p.path == c.path && p.line.abs_diff(c.line) <= gap);
+        if !near {
+            picked.push(c.clone());
+        }
+    }
+    picked
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_definitions() {
+        let d = definition("    pub(crate) async fn check_symlink_loop(").unwrap();
+        assert_eq!(
+            (d.keyword.as_str(), d.name.as_str()),
+            ("fn", "check_symlink_loop")
+        );
+        let d = definition("impl<T: Clone> fmt::Debug for HeaderValue {").unwrap();
+        assert_eq!(d.name, "Debug for HeaderValue");
+        assert_eq!(definition("class Retry(Base):").unwrap().name, "Retry");
+        assert_eq!(
+            definition("def next_delay(self, n):").unwrap().keyword,
+            "def"
+        );
+        assert!(definition("    let x = 3;").is_none());
+        assert!(definition("    // fn in a comment").is_none());
+    }
+
+    #[test]
+    fn block_ends_by_braces_and_indentation() {
+        let rust: Vec<(u32, String)> = [
+            "fn a() {",
+            "    let s = \"}\";",
+            "    if x { y }",
+            "}",
+            "fn b() {}",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (i as u32 + 10, l.to_string()))
+        .collect();
+        assert_eq!(block_end(&rust, 0), 13);
+        let py: Vec<(u32, String)> = ["def f(x):", "    return x", "", "def g():"]
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (i as u32 + 1, l.to_string()))
+            .collect();
+        assert_eq!(block_end(&py, 0), 2);
+        let constant = vec![(5, "pub const MAX: u32 = 7;".to_string())];
+        assert_eq!(block_end(&constant, 0), 5);
+    }
+
+    #[test]
+    fn parses_tool_outputs() {
+        assert_eq!(
+            parse_hits("src/a.rs:12:fn x() {\n[output capped]"),
+            vec![("src/a.rs".into(), 12, "fn x() {".into())]
+        );
+        assert_eq!(
+            parse_counts("a.rs:3\nb/c.rs:1\n[4 matching]"),
+            vec![("a.rs".into(), 3), ("b/c.rs".into(), 1)]
+        );
+        let (path, lines) =
+            parse_read("src/a.rs (lines 3-4 of 9)\n     3\tx\n     4\ty\n").unwrap();
+        assert_eq!(path, "src/a.rs");
+        assert_eq!(lines, vec![(3, "x".into()), (4, "y".into())]);
+    }
+}

@@ -1,0 +1,397 @@
+//! From a question in plain words to search terms: identifiers, compound-word variants
+//! (snake, camel, kebab), word stems; stop words dropped.
+
+/// One search term: what it is called in reports and the regex that finds it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Term {
+    /// What kind of term it is.
+    pub(crate) kind: TermKind,
+    /// How the term is shown, e.g. `symlink` or `file type`.
+    pub(crate) label: String,
+    /// Regex for a case-insensitive grep.
+    pub(crate) pattern: String,
+    /// Prior weight: identifiers and compounds say more than single words.
+    pub(crate) prior: f64,
+}
+
+/// Where a term came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TermKind {
+    /// A code-like token of the question (`next_delay`, `HeaderMap`).
+    Identifier,
+    /// Two adjacent words as one identifier (`file type` → `file_type`, `FileType`).
+    Compound,
+    /// One word, stemmed.
+    Word,
+}
+
+const STOP_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "across",
+    "after",
+    "again",
+    "all",
+    "already",
+    "also",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "back",
+    "be",
+    "been",
+    "before",
+    "being",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "code",
+    "could",
+    "crate",
+    "crates",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "done",
+    "each",
+    "else",
+    "end",
+    "ends",
+    "every",
+    "example",
+    "find",
+    "for",
+    "forever",
+    "from",
+    "get",
+    "gets",
+    "give",
+    "given",
+    "gives",
+    "go",
+    "goes",
+    "got",
+    "had",
+    "happen",
+    "happens",
+    "has",
+    "have",
+    "he",
+    "her",
+    "here",
+    "his",
+    "how",
+    "however",
+    "i",
+    "if",
+    "in",
+    "inside",
+    "instead",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "keep",
+    "keeps",
+    "kept",
+    "know",
+    "least",
+    "let",
+    "like",
+    "made",
+    "make",
+    "makes",
+    "many",
+    "may",
+    "me",
+    "might",
+    "more",
+    "most",
+    "much",
+    "must",
+    "my",
+    "need",
+    "needs",
+    "no",
+    "not",
+    "notice",
+    "of",
+    "off",
+    "on",
+    "once",
+    "one",
+    "ones",
+    "only",
+    "or",
+    "other",
+    "our",
+    "out",
+    "over",
+    "own",
+    "part",
+    "parts",
+    "piece",
+    "pieces",
+    "place",
+    "places",
+    "put",
+    "rather",
+    "really",
+    "said",
+    "same",
+    "say",
+    "says",
+    "see",
+    "she",
+    "should",
+    "so",
+    "some",
+    "someone",
+    "something",
+    "such",
+    "take",
+    "takes",
+    "tell",
+    "tells",
+    "than",
+    "that",
+    "the",
+    "their",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "thing",
+    "things",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "turn",
+    "turned",
+    "turns",
+    "two",
+    "under",
+    "up",
+    "us",
+    "use",
+    "used",
+    "uses",
+    "using",
+    "very",
+    "via",
+    "want",
+    "was",
+    "way",
+    "ways",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "whether",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "whose",
+    "why",
+    "will",
+    "with",
+    "within",
+    "without",
+    "work",
+    "works",
+    "would",
+    "yes",
+    "you",
+    "your",
+];
+
+fn is_stop(word: &str) -> bool {
+    STOP_WORDS.binary_search(&word).is_ok()
+}
+
+/// A light stem: plural, -ing, -ed, -er, -ion endings off, keeping at least four letters.
+pub(crate) fn stem(word: &str) -> String {
+    let w = word.to_ascii_lowercase();
+    let suffixes = [
+        "ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "ed", "es", "ly", "s",
+    ];
+    for suffix in suffixes {
+        if let Some(base) = w.strip_suffix(suffix) {
+            if base.len() >= 4 && !(suffix == "s" && base.ends_with('s')) {
+                return match suffix {
+                    "ies" | "ied" => format!("{base}y"),
+                    _ => base.to_string(),
+                };
+            }
+        }
+    }
+    w
+}
+
+/// Splits an identifier into its lower-case parts: `check_symlink_loop`, `HeaderMap`,
+/// `max-depth` → words.
+fn identifier_parts(identifier: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let mut previous_lower = false;
+    for ch in identifier.chars() {
+        if !ch.is_alphanumeric() {
+            if !current.is_empty() {
+                parts.push(std::mem::take(&mut current));
+            }
+            previous_lower = false;
+            continue;
+        }
+        if ch.is_uppercase() && previous_lower && !current.is_empty() {
+            parts.push(std::mem::take(&mut current));
+        }
+        previous_lower = ch.is_lowercase() || ch.is_ascii_digit();
+        current.extend(ch.to_lowercase());
+    }
+    if !current.is_empty() {
+        parts.push(current);
+    }
+    parts
+}
+
+/// Whether a token looks like code rather than a word: snake_case, CamelCase, `a::b`, `f()`.
+fn looks_like_identifier(token: &str) -> bool {
+    let core = token.trim_end_matches("()");
+    let has_inner_upper =
+        core.chars().skip(1).any(char::is_uppercase) && core.chars().any(char::is_lowercase);
+    core.contains('_') || core.contains("::") || has_inner_upper || token.ends_with("()")
+}
+
+/// A regex matching every spelling of a compound: `file_type`, `FileType`, `file-type`,
+/// `file type`.
+fn compound_pattern(parts: &[String]) -> String {
+    parts
+        .iter()
+        .map(|p| regex::escape(p))
+        .collect::<Vec<_>>()
+        .join("[_\\- ]?")
+}
+
+fn word_pattern(word: &str) -> String {
+    let stemmed = stem(word);
+    if stemmed.len() <= 3 {
+        format!("\\b{}\\b", regex::escape(&stemmed))
+    } else {
+        regex::escape(&stemmed)
+    }
+}
+
+/// The search terms for a question, most specific first, without duplicates.
+pub(crate) fn terms(question: &str) -> Vec<Term> {
+    let mut out: Vec<Term> = Vec::new();
+    let mut push = |term: Term| {
+        if !out.iter().any(|t| t.pattern == term.pattern) {
+            out.push(term);
+        }
+    };
+    // Code-like tokens, including backticked ones, become identifier terms.
+    let raw_tokens: Vec<&str> = question
+        .split(|c: char| c.is_whitespace() || matches!(c, '`' | '"' | '\'' | ',' | '?' | '('))
+        .map(|t| t.trim_matches(|c: char| !c.is_alphanumeric() && c != '_'))
+        .filter(|t| !t.is_empty())
+        .collect();
+    for token in &raw_tokens {
+        if looks_like_identifier(token) {
+            let last = token.rsplit("::").next().unwrap_or(token);
+            let parts = identifier_parts(last);
+            if !parts.is_empty() {
+                push(Term {
+                    kind: TermKind::Identifier,
+                    label: last.to_string(),
+                    pattern: compound_pattern(&parts),
+                    prior: 2.0,
+                });
+            }
+        }
+    }
+    // Plain words, in order; stop words break compounds.
+    let mut words: Vec<Option<String>> = Vec::new();
+    for token in question.split(|c: char| !c.is_alphanumeric() && c != '_' && c != '-') {
+        for piece in token.split('-') {
+            let lower = piece.to_ascii_lowercase();
+            if lower.is_empty() || lower.contains('_') {
+                words.push(None);
+                continue;
+            }
+            if is_stop(&lower) || lower.len() < 3 || lower.chars().all(|c| c.is_ascii_digit()) {
+                words.push(None);
+            } else {
+                words.push(Some(lower));
+            }
+        }
+        if token.is_empty() {
+            words.push(None);
+        }
+    }
+    // Compounds of adjacent content words: `file type` -> file_type / FileType.
+    for pair in words.windows(2) {
+        if let [Some(a), Some(b)] = pair {
+            let parts = vec![stem(a), stem(b)];
+            push(Term {
+                kind: TermKind::Compound,
+                label: format!("{a} {b}"),
+                pattern: compound_pattern(&parts),
+                prior: 1.5,
+            });
+        }
+    }
+    for word in words.iter().flatten() {
+        push(Term {
+            kind: TermKind::Word,
+            label: word.clone(),
+            pattern: word_pattern(word),
+            prior: 1.0,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_words_are_sorted_for_binary_search() {
+        let mut sorted = STOP_WORDS.to_vec();
+        sorted.sort_unstable();
+        assert_eq!(sorted, STOP_WORDS);
+    }
+
+    #[test]
+    fn questions_become_terms() {
+        let t = terms("Where is `RetryPolicy::next_delay` and how do symbolic links get followed?");
+        let labels: Vec<&str> = t.iter().map(|t| t.label.as_str()).collect();
+        assert_eq!(labels[0], "next_delay");
+        assert!(labels.contains(&"symbolic links"));
+        assert!(labels.contains(&"followed"));
+        assert!(!labels.contains(&"where"));
+        let compound = t.iter().find(|t| t.label == "symbolic links").unwrap();
+        let re = regex::RegexBuilder::new(&compound.pattern)
+            .case_insensitive(true)
+            .build()
+            .unwrap();
+        assert!(re.is_match("fn SymbolicLink"));
+        assert!(re.is_match("symbolic_link"));
+        assert_eq!(stem("redrawing"), "redraw");
+        assert_eq!(stem("entries"), "entry");
+        assert_eq!(stem("class"), "class");
+    }
+}

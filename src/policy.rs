@@ -1,0 +1,89 @@
+//! Budgets: the limits one subagent works within, what it has spent, and the pure decision of
+//! whether it may go on.
+
+use serde::{Deserialize, Serialize};
+
+/// Per-subagent limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Budget {
+    /// Most model turns (calls).
+    pub model_turns: u32,
+    /// Most tool calls.
+    pub tool_calls: u32,
+    /// Most tokens, input plus output, over all turns.
+    pub tokens: u64,
+}
+
+impl Default for Budget {
+    fn default() -> Budget {
+        Budget {
+            model_turns: 12,
+            tool_calls: 60,
+            tokens: 400_000,
+        }
+    }
+}
+
+/// What one subagent has spent so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spent {
+    /// Model turns taken.
+    pub model_turns: u32,
+    /// Tool calls run.
+    pub tool_calls: u32,
+    /// Input tokens.
+    pub tokens_in: u64,
+    /// Output tokens.
+    pub tokens_out: u64,
+}
+
+impl Spent {
+    /// Input plus output tokens.
+    pub fn tokens(&self) -> u64 {
+        self.tokens_in + self.tokens_out
+    }
+}
+
+impl Budget {
+    /// The limit that is used up, if any: a subagent at a limit may take no further step of
+    /// that kind.
+    pub fn exhausted(&self, spent: &Spent) -> Option<String> {
+        if spent.model_turns >= self.model_turns {
+            Some(format!("{} model turns", self.model_turns))
+        } else if spent.tokens() >= self.tokens {
+            Some(format!("{} tokens", self.tokens))
+        } else if spent.tool_calls >= self.tool_calls {
+            Some(format!("{} tool calls", self.tool_calls))
+        } else {
+            None
+        }
+    }
+
+    /// How many more tool calls may run.
+    pub fn tool_calls_left(&self, spent: &Spent) -> u32 {
+        self.tool_calls.saturating_sub(spent.tool_calls)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_limit_is_enforced() {
+        let budget = Budget {
+            model_turns: 2,
+            tool_calls: 3,
+            tokens: 100,
+        };
+        let mut spent = Spent::default();
+        assert_eq!(budget.exhausted(&spent), None);
+        spent.tool_calls = 3;
+        assert!(budget.exhausted(&spent).unwrap().contains("tool calls"));
+        spent.tokens_in = 100;
+        assert!(budget.exhausted(&spent).unwrap().contains("tokens"));
+        spent.model_turns = 2;
+        assert!(budget.exhausted(&spent).unwrap().contains("turns"));
+        assert_eq!(budget.tool_calls_left(&spent), 0);
+    }
+}

@@ -1,0 +1,149 @@
+//! The report a run returns: the lead's own handoff plus who worked on what and what it cost.
+//! Its JSON is the `--json` wire format (fields may be added, never renamed).
+
+use serde::{Deserialize, Serialize};
+
+use crate::handoff::{Handoff, Violation};
+
+/// How a subagent ended (or where it is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubagentState {
+    /// Planned, not yet spawned.
+    Queued,
+    /// Working.
+    Running,
+    /// Handed off a valid handoff at the first attempt.
+    HandedOff,
+    /// Handed off a valid handoff after one or more repair turns.
+    Repaired,
+    /// Never produced a valid handoff within its repairs: nothing of it is settled.
+    Rejected,
+    /// Panicked, errored, or stopped without a handoff.
+    Failed,
+    /// Stopped because the run was cancelled.
+    Cancelled,
+}
+
+impl SubagentState {
+    /// Whether its handoff was accepted.
+    pub fn accepted(self) -> bool {
+        matches!(self, SubagentState::HandedOff | SubagentState::Repaired)
+    }
+
+    /// Whether it has ended.
+    pub fn ended(self) -> bool {
+        !matches!(self, SubagentState::Queued | SubagentState::Running)
+    }
+
+    /// The word shown in progress lines.
+    pub fn label(self) -> &'static str {
+        match self {
+            SubagentState::Queued => "queued",
+            SubagentState::Running => "running",
+            SubagentState::HandedOff => "handed off",
+            SubagentState::Repaired => "repaired",
+            SubagentState::Rejected => "rejected",
+            SubagentState::Failed => "failed",
+            SubagentState::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// One subagent in the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubagentSummary {
+    /// Its id, e.g. `sa2`.
+    pub id: String,
+    /// Its role.
+    pub role: String,
+    /// Its shard of the tree, comma-separated.
+    pub scope: String,
+    /// How it ended.
+    pub state: SubagentState,
+    /// Tool calls made.
+    pub tool_calls: u32,
+    /// Tokens used, input plus output.
+    pub tokens: u64,
+    /// Model turns taken.
+    pub model_turns: u32,
+    /// Repair turns it needed.
+    pub repairs: u32,
+    /// Why it failed, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The contract violations of a rejected handoff.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<Violation>,
+}
+
+/// What the run spent, over all subagents.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunUsage {
+    /// Model calls.
+    pub model_calls: u64,
+    /// Tool calls.
+    pub tool_calls: u64,
+    /// Input tokens.
+    pub tokens_in: u64,
+    /// Output tokens.
+    pub tokens_out: u64,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// The run's id.
+    pub run_id: String,
+    /// The question asked.
+    pub question: String,
+    /// The explored root, absolute.
+    pub root: String,
+    /// The lead's handoff: every settled conclusion carries its sources.
+    pub handoff: Handoff,
+    /// Every subagent of the run.
+    pub subagents: Vec<SubagentSummary>,
+    /// Totals.
+    pub usage: RunUsage,
+    /// The model that played the subagents.
+    pub model: String,
+    /// True when the run was cancelled before every subagent ended.
+    pub cancelled: bool,
+    /// Wall time of the run in milliseconds.
+    pub elapsed_ms: u64,
+}
+
+impl Report {
+    /// Counts of subagents by outcome: (handed off, repaired, rejected, failed or cancelled).
+    pub fn outcome_counts(&self) -> (usize, usize, usize, usize) {
+        let count = |f: &dyn Fn(SubagentState) -> bool| {
+            self.subagents.iter().filter(|s| f(s.state)).count()
+        };
+        (
+            count(&|s| s == SubagentState::HandedOff),
+            count(&|s| s == SubagentState::Repaired),
+            count(&|s| s == SubagentState::Rejected),
+            count(&|s| matches!(s, SubagentState::Failed | SubagentState::Cancelled)),
+        )
+    }
+
+    /// Whether no subagent's handoff was accepted.
+    pub fn failed(&self) -> bool {
+        !self.subagents.iter().any(|s| s.state.accepted())
+    }
+
+    /// One line for stderr at the end of a run.
+    pub fn summary_line(&self) -> String {
+        let (handed_off, repaired, rejected, failed) = self.outcome_counts();
+        format!(
+            "baton: {} subagent(s): {handed_off} handed off, {repaired} repaired, {rejected} rejected, {failed} failed{}; {} conclusion(s), {} open item(s); {} tool calls, {} tokens, {:.1}s",
+            self.subagents.len(),
+            if self.cancelled { " (cancelled)" } else { "" },
+            self.handoff.settled_conclusions.len(),
+            self.handoff.open_items.len(),
+            self.usage.tool_calls,
+            self.usage.tokens_in + self.usage.tokens_out,
+            self.elapsed_ms as f64 / 1000.0
+        )
+    }
+}

@@ -1,0 +1,302 @@
+//! Source identifiers (what a conclusion cites) and the observation log (what a subagent saw).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// What a conclusion points at. Text form: `path`, `path:LINE`, `path:START-END`, an
+/// `http(s)://` URL, `doc:ID[#span]`, or a record `KIND:ID` (e.g. `call:sa1.3`, the tool call
+/// that searched and found nothing).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum SourceId {
+    /// A file of the workspace, optionally a 1-based inclusive line range.
+    File {
+        /// Root-relative path with `/` separators.
+        path: String,
+        /// Inclusive line range, if any.
+        lines: Option<(u32, u32)>,
+    },
+    /// A web address.
+    Url(String),
+    /// A corpus document, optionally a span of it.
+    Doc {
+        /// Document id.
+        id: String,
+        /// Span inside the document.
+        span: Option<String>,
+    },
+    /// A typed record such as a tool call (`call:ID`).
+    Record {
+        /// The record kind, lower case.
+        kind: String,
+        /// Its id.
+        id: String,
+    },
+}
+
+/// Why a text is not a source identifier.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{text}` is not a source identifier: {why}")]
+pub struct SourceParseError {
+    text: String,
+    why: &'static str,
+}
+
+/// Record kinds that are not file paths even though they look like `word:ID`.
+const RECORD_KINDS: &[&str] = &["call", "event", "order", "issue", "commit", "run"];
+
+impl SourceId {
+    /// Parses one identifier (surrounding whitespace and backticks are ignored).
+    pub fn parse(text: &str) -> Result<SourceId, SourceParseError> {
+        let t = text.trim().trim_matches('`').trim();
+        let err = |why| SourceParseError {
+            text: t.chars().take(120).collect(),
+            why,
+        };
+        if t.is_empty() {
+            return Err(err("it is empty"));
+        }
+        if t.chars().any(char::is_whitespace) {
+            return Err(err("it contains whitespace"));
+        }
+        if t.starts_with("http://") || t.starts_with("https://") {
+            let rest = t.split_once("://").map(|x| x.1).unwrap_or("");
+            if rest.is_empty() || rest.starts_with('/') {
+                return Err(err("the URL has no host"));
+            }
+            return Ok(SourceId::Url(t.to_string()));
+        }
+        if let Some(rest) = t.strip_prefix("doc:") {
+            let (id, span) = match rest.split_once('#') {
+                Some((id, span)) => (id, Some(span.to_string())),
+                None => (rest, None),
+            };
+            if id.is_empty() {
+                return Err(err("the document id is empty"));
+            }
+            return Ok(SourceId::Doc {
+                id: id.to_string(),
+                span,
+            });
+        }
+        if let Some((kind, id)) = t.split_once(':') {
+            let kind_lower = kind.to_ascii_lowercase();
+            if RECORD_KINDS.contains(&kind_lower.as_str()) {
+                if id.is_empty() {
+                    return Err(err("the record id is empty"));
+                }
+                return Ok(SourceId::Record {
+                    kind: kind_lower,
+                    id: id.to_string(),
+                });
+            }
+        }
+        // A file, with an optional `:LINE` or `:START-END` suffix.
+        let (path, lines) = match t.rsplit_once(':') {
+            Some((path, range)) if range.chars().next().is_some_and(|c| c.is_ascii_digit()) => {
+                let (a, b) = match range.split_once(['-', '\u{2013}']) {
+                    Some((a, b)) => (a, b),
+                    None => (range, range),
+                };
+                let a: u32 = a
+                    .parse()
+                    .map_err(|_| err("the line range is not numeric"))?;
+                let b: u32 = b
+                    .parse()
+                    .map_err(|_| err("the line range is not numeric"))?;
+                if a == 0 || b < a {
+                    return Err(err("a line range is START-END with 1 <= START <= END"));
+                }
+                (path, Some((a, b)))
+            }
+            Some((_, _)) => return Err(err("unknown kind before `:`")),
+            None => (t, None),
+        };
+        let path = path.trim_start_matches("./");
+        if path.is_empty() {
+            return Err(err("the path is empty"));
+        }
+        Ok(SourceId::File {
+            path: path.to_string(),
+            lines,
+        })
+    }
+
+    /// The file path and line range of a file source with lines.
+    pub fn file_lines(&self) -> Option<(&str, u32, u32)> {
+        match self {
+            SourceId::File {
+                path,
+                lines: Some((a, b)),
+            } => Some((path, *a, *b)),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for SourceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SourceId::File { path, lines: None } => write!(f, "{path}"),
+            SourceId::File {
+                path,
+                lines: Some((a, b)),
+            } if a == b => write!(f, "{path}:{a}"),
+            SourceId::File {
+                path,
+                lines: Some((a, b)),
+            } => write!(f, "{path}:{a}-{b}"),
+            SourceId::Url(url) => write!(f, "{url}"),
+            SourceId::Doc { id, span: None } => write!(f, "doc:{id}"),
+            SourceId::Doc { id, span: Some(s) } => write!(f, "doc:{id}#{s}"),
+            SourceId::Record { kind, id } => write!(f, "{kind}:{id}"),
+        }
+    }
+}
+
+impl From<SourceId> for String {
+    fn from(source: SourceId) -> String {
+        source.to_string()
+    }
+}
+
+impl TryFrom<String> for SourceId {
+    type Error = SourceParseError;
+    fn try_from(text: String) -> Result<SourceId, SourceParseError> {
+        SourceId::parse(&text)
+    }
+}
+
+/// One thing a tool call let its caller see.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Observation {
+    /// Lines of a file were shown (a read, or one grep hit).
+    Lines {
+        /// The call that showed them.
+        call_id: String,
+        /// Root-relative path.
+        path: String,
+        /// First line shown, 1-based.
+        start: u32,
+        /// Last line shown, inclusive.
+        end: u32,
+    },
+    /// A directory listing was shown.
+    Listed {
+        /// The call.
+        call_id: String,
+        /// Root-relative directory.
+        path: String,
+    },
+    /// A search ran: its pattern, where, and how many matches it had.
+    Searched {
+        /// The call.
+        call_id: String,
+        /// The pattern searched for.
+        pattern: String,
+        /// Paths searched.
+        scope: Vec<String>,
+        /// Matching lines (or files, for glob).
+        matches: usize,
+        /// Files searched.
+        files_searched: usize,
+    },
+}
+
+/// Everything one subagent's tool calls showed it, in order. A citation of lines that are not
+/// in here was never observed, and is not evidence.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObservationLog {
+    entries: Vec<Observation>,
+}
+
+impl ObservationLog {
+    /// Appends what one call showed.
+    pub fn record(&mut self, observations: impl IntoIterator<Item = Observation>) {
+        self.entries.extend(observations);
+    }
+
+    /// All entries, oldest first.
+    pub fn entries(&self) -> &[Observation] {
+        &self.entries
+    }
+
+    /// Whether every line of `start..=end` of `path` was shown by some call.
+    pub fn saw_lines(&self, path: &str, start: u32, end: u32) -> bool {
+        let mut spans: Vec<(u32, u32)> = self
+            .entries
+            .iter()
+            .filter_map(|o| match o {
+                Observation::Lines {
+                    path: p,
+                    start: a,
+                    end: b,
+                    ..
+                } if p == path => Some((*a, *b)),
+                _ => None,
+            })
+            .collect();
+        spans.sort_unstable();
+        let mut covered_to = start.saturating_sub(1);
+        for (a, b) in spans {
+            if a > covered_to.saturating_add(1) {
+                break;
+            }
+            covered_to = covered_to.max(b);
+        }
+        covered_to >= end
+    }
+
+    /// Whether a search call with this id ran.
+    pub fn searched(&self, call_id: &str) -> bool {
+        self.entries
+            .iter()
+            .any(|o| matches!(o, Observation::Searched { call_id: c, .. } if c == call_id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_prints_every_form() {
+        for text in [
+            "src/a.rs",
+            "src/a.rs:12",
+            "src/a.rs:3-40",
+            "https://example.com/x",
+            "doc:rfc9110#5.3",
+            "call:sa1.4",
+        ] {
+            assert_eq!(SourceId::parse(text).unwrap().to_string(), text);
+        }
+        assert_eq!(
+            SourceId::parse("./src/a.rs:7-7").unwrap().to_string(),
+            "src/a.rs:7"
+        );
+        assert!(SourceId::parse("src/a.rs:9-3").is_err());
+        assert!(SourceId::parse("src/a.rs:0").is_err());
+        assert!(SourceId::parse("weird:thing").is_err());
+        assert!(SourceId::parse("two words").is_err());
+    }
+
+    #[test]
+    fn coverage_needs_every_line() {
+        let mut log = ObservationLog::default();
+        let lines = |s, e| Observation::Lines {
+            call_id: "c".into(),
+            path: "a.rs".into(),
+            start: s,
+            end: e,
+        };
+        log.record([lines(10, 20), lines(21, 30), lines(40, 41)]);
+        assert!(log.saw_lines("a.rs", 12, 30));
+        assert!(!log.saw_lines("a.rs", 12, 35));
+        assert!(log.saw_lines("a.rs", 40, 40));
+        assert!(!log.saw_lines("a.rs", 5, 12));
+        assert!(!log.saw_lines("b.rs", 10, 10));
+    }
+}

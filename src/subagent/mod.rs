@@ -1,0 +1,225 @@
+//! One subagent actor: it owns its context window (an [`AgentLoop`]), performs the loop's
+//! steps — model calls and tool runs — outside its message handler, and reports to the lead.
+//!
+//! # Guarantees
+//! - A subagent sees only its own brief and its own tool results, never another's transcript.
+//! - Model calls and tool runs never run inside `handle`: they are spawned and their results
+//!   come back as messages, so `Cancel` is handled at once.
+//! - A panic in a model call or a tool run fails the actor (the lead sees `ActorFailed`).
+//! - It reports exactly one `SubagentFinished` to the lead, then waits to be stopped.
+//! - Every tool call it makes goes through its [`ToolRegistry`] inside its [`Workspace`].
+
+mod agent_loop;
+
+use std::sync::Arc;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use tokio::task::JoinHandle;
+
+pub(crate) use agent_loop::{AgentLoop, Outcome, Step};
+
+use crate::lead::LeadMsg;
+use crate::model::{Model, ModelError, ModelResponse};
+use crate::policy::{Budget, Spent};
+use crate::tools::{ToolRegistry, ToolResult, Workspace};
+
+/// What the subagent actor is told.
+pub(crate) enum SubagentMsg {
+    /// Take the next step of the loop.
+    Step(Step),
+    /// The model answered.
+    ModelReplied(Result<ModelResponse, ModelError>),
+    /// The tools ran.
+    ToolsReturned(Vec<ToolResult>),
+    /// Spawned work panicked.
+    WorkPanicked(String),
+}
+
+/// What a subagent is spawned with.
+pub(crate) struct SubagentArgs {
+    pub(crate) id: String,
+    pub(crate) system: String,
+    pub(crate) brief: String,
+    pub(crate) budget: Budget,
+    pub(crate) repairs: u32,
+    pub(crate) model: Arc<dyn Model>,
+    pub(crate) tools: ToolRegistry,
+    pub(crate) workspace: Workspace,
+    pub(crate) lead: ActorRef<LeadMsg>,
+}
+
+pub(crate) struct SubagentState {
+    id: String,
+    agent: AgentLoop,
+    model: Arc<dyn Model>,
+    tools: ToolRegistry,
+    workspace: Workspace,
+    lead: ActorRef<LeadMsg>,
+    work: Option<Work>,
+    finished: bool,
+}
+
+pub(crate) struct SubagentActor;
+
+/// Runs `work` on the runtime; its value comes back as a message, a panic as `WorkPanicked`.
+fn spawn_work<T, F>(myself: &ActorRef<SubagentMsg>, work: F, into_msg: fn(T) -> SubagentMsg) -> Work
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = T> + Send + 'static,
+{
+    let me = myself.clone();
+    let inner = tokio::spawn(work);
+    let inner_abort = inner.abort_handle();
+    let watcher = tokio::spawn(async move {
+        let msg = match inner.await {
+            Ok(value) => into_msg(value),
+            Err(e) if e.is_panic() => {
+                let payload = e.into_panic();
+                let text = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".to_string());
+                SubagentMsg::WorkPanicked(text)
+            }
+            Err(_) => return,
+        };
+        let _ = me.cast(msg);
+    });
+    Work {
+        watcher,
+        inner: inner_abort,
+    }
+}
+
+/// Work in flight: the task doing it and the one that reports it back.
+pub(crate) struct Work {
+    watcher: JoinHandle<()>,
+    inner: tokio::task::AbortHandle,
+}
+
+impl Work {
+    fn abort(&self) {
+        self.inner.abort();
+        self.watcher.abort();
+    }
+}
+
+impl SubagentState {
+    fn progress(&self) -> Spent {
+        self.agent.spent()
+    }
+
+    fn perform(&mut self, myself: &ActorRef<SubagentMsg>, step: Step) {
+        let _ = self.lead.cast(LeadMsg::SubagentProgressed {
+            id: self.id.clone(),
+            spent: self.progress(),
+        });
+        match step {
+            Step::CallModel(request) => {
+                let model = Arc::clone(&self.model);
+                self.work = Some(spawn_work(
+                    myself,
+                    async move { model.complete(request).await },
+                    SubagentMsg::ModelReplied,
+                ));
+            }
+            Step::CallTools(calls) => {
+                let tools = self.tools.clone();
+                let workspace = self.workspace.clone();
+                let run = tokio::task::spawn_blocking(move || {
+                    calls
+                        .iter()
+                        .map(|call| tools.execute(&workspace, call))
+                        .collect::<Vec<_>>()
+                });
+                self.work = Some(spawn_work(
+                    myself,
+                    async move {
+                        match run.await {
+                            Ok(results) => results,
+                            Err(e) => std::panic::resume_unwind(e.into_panic()),
+                        }
+                    },
+                    SubagentMsg::ToolsReturned,
+                ));
+            }
+            Step::Finished(outcome) => {
+                self.finished = true;
+                self.work = None;
+                let _ = self.lead.cast(LeadMsg::SubagentFinished {
+                    id: self.id.clone(),
+                    outcome,
+                    observations: self.agent.observations().clone(),
+                    spent: self.progress(),
+                });
+            }
+        }
+    }
+}
+
+#[ractor::async_trait]
+impl Actor for SubagentActor {
+    type Msg = SubagentMsg;
+    type State = SubagentState;
+    type Arguments = SubagentArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<SubagentMsg>,
+        args: SubagentArgs,
+    ) -> Result<SubagentState, ActorProcessingErr> {
+        let mut agent = AgentLoop::new(
+            &args.id,
+            args.system,
+            args.brief,
+            args.tools.specs(),
+            args.budget,
+            args.repairs,
+        );
+        let first = agent.start();
+        myself.cast(SubagentMsg::Step(first))?;
+        Ok(SubagentState {
+            id: args.id,
+            agent,
+            model: args.model,
+            tools: args.tools,
+            workspace: args.workspace,
+            lead: args.lead,
+            work: None,
+            finished: false,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<SubagentMsg>,
+        message: SubagentMsg,
+        state: &mut SubagentState,
+    ) -> Result<(), ActorProcessingErr> {
+        if state.finished {
+            return Ok(());
+        }
+        let step = match message {
+            SubagentMsg::Step(step) => step,
+            SubagentMsg::ModelReplied(result) => state.agent.on_model(result),
+            SubagentMsg::ToolsReturned(results) => state.agent.on_tools(results),
+            SubagentMsg::WorkPanicked(text) => {
+                return Err(format!("subagent {} panicked: {text}", state.id).into());
+            }
+        };
+        state.perform(&myself, step);
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<SubagentMsg>,
+        state: &mut SubagentState,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some(work) = state.work.take() {
+            work.abort();
+        }
+        Ok(())
+    }
+}

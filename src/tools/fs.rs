@@ -1,0 +1,390 @@
+//! The four read-only workspace tools — list_dir, glob, grep, read_file — with output caps.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use super::{Tool, ToolError, ToolOutput, ToolSpec, Workspace};
+use crate::source::Observation;
+
+/// Most matches grep prints; the rest are counted and a note says so.
+const GREP_DEFAULT_MATCHES: usize = 200;
+const GREP_MAX_MATCHES: usize = 2000;
+/// Longest line text grep prints.
+const GREP_LINE_CHARS: usize = 240;
+/// Most lines one read_file call returns.
+const READ_MAX_LINES: usize = 400;
+const READ_DEFAULT_LINES: usize = 200;
+/// Most entries list_dir and glob print.
+const LIST_MAX_ENTRIES: usize = 500;
+
+fn string_arg<'a>(args: &'a Value, name: &str) -> Result<&'a str, ToolError> {
+    args.get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| ToolError::invalid(format!("missing string argument `{name}`")))
+}
+
+fn optional_usize(args: &Value, name: &str) -> Result<Option<usize>, ToolError> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(|n| Some(n.min(u32::MAX as u64) as usize))
+            .ok_or_else(|| ToolError::invalid(format!("`{name}` must be a whole number"))),
+    }
+}
+
+/// `paths` (array) or `path` (string); the root when neither is given.
+fn scope_args(args: &Value) -> Result<Vec<String>, ToolError> {
+    if let Some(list) = args.get("paths").filter(|v| !v.is_null()) {
+        let items = list
+            .as_array()
+            .ok_or_else(|| ToolError::invalid("`paths` must be an array of strings"))?;
+        let mut out = Vec::new();
+        for item in items {
+            let s = item
+                .as_str()
+                .ok_or_else(|| ToolError::invalid("`paths` must be an array of strings"))?;
+            out.push(s.to_string());
+        }
+        if !out.is_empty() {
+            return Ok(out);
+        }
+    }
+    match args.get("path").and_then(Value::as_str) {
+        Some(p) => Ok(vec![p.to_string()]),
+        None => Ok(vec![".".to_string()]),
+    }
+}
+
+/// Every non-ignored regular file under the given scopes, sorted, as (absolute, relative).
+/// Respects .gitignore (inside or outside a git repository), skips hidden entries and never
+/// follows a symbolic link.
+pub(crate) fn walk_files(
+    workspace: &Workspace,
+    scopes: &[String],
+) -> Result<Vec<(PathBuf, String)>, ToolError> {
+    let mut files = Vec::new();
+    for scope in scopes {
+        let start = workspace.resolve(scope)?;
+        if start.is_file() {
+            files.push((start.clone(), workspace.relative(&start)));
+            continue;
+        }
+        let walker = ignore::WalkBuilder::new(&start)
+            .require_git(false)
+            .follow_links(false)
+            .sort_by_file_name(|a, b| a.cmp(b))
+            .build();
+        for entry in walker.flatten() {
+            let is_file = entry.file_type().is_some_and(|t| t.is_file());
+            if is_file {
+                let path = entry.into_path();
+                let rel = workspace.relative(&path);
+                files.push((path, rel));
+            }
+        }
+    }
+    files.sort_by(|a, b| a.1.cmp(&b.1));
+    files.dedup_by(|a, b| a.1 == b.1);
+    Ok(files)
+}
+
+pub(super) struct ListDir;
+
+impl Tool for ListDir {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "list_dir".into(),
+            description: "List the entries of a directory in the workspace (directories end \
+                          with `/`, files show their size in bytes). Ignored and hidden \
+                          entries are left out."
+                .into(),
+            parameters: json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "directory relative to the root; default `.`"}
+            }}),
+        }
+    }
+
+    fn call(&self, ws: &Workspace, call_id: &str, args: &Value) -> Result<ToolOutput, ToolError> {
+        let rel = args.get("path").and_then(Value::as_str).unwrap_or(".");
+        let dir = ws.resolve(rel)?;
+        if !dir.is_dir() {
+            return Err(ToolError::invalid(format!("`{rel}` is not a directory")));
+        }
+        let walker = ignore::WalkBuilder::new(&dir)
+            .require_git(false)
+            .follow_links(false)
+            .max_depth(Some(1))
+            .sort_by_file_name(|a, b| a.cmp(b))
+            .build();
+        let mut lines = Vec::new();
+        let mut total = 0usize;
+        for entry in walker.flatten().filter(|e| e.depth() == 1) {
+            total += 1;
+            if lines.len() >= LIST_MAX_ENTRIES {
+                continue;
+            }
+            let shown = ws.relative(entry.path());
+            match entry.file_type() {
+                Some(t) if t.is_dir() => lines.push(format!("{shown}/")),
+                Some(t) if t.is_symlink() => lines.push(format!("{shown} -> (link)")),
+                _ => {
+                    let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
+                    lines.push(format!("{shown} ({size} bytes)"));
+                }
+            }
+        }
+        let mut content = lines.join("\n");
+        if total > lines.len() {
+            let _ = write!(
+                content,
+                "\n[{} more entries not shown]",
+                total - lines.len()
+            );
+        }
+        if total == 0 {
+            content = format!("`{}` is empty", ws.relative(&dir));
+        }
+        Ok(ToolOutput {
+            content,
+            observations: vec![Observation::Listed {
+                call_id: call_id.to_string(),
+                path: ws.relative(&dir),
+            }],
+        })
+    }
+}
+
+pub(super) struct Glob;
+
+impl Tool for Glob {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "glob".into(),
+            description: "Find files whose root-relative path matches a glob such as \
+                          `src/**/*.rs`. Ignored and hidden files are left out."
+                .into(),
+            parameters: json!({"type": "object", "required": ["pattern"], "properties": {
+                "pattern": {"type": "string"},
+                "paths": {"type": "array", "items": {"type": "string"}, "description": "where to look; default the root"}
+            }}),
+        }
+    }
+
+    fn call(&self, ws: &Workspace, call_id: &str, args: &Value) -> Result<ToolOutput, ToolError> {
+        let pattern = string_arg(args, "pattern")?;
+        let matcher = globset::GlobBuilder::new(pattern)
+            .literal_separator(false)
+            .build()
+            .map_err(|e| ToolError::invalid(format!("bad glob `{pattern}`: {e}")))?
+            .compile_matcher();
+        let scopes = scope_args(args)?;
+        let mut found = Vec::new();
+        let mut total = 0usize;
+        for (_, rel) in walk_files(ws, &scopes)? {
+            let name = rel.rsplit('/').next().unwrap_or(&rel);
+            if matcher.is_match(&rel) || (!pattern.contains('/') && matcher.is_match(name)) {
+                total += 1;
+                if found.len() < LIST_MAX_ENTRIES {
+                    found.push(rel);
+                }
+            }
+        }
+        let mut content = if found.is_empty() {
+            format!("no files match `{pattern}` in {}", scopes.join(", "))
+        } else {
+            found.join("\n")
+        };
+        if total > found.len() {
+            let _ = write!(content, "\n[{} more files not shown]", total - found.len());
+        }
+        Ok(ToolOutput {
+            content,
+            observations: vec![Observation::Searched {
+                call_id: call_id.to_string(),
+                pattern: format!("glob:{pattern}"),
+                scope: scopes,
+                matches: total,
+                files_searched: 0,
+            }],
+        })
+    }
+}
+
+pub(super) struct Grep;
+
+impl Tool for Grep {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "grep".into(),
+            description: "Search file contents with a regular expression (Rust regex syntax). \
+                          Prints `path:line:text` per matching line, or with \
+                          `output: \"count\"` one `path:count` line per file. Ignored, hidden \
+                          and binary files are skipped; output is capped and says so."
+                .into(),
+            parameters: json!({"type": "object", "required": ["pattern"], "properties": {
+                "pattern": {"type": "string"},
+                "paths": {"type": "array", "items": {"type": "string"}, "description": "files or directories; default the root"},
+                "case_insensitive": {"type": "boolean", "default": false},
+                "output": {"type": "string", "enum": ["content", "count"], "default": "content"},
+                "max_matches": {"type": "integer", "default": GREP_DEFAULT_MATCHES, "maximum": GREP_MAX_MATCHES}
+            }}),
+        }
+    }
+
+    fn call(&self, ws: &Workspace, call_id: &str, args: &Value) -> Result<ToolOutput, ToolError> {
+        let pattern = string_arg(args, "pattern")?;
+        let insensitive = args
+            .get("case_insensitive")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let count_only = args.get("output").and_then(Value::as_str) == Some("count");
+        let cap = optional_usize(args, "max_matches")?
+            .unwrap_or(GREP_DEFAULT_MATCHES)
+            .clamp(1, GREP_MAX_MATCHES);
+        let regex = regex::RegexBuilder::new(pattern)
+            .case_insensitive(insensitive)
+            .size_limit(1 << 22)
+            .build()
+            .map_err(|e| {
+                let first = e
+                    .to_string()
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+                    .trim()
+                    .to_string();
+                ToolError::invalid(format!("bad regex `{pattern}`: {first}"))
+            })?;
+        let scopes = scope_args(args)?;
+        let files = walk_files(ws, &scopes)?;
+        let mut lines = Vec::new();
+        let mut observations = Vec::new();
+        let mut total = 0usize;
+        let mut files_searched = 0usize;
+        let mut files_matched = 0usize;
+        for (path, rel) in &files {
+            let Ok(text) = super::read_text_file(path, rel) else {
+                continue;
+            };
+            files_searched += 1;
+            let mut in_file = 0usize;
+            for (index, line) in text.lines().enumerate() {
+                if !regex.is_match(line) {
+                    continue;
+                }
+                in_file += 1;
+                total += 1;
+                if count_only || total > cap {
+                    continue;
+                }
+                let number = index + 1;
+                let shown: String = line.trim_end().chars().take(GREP_LINE_CHARS).collect();
+                lines.push(format!("{rel}:{number}:{shown}"));
+                observations.push(Observation::Lines {
+                    call_id: call_id.to_string(),
+                    path: rel.clone(),
+                    start: number as u32,
+                    end: number as u32,
+                });
+            }
+            if in_file > 0 {
+                files_matched += 1;
+                if count_only {
+                    lines.push(format!("{rel}:{in_file}"));
+                }
+            }
+        }
+        let mut content = lines.join("\n");
+        if total == 0 {
+            content = format!(
+                "no matches for /{pattern}/ in {} ({files_searched} files searched)",
+                scopes.join(", ")
+            );
+        } else if count_only {
+            let _ = write!(
+                content,
+                "\n[{total} matching lines in {files_matched} files; {files_searched} files searched]"
+            );
+        } else if total > cap {
+            let _ = write!(
+                content,
+                "\n[output capped: {cap} of {total} matching lines shown ({files_matched} files); narrow the pattern or the paths]"
+            );
+        }
+        observations.push(Observation::Searched {
+            call_id: call_id.to_string(),
+            pattern: pattern.to_string(),
+            scope: scopes,
+            matches: total,
+            files_searched,
+        });
+        Ok(ToolOutput {
+            content,
+            observations,
+        })
+    }
+}
+
+pub(super) struct ReadFile;
+
+impl Tool for ReadFile {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "read_file".into(),
+            description: "Read lines of a text file, numbered (`   12\\ttext`). At most 400 \
+                          lines per call; give start_line/end_line for the rest."
+                .into(),
+            parameters: json!({"type": "object", "required": ["path"], "properties": {
+                "path": {"type": "string"},
+                "start_line": {"type": "integer", "minimum": 1},
+                "end_line": {"type": "integer", "minimum": 1}
+            }}),
+        }
+    }
+
+    fn call(&self, ws: &Workspace, call_id: &str, args: &Value) -> Result<ToolOutput, ToolError> {
+        let rel = string_arg(args, "path")?;
+        let (path, text) = ws.read_text(rel)?;
+        let shown = ws.relative(&path);
+        let all: Vec<&str> = text.lines().collect();
+        let total = all.len();
+        let start = optional_usize(args, "start_line")?.unwrap_or(1).max(1);
+        if total == 0 {
+            return Ok(ToolOutput {
+                content: format!("{shown}: empty file"),
+                observations: Vec::new(),
+            });
+        }
+        if start > total {
+            return Err(ToolError::invalid(format!(
+                "`{shown}` has {total} lines; start_line {start} is past the end"
+            )));
+        }
+        let wanted_end = optional_usize(args, "end_line")?
+            .unwrap_or(start + READ_DEFAULT_LINES - 1)
+            .max(start);
+        let end = wanted_end.min(total).min(start + READ_MAX_LINES - 1);
+        let mut content = format!("{shown} (lines {start}-{end} of {total})\n");
+        for (offset, line) in all[start - 1..end].iter().enumerate() {
+            let _ = writeln!(content, "{:>6}\t{}", start + offset, line);
+        }
+        if end < wanted_end.min(total) {
+            let _ = writeln!(
+                content,
+                "[stopped at line {end}: read the rest in another call]"
+            );
+        }
+        Ok(ToolOutput {
+            content,
+            observations: vec![Observation::Lines {
+                call_id: call_id.to_string(),
+                path: shown,
+                start: start as u32,
+                end: end as u32,
+            }],
+        })
+    }
+}

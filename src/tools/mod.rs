@@ -1,0 +1,178 @@
+//! The tool registry: what a model may call, each call normalised to an output plus the
+//! observations it made (which files, which lines), recorded in the caller's observation log.
+
+mod fs;
+mod workspace;
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::source::Observation;
+pub(crate) use fs::walk_files;
+pub use workspace::Workspace;
+pub(crate) use workspace::{read_text_file, SandboxError};
+
+/// What a model is told about a tool: its name, what it does and its JSON Schema parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The name the model calls it by.
+    pub name: String,
+    /// One paragraph for the model.
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+}
+
+/// One call a model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Unique within its run; cited by negative evidence as `call:ID`.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments object.
+    pub arguments: Value,
+}
+
+/// What a tool gave back on success.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// The text the model sees.
+    pub content: String,
+    /// What the call let the caller see, for the observation log.
+    pub observations: Vec<Observation>,
+}
+
+/// A failed call: a value, not a crash. The message is what the model sees.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ToolError {
+    /// One line the model can act on.
+    pub message: String,
+    /// Whether calling again unchanged could succeed.
+    pub retryable: bool,
+}
+
+impl ToolError {
+    pub(crate) fn invalid(message: impl Into<String>) -> ToolError {
+        ToolError {
+            message: message.into(),
+            retryable: false,
+        }
+    }
+}
+
+impl From<SandboxError> for ToolError {
+    fn from(error: SandboxError) -> ToolError {
+        ToolError::invalid(error.to_string())
+    }
+}
+
+/// The result of one call as it goes back to the model and into the log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The id of the call this answers.
+    pub call_id: String,
+    /// The tool that was called.
+    pub name: String,
+    /// Output text, or the error message.
+    pub content: String,
+    /// True when the call failed.
+    pub is_error: bool,
+    /// What the call showed the caller.
+    #[serde(default)]
+    pub observations: Vec<Observation>,
+}
+
+/// A tool a model can call. Tools are synchronous; the subagent runs them off the actor.
+pub trait Tool: Send + Sync {
+    /// The tool's description for the model.
+    fn spec(&self) -> ToolSpec;
+    /// Runs one call inside `workspace`.
+    fn call(
+        &self,
+        workspace: &Workspace,
+        call_id: &str,
+        arguments: &Value,
+    ) -> Result<ToolOutput, ToolError>;
+}
+
+/// The set of tools one subagent may call.
+#[derive(Clone)]
+pub struct ToolRegistry {
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}
+
+impl ToolRegistry {
+    /// The read-only workspace tools: list_dir, glob, grep, read_file.
+    pub fn workspace() -> ToolRegistry {
+        ToolRegistry {
+            tools: vec![
+                Arc::new(fs::ListDir),
+                Arc::new(fs::Glob),
+                Arc::new(fs::Grep),
+                Arc::new(fs::ReadFile),
+            ],
+        }
+    }
+
+    /// An empty registry.
+    pub fn empty() -> ToolRegistry {
+        ToolRegistry { tools: Vec::new() }
+    }
+
+    /// Adds a tool, replacing one of the same name.
+    pub fn with(mut self, tool: Arc<dyn Tool>) -> ToolRegistry {
+        let name = tool.spec().name;
+        self.tools.retain(|t| t.spec().name != name);
+        self.tools.push(tool);
+        self
+    }
+
+    /// The tools' names, in registration order.
+    pub fn names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.spec().name).collect()
+    }
+
+    /// Every tool's spec, for a model request.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools.iter().map(|t| t.spec()).collect()
+    }
+
+    /// Runs one call. An unknown tool or a failed call comes back as an error result, never a
+    /// panic or an `Err`.
+    pub fn execute(&self, workspace: &Workspace, call: &ToolCall) -> ToolResult {
+        let outcome = match self.tools.iter().find(|t| t.spec().name == call.name) {
+            Some(tool) => tool.call(workspace, &call.id, &call.arguments),
+            None => Err(ToolError::invalid(format!(
+                "no tool named `{}`; the tools are: {}",
+                call.name,
+                self.names().join(", ")
+            ))),
+        };
+        match outcome {
+            Ok(output) => ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: output.content,
+                is_error: false,
+                observations: output.observations,
+            },
+            Err(error) => ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: format!("error: {}", error.message),
+                is_error: true,
+                observations: Vec::new(),
+            },
+        }
+    }
+}

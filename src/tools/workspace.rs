@@ -1,0 +1,167 @@
+//! The sandbox: one explored root, and the only way any tool turns a path into a file.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+
+/// Files larger than this are not read by any workspace tool.
+pub(crate) const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Why a path was refused or a file could not be used. The message is the text a model sees.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum SandboxError {
+    #[error("path `{0}` is absolute: give a path relative to the workspace root")]
+    Absolute(String),
+    #[error("path `{0}` leaves the workspace root")]
+    Escapes(String),
+    #[error("path `{0}` does not exist in the workspace")]
+    NotFound(String),
+    #[error("path `{0}` is a symbolic link to somewhere outside the workspace root")]
+    SymlinkOutside(String),
+    #[error("`{0}` is a binary file: skipped")]
+    Binary(String),
+    #[error("`{path}` is {size} bytes, over the {limit}-byte limit for reading")]
+    TooLarge { path: String, size: u64, limit: u64 },
+    #[error("`{path}` could not be read: {reason}")]
+    Unreadable { path: String, reason: String },
+}
+
+/// The explored tree: an absolute, canonical root. Every path a tool touches is resolved here.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    root: PathBuf,
+}
+
+impl Workspace {
+    /// Opens a workspace at `root`, which must be an existing directory.
+    pub fn open(root: &Path) -> Result<Workspace, std::io::Error> {
+        let canonical = fs::canonicalize(root)?;
+        if !canonical.is_dir() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotADirectory,
+                format!("{} is not a directory", root.display()),
+            ));
+        }
+        Ok(Workspace { root: canonical })
+    }
+
+    /// The canonical root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Resolves a relative path inside the root, following symlinks, and refuses anything that
+    /// is absolute, climbs above the root, or is a link that lands outside it.
+    pub(crate) fn resolve(&self, relative: &str) -> Result<PathBuf, SandboxError> {
+        let trimmed = relative.trim();
+        let candidate = Path::new(trimmed);
+        if candidate.is_absolute() || trimmed.starts_with('\\') {
+            return Err(SandboxError::Absolute(trimmed.to_string()));
+        }
+        let mut lexical = PathBuf::new();
+        for component in candidate.components() {
+            match component {
+                Component::Normal(part) => lexical.push(part),
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    if !lexical.pop() {
+                        return Err(SandboxError::Escapes(trimmed.to_string()));
+                    }
+                }
+                Component::RootDir | Component::Prefix(_) => {
+                    return Err(SandboxError::Absolute(trimmed.to_string()))
+                }
+            }
+        }
+        let joined = self.root.join(&lexical);
+        let real = fs::canonicalize(&joined).map_err(|_| {
+            if fs::symlink_metadata(&joined).is_ok() {
+                SandboxError::SymlinkOutside(trimmed.to_string())
+            } else {
+                SandboxError::NotFound(trimmed.to_string())
+            }
+        })?;
+        if !real.starts_with(&self.root) {
+            return Err(SandboxError::SymlinkOutside(trimmed.to_string()));
+        }
+        Ok(real)
+    }
+
+    /// The root-relative form of an absolute path inside the root, with `/` separators.
+    pub(crate) fn relative(&self, absolute: &Path) -> String {
+        let rel = absolute.strip_prefix(&self.root).unwrap_or(absolute);
+        let text = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        if text.is_empty() {
+            ".".to_string()
+        } else {
+            text
+        }
+    }
+
+    /// Reads a text file inside the root: refuses binary files, oversized files and invalid
+    /// UTF-8 is replaced lossily.
+    pub(crate) fn read_text(&self, relative: &str) -> Result<(PathBuf, String), SandboxError> {
+        let path = self.resolve(relative)?;
+        let shown = self.relative(&path);
+        let text = read_text_file(&path, &shown)?;
+        Ok((path, text))
+    }
+}
+
+/// Reads a file as text, refusing binary content and files over [`MAX_FILE_BYTES`].
+pub(crate) fn read_text_file(path: &Path, shown: &str) -> Result<String, SandboxError> {
+    let unreadable = |e: std::io::Error| SandboxError::Unreadable {
+        path: shown.to_string(),
+        reason: e.to_string(),
+    };
+    let meta = fs::metadata(path).map_err(unreadable)?;
+    if meta.is_dir() {
+        return Err(SandboxError::Unreadable {
+            path: shown.to_string(),
+            reason: "it is a directory".to_string(),
+        });
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(SandboxError::TooLarge {
+            path: shown.to_string(),
+            size: meta.len(),
+            limit: MAX_FILE_BYTES,
+        });
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    fs::File::open(path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(unreadable)?;
+    if looks_binary(&bytes) {
+        return Err(SandboxError::Binary(shown.to_string()));
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// A file is binary when its first 8 KiB hold a NUL byte (the rule git and ripgrep use).
+pub(crate) fn looks_binary(bytes: &[u8]) -> bool {
+    bytes.iter().take(8192).any(|b| *b == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parent_components_that_stay_inside_are_allowed() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("a/b")).unwrap();
+        fs::write(dir.path().join("a/x.txt"), "x").unwrap();
+        let ws = Workspace::open(dir.path()).unwrap();
+        let p = ws.resolve("a/b/../x.txt").unwrap();
+        assert_eq!(ws.relative(&p), "a/x.txt");
+        assert!(matches!(
+            ws.resolve("a/../../x"),
+            Err(SandboxError::Escapes(_))
+        ));
+    }
+}

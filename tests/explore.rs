@@ -1,0 +1,176 @@
+//! End-to-end exploration with the offline model on real actors, over fixture trees.
+
+use baton::{Coordinator, SubagentState, Task};
+
+use crate::support::{assert_citations_hold, cited_files, python_tree, rust_tree};
+
+fn line_of(text: &str, needle: &str) -> u32 {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .expect("needle in fixture") as u32
+        + 1
+}
+
+#[tokio::test]
+async fn rust_tree_cites_the_definition() {
+    let dir = rust_tree();
+    let report = Coordinator::new()
+        .run(Task::new("Where is next_delay defined?", dir.path()))
+        .await
+        .unwrap();
+    assert!(
+        report.subagents.len() > 1,
+        "the tree is shared among subagents"
+    );
+    assert!(report
+        .subagents
+        .iter()
+        .all(|s| s.state == SubagentState::HandedOff));
+    let def = line_of(crate::support::RETRY_RS, "pub fn next_delay");
+    let cites = cited_files(&report);
+    assert!(
+        cites
+            .iter()
+            .any(|(p, a, b)| p == "src/net/retry.rs" && *a <= def && *b >= def),
+        "cites the definition at src/net/retry.rs:{def}: {cites:?}"
+    );
+    assert_citations_hold(&report, dir.path());
+}
+
+#[tokio::test]
+async fn rust_tree_plain_words_question() {
+    let dir = rust_tree();
+    let report = Coordinator::new()
+        .run(Task::new(
+            "How is the retry delay computed between attempts?",
+            dir.path(),
+        ))
+        .await
+        .unwrap();
+    let def = line_of(crate::support::RETRY_RS, "pub fn next_delay");
+    let cites = cited_files(&report);
+    assert!(
+        cites
+            .iter()
+            .any(|(p, a, b)| p == "src/net/retry.rs" && *a <= def + 3 && *b + 3 >= def),
+        "cites next_delay: {cites:?}"
+    );
+    assert_citations_hold(&report, dir.path());
+}
+
+#[tokio::test]
+async fn python_tree_cites_the_definition() {
+    let dir = python_tree();
+    let report = Coordinator::new()
+        .agents(2)
+        .run(Task::new(
+            "How does refresh_token replace an expired token?",
+            dir.path(),
+        ))
+        .await
+        .unwrap();
+    let def = line_of(crate::support::TOKENS_PY, "def refresh_token");
+    let cites = cited_files(&report);
+    assert!(
+        cites
+            .iter()
+            .any(|(p, a, b)| p == "svc/auth/tokens.py" && *a <= def && *b >= def + 3),
+        "cites the whole function from line {def}: {cites:?}"
+    );
+    assert_citations_hold(&report, dir.path());
+}
+
+#[tokio::test]
+async fn absent_answer_gets_no_settled_location() {
+    let dir = rust_tree();
+    let report = Coordinator::new()
+        .run(Task::new(
+            "Where are responses compressed with gzip?",
+            dir.path(),
+        ))
+        .await
+        .unwrap();
+    assert!(
+        cited_files(&report).is_empty(),
+        "no location: {:?}",
+        report.handoff
+    );
+    let negative = report
+        .handoff
+        .settled_conclusions
+        .iter()
+        .find(|c| c.kind == baton::ConclusionKind::NegativeEvidence)
+        .expect("negative evidence says what was searched");
+    assert!(negative.claim.contains("gzip"));
+    assert!(negative
+        .sources
+        .iter()
+        .all(|s| s.to_string().starts_with("call:")));
+    assert!(!report.handoff.open_items.is_empty());
+}
+
+#[tokio::test]
+async fn max_subagents_caps_the_plan_and_agents_bound_concurrency() {
+    // Three directories of 700 KiB each: by size the plan wants three shards.
+    let filler: String = (0..10_000)
+        .map(|i| format!("// filler line {i:05} of padding text here\n"))
+        .collect();
+    let files: Vec<(String, String)> = ["a", "b", "c"]
+        .iter()
+        .map(|d| {
+            (
+                format!("{d}/big.rs"),
+                format!("pub fn find_{d}() {{}}\n{filler}"),
+            )
+        })
+        .collect();
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let dir = crate::support::tree(&borrowed);
+    let coordinator = Coordinator::new().agents(1).max_subagents(2);
+    let (events, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+    let handle = coordinator
+        .start(Task::new("Where is find_b?", dir.path()), Some(events))
+        .await
+        .unwrap();
+    let report = handle.wait().await.unwrap();
+    assert_eq!(report.subagents.len(), 2, "capped at --max-subagents");
+    let mut running = 0i32;
+    let mut most = 0i32;
+    let mut spawned = 0;
+    while let Ok(event) = receiver.try_recv() {
+        match event {
+            baton::Event::SubagentSpawned { .. } => {
+                running += 1;
+                spawned += 1;
+            }
+            baton::Event::SubagentEnded { .. } => running -= 1,
+            _ => {}
+        }
+        most = most.max(running);
+    }
+    assert_eq!(spawned, 2);
+    assert_eq!(most, 1, "one agent at a time");
+}
+
+#[tokio::test]
+async fn tight_budget_still_hands_off() {
+    let dir = rust_tree();
+    let report = Coordinator::new()
+        .agents(1)
+        .max_subagents(1)
+        .budget(baton::Budget {
+            model_turns: 1,
+            tool_calls: 100,
+            tokens: 1_000_000,
+        })
+        .run(Task::new("Where is next_delay defined?", dir.path()))
+        .await
+        .unwrap();
+    let only = &report.subagents[0];
+    assert_eq!(only.state, SubagentState::HandedOff);
+    assert_eq!(only.model_turns, 2, "one turn, then the demand to hand off");
+    assert_citations_hold(&report, dir.path());
+}

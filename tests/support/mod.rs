@@ -1,0 +1,170 @@
+//! Fixture trees built in temp dirs, and checks shared by the tests.
+
+use std::fs;
+use std::path::Path;
+
+use baton::{ConclusionKind, Report, SourceId};
+
+/// Writes `files` (path, content) under a new temp dir.
+pub(crate) fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (path, content) in files {
+        let full = dir.path().join(path);
+        fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
+        fs::write(full, content).expect("write");
+    }
+    dir
+}
+
+pub(crate) const RETRY_RS: &str = r#"//! Retry policy for network calls.
+
+use std::time::Duration;
+
+/// How long to wait between attempts.
+pub struct RetryPolicy {
+    base_ms: u64,
+    cap_ms: u64,
+}
+
+impl RetryPolicy {
+    /// A policy starting at `base_ms`, never waiting longer than `cap_ms`.
+    pub fn new(base_ms: u64, cap_ms: u64) -> RetryPolicy {
+        RetryPolicy { base_ms, cap_ms }
+    }
+
+    /// The delay before attempt `attempt`: doubles per attempt up to the cap.
+    pub fn next_delay(&self, attempt: u32) -> Duration {
+        let doubled = self.base_ms.saturating_mul(1u64 << attempt.min(31));
+        Duration::from_millis(doubled.min(self.cap_ms))
+    }
+}
+"#;
+
+/// A small Rust tree: a retry policy, a cache, a client that uses both, tests and docs.
+pub(crate) fn rust_tree() -> tempfile::TempDir {
+    tree(&[
+        ("Cargo.toml", "[package]\nname = \"netkit\"\nversion = \"0.1.0\"\n"),
+        ("README.md", "# netkit\n\nCalls `RetryPolicy::next_delay` between attempts.\n"),
+        ("src/lib.rs", "//! netkit.\npub mod net;\npub mod storage;\n"),
+        ("src/net/mod.rs", "//! Networking.\npub mod client;\npub mod retry;\n"),
+        ("src/net/retry.rs", RETRY_RS),
+        (
+            "src/net/client.rs",
+            "//! A client that retries.\nuse super::retry::RetryPolicy;\n\npub struct Client {\n    policy: RetryPolicy,\n}\n\nimpl Client {\n    pub fn wait_before(&self, attempt: u32) -> std::time::Duration {\n        self.policy.next_delay(attempt)\n    }\n}\n",
+        ),
+        (
+            "src/storage/cache.rs",
+            "//! An in-memory cache.\nuse std::collections::HashMap;\n\npub struct Cache {\n    entries: HashMap<String, Vec<u8>>,\n}\n\nimpl Cache {\n    pub fn get(&self, key: &str) -> Option<&Vec<u8>> {\n        self.entries.get(key)\n    }\n}\n",
+        ),
+        ("src/storage/mod.rs", "//! Storage.\npub mod cache;\n"),
+        (
+            "tests/retry_test.rs",
+            "use netkit::net::retry::RetryPolicy;\n\n#[test]\nfn next_delay_is_capped() {\n    let p = RetryPolicy::new(10, 100);\n    assert_eq!(p.next_delay(9).as_millis(), 100);\n}\n",
+        ),
+    ])
+}
+
+pub(crate) const TOKENS_PY: &str = r#""""Access tokens and their refresh."""
+import time
+
+
+class TokenStore:
+    """Keeps one access token per user."""
+
+    def __init__(self):
+        self.tokens = {}
+
+    def get(self, user):
+        return self.tokens.get(user)
+
+
+def refresh_token(store, user, issuer):
+    """Replace an expired token with a fresh one from the issuer."""
+    token = store.get(user)
+    if token is None or token.expires_at < time.time():
+        token = issuer.issue(user)
+        store.tokens[user] = token
+    return token
+"#;
+
+/// A small Python tree: token refresh, an API client, tests.
+pub(crate) fn python_tree() -> tempfile::TempDir {
+    tree(&[
+        ("setup.py", "from setuptools import setup\nsetup(name='svc')\n"),
+        ("svc/__init__.py", ""),
+        ("svc/auth/__init__.py", ""),
+        ("svc/auth/tokens.py", TOKENS_PY),
+        (
+            "svc/api/client.py",
+            "from svc.auth.tokens import refresh_token\n\n\nclass Client:\n    def call(self, store, user, issuer):\n        token = refresh_token(store, user, issuer)\n        return {'Authorization': token.value}\n",
+        ),
+        (
+            "tests/test_tokens.py",
+            "from svc.auth.tokens import TokenStore, refresh_token\n\n\ndef test_refresh_replaces_expired():\n    store = TokenStore()\n    assert store.get('a') is None\n",
+        ),
+    ])
+}
+
+/// Checks every settled finding of a report against the files: each cited range exists, and
+/// every backticked text of the claim occurs within the cited lines.
+pub(crate) fn assert_citations_hold(report: &Report, root: &Path) {
+    for c in &report.handoff.settled_conclusions {
+        assert!(
+            !c.sources.is_empty(),
+            "conclusion without source: {}",
+            c.claim
+        );
+        if c.kind == ConclusionKind::NegativeEvidence {
+            continue;
+        }
+        let mut cited = String::new();
+        for s in &c.sources {
+            let (path, start, end) = s
+                .file_lines()
+                .unwrap_or_else(|| panic!("finding cites no lines: {s}"));
+            let text = fs::read_to_string(root.join(path))
+                .unwrap_or_else(|_| panic!("cited file {path} exists"));
+            let lines: Vec<&str> = text.lines().collect();
+            assert!(
+                start >= 1 && (end as usize) <= lines.len(),
+                "{s} is inside {path} ({} lines)",
+                lines.len()
+            );
+            for line in &lines[start as usize - 1..end as usize] {
+                cited.push_str(line.trim());
+                cited.push('\n');
+            }
+        }
+        let quoted: Vec<&str> = c.claim.split('`').skip(1).step_by(2).collect();
+        assert!(
+            !quoted.is_empty(),
+            "a finding names what it found in backticks: {}",
+            c.claim
+        );
+        for q in quoted {
+            assert!(
+                cited.contains(q.trim()),
+                "`{q}` of \"{}\" is not in the cited lines",
+                c.claim
+            );
+        }
+    }
+}
+
+/// The file sources of every settled finding.
+pub(crate) fn cited_files(report: &Report) -> Vec<(String, u32, u32)> {
+    report
+        .handoff
+        .settled_conclusions
+        .iter()
+        .filter(|c| c.kind == ConclusionKind::Finding)
+        .flat_map(|c| c.sources.iter())
+        .filter_map(|s| match s {
+            SourceId::File {
+                path,
+                lines: Some((a, b)),
+            } => Some((path.clone(), *a, *b)),
+            _ => None,
+        })
+        .collect()
+}

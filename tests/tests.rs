@@ -1,0 +1,8 @@
+//! baton's integration tests: one binary, a module per area, fixtures built in temp dirs.
+
+mod support;
+
+mod cli;
+mod explore;
+mod sandbox;
+mod supervision;
