@@ -26,7 +26,7 @@ const MAX_TERMS: usize = 16;
 /// Most files the content grep looks at.
 const TOP_FILES: usize = 6;
 /// Most matching lines the content grep asks for.
-const CONTENT_MATCHES: usize = 800;
+const CONTENT_MATCHES: usize = 2000;
 /// Most places read and cited by one subagent.
 const MOST_PLACES: usize = 4;
 /// Two places in one file are at least this many lines apart.
@@ -169,7 +169,13 @@ struct Survey {
     /// Per term: the call that counted it.
     count_calls: Vec<Option<String>>,
     files_searched: usize,
+    /// Lines in the scope (from counting `^`), the collection each term's rarity is
+    /// measured against: every line is a document.
+    lines: usize,
 }
+
+/// Counting this pattern counts the lines of every file.
+const EVERY_LINE: &str = "^";
 
 impl Survey {
     fn new(question: &str, done: &[Exchange<'_>]) -> Survey {
@@ -187,11 +193,16 @@ impl Survey {
         let mut counts = vec![BTreeMap::new(); terms.len()];
         let mut count_calls = vec![None; terms.len()];
         let mut files_searched = 0;
+        let mut lines = 0;
         for ex in done
             .iter()
             .filter(|e| e.name == "grep" && grep_output_mode(e.arguments) == "count" && !e.is_error)
         {
             let pattern = ex.arguments.get("pattern").and_then(Value::as_str);
+            if pattern == Some(EVERY_LINE) {
+                lines = rank::parse_counts(ex.content).iter().map(|(_, n)| n).sum();
+                continue;
+            }
             let Some(index) = terms
                 .iter()
                 .position(|t| Some(t.pattern.as_str()) == pattern)
@@ -202,17 +213,21 @@ impl Survey {
             count_calls[index] = Some(ex.id.to_string());
             files_searched = files_searched.max(rank::files_searched(ex.content));
         }
-        let n = files_searched.max(1) as f64;
+        let n = lines.max(files_searched).max(1) as f64;
         let weights = terms
             .iter()
             .zip(&counts)
             .map(|(t, c)| {
                 // A compound that never occurs was only a guess at a spelling: its words
                 // still count on their own.
-                if c.is_empty() && t.kind == terms::TermKind::Compound {
+                if c.is_empty()
+                    && matches!(t.kind, terms::TermKind::Compound | terms::TermKind::Literal)
+                {
                     0.0
                 } else {
-                    t.prior * (1.0 + n / (1.0 + c.len() as f64)).ln()
+                    // BM25's idf with lines as documents: a term on few lines says much.
+                    let matching = c.values().sum::<usize>() as f64;
+                    t.prior * (1.0 + (n - matching + 0.5).max(0.5) / (matching + 0.5)).ln()
                 }
             })
             .collect();
@@ -223,6 +238,7 @@ impl Survey {
             counts,
             count_calls,
             files_searched,
+            lines,
         }
     }
 
@@ -261,6 +277,28 @@ impl Survey {
             .collect()
     }
 
+    /// The terms worth reading line by line in `files`: the heaviest first, as many as fit in
+    /// the content grep's output; the commonest are left out (they say least).
+    fn grep_terms(&self, files: &[String]) -> Vec<usize> {
+        let mut present = self.present_terms();
+        present.sort_by(|a, b| self.weights[*b].total_cmp(&self.weights[*a]).then(a.cmp(b)));
+        let mut chosen = Vec::new();
+        let mut lines = 0usize;
+        for t in present {
+            let in_files: usize = files.iter().filter_map(|f| self.counts[t].get(f)).sum();
+            if in_files == 0 {
+                continue;
+            }
+            if !chosen.is_empty() && lines + in_files > CONTENT_MATCHES {
+                continue;
+            }
+            lines += in_files;
+            chosen.push(t);
+        }
+        chosen.sort_unstable();
+        chosen
+    }
+
     fn present_terms(&self) -> Vec<usize> {
         (0..self.terms.len())
             .filter(|t| !self.counts[*t].is_empty())
@@ -292,18 +330,21 @@ fn next_turn(request: &ModelRequest) -> (String, Vec<ToolCall>) {
     let survey = Survey::new(&task.question, &done);
     let may_call = |name: &str| request.tools.iter().any(|t| t.name == name);
     if !survey.counted() && may_call("grep") {
-        let calls = survey
-            .terms
-            .iter()
-            .enumerate()
-            .map(|(i, term)| {
-                call(
-                    i,
-                    "grep",
-                    json!({"pattern": term.pattern, "paths": task.scope, "case_insensitive": true, "output": "count"}),
-                )
-            })
-            .collect();
+        let count = |i: usize, pattern: &str| {
+            call(
+                i,
+                "grep",
+                json!({"pattern": pattern, "paths": task.scope, "case_insensitive": true, "output": "count"}),
+            )
+        };
+        let mut calls: Vec<ToolCall> = vec![count(99, EVERY_LINE)];
+        calls.extend(
+            survey
+                .terms
+                .iter()
+                .enumerate()
+                .map(|(i, term)| count(i, &term.pattern)),
+        );
         return (
             "Counting where each term of the question occurs.".into(),
             calls,
@@ -312,14 +353,14 @@ fn next_turn(request: &ModelRequest) -> (String, Vec<ToolCall>) {
     let content = done
         .iter()
         .find(|e| e.name == "grep" && grep_output_mode(e.arguments) == "content" && !e.is_error);
-    let present = survey.present_terms();
-    if content.is_none() && !present.is_empty() && may_call("grep") {
-        let pattern = present
+    let files = survey.top_files();
+    let grepped = survey.grep_terms(&files);
+    if content.is_none() && !grepped.is_empty() && may_call("grep") {
+        let pattern = grepped
             .iter()
             .map(|t| format!("(?:{})", survey.terms[*t].pattern))
             .collect::<Vec<_>>()
             .join("|");
-        let files = survey.top_files();
         return (
             "Reading the matching lines of the most promising files.".into(),
             vec![call(
@@ -330,7 +371,7 @@ fn next_turn(request: &ModelRequest) -> (String, Vec<ToolCall>) {
         );
     }
     let picks = content
-        .map(|c| choose_places(&survey, c.content))
+        .map(|c| choose_places(&survey, &grepped, c.content))
         .unwrap_or_default();
     let reads: Vec<&Exchange<'_>> = done
         .iter()
@@ -355,7 +396,17 @@ fn next_turn(request: &ModelRequest) -> (String, Vec<ToolCall>) {
     (handoff.to_markdown(), Vec::new())
 }
 
-fn choose_places(survey: &Survey, content: &str) -> Vec<Candidate> {
+fn choose_places(survey: &Survey, grepped: &[usize], content: &str) -> Vec<Candidate> {
+    // Terms left out of the grep cannot be seen on its lines: they neither score nor count.
+    let weights: Vec<f64> = (0..survey.terms.len())
+        .map(|t| {
+            if grepped.contains(&t) {
+                survey.weights[t]
+            } else {
+                0.0
+            }
+        })
+        .collect();
     let hits: Vec<Hit> = rank::parse_hits(content)
         .into_iter()
         .map(|(path, line, text)| {
@@ -363,7 +414,7 @@ fn choose_places(survey: &Survey, content: &str) -> Vec<Candidate> {
                 .compiled
                 .iter()
                 .enumerate()
-                .filter(|(_, re)| re.is_match(&text))
+                .filter(|(t, re)| weights[*t] > 0.0 && re.is_match(&text))
                 .map(|(i, _)| i)
                 .collect();
             Hit {
@@ -374,7 +425,16 @@ fn choose_places(survey: &Survey, content: &str) -> Vec<Candidate> {
             }
         })
         .collect();
-    let candidates = rank::score_hits(&hits, &survey.weights, &survey.compiled);
+    // The question's weight: every term, but those too common to grep. A term that occurs
+    // nowhere in the scope keeps its weight, so a question about something absent covers little.
+    let question_weight: f64 = (0..survey.terms.len())
+        .filter(|t| grepped.contains(t) || survey.counts[*t].is_empty())
+        .map(|t| survey.weights[t])
+        .sum();
+    let candidates = rank::score_hits(&hits, &weights, question_weight, &survey.compiled);
+    if std::env::var_os("BATON_DEBUG_OFFLINE").is_some() {
+        debug_dump(survey, &weights, &candidates);
+    }
     rank::pick(
         &candidates,
         MOST_PLACES,
@@ -382,6 +442,48 @@ fn choose_places(survey: &Survey, content: &str) -> Vec<Candidate> {
         RELATIVE_SCORE,
         MIN_COVERAGE,
     )
+}
+
+/// Developer aid (`BATON_DEBUG_OFFLINE=1`): the terms, weights and best places, on stderr.
+fn debug_dump(survey: &Survey, weights: &[f64], candidates: &[Candidate]) {
+    let terms: Vec<String> = survey
+        .terms
+        .iter()
+        .enumerate()
+        .map(|(t, term)| {
+            format!(
+                "{}={:.2}/{}",
+                term.label,
+                weights[t],
+                survey.counts[t].len()
+            )
+        })
+        .collect();
+    eprintln!(
+        "[offline] {} lines; terms: {}",
+        survey.lines,
+        terms.join(" ")
+    );
+    eprintln!(
+        "[offline] raw: {}",
+        survey
+            .terms
+            .iter()
+            .enumerate()
+            .map(|(t, term)| format!("{}={:.2}", term.label, survey.weights[t]))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    for c in candidates.iter().take(40) {
+        eprintln!(
+            "[offline]   {:.2} cov {:.2} {}:{} {:?}",
+            c.score,
+            c.coverage,
+            c.path,
+            c.line,
+            c.definition.as_ref().map(|d| &d.name)
+        );
+    }
 }
 
 fn read_range(place: &Candidate) -> (u32, u32) {

@@ -208,6 +208,8 @@ pub(crate) struct Candidate {
     pub(crate) line: u32,
     pub(crate) score: f64,
     pub(crate) coverage: f64,
+    /// Distinct terms within four lines of the hit.
+    pub(crate) close_terms: usize,
     pub(crate) definition: Option<Definition>,
     pub(crate) terms: Vec<usize>,
 }
@@ -218,8 +220,13 @@ const WINDOW: u32 = 12;
 /// Scores every hit line: the weight of the distinct terms within the window around it, more
 /// for a definition whose name holds a term, scaled by the file's kind. `weights[t]` is term
 /// t's weight; coverage is the share of the total weight the window holds.
-pub(crate) fn score_hits(hits: &[Hit], weights: &[f64], compiled: &[Regex]) -> Vec<Candidate> {
-    let total: f64 = weights.iter().sum::<f64>().max(f64::EPSILON);
+pub(crate) fn score_hits(
+    hits: &[Hit],
+    weights: &[f64],
+    question_weight: f64,
+    compiled: &[Regex],
+) -> Vec<Candidate> {
+    let total: f64 = question_weight.max(f64::EPSILON);
     let mut by_file: BTreeMap<&str, Vec<&Hit>> = BTreeMap::new();
     for hit in hits {
         by_file.entry(hit.path.as_str()).or_default().push(hit);
@@ -254,12 +261,14 @@ pub(crate) fn score_hits(hits: &[Hit], weights: &[f64], compiled: &[Regex]) -> V
             let mut score = near;
             let def = definition(&hit.text);
             if let Some(d) = &def {
+                // The heaviest term the name holds (a compound and its own words are one
+                // match, not three).
                 let name_terms: f64 = compiled
                     .iter()
                     .zip(weights)
                     .filter(|(re, _)| re.is_match(&d.name))
                     .map(|(_, w)| *w)
-                    .sum();
+                    .fold(0.0, f64::max);
                 score += 1.5 * name_terms;
                 if name_terms > 0.0 {
                     score += 0.5;
@@ -277,6 +286,11 @@ pub(crate) fn score_hits(hits: &[Hit], weights: &[f64], compiled: &[Regex]) -> V
                 line: hit.line,
                 score: score * factor,
                 coverage: covered / total,
+                close_terms: nearness
+                    .iter()
+                    .zip(weights)
+                    .filter(|(n, w)| **n >= 0.7 && **w > 0.0)
+                    .count(),
                 definition: def,
                 terms: hit.terms.clone(),
             });
@@ -304,19 +318,26 @@ pub(crate) fn pick(
         return Vec::new();
     };
     let floor = best.score * relative;
+    let eligible: Vec<&Candidate> = candidates
+        .iter()
+        .take_while(|c| c.score >= floor)
+        // Settled only with enough of the question and at least two of its terms together.
+        .filter(|c| c.coverage >= coverage && c.close_terms >= 2)
+        .collect();
     let mut picked: Vec<Candidate> = Vec::new();
-    for c in candidates {
-        if picked.len() >= most || c.score < floor {
-            break;
-        }
-        if c.coverage < coverage {
-            continue;
-        }
-        let near = picked
-            .iter()
-            .any(|p| p.path == c.path && p.line.abs_diff(c.line) <= gap);
-        if !near {
-            picked.push(c.clone());
+    // First the best place of each file, then second places, so one file cannot take all.
+    for round in 0..most {
+        for c in &eligible {
+            if picked.len() >= most {
+                return picked;
+            }
+            let same_file = picked.iter().filter(|p| p.path == c.path).count();
+            let near = picked
+                .iter()
+                .any(|p| p.path == c.path && p.line.abs_diff(c.line) <= gap);
+            if same_file == round && !near {
+                picked.push((*c).clone());
+            }
         }
     }
     picked

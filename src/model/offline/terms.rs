@@ -21,9 +21,58 @@ pub(crate) enum TermKind {
     Identifier,
     /// Two adjacent words as one identifier (`file type` → `file_type`, `FileType`).
     Compound,
-    /// One word, stemmed.
+    /// One word, stemmed, with its usual abbreviation (`environment` → `env`).
     Word,
+    /// A quoted string or a glob of the question, searched as written (`"on"`, `*.rs`).
+    Literal,
 }
+
+/// Words and the abbreviations code uses for them.
+const ABBREVIATIONS: &[(&str, &str)] = &[
+    ("allocat", "alloc"),
+    ("argument", "arg"),
+    ("asynchronous", "async"),
+    ("attribute", "attr"),
+    ("boolean", "bool"),
+    ("buffer", "buf"),
+    ("character", "char"),
+    ("command", "cmd"),
+    ("configur", "config"),
+    ("context", "ctx"),
+    ("description", "desc"),
+    ("destination", "dst"),
+    ("director", "dir"),
+    ("environment", "env"),
+    ("error", "err"),
+    ("execut", "exec"),
+    ("expression", "expr"),
+    ("function", "fn"),
+    ("identifier", "id"),
+    ("implement", "impl"),
+    ("index", "idx"),
+    ("information", "info"),
+    ("initializ", "init"),
+    ("iterat", "iter"),
+    ("length", "len"),
+    ("library", "lib"),
+    ("maximum", "max"),
+    ("message", "msg"),
+    ("minimum", "min"),
+    ("number", "num"),
+    ("parameter", "param"),
+    ("position", "pos"),
+    ("previous", "prev"),
+    ("reference", "ref"),
+    ("request", "req"),
+    ("response", "resp"),
+    ("source", "src"),
+    ("specification", "spec"),
+    ("string", "str"),
+    ("synchroniz", "sync"),
+    ("temporary", "tmp"),
+    ("utilit", "util"),
+    ("variable", "var"),
+];
 
 const STOP_WORDS: &[&str] = &[
     "a",
@@ -210,10 +259,7 @@ const STOP_WORDS: &[&str] = &[
     "with",
     "within",
     "without",
-    "work",
-    "works",
     "would",
-    "yes",
     "you",
     "your",
 ];
@@ -226,7 +272,7 @@ fn is_stop(word: &str) -> bool {
 pub(crate) fn stem(word: &str) -> String {
     let w = word.to_ascii_lowercase();
     let suffixes = [
-        "ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "ed", "es", "ly", "s",
+        "ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "ed", "es", "ly", "s", "e",
     ];
     for suffix in suffixes {
         if let Some(base) = w.strip_suffix(suffix) {
@@ -285,13 +331,67 @@ fn compound_pattern(parts: &[String]) -> String {
         .join("[_\\- ]?")
 }
 
+/// A short word as a whole word or an identifier part: `env` in `add_env`, `EnvVar`,
+/// `env_var`, but not in `environment`.
+fn short_word_pattern(word: &str) -> String {
+    format!("(?:\\b|_){}(?:\\b|_|(?-i:[A-Z]))", regex::escape(word))
+}
+
 fn word_pattern(word: &str) -> String {
     let stemmed = stem(word);
-    if stemmed.len() <= 3 {
-        format!("\\b{}\\b", regex::escape(&stemmed))
+    let base = if stemmed.len() <= 3 {
+        short_word_pattern(&stemmed)
     } else {
         regex::escape(&stemmed)
+    };
+    let abbreviation = ABBREVIATIONS
+        .iter()
+        .find(|(long, _)| {
+            stemmed.starts_with(long) || (stemmed.len() >= 5 && long.starts_with(stemmed.as_str()))
+        })
+        .map(|(_, short)| short_word_pattern(short));
+    match abbreviation {
+        Some(short) => format!("{base}|{short}"),
+        None => base,
     }
+}
+
+/// Quoted strings (`"on"`, `'rust'`) and globs (`*.rs`) of the question, as regexes.
+fn literal_terms(question: &str) -> Vec<Term> {
+    static QUOTED: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let quoted = QUOTED.get_or_init(|| {
+        regex::Regex::new(r#"(?:^|[\s(\[,:])(?:"([^"\n]{1,40})"|'([^'\n]{1,40})')"#)
+            .expect("static regex")
+    });
+    let mut out = Vec::new();
+    for c in quoted.captures_iter(question) {
+        let inner = c
+            .get(1)
+            .or_else(|| c.get(2))
+            .map(|m| m.as_str())
+            .unwrap_or("");
+        if inner.trim().is_empty() || inner.split_whitespace().count() > 3 {
+            continue;
+        }
+        out.push(Term {
+            kind: TermKind::Literal,
+            label: format!("\"{inner}\""),
+            pattern: format!("[\"']{}[\"']", regex::escape(inner)),
+            prior: 2.0,
+        });
+    }
+    for token in question.split_whitespace() {
+        let t = token.trim_matches(|c: char| matches!(c, ',' | '?' | ')' | '(' | ';'));
+        if t.contains('*') && t.len() > 2 && !t.contains('"') && !t.contains('\'') {
+            out.push(Term {
+                kind: TermKind::Literal,
+                label: t.to_string(),
+                pattern: regex::escape(t),
+                prior: 2.0,
+            });
+        }
+    }
+    out
 }
 
 /// The search terms for a question, most specific first, without duplicates.
@@ -302,6 +402,9 @@ pub(crate) fn terms(question: &str) -> Vec<Term> {
             out.push(term);
         }
     };
+    for literal in literal_terms(question) {
+        push(literal);
+    }
     // Code-like tokens, including backticked ones, become identifier terms.
     let raw_tokens: Vec<&str> = question
         .split(|c: char| c.is_whitespace() || matches!(c, '`' | '"' | '\'' | ',' | '?' | '('))
@@ -344,11 +447,12 @@ pub(crate) fn terms(question: &str) -> Vec<Term> {
     // Compounds of adjacent content words: `file type` -> file_type / FileType.
     for pair in words.windows(2) {
         if let [Some(a), Some(b)] = pair {
-            let parts = vec![stem(a), stem(b)];
+            let forward = compound_pattern(&[stem(a), stem(b)]);
+            let backward = compound_pattern(&[stem(b), stem(a)]);
             push(Term {
                 kind: TermKind::Compound,
                 label: format!("{a} {b}"),
-                pattern: compound_pattern(&parts),
+                pattern: format!("{forward}|{backward}"),
                 prior: 1.5,
             });
         }
