@@ -431,7 +431,21 @@ fn choose_places(survey: &Survey, grepped: &[usize], content: &str) -> Vec<Candi
         .filter(|t| grepped.contains(t) || survey.counts[*t].is_empty())
         .map(|t| survey.weights[t])
         .sum();
-    let candidates = rank::score_hits(&hits, &weights, question_weight, &survey.compiled);
+    let strength: Vec<usize> = survey
+        .terms
+        .iter()
+        .map(|t| match t.kind {
+            terms::TermKind::Identifier | terms::TermKind::Literal => 2,
+            _ => 1,
+        })
+        .collect();
+    let candidates = rank::score_hits(
+        &hits,
+        &weights,
+        &strength,
+        question_weight,
+        &survey.compiled,
+    );
     if std::env::var_os("BATON_DEBUG_OFFLINE").is_some() {
         debug_dump(survey, &weights, &candidates);
     }

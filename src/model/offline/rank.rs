@@ -208,7 +208,7 @@ pub(crate) struct Candidate {
     pub(crate) line: u32,
     pub(crate) score: f64,
     pub(crate) coverage: f64,
-    /// Distinct terms within four lines of the hit.
+    /// Distinct terms within four lines of the hit, an identifier or literal counting two.
     pub(crate) close_terms: usize,
     pub(crate) definition: Option<Definition>,
     pub(crate) terms: Vec<usize>,
@@ -223,6 +223,7 @@ const WINDOW: u32 = 12;
 pub(crate) fn score_hits(
     hits: &[Hit],
     weights: &[f64],
+    strength: &[usize],
     question_weight: f64,
     compiled: &[Regex],
 ) -> Vec<Candidate> {
@@ -289,8 +290,10 @@ pub(crate) fn score_hits(
                 close_terms: nearness
                     .iter()
                     .zip(weights)
-                    .filter(|(n, w)| **n >= 0.7 && **w > 0.0)
-                    .count(),
+                    .zip(strength)
+                    .filter(|((n, w), _)| **n >= 0.7 && **w > 0.0)
+                    .map(|(_, s)| *s)
+                    .sum(),
                 definition: def,
                 terms: hit.terms.clone(),
             });
