@@ -1,0 +1,233 @@
+//! Writing the handoff: one conclusion per place read (or call site followed), citing only
+//! lines the explorer's own tool calls showed it; negative evidence for terms found nowhere.
+
+use crate::handoff::{Conclusion, ConclusionKind, Handoff, OpenItem};
+use crate::source::SourceId;
+
+use super::follow::CallSite;
+use super::rank::{self, Candidate, Definition};
+use super::survey::Survey;
+use super::{Exchange, Task};
+
+/// A read longer than this is cited as its first line plus the lines around the hit.
+const LONG_BLOCK: u32 = 120;
+
+pub(super) fn term_labels(survey: &Survey, indices: &[usize]) -> String {
+    indices
+        .iter()
+        .map(|t| survey.terms[*t].label.clone())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A verbatim piece of a line to quote in backticks: the line itself, or where it holds
+/// backticks of its own, its longest backtick-free piece. At most 100 characters.
+fn short(text: &str) -> String {
+    let piece = text
+        .split('`')
+        .map(str::trim)
+        .max_by_key(|p| p.len())
+        .unwrap_or("");
+    let mut out: String = piece.chars().take(100).collect();
+    while out.ends_with('\\') {
+        out.pop();
+    }
+    out.trim_end().to_string()
+}
+
+fn quoted(text: &str) -> String {
+    let piece = short(text);
+    if piece.is_empty() {
+        String::new()
+    } else {
+        format!(": `{piece}`")
+    }
+}
+
+pub(super) fn file_source(path: &str, start: u32, end: u32) -> SourceId {
+    SourceId::File {
+        path: path.to_string(),
+        lines: Some((start, end.max(start))),
+    }
+}
+
+/// The numbered lines of a read of `path` that shows `line`.
+pub(super) fn read_lines(reads: &[&Exchange<'_>], path: &str, line: u32) -> Option<Vec<(u32, String)>> {
+    reads.iter().find_map(|r| {
+        let (read_path, lines) = rank::parse_read(r.content)?;
+        let covers = lines.first()?.0 <= line && lines.last()?.0 >= line;
+        (read_path == path && covers).then_some(lines)
+    })
+}
+
+/// The definition at `line`, or the nearest one above it whose block reaches it: its index in
+/// `lines`, what it defines, and the last line of its block (as far as was read).
+pub(super) fn enclosing(lines: &[(u32, String)], line: u32) -> Option<(usize, Definition, u32)> {
+    let at = lines.iter().position(|l| l.0 == line)?;
+    (0..=at).rev().find_map(|i| {
+        let def = rank::definition(&lines[i].1)?;
+        let end = rank::block_end(lines, i);
+        (end >= line).then_some((i, def, end))
+    })
+}
+
+/// Sources for a hit inside a block: the whole block, or for a long one its first line and
+/// the lines around the hit.
+fn block_sources(path: &str, start: u32, end: u32, hit: u32) -> Vec<SourceId> {
+    if end - start > LONG_BLOCK {
+        vec![
+            file_source(path, start, start),
+            file_source(path, hit.saturating_sub(3).max(start), (hit + 3).min(end)),
+        ]
+    } else {
+        vec![file_source(path, start, end)]
+    }
+}
+
+fn around(path: &str, lines: &[(u32, String)], hit: u32) -> Option<Vec<SourceId>> {
+    let first = lines.first()?.0;
+    let last = lines.last()?.0;
+    Some(vec![file_source(
+        path,
+        hit.saturating_sub(3).max(first),
+        (hit + 3).min(last),
+    )])
+}
+
+/// One conclusion about one place, citing only lines that were read (or the grep hit line).
+fn conclude(survey: &Survey, place: &Candidate, reads: &[&Exchange<'_>]) -> Option<Conclusion> {
+    let matched = term_labels(survey, &place.terms);
+    let Some(lines) = read_lines(reads, &place.path, place.line) else {
+        // Never read: cite the one line grep showed.
+        return Some(Conclusion {
+            claim: format!("{} line {} matches {matched}", place.path, place.line),
+            sources: vec![file_source(&place.path, place.line, place.line)],
+            kind: ConclusionKind::Finding,
+        });
+    };
+    let hit_index = lines.iter().position(|l| l.0 == place.line)?;
+    let hit_text = quoted(&lines[hit_index].1);
+    let (claim, sources) = match enclosing(&lines, place.line) {
+        Some((i, def, end)) if i == hit_index => (
+            format!(
+                "{} defines `{}` ({}) at line {}{hit_text} — matches {matched}",
+                place.path, def.name, def.keyword, lines[i].0
+            ),
+            vec![file_source(&place.path, lines[i].0, end)],
+        ),
+        Some((i, def, end)) => (
+            format!(
+                "In `{}` ({} {}), line {} matches {matched}{hit_text}",
+                def.name, def.keyword, place.path, place.line
+            ),
+            block_sources(&place.path, lines[i].0, end, place.line),
+        ),
+        None => (
+            format!(
+                "{} line {} matches {matched}{hit_text}",
+                place.path, place.line
+            ),
+            around(&place.path, &lines, place.line)?,
+        ),
+    };
+    Some(Conclusion {
+        claim,
+        sources,
+        kind: ConclusionKind::Finding,
+    })
+}
+
+/// One conclusion about a call site: who calls the place, cited where it does.
+fn conclude_call(site: &CallSite, reads: &[&Exchange<'_>]) -> Option<Conclusion> {
+    let lines = read_lines(reads, &site.path, site.line)?;
+    let hit_index = lines.iter().position(|l| l.0 == site.line)?;
+    let hit_text = quoted(&lines[hit_index].1);
+    let (claim, sources) = match enclosing(&lines, site.line) {
+        Some((i, def, end)) if i != hit_index => (
+            format!(
+                "`{}` ({} in {}) calls `{}` at line {}{hit_text}",
+                def.name, def.keyword, site.path, site.callee, site.line
+            ),
+            block_sources(&site.path, lines[i].0, end, site.line),
+        ),
+        _ => (
+            format!(
+                "{} line {} calls `{}`{hit_text}",
+                site.path, site.line, site.callee
+            ),
+            around(&site.path, &lines, site.line)?,
+        ),
+    };
+    Some(Conclusion {
+        claim,
+        sources,
+        kind: ConclusionKind::Finding,
+    })
+}
+
+pub(super) fn write_handoff(
+    task: &Task,
+    survey: &Survey,
+    picks: &[Candidate],
+    sites: &[CallSite],
+    reads: &[&Exchange<'_>],
+) -> Handoff {
+    let scope = task.scope.join(", ");
+    let mut handoff = Handoff::default();
+    let mut add = |c: Conclusion| {
+        if !handoff.settled_conclusions.iter().any(|h| h.sources == c.sources) {
+            handoff.settled_conclusions.push(c);
+        }
+    };
+    for place in picks {
+        if let Some(c) = conclude(survey, place, reads) {
+            add(c);
+        }
+    }
+    for site in sites {
+        if let Some(c) = conclude_call(site, reads) {
+            add(c);
+        }
+    }
+    let absent: Vec<usize> = (0..survey.terms.len())
+        .filter(|t| survey.counts[*t].is_empty() && survey.count_calls[*t].is_some())
+        .collect();
+    if !absent.is_empty() {
+        let sources = absent
+            .iter()
+            .filter_map(|t| survey.count_calls[*t].clone())
+            .map(|id| SourceId::Record {
+                kind: "call".into(),
+                id,
+            })
+            .collect();
+        handoff.settled_conclusions.push(Conclusion {
+            claim: format!(
+                "no line in {scope} matches {} (case-insensitive grep over {} files)",
+                term_labels(survey, &absent),
+                survey.files_searched
+            ),
+            sources,
+            kind: ConclusionKind::NegativeEvidence,
+        });
+    }
+    if picks.is_empty() {
+        handoff.open_items.push(OpenItem {
+            item: "No place was found that answers the question".into(),
+            stuck_on: if survey.present_terms().is_empty() {
+                format!("none of the question's terms occur in {scope}")
+            } else {
+                format!(
+                    "in {scope}, the lines found hold only part of the question ({} occur there)",
+                    term_labels(survey, &survey.present_terms())
+                )
+            },
+        });
+    } else {
+        handoff.open_items.push(OpenItem {
+            item: "Uses beyond the places read and their first callers were not traced".into(),
+            stuck_on: "the offline explorer reads only its best-ranked places".into(),
+        });
+    }
+    handoff
+}
