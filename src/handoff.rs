@@ -207,10 +207,12 @@ fn split_open_item(text: &str) -> (String, String) {
                 .trim_end_matches(['—', '-', ';', ',', '('])
                 .trim_end()
                 .to_string();
-            let stuck = text[at + marker.len()..]
-                .trim()
-                .trim_end_matches(')')
-                .to_string();
+            let mut stuck = text[at + marker.len()..].trim();
+            // `item (stuck: why)`: drop the parenthesis that closes the item's own.
+            if stuck.ends_with(')') && stuck.matches(')').count() > stuck.matches('(').count() {
+                stuck = stuck[..stuck.len() - 1].trim_end();
+            }
+            let stuck = stuck.to_string();
             return (item, stuck);
         }
     }
@@ -484,6 +486,27 @@ mod tests {
         assert_eq!(h.open_items[0].stuck_on, "call sites not searched");
         assert_eq!(h.to_markdown(), text);
         assert_eq!(Handoff::parse(&h.to_markdown()).unwrap(), h);
+    }
+
+    #[test]
+    fn parentheses_in_a_stuck_reason_survive() {
+        let item = OpenItem {
+            item: "x".into(),
+            stuck_on: "only part occurs (a, b occur there)".into(),
+        };
+        let h = Handoff {
+            open_items: vec![item.clone()],
+            ..Handoff::default()
+        };
+        assert_eq!(
+            Handoff::parse(&h.to_markdown()).unwrap().open_items[0],
+            item
+        );
+        let h = Handoff::parse(
+            "## Settled conclusions\n## Open items\n- y (stuck: z)\n## Hard constraints\n- none\n",
+        )
+        .unwrap();
+        assert_eq!(h.open_items[0].stuck_on, "z");
     }
 
     #[test]

@@ -10,6 +10,8 @@ use crate::source::{Observation, ObservationLog, SourceId};
 /// One subagent's accepted work.
 pub(crate) struct Accepted<'a> {
     pub(crate) handoff: &'a Handoff,
+    /// The subagent's shard.
+    pub(crate) scope: &'a [String],
     pub(crate) observations: &'a ObservationLog,
 }
 
@@ -42,7 +44,7 @@ pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored]) -> Han
             }
         }
     }
-    if let Some(negative) = negative_evidence(accepted) {
+    if let Some(negative) = negative_evidence(accepted, unexplored.is_empty()) {
         out.settled_conclusions.push(negative);
     }
     for a in accepted {
@@ -104,8 +106,9 @@ fn add_open_item(list: &mut Vec<OpenItem>, item: OpenItem) {
 }
 
 /// Patterns that every search of every accepted subagent found nothing for, as one conclusion
-/// citing the searches.
-fn negative_evidence(accepted: &[Accepted<'_>]) -> Option<Conclusion> {
+/// citing the searches. When every shard handed off and the searches covered all of them, the
+/// scope is said as "the whole tree".
+fn negative_evidence(accepted: &[Accepted<'_>], all_handed_off: bool) -> Option<Conclusion> {
     struct Group {
         found: bool,
         calls: Vec<String>,
@@ -153,6 +156,17 @@ fn negative_evidence(accepted: &[Accepted<'_>]) -> Option<Conclusion> {
     scopes.sort();
     scopes.dedup();
     let files = empty.iter().map(|(_, g)| g.files).max().unwrap_or(0);
+    let mut tree: Vec<String> = accepted
+        .iter()
+        .flat_map(|a| a.scope.iter().cloned())
+        .collect();
+    tree.sort();
+    tree.dedup();
+    let where_searched = if all_handed_off && scopes == tree {
+        "the whole tree".to_string()
+    } else {
+        scopes.join(", ")
+    };
     let patterns: Vec<String> = empty.iter().map(|(p, _)| format!("/{p}/")).collect();
     let sources = empty
         .iter()
@@ -166,7 +180,7 @@ fn negative_evidence(accepted: &[Accepted<'_>]) -> Option<Conclusion> {
         claim: format!(
             "no line matches {} in {} (searched {} files)",
             patterns.join(", "),
-            scopes.join(", "),
+            where_searched,
             files
         ),
         sources,
@@ -212,17 +226,28 @@ mod tests {
         searched(&mut log_b, "sa2.1", "gzip", 0);
         searched(&mut log_a, "sa1.2", "body", 0);
         searched(&mut log_b, "sa2.2", "body", 4);
+        let (scope_a, scope_b) = (["dir-sa1.1".to_string()], ["dir-sa2.1".to_string()]);
+        let accepted = [
+            Accepted {
+                handoff: &a,
+                scope: &scope_a,
+                observations: &log_a,
+            },
+            Accepted {
+                handoff: &b,
+                scope: &scope_b,
+                observations: &log_b,
+            },
+        ];
+        let everything = merge(&accepted, &[]);
+        let negative = everything.settled_conclusions.last().unwrap();
+        assert!(
+            negative.claim.contains("in the whole tree"),
+            "{}",
+            negative.claim
+        );
         let merged = merge(
-            &[
-                Accepted {
-                    handoff: &a,
-                    observations: &log_a,
-                },
-                Accepted {
-                    handoff: &b,
-                    observations: &log_b,
-                },
-            ],
+            &accepted,
             &[Unexplored {
                 id: "sa3".into(),
                 scope: "tests".into(),

@@ -195,6 +195,7 @@ impl LeadState {
             .filter_map(|r| {
                 Some(merge::Accepted {
                     handoff: r.handoff.as_ref()?,
+                    scope: &r.shard.paths,
                     observations: &r.observations,
                 })
             })

@@ -52,7 +52,11 @@ pub(super) fn file_source(path: &str, start: u32, end: u32) -> SourceId {
 }
 
 /// The numbered lines of a read of `path` that shows `line`.
-pub(super) fn read_lines(reads: &[&Exchange<'_>], path: &str, line: u32) -> Option<Vec<(u32, String)>> {
+pub(super) fn read_lines(
+    reads: &[&Exchange<'_>],
+    path: &str,
+    line: u32,
+) -> Option<Vec<(u32, String)>> {
     reads.iter().find_map(|r| {
         let (read_path, lines) = rank::parse_read(r.content)?;
         let covers = lines.first()?.0 <= line && lines.last()?.0 >= line;
@@ -175,7 +179,11 @@ pub(super) fn write_handoff(
     let scope = task.scope.join(", ");
     let mut handoff = Handoff::default();
     let mut add = |c: Conclusion| {
-        if !handoff.settled_conclusions.iter().any(|h| h.sources == c.sources) {
+        if !handoff
+            .settled_conclusions
+            .iter()
+            .any(|h| h.sources == c.sources)
+        {
             handoff.settled_conclusions.push(c);
         }
     };
@@ -213,12 +221,12 @@ pub(super) fn write_handoff(
     }
     if picks.is_empty() {
         handoff.open_items.push(OpenItem {
-            item: "No place was found that answers the question".into(),
+            item: format!("Nothing in {scope} answers the question"),
             stuck_on: if survey.present_terms().is_empty() {
-                format!("none of the question's terms occur in {scope}")
+                "none of the question's terms occur there".into()
             } else {
                 format!(
-                    "in {scope}, the lines found hold only part of the question ({} occur there)",
+                    "only part of the question occurs there ({}), too little to settle a location",
                     term_labels(survey, &survey.present_terms())
                 )
             },

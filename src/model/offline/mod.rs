@@ -170,8 +170,13 @@ fn call(id: usize, name: &str, arguments: Value) -> ToolCall {
 }
 
 /// The exchange of a call with exactly these arguments, if it was made (even if it failed).
-fn issued<'a, 'b>(done: &'b [Exchange<'a>], name: &str, arguments: &Value) -> Option<&'b Exchange<'a>> {
-    done.iter().find(|e| e.name == name && e.arguments == arguments)
+fn issued<'a, 'b>(
+    done: &'b [Exchange<'a>],
+    name: &str,
+    arguments: &Value,
+) -> Option<&'b Exchange<'a>> {
+    done.iter()
+        .find(|e| e.name == name && e.arguments == arguments)
 }
 
 /// Decides the next turn from the transcript alone. The phases, each done once its calls were
@@ -208,10 +213,19 @@ fn next_turn(request: &ModelRequest) -> (String, Vec<ToolCall>) {
             )
         };
         let mut calls = vec![count(99, EVERY_LINE)];
-        calls.extend(survey.terms.iter().enumerate().map(|(i, term)| count(i, &term.pattern)));
+        calls.extend(
+            survey
+                .terms
+                .iter()
+                .enumerate()
+                .map(|(i, term)| count(i, &term.pattern)),
+        );
         let calls = pending(calls);
         if !calls.is_empty() {
-            return ("Counting where each term of the question occurs.".into(), calls);
+            return (
+                "Counting where each term of the question occurs.".into(),
+                calls,
+            );
         }
     }
 
@@ -231,7 +245,10 @@ fn next_turn(request: &ModelRequest) -> (String, Vec<ToolCall>) {
     });
     let calls = pending(content_call.iter().cloned().collect());
     if !calls.is_empty() {
-        return ("Reading the matching lines of the most promising files.".into(), calls);
+        return (
+            "Reading the matching lines of the most promising files.".into(),
+            calls,
+        );
     }
     let content = content_call
         .as_ref()
@@ -247,7 +264,11 @@ fn next_turn(request: &ModelRequest) -> (String, Vec<ToolCall>) {
         .enumerate()
         .map(|(i, p)| {
             let (start, end) = read_range(p.line, p.definition.is_some());
-            call(200 + i, "read_file", json!({"path": p.path, "start_line": start, "end_line": end}))
+            call(
+                200 + i,
+                "read_file",
+                json!({"path": p.path, "start_line": start, "end_line": end}),
+            )
         })
         .collect();
     let calls = pending(read_calls);
@@ -299,7 +320,11 @@ fn next_turn(request: &ModelRequest) -> (String, Vec<ToolCall>) {
         .enumerate()
         .map(|(i, s)| {
             let (start, end) = read_range(s.line, false);
-            call(400 + i, "read_file", json!({"path": s.path, "start_line": start, "end_line": end}))
+            call(
+                400 + i,
+                "read_file",
+                json!({"path": s.path, "start_line": start, "end_line": end}),
+            )
         })
         .collect();
     let calls = pending(site_reads);
@@ -333,7 +358,13 @@ fn term_hits(survey: &Survey, grepped: &[usize], content: &str) -> Vec<Hit> {
 fn choose_places(survey: &Survey, grepped: &[usize], hits: &[Hit]) -> Vec<Candidate> {
     // Terms left out of the grep cannot be seen on its lines: they neither score nor count.
     let weights: Vec<f64> = (0..survey.terms.len())
-        .map(|t| if grepped.contains(&t) { survey.weights[t] } else { 0.0 })
+        .map(|t| {
+            if grepped.contains(&t) {
+                survey.weights[t]
+            } else {
+                0.0
+            }
+        })
         .collect();
     // The question's weight: every term, but those too common to grep. A term that occurs
     // nowhere in the scope keeps its weight, so a question about something absent covers little.
@@ -353,7 +384,13 @@ fn choose_places(survey: &Survey, grepped: &[usize], hits: &[Hit]) -> Vec<Candid
     if std::env::var_os("BATON_DEBUG_OFFLINE").is_some() {
         debug_dump(survey, &weights, &candidates);
     }
-    rank::pick(&candidates, MOST_PLACES, PICK_GAP, RELATIVE_SCORE, MIN_COVERAGE)
+    rank::pick(
+        &candidates,
+        MOST_PLACES,
+        PICK_GAP,
+        RELATIVE_SCORE,
+        MIN_COVERAGE,
+    )
 }
 
 /// Developer aid (`BATON_DEBUG_OFFLINE=1`): the terms, weights and best places, on stderr.

@@ -71,9 +71,7 @@ impl Survey {
             .map(|(t, c)| {
                 // A compound that never occurs was only a guess at a spelling: its words
                 // still count on their own.
-                if c.is_empty()
-                    && matches!(t.kind, TermKind::Compound | TermKind::Literal)
-                {
+                if c.is_empty() && matches!(t.kind, TermKind::Compound | TermKind::Literal) {
                     0.0
                 } else {
                     // BM25's idf with lines as documents: a term on few lines says much.
@@ -156,4 +154,3 @@ impl Survey {
             .collect()
     }
 }
-
