@@ -219,7 +219,15 @@ pub(super) fn write_handoff(
             kind: ConclusionKind::NegativeEvidence,
         });
     }
-    if picks.is_empty() {
+    if let Some(examples) = survey.examples_absent() {
+        handoff.open_items.push(OpenItem {
+            item: format!("Nothing in {scope} answers the question"),
+            stuck_on: format!(
+                "the question's example ({}) occurs nowhere there",
+                term_labels(survey, &examples)
+            ),
+        });
+    } else if picks.is_empty() {
         handoff.open_items.push(OpenItem {
             item: format!("Nothing in {scope} answers the question"),
             stuck_on: if survey.present_terms().is_empty() {

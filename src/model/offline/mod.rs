@@ -229,6 +229,10 @@ fn next_turn(request: &ModelRequest) -> (String, Vec<ToolCall>) {
         }
     }
 
+    if survey.examples_absent().is_some() {
+        let handoff = conclude::write_handoff(&task, &survey, &[], &[], &[]);
+        return (handoff.to_markdown(), Vec::new());
+    }
     let files = survey.top_files();
     let grepped = survey.grep_terms(&files);
     let content_call = (!grepped.is_empty()).then(|| {

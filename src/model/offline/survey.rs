@@ -148,6 +148,16 @@ impl Survey {
         chosen
     }
 
+    /// When the question gives examples and not one of their terms occurs in the scope: their
+    /// labels. Such a scope does not hold what the question asks about.
+    pub(super) fn examples_absent(&self) -> Option<Vec<usize>> {
+        let examples: Vec<usize> = (0..self.terms.len())
+            .filter(|t| self.terms[*t].example)
+            .collect();
+        let none_found = examples.iter().all(|t| self.counts[*t].is_empty());
+        (!examples.is_empty() && none_found && self.counted()).then_some(examples)
+    }
+
     pub(super) fn present_terms(&self) -> Vec<usize> {
         (0..self.terms.len())
             .filter(|t| !self.counts[*t].is_empty())

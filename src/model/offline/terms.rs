@@ -12,6 +12,9 @@ pub(crate) struct Term {
     pub(crate) pattern: String,
     /// Prior weight: identifiers and compounds say more than single words.
     pub(crate) prior: f64,
+    /// Whether the term comes from an example the question gives (`like inotify`, `such as
+    /// --colr`): a question whose examples occur nowhere is not answered there.
+    pub(crate) example: bool,
 }
 
 /// Where a term came from.
@@ -383,6 +386,7 @@ fn literal_terms(question: &str) -> Vec<Term> {
             kind: TermKind::Literal,
             label: format!("\"{inner}\""),
             pattern: format!("[\"']{}[\"']", regex::escape(inner)),
+            example: false,
             prior: 2.0,
         });
     }
@@ -393,6 +397,7 @@ fn literal_terms(question: &str) -> Vec<Term> {
                 kind: TermKind::Literal,
                 label: t.to_string(),
                 pattern: regex::escape(t),
+                example: false,
                 prior: 2.0,
             });
         }
@@ -426,6 +431,7 @@ pub(crate) fn terms(question: &str) -> Vec<Term> {
                     kind: TermKind::Identifier,
                     label: last.to_string(),
                     pattern: compound_pattern(&parts),
+                    example: false,
                     prior: 2.0,
                 });
             }
@@ -459,6 +465,7 @@ pub(crate) fn terms(question: &str) -> Vec<Term> {
                 kind: TermKind::Compound,
                 label: format!("{a} {b}"),
                 pattern: format!("{forward}|{backward}"),
+                example: false,
                 prior: 1.5,
             });
         }
@@ -468,10 +475,48 @@ pub(crate) fn terms(question: &str) -> Vec<Term> {
             kind: TermKind::Word,
             label: word.clone(),
             pattern: word_pattern(word),
+            example: false,
             prior: 1.0,
         });
     }
+    let (example_words, example_literals) = examples(question);
+    for term in &mut out {
+        term.example = match term.kind {
+            TermKind::Word => example_words.contains(&term.label),
+            TermKind::Literal => example_literals
+                .iter()
+                .any(|l| term.label.contains(l.as_str())),
+            _ => false,
+        };
+    }
     out
+}
+
+/// The words and literals of the examples a question gives: the text after `like`, `such as`,
+/// `for example`, `for instance`, `e.g.` up to the next `)`, `;`, `?`, sentence end, or `,` (unless a list of quoted
+/// strings goes on).
+fn examples(question: &str) -> (Vec<String>, Vec<String>) {
+    static MARKER: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let marker = MARKER.get_or_init(|| {
+        regex::Regex::new(r#"(?i)\b(?:like|such as|for example|for instance|e\.g\.)[\s:]+((?:[^),;?]|,\s*["'])+)"#)
+            .expect("static regex")
+    });
+    let mut words = Vec::new();
+    let mut literals = Vec::new();
+    for c in marker.captures_iter(question) {
+        let phrase = c[1].split(". ").next().unwrap_or("");
+        for literal in literal_terms(phrase) {
+            literals.push(literal.label.trim_matches('"').to_string());
+        }
+        for token in phrase.split(|ch: char| !ch.is_alphanumeric() && ch != '_') {
+            let lower = token.to_ascii_lowercase();
+            if lower.len() >= 3 && !is_stop(&lower) && !lower.chars().all(|ch| ch.is_ascii_digit())
+            {
+                words.push(lower);
+            }
+        }
+    }
+    (words, literals)
 }
 
 #[cfg(test)]
@@ -483,6 +528,20 @@ mod tests {
         let mut sorted = STOP_WORDS.to_vec();
         sorted.sort_unstable();
         assert_eq!(sorted, STOP_WORDS);
+    }
+
+    #[test]
+    fn examples_are_marked() {
+        let t = terms("Does it watch directories for changes (like inotify) as files change?");
+        let marked: Vec<&str> = t
+            .iter()
+            .filter(|t| t.example)
+            .map(|t| t.label.as_str())
+            .collect();
+        assert_eq!(marked, vec!["inotify"]);
+        let t = terms("Which spellings (like \"on\", \"off\") are accepted?");
+        assert!(t.iter().filter(|t| t.example).count() >= 2);
+        assert!(terms("Where is the parser?").iter().all(|t| !t.example));
     }
 
     #[test]
