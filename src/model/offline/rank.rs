@@ -67,7 +67,7 @@ pub(crate) fn definition(line: &str) -> Option<Definition> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let re = RE.get_or_init(|| {
         Regex::new(
-            r"^\s*(?:#\[[^\]]*\]\s*)*(?:(?:pub(?:\([^)]*\))?|export|default|async|unsafe|extern(?:\s+\x22[^\x22]*\x22)?|const|static|abstract|final|public|private|protected)\s+)*(fn|struct|enum|trait|impl|class|def|const|static|type|mod|macro_rules!|union|interface|function|let)\s*(?:<[^>]*>\s*)?((?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*)",
+            r"^\s*(?:#\[[^\]]*\]\s*)*(?:(?:pub(?:\([^)]*\))?|export|default|async|unsafe|extern(?:\s+\x22[^\x22]*\x22)?|const|static|abstract|final|public|private|protected)\s+)*(fn|struct|enum|trait|impl|class|def|const|static|type|mod|macro_rules!|union|interface|function|let)(?:\s*<[^>]*>)?\s+((?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*)",
         )
         .expect("static regex")
     });
@@ -91,12 +91,22 @@ pub(crate) fn definition(line: &str) -> Option<Definition> {
     Some(Definition { keyword, name })
 }
 
-/// Source files count fully; tests, examples, benches and docs less.
+/// Source files count fully; tests, examples and benches less; docs less again; metadata
+/// (lock files, manifests, licences, changelogs) least.
 pub(crate) fn path_factor(path: &str) -> f64 {
     let lower = path.to_ascii_lowercase();
     let is_doc = [".md", ".txt", ".rst", ".adoc", ".html"]
         .iter()
         .any(|e| lower.ends_with(e));
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    let is_metadata = [
+        ".lock", ".orig", ".toml", ".json", ".yaml", ".yml", ".cfg", ".ini", ".svg", ".csv",
+    ]
+    .iter()
+    .any(|e| name.ends_with(e))
+        || name.starts_with("license")
+        || name.starts_with("copying")
+        || name.starts_with("changelog");
     let in_tests = lower.split('/').any(|part| {
         matches!(
             part,
@@ -105,7 +115,9 @@ pub(crate) fn path_factor(path: &str) -> f64 {
     }) || lower.contains("_test.")
         || lower.contains("test_")
         || lower.ends_with("tests.rs");
-    if is_doc {
+    if is_metadata {
+        0.3
+    } else if is_doc {
         0.4
     } else if in_tests {
         0.6
@@ -251,6 +263,12 @@ pub(crate) fn score_hits(
                     nearness[*t] = nearness[*t].max(closeness);
                 }
             }
+            // A term in the file's path (`suggestions.rs` for "suggest") is near every line.
+            for (t, re) in compiled.iter().enumerate() {
+                if weights[t] > 0.0 && re.is_match(&path_lower) {
+                    nearness[t] = nearness[t].max(0.4);
+                }
+            }
             let present: Vec<bool> = nearness.iter().map(|n| *n > 0.0).collect();
             let covered: f64 = present
                 .iter()
@@ -275,13 +293,6 @@ pub(crate) fn score_hits(
                     score += 0.5;
                 }
             }
-            let path_terms: f64 = compiled
-                .iter()
-                .zip(weights)
-                .filter(|(re, _)| re.is_match(&path_lower))
-                .map(|(_, w)| *w)
-                .sum();
-            score += 0.5 * path_terms;
             out.push(Candidate {
                 path: path.to_string(),
                 line: hit.line,
@@ -366,6 +377,9 @@ mod tests {
         );
         assert!(definition("    let x = 3;").is_none());
         assert!(definition("    // fn in a comment").is_none());
+        assert!(definition("default = [\"std\"]").is_none());
+        assert_eq!(definition("macro_rules! ok {").unwrap().name, "ok");
+        assert_eq!(definition("pub struct Map<K, V> {").unwrap().name, "Map");
     }
 
     #[test]
