@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use super::relevance::Rarity;
 use crate::handoff::{Conclusion, ConclusionKind, Handoff, HardConstraint, OpenItem};
 use crate::source::{Observation, ObservationLog, SourceId};
 
@@ -25,7 +26,7 @@ pub(crate) struct Unexplored {
 /// The lead's handoff from the accepted ones (in shard order) and the unexplored shards.
 pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored]) -> Handoff {
     let mut out = Handoff::default();
-    // Findings, taken in turn from each subagent so every shard's best comes first.
+    // Findings, taken in turn from each subagent, duplicates merged.
     let findings: Vec<Vec<&Conclusion>> = accepted
         .iter()
         .map(|a| {
@@ -44,6 +45,16 @@ pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored]) -> Han
             }
         }
     }
+    // Most telling first: by the rarity of what each claim matches (ties keep the turns).
+    let logs: Vec<&ObservationLog> = accepted.iter().map(|a| a.observations).collect();
+    let rarity = Rarity::from_logs(&logs);
+    let mut scored: Vec<(f64, Conclusion)> = out
+        .settled_conclusions
+        .drain(..)
+        .map(|c| (rarity.score(&c.claim), c))
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    out.settled_conclusions = scored.into_iter().map(|(_, c)| c).collect();
     if let Some(negative) = negative_evidence(accepted, unexplored.is_empty()) {
         out.settled_conclusions.push(negative);
     }

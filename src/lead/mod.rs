@@ -13,6 +13,7 @@
 
 mod merge;
 mod plan;
+mod relevance;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
