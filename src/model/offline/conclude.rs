@@ -98,13 +98,36 @@ fn around(path: &str, lines: &[(u32, String)], hit: u32) -> Option<Vec<SourceId>
     )])
 }
 
+/// The question's terms that occur in the cited lines, as labels.
+fn mentioned(survey: &Survey, lines: &[(u32, String)], sources: &[SourceId]) -> String {
+    let cited: Vec<&str> = lines
+        .iter()
+        .filter(|(n, _)| {
+            sources
+                .iter()
+                .filter_map(SourceId::file_lines)
+                .any(|(_, a, b)| *n >= a && *n <= b)
+        })
+        .map(|(_, text)| text.as_str())
+        .collect();
+    let terms: Vec<usize> = (0..survey.terms.len())
+        .filter(|t| survey.weights[*t] > 0.0)
+        .filter(|t| cited.iter().any(|line| survey.compiled[*t].is_match(line)))
+        .collect();
+    term_labels(survey, &terms)
+}
+
 /// One conclusion about one place, citing only lines that were read (or the grep hit line).
 fn conclude(survey: &Survey, place: &Candidate, reads: &[&Exchange<'_>]) -> Option<Conclusion> {
-    let matched = term_labels(survey, &place.terms);
     let Some(lines) = read_lines(reads, &place.path, place.line) else {
         // Never read: cite the one line grep showed.
         return Some(Conclusion {
-            claim: format!("{} line {} matches {matched}", place.path, place.line),
+            claim: format!(
+                "{} line {} mentions {}",
+                place.path,
+                place.line,
+                term_labels(survey, &place.terms)
+            ),
             sources: vec![file_source(&place.path, place.line, place.line)],
             kind: ConclusionKind::Finding,
         });
@@ -114,25 +137,28 @@ fn conclude(survey: &Survey, place: &Candidate, reads: &[&Exchange<'_>]) -> Opti
     let (claim, sources) = match enclosing(&lines, place.line) {
         Some((i, def, end)) if i == hit_index => (
             format!(
-                "{} defines `{}` ({}) at line {}{hit_text} — matches {matched}",
+                "{} defines `{}` ({}) at line {}{hit_text}",
                 place.path, def.name, def.keyword, lines[i].0
             ),
             vec![file_source(&place.path, lines[i].0, end)],
         ),
         Some((i, def, end)) => (
             format!(
-                "In `{}` ({} {}), line {} matches {matched}{hit_text}",
+                "In `{}` ({} {}), line {}{hit_text}",
                 def.name, def.keyword, place.path, place.line
             ),
             block_sources(&place.path, lines[i].0, end, place.line),
         ),
         None => (
-            format!(
-                "{} line {} matches {matched}{hit_text}",
-                place.path, place.line
-            ),
+            format!("{} line {}{hit_text}", place.path, place.line),
             around(&place.path, &lines, place.line)?,
         ),
+    };
+    let terms = mentioned(survey, &lines, &sources);
+    let claim = if terms.is_empty() {
+        claim
+    } else {
+        format!("{claim} — the cited lines mention {terms}")
     };
     Some(Conclusion {
         claim,
