@@ -57,7 +57,7 @@ impl Rarity {
     }
 
     /// The weight of the searched patterns `text` matches.
-///
+    ///
     /// The rarest match counts fully, the next half, the rest a quarter: a claim is not more
     /// telling for repeating common words.
     pub(crate) fn score(&self, text: &str) -> f64 {

@@ -9,6 +9,10 @@ use super::rank::{self, Candidate, Definition};
 use super::survey::Survey;
 use super::{Exchange, Task};
 
+/// The open item of a scope that holds no answer; the lead merges these into one item whose
+/// reasons name each scope.
+const NOTHING_HERE: &str = "Nothing answers the question in these scopes";
+
 /// A read longer than this is cited as its first line plus the lines around the hit.
 const LONG_BLOCK: u32 = 120;
 
@@ -144,7 +148,7 @@ fn conclude(survey: &Survey, place: &Candidate, reads: &[&Exchange<'_>]) -> Opti
         ),
         Some((i, def, end)) => (
             format!(
-                "In `{}` ({} {}), line {}{hit_text}",
+                "In `{}` ({} in {}), line {}{hit_text}",
                 def.name, def.keyword, place.path, place.line
             ),
             block_sources(&place.path, lines[i].0, end, place.line),
@@ -247,20 +251,20 @@ pub(super) fn write_handoff(
     }
     if let Some(examples) = survey.examples_absent() {
         handoff.open_items.push(OpenItem {
-            item: format!("Nothing in {scope} answers the question"),
+            item: NOTHING_HERE.into(),
             stuck_on: format!(
-                "the question's example ({}) occurs nowhere there",
+                "{scope}: the question's example ({}) occurs nowhere there",
                 term_labels(survey, &examples)
             ),
         });
     } else if picks.is_empty() {
         handoff.open_items.push(OpenItem {
-            item: format!("Nothing in {scope} answers the question"),
+            item: NOTHING_HERE.into(),
             stuck_on: if survey.present_terms().is_empty() {
-                "none of the question's terms occur there".into()
+                format!("{scope}: none of the question's terms occur there")
             } else {
                 format!(
-                    "only part of the question occurs there ({}), too little to settle a location",
+                    "{scope}: only part of the question occurs there ({}), too little to settle a location",
                     term_labels(survey, &survey.present_terms())
                 )
             },
