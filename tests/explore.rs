@@ -174,3 +174,23 @@ async fn tight_budget_still_hands_off() {
     assert_eq!(only.model_turns, 2, "one turn, then the demand to hand off");
     assert_citations_hold(&report, dir.path());
 }
+
+/// Regression: a two-word question whose second word occurs nowhere ("chosen") settled nothing,
+/// because two terms were required together even where only one occurs at all.
+#[tokio::test]
+async fn short_question_with_an_unmatched_word_still_settles() {
+    let dir = rust_tree();
+    let report = Coordinator::new()
+        .run(Task::new("Where is the delay chosen?", dir.path()))
+        .await
+        .unwrap();
+    let def = line_of(crate::support::RETRY_RS, "pub fn next_delay");
+    let cites = cited_files(&report);
+    assert!(
+        cites
+            .iter()
+            .any(|(p, a, b)| p == "src/net/retry.rs" && *a <= def && *b >= def),
+        "{cites:?}"
+    );
+    assert_citations_hold(&report, dir.path());
+}

@@ -388,12 +388,15 @@ fn choose_places(survey: &Survey, grepped: &[usize], hits: &[Hit]) -> Vec<Candid
     if std::env::var_os("BATON_DEBUG_OFFLINE").is_some() {
         debug_dump(survey, &weights, &candidates);
     }
+    // Two of the question's terms together, or one where only one occurs here at all.
+    let close_needed = grepped.iter().map(|t| strength[*t]).sum::<usize>().min(2);
     rank::pick(
         &candidates,
         MOST_PLACES,
         PICK_GAP,
         RELATIVE_SCORE,
         MIN_COVERAGE,
+        close_needed,
     )
 }
 

@@ -320,13 +320,15 @@ pub(crate) fn score_hits(
 }
 
 /// Picks up to `most` candidates, best first, no two within `gap` lines of each other in the
-/// same file, each scoring at least `relative` of the best and covering at least `coverage`.
+/// same file, each scoring at least `relative` of the best, covering at least `coverage` and
+/// with `close_needed` strength of terms within four lines.
 pub(crate) fn pick(
     candidates: &[Candidate],
     most: usize,
     gap: u32,
     relative: f64,
     coverage: f64,
+    close_needed: usize,
 ) -> Vec<Candidate> {
     let Some(best) = candidates.first() else {
         return Vec::new();
@@ -335,8 +337,8 @@ pub(crate) fn pick(
     let eligible: Vec<&Candidate> = candidates
         .iter()
         .take_while(|c| c.score >= floor)
-        // Settled only with enough of the question and at least two of its terms together.
-        .filter(|c| c.coverage >= coverage && c.close_terms >= 2)
+        // Settled only with enough of the question and enough of its terms together.
+        .filter(|c| c.coverage >= coverage && c.close_terms >= close_needed)
         .collect();
     let mut picked: Vec<Candidate> = Vec::new();
     // First the best place of each file, then second places, so one file cannot take all.

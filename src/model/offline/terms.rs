@@ -102,7 +102,6 @@ const STOP_WORDS: &[&str] = &[
     "but",
     "by",
     "can",
-    "code",
     "could",
     "crate",
     "crates",
