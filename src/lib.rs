@@ -25,9 +25,12 @@
 //!   [`RunError`]. Validates input (empty question, missing root) before any actor starts.
 //! - `lead` — `LeadActor`, `LeadMsg`, `LeadState`, `LeadArgs`, `LeadHandle`; `lead::plan`
 //!   shards the tree by directory balanced by size and writes briefs (pure); `lead::merge`
-//!   merges accepted handoffs (pure). **Invariant:** only a handoff that passed the contract is
-//!   merged; a subagent that panics or stops without a handoff is recorded as failed and the
-//!   run still reports. The lead never awaits a subagent inside a handler.
+//!   merges accepted handoffs and derives negative evidence from the subagents' logged searches
+//!   (pure); `lead::relevance` orders settled conclusions by the rarity of what they match
+//!   (pure). **Invariant:** only a handoff that passed the contract is merged; a subagent that
+//!   panics or stops without a handoff is recorded as failed and the run still reports. The
+//!   lead never awaits a subagent inside a handler. No role may spawn subagents (there is no
+//!   spawn tool).
 //! - `subagent` — `SubagentActor`, `SubagentMsg`; `subagent::agent_loop::AgentLoop` is the
 //!   sans-IO loop (`start` / `on_model` / `on_tools` → `Step`). **Invariant:** budgets (turns,
 //!   tool calls, tokens) are enforced: over budget, a subagent is asked once to hand off, then
@@ -37,9 +40,13 @@
 //! - `source` — [`SourceId`] (file, line range, URL, doc, record such as `call:ID`) and the
 //!   [`ObservationLog`] of what a subagent's tools showed it.
 //! - `model` — the [`Model`] trait and its request/response types; `model::offline` is the
-//!   deterministic local explorer ([`OfflineModel`]): search terms, count greps, ranking,
-//!   reads, a handoff citing exactly the lines it read. Nothing outside `model` knows a wire
-//!   format.
+//!   deterministic local explorer ([`OfflineModel`]), each turn a pure function of the
+//!   transcript: `terms` (question → identifiers, compounds, literals, stems, abbreviations,
+//!   examples), `survey` (count greps → line-based rarity of each term, files to read), `rank`
+//!   (definitions, scoring hit lines, block ends), `follow` (callers of what was found),
+//!   `conclude` (claims citing only lines it read; negative evidence). **Invariant:** it cites
+//!   nothing its own tool calls did not show it, and settles no location when too little of the
+//!   question occurs. Nothing outside `model` knows a wire format.
 //! - `tools` — the [`Tool`] trait, [`ToolRegistry`], [`Workspace`] (the sandbox) and the
 //!   read-only workspace tools list_dir, glob, grep, read_file. **Invariant:** every path is
 //!   resolved inside the root; `..` above it, absolute paths and symlinks leading out are
