@@ -2,14 +2,10 @@
 
 use baton::{Coordinator, SubagentState, Task};
 
-use crate::support::{assert_citations_hold, cited_files, python_tree, rust_tree};
-
-fn line_of(text: &str, needle: &str) -> u32 {
-    text.lines()
-        .position(|l| l.contains(needle))
-        .expect("needle in fixture") as u32
-        + 1
-}
+use crate::support::{
+    assert_citations_hold, assert_cites, cited_files, line_of, python_tree, rust_tree, RETRY_RS,
+    TOKENS_PY,
+};
 
 #[tokio::test]
 async fn rust_tree_cites_the_definition() {
@@ -26,15 +22,8 @@ async fn rust_tree_cites_the_definition() {
         .subagents
         .iter()
         .all(|s| s.state == SubagentState::HandedOff));
-    let def = line_of(crate::support::RETRY_RS, "pub fn next_delay");
-    let cites = cited_files(&report);
-    assert!(
-        cites
-            .iter()
-            .any(|(p, a, b)| p == "src/net/retry.rs" && *a <= def && *b >= def),
-        "cites the definition at src/net/retry.rs:{def}: {cites:?}"
-    );
-    assert_citations_hold(&report, dir.path());
+    let def = line_of(RETRY_RS, "pub fn next_delay");
+    assert_cites(&report, dir.path(), "src/net/retry.rs", def, 0);
 }
 
 #[tokio::test]
@@ -47,15 +36,8 @@ async fn rust_tree_plain_words_question() {
         ))
         .await
         .unwrap();
-    let def = line_of(crate::support::RETRY_RS, "pub fn next_delay");
-    let cites = cited_files(&report);
-    assert!(
-        cites
-            .iter()
-            .any(|(p, a, b)| p == "src/net/retry.rs" && *a <= def + 3 && *b + 3 >= def),
-        "cites next_delay: {cites:?}"
-    );
-    assert_citations_hold(&report, dir.path());
+    let def = line_of(RETRY_RS, "pub fn next_delay");
+    assert_cites(&report, dir.path(), "src/net/retry.rs", def, 3);
 }
 
 #[tokio::test]
@@ -69,7 +51,7 @@ async fn python_tree_cites_the_definition() {
         ))
         .await
         .unwrap();
-    let def = line_of(crate::support::TOKENS_PY, "def refresh_token");
+    let def = line_of(TOKENS_PY, "def refresh_token");
     let cites = cited_files(&report);
     assert!(
         cites
@@ -107,6 +89,28 @@ async fn absent_answer_gets_no_settled_location() {
         .iter()
         .all(|s| s.to_string().starts_with("call:")));
     assert!(!report.handoff.open_items.is_empty());
+}
+
+#[tokio::test]
+async fn an_example_found_nowhere_settles_no_location() {
+    let dir = rust_tree();
+    let report = Coordinator::new()
+        .run(Task::new(
+            "Where is the retry delay cached between attempts (like memcached)?",
+            dir.path(),
+        ))
+        .await
+        .unwrap();
+    assert!(cited_files(&report).is_empty(), "{:?}", report.handoff);
+    assert!(
+        report
+            .handoff
+            .open_items
+            .iter()
+            .any(|o| o.stuck_on.contains("example (memcached)")),
+        "{:?}",
+        report.handoff.open_items
+    );
 }
 
 #[tokio::test]
@@ -175,6 +179,33 @@ async fn tight_budget_still_hands_off() {
     assert_citations_hold(&report, dir.path());
 }
 
+#[tokio::test]
+async fn connection_question_follows_the_call() {
+    let dir = rust_tree();
+    // One subagent, so caller and callee share its scope (calls are followed within a scope).
+    let report = Coordinator::new()
+        .agents(1)
+        .run(Task::new(
+            "What calls next_delay to wait before an attempt?",
+            dir.path(),
+        ))
+        .await
+        .unwrap();
+    let claims: Vec<&str> = report
+        .handoff
+        .settled_conclusions
+        .iter()
+        .map(|c| c.claim.as_str())
+        .collect();
+    assert!(
+        claims
+            .iter()
+            .any(|c| c.contains("`wait_before`") && c.contains("calls `next_delay` at line 10")),
+        "{claims:#?}"
+    );
+    assert_cites(&report, dir.path(), "src/net/client.rs", 10, 0);
+}
+
 /// Regression: a two-word question whose second word occurs nowhere ("chosen") settled nothing,
 /// because two terms were required together even where only one occurs at all.
 #[tokio::test]
@@ -184,13 +215,6 @@ async fn short_question_with_an_unmatched_word_still_settles() {
         .run(Task::new("Where is the delay chosen?", dir.path()))
         .await
         .unwrap();
-    let def = line_of(crate::support::RETRY_RS, "pub fn next_delay");
-    let cites = cited_files(&report);
-    assert!(
-        cites
-            .iter()
-            .any(|(p, a, b)| p == "src/net/retry.rs" && *a <= def && *b >= def),
-        "{cites:?}"
-    );
-    assert_citations_hold(&report, dir.path());
+    let def = line_of(RETRY_RS, "pub fn next_delay");
+    assert_cites(&report, dir.path(), "src/net/retry.rs", def, 0);
 }

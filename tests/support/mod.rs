@@ -168,3 +168,24 @@ pub(crate) fn cited_files(report: &Report) -> Vec<(String, u32, u32)> {
         })
         .collect()
 }
+
+/// The line of `text` holding `needle`, 1-based.
+pub(crate) fn line_of(text: &str, needle: &str) -> u32 {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .expect("needle in fixture") as u32
+        + 1
+}
+
+/// Asserts that some settled finding cites `path` with a range that reaches within `slack`
+/// lines of `line`, and that every citation of the report holds.
+pub(crate) fn assert_cites(report: &Report, root: &Path, path: &str, line: u32, slack: u32) {
+    let cites = cited_files(report);
+    assert!(
+        cites
+            .iter()
+            .any(|(p, a, b)| p == path && *a <= line + slack && *b + slack >= line),
+        "expected a citation of {path}:{line}; got {cites:?}"
+    );
+    assert_citations_hold(report, root);
+}

@@ -223,8 +223,23 @@ pub(super) fn write_handoff(
         }
     }
     for site in sites {
-        if let Some(c) = conclude_call(site, reads) {
-            add(c);
+        // A call inside a place already settled says so in that place's claim.
+        let covering = handoff.settled_conclusions.iter_mut().find(|c| {
+            c.sources
+                .iter()
+                .filter_map(SourceId::file_lines)
+                .any(|(path, a, b)| path == site.path && site.line >= a && site.line <= b)
+        });
+        match covering {
+            Some(c) => c.claim.push_str(&format!(
+                "; it calls `{}` at line {}",
+                site.callee, site.line
+            )),
+            None => {
+                if let Some(c) = conclude_call(site, reads) {
+                    handoff.settled_conclusions.push(c);
+                }
+            }
         }
     }
     let absent: Vec<usize> = (0..survey.terms.len())

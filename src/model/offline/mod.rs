@@ -266,14 +266,7 @@ fn next_turn(request: &ModelRequest) -> (String, Vec<ToolCall>) {
     let read_calls = picks
         .iter()
         .enumerate()
-        .map(|(i, p)| {
-            let (start, end) = read_range(p.line, p.definition.is_some());
-            call(
-                200 + i,
-                "read_file",
-                json!({"path": p.path, "start_line": start, "end_line": end}),
-            )
-        })
+        .map(|(i, p)| read_call(200 + i, &p.path, p.line, p.definition.is_some()))
         .collect();
     let calls = pending(read_calls);
     if !calls.is_empty() {
@@ -322,14 +315,7 @@ fn next_turn(request: &ModelRequest) -> (String, Vec<ToolCall>) {
         .iter()
         .filter(|s| conclude::read_lines(&reads, &s.path, s.line).is_none())
         .enumerate()
-        .map(|(i, s)| {
-            let (start, end) = read_range(s.line, false);
-            call(
-                400 + i,
-                "read_file",
-                json!({"path": s.path, "start_line": start, "end_line": end}),
-            )
-        })
+        .map(|(i, s)| read_call(400 + i, &s.path, s.line, false))
         .collect();
     let calls = pending(site_reads);
     if !calls.is_empty() {
@@ -442,14 +428,19 @@ fn debug_dump(survey: &Survey, weights: &[f64], candidates: &[Candidate]) {
     }
 }
 
-/// Lines to read around a place: a definition and its body, or a mention with enough above it
-/// to find its enclosing definition.
-fn read_range(line: u32, is_definition: bool) -> (u32, u32) {
-    if is_definition {
+/// A read around a place: a definition and its body, or a mention with enough above it to
+/// find its enclosing definition.
+fn read_call(id: usize, path: &str, line: u32, is_definition: bool) -> ToolCall {
+    let (start, end) = if is_definition {
         (line.saturating_sub(3).max(1), line + 80)
     } else {
         (line.saturating_sub(40).max(1), line + 15)
-    }
+    };
+    call(
+        id,
+        "read_file",
+        json!({"path": path, "start_line": start, "end_line": end}),
+    )
 }
 
 #[cfg(test)]
