@@ -34,6 +34,15 @@ pub enum Event {
         /// Tokens so far.
         tokens: u64,
     },
+    /// The lead checked a subagent's handoff against the contract.
+    HandoffChecked {
+        /// Subagent id.
+        id: String,
+        /// Violations found (0: accepted).
+        violations: usize,
+        /// Repair turns it had before this handoff.
+        repairs: u32,
+    },
     /// A subagent ended.
     SubagentEnded {
         /// Subagent id.

@@ -80,7 +80,11 @@ mod tools;
 
 pub use coordinator::{Canceller, Coordinator, RunError, RunHandle, Task};
 pub use event::Event;
-pub use handoff::{Conclusion, ConclusionKind, Handoff, HardConstraint, OpenItem, Violation};
+pub use handoff::{
+    parse as parse_handoff, repair_prompt, validate, Check, Conclusion, ConclusionKind,
+    FileProblem, FileText, Files, Form, Handoff, HardConstraint, Layer, MemoryFiles, OpenItem,
+    Parsed, Violation, ViolationCode, WorkspaceFiles, MAX_HANDOFF_BYTES,
+};
 pub use model::{
     estimate_tokens, Message, Model, ModelError, ModelRequest, ModelResponse, OfflineModel, Usage,
 };

@@ -4,9 +4,20 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// What a conclusion points at. Text form: `path`, `path:LINE`, `path:START-END`, an
-/// `http(s)://` URL, `doc:ID[#span]`, or a record `KIND:ID` (e.g. `call:sa1.3`, the tool call
-/// that searched and found nothing).
+/// What a conclusion points at. The grammar (contracts/handoff.md, "Source identifiers"):
+///
+/// ```text
+/// source := url | doc | event | record | file
+/// url    := ("http://" | "https://") HOST [REST]        no whitespace
+/// doc    := "doc:" ID ["#" SPAN]                         a corpus document, optionally a span
+/// event  := "event:" ID                                  a checkpoint event
+/// record := KIND ":" ID                                  KIND = [a-z][a-z0-9_-]*, e.g. order:A-1234,
+///                                                        call:sa1.3 (a tool call of the run)
+/// file   := PATH [":" LINE ["-" LINE]]                   root-relative, 1-based, inclusive
+/// ```
+///
+/// `a:12` and `a:3-9` are files with lines (the part after the last `:` is a line range);
+/// any other `word:rest` is a record when `word` is a lower-case kind, and malformed otherwise.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(into = "String", try_from = "String")]
 pub enum SourceId {
@@ -26,7 +37,9 @@ pub enum SourceId {
         /// Span inside the document.
         span: Option<String>,
     },
-    /// A typed record such as a tool call (`call:ID`).
+    /// A checkpoint event.
+    Event(String),
+    /// A typed record such as a tool call (`call:ID`) or a business record (`order:A-1234`).
     Record {
         /// The record kind, lower case.
         kind: String,
@@ -43,8 +56,34 @@ pub struct SourceParseError {
     why: &'static str,
 }
 
-/// Record kinds that are not file paths even though they look like `word:ID`.
-const RECORD_KINDS: &[&str] = &["call", "event", "order", "issue", "commit", "run"];
+fn is_kind(word: &str) -> bool {
+    let mut chars = word.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && word.len() <= 32
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+}
+
+/// `12` or `3-40` (an en dash too): Some(range) when it is a well-formed line range, Some(Err)
+/// when it starts like one but is not, None when it is not a line range at all.
+fn line_range(text: &str) -> Option<Result<(u32, u32), &'static str>> {
+    if !text.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let (a, b) = match text.split_once(['-', '\u{2013}']) {
+        Some((a, b)) => (a, b),
+        None => (text, text),
+    };
+    let parse = |n: &str| {
+        n.parse::<u32>()
+            .ok()
+            .filter(|_| n.chars().all(|c| c.is_ascii_digit()))
+    };
+    Some(match (parse(a), parse(b)) {
+        (Some(a), Some(b)) if a >= 1 && b >= a => Ok((a, b)),
+        (Some(_), Some(_)) => Err("a line range is START-END with 1 <= START <= END"),
+        _ => Err("the line range is not numeric"),
+    })
+}
 
 impl SourceId {
     /// Parses one identifier (surrounding whitespace and backticks are ignored).
@@ -60,10 +99,19 @@ impl SourceId {
         if t.chars().any(char::is_whitespace) {
             return Err(err("it contains whitespace"));
         }
-        if t.starts_with("http://") || t.starts_with("https://") {
-            let rest = t.split_once("://").map(|x| x.1).unwrap_or("");
-            if rest.is_empty() || rest.starts_with('/') {
+        if let Some(rest) = t
+            .strip_prefix("http://")
+            .or_else(|| t.strip_prefix("https://"))
+        {
+            let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+            if host.is_empty() {
                 return Err(err("the URL has no host"));
+            }
+            if rest
+                .chars()
+                .any(|c| matches!(c, '<' | '>' | '"' | '{' | '}' | '|' | '\\' | '^' | '`'))
+            {
+                return Err(err("the URL holds a character URLs cannot"));
             }
             return Ok(SourceId::Url(t.to_string()));
         }
@@ -75,52 +123,54 @@ impl SourceId {
             if id.is_empty() {
                 return Err(err("the document id is empty"));
             }
+            if span.as_deref() == Some("") {
+                return Err(err("the span after `#` is empty"));
+            }
             return Ok(SourceId::Doc {
                 id: id.to_string(),
                 span,
             });
         }
-        if let Some((kind, id)) = t.split_once(':') {
-            let kind_lower = kind.to_ascii_lowercase();
-            if RECORD_KINDS.contains(&kind_lower.as_str()) {
-                if id.is_empty() {
-                    return Err(err("the record id is empty"));
-                }
-                return Ok(SourceId::Record {
-                    kind: kind_lower,
-                    id: id.to_string(),
-                });
+        if let Some(id) = t.strip_prefix("event:") {
+            if id.is_empty() {
+                return Err(err("the event id is empty"));
             }
+            return Ok(SourceId::Event(id.to_string()));
         }
-        // A file, with an optional `:LINE` or `:START-END` suffix.
-        let (path, lines) = match t.rsplit_once(':') {
-            Some((path, range)) if range.chars().next().is_some_and(|c| c.is_ascii_digit()) => {
-                let (a, b) = match range.split_once(['-', '\u{2013}']) {
-                    Some((a, b)) => (a, b),
-                    None => (range, range),
-                };
-                let a: u32 = a
-                    .parse()
-                    .map_err(|_| err("the line range is not numeric"))?;
-                let b: u32 = b
-                    .parse()
-                    .map_err(|_| err("the line range is not numeric"))?;
-                if a == 0 || b < a {
-                    return Err(err("a line range is START-END with 1 <= START <= END"));
+        match t.rsplit_once(':') {
+            None => Ok(SourceId::File {
+                path: t.trim_start_matches("./").to_string(),
+                lines: None,
+            }),
+            Some((path, tail)) => match line_range(tail) {
+                Some(Ok(lines)) => {
+                    let path = path.trim_start_matches("./");
+                    if path.is_empty() || path.contains(':') {
+                        return Err(err("a file source is PATH:LINE or PATH:START-END"));
+                    }
+                    Ok(SourceId::File {
+                        path: path.to_string(),
+                        lines: Some(lines),
+                    })
                 }
-                (path, Some((a, b)))
-            }
-            Some((_, _)) => return Err(err("unknown kind before `:`")),
-            None => (t, None),
-        };
-        let path = path.trim_start_matches("./");
-        if path.is_empty() {
-            return Err(err("the path is empty"));
+                Some(Err(why)) => Err(err(why)),
+                None => {
+                    let (kind, id) = t.split_once(':').unwrap_or((t, ""));
+                    if !is_kind(kind) {
+                        return Err(err(
+                            "not a file (PATH:LINE), URL, doc:ID, event:ID or lower-case KIND:ID",
+                        ));
+                    }
+                    if id.is_empty() {
+                        return Err(err("the record id is empty"));
+                    }
+                    Ok(SourceId::Record {
+                        kind: kind.to_string(),
+                        id: id.to_string(),
+                    })
+                }
+            },
         }
-        Ok(SourceId::File {
-            path: path.to_string(),
-            lines,
-        })
     }
 
     /// The file path and line range of a file source with lines.
@@ -150,6 +200,7 @@ impl fmt::Display for SourceId {
             SourceId::Url(url) => write!(f, "{url}"),
             SourceId::Doc { id, span: None } => write!(f, "doc:{id}"),
             SourceId::Doc { id, span: Some(s) } => write!(f, "doc:{id}#{s}"),
+            SourceId::Event(id) => write!(f, "event:{id}"),
             SourceId::Record { kind, id } => write!(f, "{kind}:{id}"),
         }
     }
@@ -205,6 +256,17 @@ pub enum Observation {
     },
 }
 
+impl Observation {
+    /// The call that made this observation.
+    pub fn call_id(&self) -> &str {
+        match self {
+            Observation::Lines { call_id, .. }
+            | Observation::Listed { call_id, .. }
+            | Observation::Searched { call_id, .. } => call_id,
+        }
+    }
+}
+
 /// Everything one subagent's tool calls showed it, in order. A citation of lines that are not
 /// in here was never observed, and is not evidence.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -249,6 +311,13 @@ impl ObservationLog {
         covered_to >= end
     }
 
+    /// Whether any lines of `path` were shown.
+    pub fn saw_file(&self, path: &str) -> bool {
+        self.entries
+            .iter()
+            .any(|o| matches!(o, Observation::Lines { path: p, .. } if p == path))
+    }
+
     /// Whether a search call with this id ran.
     pub fn searched(&self, call_id: &str) -> bool {
         self.entries
@@ -270,6 +339,9 @@ mod tests {
             "https://example.com/x",
             "doc:rfc9110#5.3",
             "call:sa1.4",
+            "order:A-1234",
+            "event:42",
+            "Makefile",
         ] {
             assert_eq!(SourceId::parse(text).unwrap().to_string(), text);
         }
@@ -279,7 +351,18 @@ mod tests {
         );
         assert!(SourceId::parse("src/a.rs:9-3").is_err());
         assert!(SourceId::parse("src/a.rs:0").is_err());
-        assert!(SourceId::parse("weird:thing").is_err());
+        assert!(SourceId::parse("Weird:thing").is_err());
+        assert!(SourceId::parse("src/a.rs:abc").is_err());
+        assert!(SourceId::parse("src/a.rs:3-x").is_err());
+        assert!(SourceId::parse("https:///nohost").is_err());
+        assert!(SourceId::parse("doc:").is_err());
+        assert_eq!(
+            SourceId::parse("order:A-1234").unwrap(),
+            SourceId::Record {
+                kind: "order".into(),
+                id: "A-1234".into()
+            }
+        );
         assert!(SourceId::parse("two words").is_err());
     }
 

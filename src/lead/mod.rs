@@ -14,6 +14,7 @@
 mod merge;
 mod plan;
 mod relevance;
+mod verdict;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -23,14 +24,16 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, Supervi
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::event::Event;
+use crate::handoff::{validate, Check, Parsed, Violation, WorkspaceFiles};
 use crate::handoff::{Handoff, OpenItem};
 use crate::model::Model;
 use crate::policy::{Budget, Spent};
 use crate::report::{Report, RunUsage, SubagentState, SubagentSummary};
 use crate::source::ObservationLog;
-use crate::subagent::{Outcome, SubagentActor, SubagentArgs, SubagentMsg};
+use crate::subagent::{SubagentActor, SubagentArgs, SubagentMsg};
 use crate::tools::{ToolRegistry, Workspace};
 use plan::Shard;
+use verdict::Verdict;
 
 /// Everything one run needs; built by the `Coordinator`.
 #[derive(Clone)]
@@ -54,10 +57,19 @@ pub(crate) enum LeadMsg {
     Planned(Result<Vec<Shard>, String>),
     /// A subagent's running totals.
     SubagentProgressed { id: String, spent: Spent },
-    /// A subagent's work is over.
-    SubagentFinished {
+    /// A subagent handed off this text; it waits for the verdict.
+    SubagentHandedOff {
         id: String,
-        outcome: Outcome,
+        text: String,
+        observations: ObservationLog,
+        spent: Spent,
+    },
+    /// A handoff was checked against the contract (off the actor).
+    HandoffChecked { id: String, parsed: Parsed },
+    /// A subagent cannot go on.
+    SubagentFailed {
+        id: String,
+        reason: String,
         observations: ObservationLog,
         spent: Spent,
     },
@@ -81,6 +93,10 @@ struct SubagentRecord {
     handoff: Option<Handoff>,
     observations: ObservationLog,
     spent: Spent,
+    /// Violations quoted back in a repair turn not yet answered.
+    pending: Option<Vec<Violation>>,
+    /// What a rejected handoff said: unverified leads at most.
+    unverified: Option<Handoff>,
 }
 
 pub(crate) struct LeadState {
@@ -94,6 +110,8 @@ pub(crate) struct LeadState {
     by_actor: HashMap<ActorId, usize>,
     cancelled: bool,
     planning_error: Option<String>,
+    /// The workspace's files, read once per run for checking citations.
+    files: Arc<WorkspaceFiles>,
 }
 
 pub(crate) struct LeadActor;
@@ -124,7 +142,6 @@ impl LeadState {
                 system: crate::contracts::EXPLORER_SYSTEM.to_string(),
                 brief: plan::brief(&self.config.question, &record.shard),
                 budget: self.config.budget,
-                repairs: self.config.repairs,
                 model: Arc::clone(&self.config.model),
                 tools: self.config.tools.clone(),
                 workspace: self.config.workspace.clone(),
@@ -280,6 +297,7 @@ impl Actor for LeadActor {
         _myself: ActorRef<LeadMsg>,
         args: LeadArgs,
     ) -> Result<LeadState, ActorProcessingErr> {
+        let files = Arc::new(WorkspaceFiles::new(args.config.workspace.clone()));
         Ok(LeadState {
             config: args.config,
             events: args.events,
@@ -291,6 +309,7 @@ impl Actor for LeadActor {
             by_actor: HashMap::new(),
             cancelled: false,
             planning_error: None,
+            files,
         })
     }
 
@@ -344,6 +363,8 @@ impl Actor for LeadActor {
                         handoff: None,
                         observations: ObservationLog::default(),
                         spent: Spent::default(),
+                        pending: None,
+                        unverified: None,
                     });
                 }
                 state.emit(Event::RunPlanned {
@@ -363,9 +384,87 @@ impl Actor for LeadActor {
                     });
                 }
             }
-            LeadMsg::SubagentFinished {
+            LeadMsg::SubagentHandedOff {
                 id,
-                outcome,
+                text,
+                observations,
+                spent,
+            } => {
+                let Some(index) = state.index_of(&id) else {
+                    return Ok(());
+                };
+                state.apply_spent(index, spent);
+                let files = Arc::clone(&state.files);
+                let log = observations.clone();
+                state.records[index].observations = observations;
+                let me = myself.clone();
+                tokio::task::spawn_blocking(move || {
+                    let check = Check {
+                        files: Some(files.as_ref()),
+                        observations: Some(&log),
+                        docs: None,
+                    };
+                    let parsed = validate(&text, &check);
+                    let _ = me.cast(LeadMsg::HandoffChecked { id, parsed });
+                });
+            }
+            LeadMsg::HandoffChecked { id, parsed } => {
+                let Some(index) = state.index_of(&id) else {
+                    return Ok(());
+                };
+                if state.records[index].summary.state.ended() {
+                    return Ok(());
+                }
+                let used = state.records[index].summary.repairs;
+                let checked = verdict::verdict(parsed, used, state.config.repairs);
+                state.emit(Event::HandoffChecked {
+                    id: id.clone(),
+                    violations: match &checked {
+                        Verdict::Accept(_) => 0,
+                        Verdict::Repair(v) | Verdict::Reject { violations: v, .. } => v.len(),
+                    },
+                    repairs: used,
+                });
+                let record = &mut state.records[index];
+                match checked {
+                    Verdict::Accept(handoff) => {
+                        record.handoff = Some(handoff);
+                        record.pending = None;
+                        if let Some(actor) = &record.actor {
+                            actor.stop(None);
+                        }
+                        let ended = if used == 0 {
+                            SubagentState::HandedOff
+                        } else {
+                            SubagentState::Repaired
+                        };
+                        state.end(index, ended, None);
+                    }
+                    Verdict::Repair(violations) => {
+                        record.summary.repairs += 1;
+                        record.pending = Some(violations.clone());
+                        if let Some(actor) = &record.actor {
+                            let _ = actor.cast(SubagentMsg::Repair(violations));
+                        }
+                    }
+                    Verdict::Reject {
+                        violations,
+                        unverified,
+                    } => {
+                        record.summary.violations = violations;
+                        record.unverified = Some(unverified);
+                        record.pending = None;
+                        if let Some(actor) = &record.actor {
+                            actor.stop(None);
+                        }
+                        let why = format!("contract unmet after {used} repair turn(s)");
+                        state.end(index, SubagentState::Rejected, Some(why));
+                    }
+                }
+            }
+            LeadMsg::SubagentFailed {
+                id,
+                reason,
                 observations,
                 spent,
             } => {
@@ -375,34 +474,17 @@ impl Actor for LeadActor {
                 state.apply_spent(index, spent);
                 let record = &mut state.records[index];
                 record.observations = observations;
-                let (ended, error) = match outcome {
-                    Outcome::HandedOff { handoff, repairs } => {
-                        record.handoff = Some(handoff);
-                        record.summary.repairs = repairs;
-                        let ended = if repairs == 0 {
-                            SubagentState::HandedOff
-                        } else {
-                            SubagentState::Repaired
-                        };
-                        (ended, None)
-                    }
-                    Outcome::Rejected {
-                        violations,
-                        repairs,
-                    } => {
-                        record.summary.repairs = repairs;
-                        record.summary.violations = violations;
-                        (
-                            SubagentState::Rejected,
-                            Some("its handoff never met the contract".to_string()),
-                        )
-                    }
-                    Outcome::Failed { reason } => (SubagentState::Failed, Some(reason)),
-                };
                 if let Some(actor) = &record.actor {
                     actor.stop(None);
                 }
-                state.end(index, ended, error);
+                // A subagent that gives up while owing a repair leaves a rejected handoff.
+                match record.pending.take() {
+                    Some(violations) => {
+                        record.summary.violations = violations;
+                        state.end(index, SubagentState::Rejected, Some(reason));
+                    }
+                    None => state.end(index, SubagentState::Failed, Some(reason)),
+                }
             }
             LeadMsg::Cancel => {
                 state.cancelled = true;

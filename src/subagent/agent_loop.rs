@@ -1,10 +1,11 @@
 //! The subagent's loop as a sans-IO state machine: it says what to do next (call the model,
-//! run tools, finish) and is told what came back. No async, no actor: it can be tested,
+//! run tools, hand off, give up) and is told what came back — including the lead's verdict on
+//! a handoff, which may send it back for a repair turn. No async, no actor: it can be tested,
 //! serialised between steps and resumed.
 
 use serde::{Deserialize, Serialize};
 
-use crate::handoff::{Handoff, Violation};
+use crate::handoff::{repair_prompt, Violation};
 use crate::model::{Message, ModelError, ModelRequest, ModelResponse};
 use crate::policy::{Budget, Spent};
 use crate::source::ObservationLog;
@@ -20,22 +21,10 @@ pub(crate) enum Step {
     CallModel(ModelRequest),
     /// Run these tool calls (ids already unique in the run).
     CallTools(Vec<ToolCall>),
-    /// The loop is over.
-    Finished(Outcome),
-}
-
-/// How a subagent's work ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) enum Outcome {
-    /// A handoff that passed the contract, after `repairs` repair turns.
-    HandedOff { handoff: Handoff, repairs: u32 },
-    /// The last answer still broke the contract when repairs ran out.
-    Rejected {
-        violations: Vec<Violation>,
-        repairs: u32,
-    },
-    /// The model failed, or the subagent went over budget without handing off.
-    Failed { reason: String },
+    /// Hand this text to the lead, which checks it against the contract.
+    HandOff(String),
+    /// The loop cannot go on: the model failed, or the budget ran out without a handoff.
+    Failed(String),
 }
 
 /// The loop's state: the window, what was spent, what was seen.
@@ -48,8 +37,8 @@ pub(crate) struct AgentLoop {
     budget: Budget,
     spent: Spent,
     observations: ObservationLog,
-    repairs_allowed: u32,
-    repairs_used: u32,
+    /// The answer last handed off, kept until the lead's verdict.
+    handed_off: Option<String>,
     calls_made: u32,
     /// Set once the subagent has been told to hand off: it gets no tools after that.
     handoff_demanded: bool,
@@ -62,7 +51,6 @@ impl AgentLoop {
         brief: String,
         tools: Vec<ToolSpec>,
         budget: Budget,
-        repairs_allowed: u32,
     ) -> AgentLoop {
         AgentLoop {
             id: id.to_string(),
@@ -72,8 +60,7 @@ impl AgentLoop {
             budget,
             spent: Spent::default(),
             observations: ObservationLog::default(),
-            repairs_allowed,
-            repairs_used: 0,
+            handed_off: None,
             calls_made: 0,
             handoff_demanded: false,
         }
@@ -96,9 +83,7 @@ impl AgentLoop {
     fn model_step(&mut self) -> Step {
         if let Some(limit) = self.budget.exhausted(&self.spent) {
             if self.handoff_demanded {
-                return Step::Finished(Outcome::Failed {
-                    reason: format!("over budget ({limit}) and did not hand off"),
-                });
+                return Step::Failed(format!("over budget ({limit}) and did not hand off"));
             }
             self.demand_handoff(&format!(
                 "Budget used up ({limit}). Hand off now with what you have, in the three sections \
@@ -124,15 +109,11 @@ impl AgentLoop {
         });
     }
 
-    /// The model answered (or failed).
+    /// The model answered (or failed). An answer without tool calls is a handoff.
     pub(crate) fn on_model(&mut self, result: Result<ModelResponse, ModelError>) -> Step {
         let response = match result {
             Ok(r) => r,
-            Err(e) => {
-                return Step::Finished(Outcome::Failed {
-                    reason: e.to_string(),
-                })
-            }
+            Err(e) => return Step::Failed(e.to_string()),
         };
         self.spent.model_turns += 1;
         self.spent.tokens_in += response.usage.input_tokens;
@@ -140,29 +121,27 @@ impl AgentLoop {
         if !response.tool_calls.is_empty() {
             return self.on_tool_calls(response);
         }
-        match Handoff::parse(&response.text) {
-            Ok(handoff) => Step::Finished(Outcome::HandedOff {
-                handoff,
-                repairs: self.repairs_used,
-            }),
-            Err(violations) => {
-                self.messages.push(Message::Assistant {
-                    text: response.text,
-                    tool_calls: Vec::new(),
-                });
-                if self.repairs_used >= self.repairs_allowed {
-                    return Step::Finished(Outcome::Rejected {
-                        violations,
-                        repairs: self.repairs_used,
-                    });
-                }
-                self.repairs_used += 1;
-                self.messages.push(Message::User {
-                    text: repair_prompt(&violations),
-                });
-                self.model_step()
-            }
+        self.handed_off = Some(response.text.clone());
+        Step::HandOff(response.text)
+    }
+
+    /// The lead found violations in the handoff: one repair turn quoting them.
+    pub(crate) fn on_repair(&mut self, violations: &[Violation]) -> Step {
+        if let Some(text) = self.handed_off.take() {
+            self.messages.push(Message::Assistant {
+                text,
+                tool_calls: Vec::new(),
+            });
         }
+        if let Some(limit) = self.budget.exhausted(&self.spent) {
+            return Step::Failed(format!(
+                "over budget ({limit}): no turn left to repair the handoff"
+            ));
+        }
+        self.messages.push(Message::User {
+            text: repair_prompt(violations),
+        });
+        self.model_step()
     }
 
     fn on_tool_calls(&mut self, response: ModelResponse) -> Step {
@@ -192,9 +171,7 @@ impl AgentLoop {
                 });
             }
             if self.handoff_demanded {
-                return Step::Finished(Outcome::Failed {
-                    reason: "called tools after being told to hand off".into(),
-                });
+                return Step::Failed("called tools after being told to hand off".into());
             }
             if run.is_empty() {
                 return self.model_step();
@@ -230,25 +207,10 @@ impl AgentLoop {
     }
 }
 
-/// The repair turn: every violation with its line, and what to send back.
-pub(crate) fn repair_prompt(violations: &[Violation]) -> String {
-    let mut text = String::from(
-        "Your handoff does not meet the contract. Fix every point below and send the whole \
-         handoff again (the three sections only):\n",
-    );
-    for v in violations {
-        if v.line > 0 {
-            text.push_str(&format!("- [{}] line {}: {}\n", v.code, v.line, v.message));
-        } else {
-            text.push_str(&format!("- [{}] {}\n", v.code, v.message));
-        }
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handoff::ViolationCode;
     use crate::model::Usage;
     use serde_json::json;
 
@@ -271,37 +233,30 @@ mod tests {
         }
     }
 
-    const GOOD: &str = "## Settled conclusions\n## Open items\n## Hard constraints\n- none\n";
-
     #[test]
-    fn repairs_then_accepts() {
-        let mut l = AgentLoop::new("sa1", "s".into(), "b".into(), vec![], Budget::default(), 2);
+    fn a_text_answer_is_handed_off_and_a_repair_quotes_the_violations() {
+        let mut l = AgentLoop::new("sa1", "s".into(), "b".into(), vec![], Budget::default());
         assert!(matches!(l.start(), Step::CallModel(_)));
-        let step = l.on_model(answer("just prose", vec![]));
-        let Step::CallModel(request) = step else {
-            panic!("expected a repair turn")
+        let Step::HandOff(text) = l.on_model(answer("just prose", vec![])) else {
+            panic!("a text answer is a handoff")
         };
-        let Message::User { text } = request.messages.last().unwrap() else {
+        assert_eq!(text, "just prose");
+        let violation = Violation {
+            code: ViolationCode::SectionMissing,
+            line: 0,
+            message: "the `## Settled conclusions` section is missing".into(),
+        };
+        let Step::CallModel(request) = l.on_repair(&[violation]) else {
+            panic!("a repair turn")
+        };
+        let n = request.messages.len();
+        assert!(
+            matches!(&request.messages[n - 2], Message::Assistant { text, .. } if text == "just prose")
+        );
+        let Message::User { text } = &request.messages[n - 1] else {
             panic!()
         };
-        assert!(text.contains("section_missing"));
-        let step = l.on_model(answer(GOOD, vec![]));
-        assert!(matches!(
-            step,
-            Step::Finished(Outcome::HandedOff { repairs: 1, .. })
-        ));
-    }
-
-    #[test]
-    fn rejected_when_repairs_run_out() {
-        let mut l = AgentLoop::new("sa1", "s".into(), "b".into(), vec![], Budget::default(), 1);
-        l.start();
-        l.on_model(answer("prose", vec![]));
-        let step = l.on_model(answer("more prose", vec![]));
-        assert!(matches!(
-            step,
-            Step::Finished(Outcome::Rejected { repairs: 1, .. })
-        ));
+        assert!(text.contains("[section_missing]"));
     }
 
     #[test]
@@ -311,7 +266,7 @@ mod tests {
             tool_calls: 10,
             tokens: 1_000_000,
         };
-        let mut l = AgentLoop::new("sa1", "s".into(), "b".into(), vec![], budget, 0);
+        let mut l = AgentLoop::new("sa1", "s".into(), "b".into(), vec![], budget);
         l.start();
         let Step::CallTools(calls) = l.on_model(answer("", vec![grep_call()])) else {
             panic!()
@@ -339,7 +294,23 @@ mod tests {
         // Calling tools anyway ends it.
         assert!(matches!(
             l.on_model(answer("", vec![grep_call()])),
-            Step::Finished(Outcome::Failed { .. })
+            Step::Failed(_)
         ));
+    }
+
+    #[test]
+    fn no_repair_turn_past_the_budget() {
+        let budget = Budget {
+            model_turns: 1,
+            tool_calls: 10,
+            tokens: 1_000_000,
+        };
+        let mut l = AgentLoop::new("sa1", "s".into(), "b".into(), vec![], budget);
+        l.start();
+        assert!(matches!(
+            l.on_model(answer("prose", vec![])),
+            Step::HandOff(_)
+        ));
+        assert!(matches!(l.on_repair(&[]), Step::Failed(reason) if reason.contains("repair")));
     }
 }

@@ -6,7 +6,9 @@
 //! - Model calls and tool runs never run inside `handle`: they are spawned and their results
 //!   come back as messages, so `Cancel` is handled at once.
 //! - A panic in a model call or a tool run fails the actor (the lead sees `ActorFailed`).
-//! - It reports exactly one `SubagentFinished` to the lead, then waits to be stopped.
+//! - It hands off by `SubagentHandedOff` and waits for the lead's verdict: a `Repair` sends it
+//!   back to work with the violations quoted; acceptance or rejection ends in a stop from the
+//!   lead. When it cannot go on it reports `SubagentFailed` and waits to be stopped.
 //! - Every tool call it makes goes through its [`ToolRegistry`] inside its [`Workspace`].
 
 mod agent_loop;
@@ -16,8 +18,9 @@ use std::sync::Arc;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::task::JoinHandle;
 
-pub(crate) use agent_loop::{AgentLoop, Outcome, Step};
+pub(crate) use agent_loop::{AgentLoop, Step};
 
+use crate::handoff::Violation;
 use crate::lead::LeadMsg;
 use crate::model::{Model, ModelError, ModelResponse};
 use crate::policy::{Budget, Spent};
@@ -33,6 +36,8 @@ pub(crate) enum SubagentMsg {
     ToolsReturned(Vec<ToolResult>),
     /// Spawned work panicked.
     WorkPanicked(String),
+    /// The lead found these violations in the handoff: repair it.
+    Repair(Vec<Violation>),
 }
 
 /// What a subagent is spawned with.
@@ -41,7 +46,6 @@ pub(crate) struct SubagentArgs {
     pub(crate) system: String,
     pub(crate) brief: String,
     pub(crate) budget: Budget,
-    pub(crate) repairs: u32,
     pub(crate) model: Arc<dyn Model>,
     pub(crate) tools: ToolRegistry,
     pub(crate) workspace: Workspace,
@@ -144,12 +148,21 @@ impl SubagentState {
                     SubagentMsg::ToolsReturned,
                 ));
             }
-            Step::Finished(outcome) => {
+            Step::HandOff(text) => {
+                self.work = None;
+                let _ = self.lead.cast(LeadMsg::SubagentHandedOff {
+                    id: self.id.clone(),
+                    text,
+                    observations: self.agent.observations().clone(),
+                    spent: self.progress(),
+                });
+            }
+            Step::Failed(reason) => {
                 self.finished = true;
                 self.work = None;
-                let _ = self.lead.cast(LeadMsg::SubagentFinished {
+                let _ = self.lead.cast(LeadMsg::SubagentFailed {
                     id: self.id.clone(),
-                    outcome,
+                    reason,
                     observations: self.agent.observations().clone(),
                     spent: self.progress(),
                 });
@@ -175,7 +188,6 @@ impl Actor for SubagentActor {
             args.brief,
             args.tools.specs(),
             args.budget,
-            args.repairs,
         );
         let first = agent.start();
         myself.cast(SubagentMsg::Step(first))?;
@@ -204,6 +216,7 @@ impl Actor for SubagentActor {
             SubagentMsg::Step(step) => step,
             SubagentMsg::ModelReplied(result) => state.agent.on_model(result),
             SubagentMsg::ToolsReturned(results) => state.agent.on_tools(results),
+            SubagentMsg::Repair(violations) => state.agent.on_repair(&violations),
             SubagentMsg::WorkPanicked(text) => {
                 return Err(format!("subagent {} panicked: {text}", state.id).into());
             }

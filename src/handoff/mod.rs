@@ -1,0 +1,373 @@
+//! The handoff contract: the three-section report a subagent hands back (Settled conclusions
+//! with sources; Open items; Hard constraints), its markdown and JSON forms, and validation in
+//! layers — structure, resolution, observation, quotation — with stable violation codes
+//! (contracts/handoff.md).
+//!
+//! **Invariant:** a handoff is accepted only with no violation at all; a parsed [`Handoff`]
+//! with violations is never treated as settled fact.
+
+mod codes;
+mod json;
+mod markdown;
+mod validate;
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::source::SourceId;
+pub use codes::{Layer, ViolationCode};
+pub use validate::{validate, Check, FileProblem, FileText, Files, MemoryFiles, WorkspaceFiles};
+
+/// Largest handoff text accepted (bytes); a larger one is one `too_large` violation, unparsed.
+pub const MAX_HANDOFF_BYTES: usize = 1024 * 1024;
+
+/// A subagent's (or the lead's) report: settled conclusions, open items, hard constraints.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Handoff {
+    /// Facts verified and safe to rely on, each with its sources.
+    pub settled_conclusions: Vec<Conclusion>,
+    /// What is unfinished, each saying where it is stuck.
+    pub open_items: Vec<OpenItem>,
+    /// Limits the lead must respect from now on; empty means `none`.
+    pub hard_constraints: Vec<HardConstraint>,
+}
+
+/// What kind of fact a conclusion states.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConclusionKind {
+    /// Something found, cited where it stands.
+    #[default]
+    Finding,
+    /// What was searched, where, and that it found nothing — cited by the search call.
+    /// Not the same as "does not exist".
+    NegativeEvidence,
+}
+
+impl ConclusionKind {
+    fn is_finding(&self) -> bool {
+        *self == ConclusionKind::Finding
+    }
+}
+
+/// One settled conclusion.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Conclusion {
+    /// The fact, stated (not pointed at).
+    pub claim: String,
+    /// Where it can be re-checked; at least one.
+    pub sources: Vec<SourceId>,
+    /// Finding (default) or negative evidence.
+    #[serde(default, skip_serializing_if = "ConclusionKind::is_finding")]
+    pub kind: ConclusionKind,
+}
+
+/// One open item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenItem {
+    /// What is unfinished.
+    pub item: String,
+    /// Where it is stuck.
+    pub stuck_on: String,
+}
+
+/// One hard constraint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HardConstraint {
+    /// The constraint, verbatim.
+    pub constraint: String,
+    /// Where it came from, if cited.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<SourceId>,
+}
+
+/// One way a handoff breaks the contract: a stable code, the 1-based line of the handoff text
+/// (0 when not tied to a line) and a message a model can act on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Violation {
+    /// Stable code, e.g. `source_missing`.
+    pub code: ViolationCode,
+    /// Line in the handoff text, 1-based; 0 for the whole handoff or a JSON item.
+    pub line: usize,
+    /// What to fix, in one line.
+    pub message: String,
+}
+
+impl Violation {
+    pub(crate) fn new(code: ViolationCode, line: usize, message: impl Into<String>) -> Violation {
+        Violation {
+            code,
+            line,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.line > 0 {
+            write!(f, "line {}: [{}] {}", self.line, self.code, self.message)
+        } else {
+            write!(f, "[{}] {}", self.code, self.message)
+        }
+    }
+}
+
+/// Which form a handoff text was written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Form {
+    /// `## Settled conclusions` / `## Open items` / `## Hard constraints`.
+    Markdown,
+    /// `{"settled_conclusions": [...], "open_items": [...], "hard_constraints": [...]}`.
+    Json,
+}
+
+/// The line each item starts on (0 when unknown, as in the JSON form).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ItemLines {
+    pub(crate) settled: Vec<usize>,
+    pub(crate) open: Vec<usize>,
+    pub(crate) constraints: Vec<usize>,
+}
+
+/// A handoff text read as far as it goes: what it says, and its structural violations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parsed {
+    /// What the text says (best effort when there are violations).
+    pub handoff: Handoff,
+    /// The form it was written in.
+    pub form: Form,
+    /// Structure-layer violations.
+    pub violations: Vec<Violation>,
+    pub(crate) lines: ItemLines,
+}
+
+impl Parsed {
+    pub(crate) fn settled_line(&self, index: usize) -> usize {
+        self.lines.settled.get(index).copied().unwrap_or(0)
+    }
+
+    /// Whether the text looked like neither form: no section heading and not JSON.
+    pub fn is_neither_form(&self) -> bool {
+        self.form == Form::Markdown
+            && self
+                .violations
+                .iter()
+                .filter(|v| {
+                    matches!(
+                        v.code,
+                        ViolationCode::SectionMissing | ViolationCode::ConstraintsOmitted
+                    )
+                })
+                .count()
+                == 3
+    }
+}
+
+/// Phrases by which a conclusion points elsewhere instead of stating its fact.
+const POINTERS: &[&str] = &[
+    "see above",
+    "see below",
+    "as above",
+    "see earlier",
+    "as mentioned",
+    "as noted",
+    "as delivered",
+    "as described earlier",
+    "as stated earlier",
+    "as before",
+    "same as before",
+    "details in the previous",
+    "in the previous message",
+    "in my previous",
+    "see previous",
+    "refer to the",
+];
+
+/// Whether a claim only points elsewhere: it holds a pointer phrase and, without it, fewer
+/// than five words of its own.
+fn only_points(claim: &str) -> bool {
+    let lower = claim.to_lowercase();
+    let Some(phrase) = POINTERS.iter().find(|p| lower.contains(*p)) else {
+        return false;
+    };
+    let own = lower.replacen(phrase, " ", 1);
+    own.split_whitespace()
+        .filter(|w| w.chars().any(char::is_alphanumeric))
+        .count()
+        < 5
+}
+
+/// The structural checks both forms share: empty items, sources, pointers.
+pub(crate) fn check_items(handoff: &Handoff, lines: &ItemLines, out: &mut Vec<Violation>) {
+    let at = |list: &[usize], i: usize| list.get(i).copied().unwrap_or(0);
+    for (i, c) in handoff.settled_conclusions.iter().enumerate() {
+        let line = at(&lines.settled, i);
+        let which = format!("settled conclusion {}", i + 1);
+        if c.claim.trim().is_empty() {
+            out.push(Violation::new(
+                ViolationCode::ItemEmpty,
+                line,
+                format!("{which} states no fact"),
+            ));
+        } else if only_points(&c.claim) {
+            out.push(Violation::new(
+                ViolationCode::PointerOnly,
+                line,
+                format!("{which} points elsewhere instead of stating the fact: state it here"),
+            ));
+        }
+        if c.sources.is_empty() {
+            out.push(Violation::new(
+                ViolationCode::SourceMissing,
+                line,
+                format!("{which} has no source: end it with [path:START-END]"),
+            ));
+        }
+    }
+    for (i, o) in handoff.open_items.iter().enumerate() {
+        if o.item.trim().is_empty() {
+            out.push(Violation::new(
+                ViolationCode::ItemEmpty,
+                at(&lines.open, i),
+                format!("open item {} is empty", i + 1),
+            ));
+        }
+    }
+    for (i, h) in handoff.hard_constraints.iter().enumerate() {
+        if h.constraint.trim().is_empty() {
+            out.push(Violation::new(
+                ViolationCode::ItemEmpty,
+                at(&lines.constraints, i),
+                format!("hard constraint {} is empty", i + 1),
+            ));
+        }
+    }
+}
+
+/// Reads a handoff text in either form: JSON when it starts with `{`, markdown otherwise
+/// (a surrounding ``` fence is ignored). Never panics; a text over [`MAX_HANDOFF_BYTES`] is one
+/// `too_large` violation.
+pub fn parse(text: &str) -> Parsed {
+    if text.len() > MAX_HANDOFF_BYTES {
+        return Parsed {
+            handoff: Handoff::default(),
+            form: Form::Markdown,
+            violations: vec![Violation::new(
+                ViolationCode::TooLarge,
+                0,
+                format!(
+                    "the handoff is {} bytes, over the {MAX_HANDOFF_BYTES}-byte limit: hand off the three sections only",
+                    text.len()
+                ),
+            )],
+            lines: ItemLines::default(),
+        };
+    }
+    let trimmed = strip_fence(text);
+    if trimmed.starts_with('{') {
+        json::parse(trimmed)
+    } else {
+        markdown::parse(trimmed)
+    }
+}
+
+impl Handoff {
+    /// Parses either form, structure only: the handoff, or every structural violation.
+    pub fn parse(text: &str) -> Result<Handoff, Vec<Violation>> {
+        let parsed = parse(text);
+        if parsed.violations.is_empty() {
+            Ok(parsed.handoff)
+        } else {
+            Err(parsed.violations)
+        }
+    }
+
+    /// Renders the markdown form; parsing it gives back this handoff when its texts are
+    /// single-line (as every parsed handoff's are).
+    pub fn to_markdown(&self) -> String {
+        let mut out = String::from("## Settled conclusions\n");
+        for c in &self.settled_conclusions {
+            let prefix = match c.kind {
+                ConclusionKind::Finding => "",
+                ConclusionKind::NegativeEvidence => "Negative evidence: ",
+            };
+            let sources: Vec<String> = c.sources.iter().map(|s| s.to_string()).collect();
+            let _ = writeln!(
+                out,
+                "- {prefix}{} [{}]",
+                one_line(&c.claim),
+                sources.join(", ")
+            );
+        }
+        out.push_str("## Open items\n");
+        for o in &self.open_items {
+            if o.stuck_on.is_empty() {
+                let _ = writeln!(out, "- {}", one_line(&o.item));
+            } else {
+                let _ = writeln!(
+                    out,
+                    "- {} — stuck: {}",
+                    one_line(&o.item),
+                    one_line(&o.stuck_on)
+                );
+            }
+        }
+        out.push_str("## Hard constraints\n");
+        if self.hard_constraints.is_empty() {
+            out.push_str("- none\n");
+        }
+        for h in &self.hard_constraints {
+            if h.sources.is_empty() {
+                let _ = writeln!(out, "- {}", one_line(&h.constraint));
+            } else {
+                let sources: Vec<String> = h.sources.iter().map(|s| s.to_string()).collect();
+                let _ = writeln!(
+                    out,
+                    "- {} [{}]",
+                    one_line(&h.constraint),
+                    sources.join(", ")
+                );
+            }
+        }
+        out
+    }
+
+    /// Renders the JSON form (one line).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| "{}".into())
+    }
+}
+
+/// The repair turn the lead sends back: every violation with its code and line, and what to
+/// send instead.
+pub fn repair_prompt(violations: &[Violation]) -> String {
+    let mut text = String::from(
+        "Your handoff does not meet the contract. Fix every point below and send the whole \
+         handoff again — the three sections only, no narration:\n",
+    );
+    for v in violations {
+        let _ = writeln!(text, "- {v}");
+    }
+    text
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Removes a surrounding ``` fence, which models often add.
+fn strip_fence(text: &str) -> &str {
+    let t = text.trim();
+    if let Some(rest) = t.strip_prefix("```") {
+        let body = rest.split_once('\n').map(|x| x.1).unwrap_or("");
+        return body.trim_end().trim_end_matches("```").trim();
+    }
+    t
+}

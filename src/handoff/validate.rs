@@ -1,0 +1,401 @@
+//! Validation past structure: each source resolves (resolution), the subagent saw what it
+//! cites (observation), and backticked quotes occur in the cited lines (quotation). Every
+//! violation is returned at once, each with its code, line and a message a model can act on.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use super::{parse, ConclusionKind, Parsed, Violation, ViolationCode};
+use crate::source::{Observation, ObservationLog, SourceId};
+use crate::tools::{read_text_file, SandboxError, Workspace};
+
+/// A file's text with its line starts, for cheap line ranges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileText {
+    text: String,
+    starts: Vec<usize>,
+}
+
+impl FileText {
+    /// Indexes `text` by line.
+    pub fn new(text: String) -> FileText {
+        let mut starts = vec![0];
+        starts.extend(
+            text.bytes()
+                .enumerate()
+                .filter(|(_, b)| *b == b'\n')
+                .map(|(i, _)| i + 1)
+                .filter(|i| *i < text.len()),
+        );
+        if text.is_empty() {
+            starts.clear();
+        }
+        FileText { text, starts }
+    }
+
+    /// How many lines the file has.
+    pub fn line_count(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// Lines `first..=last` (1-based), as one string; empty when out of range.
+    pub fn lines(&self, first: u32, last: u32) -> &str {
+        let (first, last) = (first as usize, last as usize);
+        if first == 0 || last < first || last > self.starts.len() {
+            return "";
+        }
+        let start = self.starts[first - 1];
+        let end = self.starts.get(last).copied().unwrap_or(self.text.len());
+        &self.text[start..end]
+    }
+}
+
+/// Why a cited file cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileProblem {
+    /// No such file.
+    NotFound,
+    /// Absolute, or leaving the root (also by a symlink).
+    OutsideRoot(String),
+    /// Binary, too large, or unreadable.
+    Unreadable(String),
+}
+
+/// Where cited files are read from.
+pub trait Files: Send + Sync {
+    /// The text of a root-relative file.
+    fn text(&self, path: &str) -> Result<Arc<FileText>, FileProblem>;
+}
+
+/// Files held in memory (tests, benchmarks, embedding applications).
+#[derive(Debug, Clone, Default)]
+pub struct MemoryFiles {
+    files: HashMap<String, Arc<FileText>>,
+}
+
+impl MemoryFiles {
+    /// No files.
+    pub fn new() -> MemoryFiles {
+        MemoryFiles::default()
+    }
+
+    /// Adds a file.
+    pub fn insert(&mut self, path: &str, text: &str) {
+        self.files
+            .insert(path.to_string(), Arc::new(FileText::new(text.to_string())));
+    }
+}
+
+impl Files for MemoryFiles {
+    fn text(&self, path: &str) -> Result<Arc<FileText>, FileProblem> {
+        if path.starts_with('/') || path.split('/').any(|p| p == "..") {
+            return Err(FileProblem::OutsideRoot(path.to_string()));
+        }
+        self.files.get(path).cloned().ok_or(FileProblem::NotFound)
+    }
+}
+
+/// The files of a workspace, read through its sandbox and cached for the life of the value.
+#[derive(Debug)]
+pub struct WorkspaceFiles {
+    workspace: Workspace,
+    cache: Mutex<HashMap<String, Result<Arc<FileText>, FileProblem>>>,
+}
+
+impl WorkspaceFiles {
+    /// Reads from `workspace`.
+    pub fn new(workspace: Workspace) -> WorkspaceFiles {
+        WorkspaceFiles {
+            workspace,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn load(&self, path: &str) -> Result<Arc<FileText>, FileProblem> {
+        let real = self.workspace.resolve(path).map_err(|e| match e {
+            SandboxError::NotFound(_) => FileProblem::NotFound,
+            SandboxError::Absolute(_)
+            | SandboxError::Escapes(_)
+            | SandboxError::SymlinkOutside(_) => FileProblem::OutsideRoot(e.to_string()),
+            other => FileProblem::Unreadable(other.to_string()),
+        })?;
+        let text =
+            read_text_file(&real, path).map_err(|e| FileProblem::Unreadable(e.to_string()))?;
+        Ok(Arc::new(FileText::new(text)))
+    }
+}
+
+impl Files for WorkspaceFiles {
+    fn text(&self, path: &str) -> Result<Arc<FileText>, FileProblem> {
+        if let Some(hit) = self.cache.lock().ok().and_then(|c| c.get(path).cloned()) {
+            return hit;
+        }
+        let loaded = self.load(path);
+        if let Ok(mut cache) = self.cache.lock() {
+            cache.insert(path.to_string(), loaded.clone());
+        }
+        loaded
+    }
+}
+
+/// What a handoff is checked against. Each layer runs only when what it needs is given:
+/// resolution and quotation need `files`, observation needs `observations`.
+#[derive(Default, Clone, Copy)]
+pub struct Check<'a> {
+    /// Where cited files are read.
+    pub files: Option<&'a dyn Files>,
+    /// What the subagent's tool calls showed it.
+    pub observations: Option<&'a ObservationLog>,
+    /// The corpus's document ids (none: every `doc:` citation is unknown).
+    pub docs: Option<&'a HashSet<String>>,
+}
+
+impl std::fmt::Debug for Check<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Check")
+            .field("files", &self.files.is_some())
+            .field("observations", &self.observations.is_some())
+            .field("docs", &self.docs.map(HashSet::len))
+            .finish()
+    }
+}
+
+/// Parses and validates a handoff text in every layer `check` allows; `violations` of the
+/// result holds them all, structure first.
+pub fn validate(text: &str, check: &Check<'_>) -> Parsed {
+    let mut parsed = parse(text);
+    let mut found = Vec::new();
+    for (i, c) in parsed.handoff.settled_conclusions.iter().enumerate() {
+        let line = parsed.settled_line(i);
+        let mut cited = String::new();
+        let mut quotable = true;
+        for source in &c.sources {
+            match check_source(source, c.kind, line, check, &mut found) {
+                Some(text) => {
+                    cited.push_str(text.as_str());
+                    cited.push('\n');
+                }
+                None => quotable &= source.file_lines().is_none(),
+            }
+        }
+        if check.files.is_some() && quotable && !cited.is_empty() {
+            check_quotes(&c.claim, &cited, line, &mut found);
+        }
+    }
+    for (i, h) in parsed.handoff.hard_constraints.iter().enumerate() {
+        let line = parsed.lines.constraints.get(i).copied().unwrap_or(0);
+        for source in &h.sources {
+            check_source(source, ConclusionKind::Finding, line, check, &mut found);
+        }
+    }
+    parsed.violations.extend(found);
+    parsed
+}
+
+/// Resolution and observation of one source. Returns the cited lines' text when they resolve
+/// (for the quotation check).
+fn check_source(
+    source: &SourceId,
+    kind: ConclusionKind,
+    line: usize,
+    check: &Check<'_>,
+    out: &mut Vec<Violation>,
+) -> Option<String> {
+    let mut say = |code, message: String| out.push(Violation::new(code, line, message));
+    match source {
+        SourceId::File { path, lines } => {
+            let mut cited = None;
+            if let Some(files) = check.files {
+                match files.text(path) {
+                    Err(FileProblem::NotFound) => {
+                        say(
+                            ViolationCode::FileNotFound,
+                            format!("`{path}` does not exist in the workspace"),
+                        );
+                        return None;
+                    }
+                    Err(FileProblem::OutsideRoot(why)) => {
+                        say(
+                            ViolationCode::PathOutsideRoot,
+                            format!("`{path}`: {why}; cite root-relative paths"),
+                        );
+                        return None;
+                    }
+                    Err(FileProblem::Unreadable(why)) => {
+                        say(ViolationCode::FileUnreadable, why);
+                        return None;
+                    }
+                    Ok(text) => {
+                        if let Some((a, b)) = lines {
+                            let count = text.line_count();
+                            if *b as usize > count {
+                                say(
+                                    ViolationCode::LineOutOfRange,
+                                    format!("`{source}`: `{path}` has {count} lines; cite lines that exist"),
+                                );
+                                return None;
+                            }
+                            cited = Some(text.lines(*a, *b).to_string());
+                        }
+                    }
+                }
+            }
+            if let Some(log) = check.observations {
+                let seen = match lines {
+                    Some((a, b)) => log.saw_lines(path, *a, *b),
+                    None => log.saw_file(path),
+                };
+                if !seen {
+                    say(
+                        ViolationCode::NotObserved,
+                        format!("`{source}` was never shown to you by a tool call: read those lines, or cite the lines you read"),
+                    );
+                    return None;
+                }
+            }
+            cited
+        }
+        SourceId::Url(url) => {
+            if check.observations.is_some() {
+                say(
+                    ViolationCode::UrlNotFetched,
+                    format!("`{url}` was never fetched by your tool calls"),
+                );
+            }
+            None
+        }
+        SourceId::Doc { id, .. } => {
+            if !check.docs.is_some_and(|d| d.contains(id)) {
+                say(
+                    ViolationCode::DocUnknown,
+                    format!("`doc:{id}` is not a document of the corpus"),
+                );
+            } else if check.observations.is_some() {
+                say(
+                    ViolationCode::DocNotObserved,
+                    format!("`doc:{id}` was never read by your tool calls"),
+                );
+            }
+            None
+        }
+        SourceId::Event(_) => None,
+        SourceId::Record { kind: record, id } if record == "call" => {
+            let log = check.observations?;
+            let searched = log.entries().iter().find_map(|o| match o {
+                Observation::Searched {
+                    call_id, matches, ..
+                } if call_id == id => Some(*matches),
+                _ => None,
+            });
+            let called = searched.is_some() || log.entries().iter().any(|o| o.call_id() == id);
+            if !called {
+                say(
+                    ViolationCode::CallUnknown,
+                    format!("`call:{id}` is not one of your tool calls"),
+                );
+            } else if kind == ConclusionKind::NegativeEvidence {
+                match searched {
+                    Some(0) => {}
+                    Some(n) => say(
+                        ViolationCode::NegativeNotEmpty,
+                        format!("`call:{id}` found {n} matches: it is not evidence that nothing was found"),
+                    ),
+                    None => say(
+                        ViolationCode::NegativeNotEmpty,
+                        format!("`call:{id}` was not a search: negative evidence cites the search that found nothing"),
+                    ),
+                }
+            }
+            None
+        }
+        SourceId::Record { .. } => {
+            if check.observations.is_some() {
+                say(
+                    ViolationCode::RecordNotObserved,
+                    format!("`{source}` was not returned by any of your tool calls"),
+                );
+            }
+            None
+        }
+    }
+}
+
+/// Collapses whitespace runs to one space.
+fn normalise(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The texts between matching backtick runs (`` `a` ``, ``` ``a`b`` ```).
+pub(crate) fn quotes(text: &str) -> Vec<&str> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'`' {
+            i += 1;
+            continue;
+        }
+        let run = bytes[i..].iter().take_while(|b| **b == b'`').count();
+        let start = i + run;
+        let mut j = start;
+        let mut closed = None;
+        while j < bytes.len() {
+            if bytes[j] == b'`' {
+                let close = bytes[j..].iter().take_while(|b| **b == b'`').count();
+                if close == run {
+                    closed = Some(j);
+                    break;
+                }
+                j += close;
+            } else {
+                j += 1;
+            }
+        }
+        match closed {
+            Some(end) => {
+                let inner = text[start..end].trim();
+                if !inner.is_empty() {
+                    out.push(inner);
+                }
+                i = end + run;
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+fn check_quotes(claim: &str, cited: &str, line: usize, out: &mut Vec<Violation>) {
+    let cited = normalise(cited);
+    for quote in quotes(claim) {
+        if !cited.contains(&normalise(quote)) {
+            let shown: String = quote.chars().take(60).collect();
+            out.push(Violation::new(
+                ViolationCode::QuoteNotFound,
+                line,
+                format!("`{shown}` does not occur in the cited lines: quote them exactly or cite where it stands"),
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_text_lines() {
+        let f = FileText::new("a\nb\nc\n".into());
+        assert_eq!(f.line_count(), 3);
+        assert_eq!(f.lines(2, 3), "b\nc\n");
+        assert_eq!(f.lines(3, 4), "");
+        assert_eq!(FileText::new("x".into()).line_count(), 1);
+        assert_eq!(FileText::new(String::new()).line_count(), 0);
+    }
+
+    #[test]
+    fn quotes_pair_backtick_runs() {
+        assert_eq!(quotes("a `b` c ``d`e`` `f"), vec!["b", "d`e"]);
+        assert!(quotes("no quotes").is_empty());
+    }
+}
