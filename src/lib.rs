@@ -86,10 +86,10 @@ pub use handoff::{
     Parsed, Violation, ViolationCode, WorkspaceFiles, MAX_HANDOFF_BYTES,
 };
 pub use model::{
-    estimate_tokens, Message, Model, ModelError, ModelRequest, ModelResponse, OfflineModel, Usage,
+    estimate_tokens, Message, Model, ModelError, ModelRequest, ModelResponse, OfflineModel, ScriptedModel, ScriptedTurn, Usage,
 };
 pub use policy::{Budget, Spent};
-pub use report::{Report, RunUsage, SubagentState, SubagentSummary};
+pub use report::{HandoffCounts, Report, RunUsage, SubagentState, SubagentSummary};
 pub use source::{Observation, ObservationLog, SourceId, SourceParseError};
 pub use tools::{
     Tool, ToolCall, ToolError, ToolOutput, ToolRegistry, ToolResult, ToolSpec, Workspace,

@@ -17,7 +17,8 @@ pub enum SubagentState {
     HandedOff,
     /// Handed off a valid handoff after one or more repair turns.
     Repaired,
-    /// Never produced a valid handoff within its repairs: nothing of it is settled.
+    /// Never produced a valid handoff within its repairs (`contract_unmet`): nothing of it is
+    /// settled.
     Rejected,
     /// Panicked, errored, or stopped without a handoff.
     Failed,
@@ -90,6 +91,29 @@ pub struct RunUsage {
     pub tokens_out: u64,
 }
 
+/// How the run's handoffs fared against the contract.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandoffCounts {
+    /// Accepted at the first attempt.
+    pub accepted: usize,
+    /// Accepted after one or more repair turns.
+    pub repaired: usize,
+    /// Rejected: the contract was still unmet when the repairs ran out (`contract_unmet`).
+    pub rejected: usize,
+}
+
+impl HandoffCounts {
+    /// Counts the subagents' states.
+    pub fn of(states: &[SubagentState]) -> HandoffCounts {
+        let count = |s: SubagentState| states.iter().filter(|x| **x == s).count();
+        HandoffCounts {
+            accepted: count(SubagentState::HandedOff),
+            repaired: count(SubagentState::Repaired),
+            rejected: count(SubagentState::Rejected),
+        }
+    }
+}
+
 /// The result of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -105,6 +129,8 @@ pub struct Report {
     pub subagents: Vec<SubagentSummary>,
     /// Totals.
     pub usage: RunUsage,
+    /// Handoffs accepted, repaired and rejected.
+    pub handoffs: HandoffCounts,
     /// The model that played the subagents.
     pub model: String,
     /// True when the run was cancelled before every subagent ended.

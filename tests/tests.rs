@@ -4,5 +4,6 @@ mod support;
 
 mod cli;
 mod explore;
+mod repair;
 mod sandbox;
 mod supervision;

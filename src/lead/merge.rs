@@ -17,14 +17,16 @@ pub(crate) struct Accepted<'a> {
 }
 
 /// A shard nobody explored, and why.
-pub(crate) struct Unexplored {
+pub(crate) struct Unexplored<'a> {
     pub(crate) id: String,
     pub(crate) scope: String,
     pub(crate) why: String,
+    /// What a rejected handoff claimed: listed as unverified leads, never settled.
+    pub(crate) unverified: Option<&'a Handoff>,
 }
 
 /// The lead's handoff from the accepted ones (in shard order) and the unexplored shards.
-pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored]) -> Handoff {
+pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) -> Handoff {
     let mut out = Handoff::default();
     // Findings, taken in turn from each subagent, duplicates merged.
     let findings: Vec<Vec<&Conclusion>> = accepted
@@ -83,6 +85,22 @@ pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored]) -> Han
                 stuck_on: u.why.clone(),
             },
         );
+        let claims = u.unverified.map(|h| h.settled_conclusions.as_slice()).unwrap_or(&[]);
+        for c in claims.iter().filter(|c| c.kind == ConclusionKind::Finding) {
+            let cites: Vec<String> = c.sources.iter().map(|s| s.to_string()).collect();
+            add_open_item(
+                &mut out.open_items,
+                OpenItem {
+                    item: format!(
+                        "Unverified lead from {} (its handoff broke the contract): {} (cites {})",
+                        u.id,
+                        c.claim,
+                        if cites.is_empty() { "nothing".into() } else { cites.join(", ") }
+                    ),
+                    stuck_on: "not verified: re-check the cited lines before relying on it".into(),
+                },
+            );
+        }
     }
     out
 }
@@ -263,6 +281,10 @@ mod tests {
                 id: "sa3".into(),
                 scope: "tests".into(),
                 why: "panicked".into(),
+                unverified: Some(&Handoff {
+                    settled_conclusions: vec![finding("w", "t.rs:9")],
+                    ..Handoff::default()
+                }),
             }],
         );
         let claims: Vec<&str> = merged
@@ -278,5 +300,11 @@ mod tests {
         assert!(negative.claim.contains("/gzip/") && !negative.claim.contains("body"));
         assert_eq!(negative.sources.len(), 2);
         assert!(merged.open_items[0].item.contains("tests"));
+        assert!(merged.open_items[1].item.starts_with("Unverified lead from sa3"));
+        assert!(merged.open_items[1].item.contains("t.rs:9"));
+        assert!(!merged
+            .settled_conclusions
+            .iter()
+            .any(|c| c.sources.iter().any(|s| s.to_string() == "t.rs:9")));
     }
 }

@@ -28,7 +28,7 @@ use crate::handoff::{validate, Check, Parsed, Violation, WorkspaceFiles};
 use crate::handoff::{Handoff, OpenItem};
 use crate::model::Model;
 use crate::policy::{Budget, Spent};
-use crate::report::{Report, RunUsage, SubagentState, SubagentSummary};
+use crate::report::{HandoffCounts, Report, RunUsage, SubagentState, SubagentSummary};
 use crate::source::ObservationLog;
 use crate::subagent::{SubagentActor, SubagentArgs, SubagentMsg};
 use crate::tools::{ToolRegistry, Workspace};
@@ -229,6 +229,7 @@ impl LeadState {
                     (Some(e), _) => e.clone(),
                     (None, state) => format!("the subagent ended {}", state.label()),
                 },
+                unverified: r.unverified.as_ref(),
             })
             .collect();
         let mut handoff = merge::merge(&accepted, &unexplored);
@@ -257,6 +258,7 @@ impl LeadState {
             handoff,
             subagents: self.records.iter().map(|r| r.summary.clone()).collect(),
             usage,
+            handoffs: HandoffCounts::of(&self.records.iter().map(|r| r.summary.state).collect::<Vec<_>>()),
             model: self.config.model.name(),
             cancelled: self.cancelled,
             elapsed_ms: self.started.elapsed().as_millis() as u64,

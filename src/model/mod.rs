@@ -2,12 +2,14 @@
 //! its implementations. Nothing outside this module knows a provider's wire format.
 
 mod offline;
+mod scripted;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::tools::{ToolCall, ToolSpec};
 pub use offline::OfflineModel;
+pub use scripted::{ScriptedModel, ScriptedTurn};
 
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

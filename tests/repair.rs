@@ -1,0 +1,160 @@
+//! The repair loop end to end: a scripted subagent is checked by the lead against the files and
+//! its own tool calls, sent back with the violations quoted, and accepted — or, when it never
+//! complies, rejected with nothing of it settled.
+
+use std::sync::Arc;
+
+use baton::{Coordinator, Message, ScriptedModel, ScriptedTurn, SubagentState, Task, ViolationCode};
+use serde_json::json;
+
+use crate::support::rust_tree;
+
+fn read_retry() -> ScriptedTurn {
+    ScriptedTurn::tool(
+        "read_file",
+        json!({"path": "src/net/retry.rs", "start_line": 1, "end_line": 22}),
+    )
+}
+
+/// Cites lines past the end of the file, a file it never read, and omits Hard constraints.
+const BROKEN: &str = "## Settled conclusions\n\
+- `next_delay` doubles the delay per attempt. [src/net/retry.rs:18-30]\n\
+- The client waits between attempts. [src/net/client.rs:1-5]\n\
+## Open items\n\
+- none found — stuck: nothing\n";
+
+const FIXED: &str = "## Settled conclusions\n\
+- `next_delay` doubles the delay per attempt up to the cap: `doubled.min(self.cap_ms)`. [src/net/retry.rs:18-21]\n\
+## Open items\n\
+- Callers were not traced — stuck: only retry.rs was read\n\
+## Hard constraints\n\
+- none\n";
+
+fn one_subagent(model: Arc<ScriptedModel>) -> Coordinator {
+    Coordinator::new().model(model).agents(1).max_subagents(1).repairs(2)
+}
+
+fn last_user_text(request: &baton::ModelRequest) -> String {
+    match request.messages.last() {
+        Some(Message::User { text }) => text.clone(),
+        other => panic!("expected a user message, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn violations_are_quoted_back_and_the_repaired_handoff_is_accepted() {
+    let dir = rust_tree();
+    let model = Arc::new(ScriptedModel::new([
+        read_retry(),
+        ScriptedTurn::text(BROKEN),
+        ScriptedTurn::text(FIXED),
+    ]));
+    let report = one_subagent(model.clone())
+        .run(Task::new("How does the retry delay grow?", dir.path()))
+        .await
+        .unwrap();
+    assert_eq!(model.remaining(), 0);
+    let only = &report.subagents[0];
+    assert_eq!(only.state, SubagentState::Repaired, "{only:?}");
+    assert_eq!(only.repairs, 1);
+    assert_eq!((report.handoffs.accepted, report.handoffs.repaired, report.handoffs.rejected), (0, 1, 0));
+
+    let requests = model.requests();
+    let repair = last_user_text(&requests[2]);
+    for code in ["line_out_of_range", "not_observed", "constraints_omitted"] {
+        assert!(repair.contains(&format!("[{code}]")), "{code} missing from: {repair}");
+    }
+    assert!(repair.contains("line 2:"), "violations carry their line: {repair}");
+    // The broken answer stays in the window, before the repair request.
+    assert!(matches!(&requests[2].messages[requests[2].messages.len() - 2],
+        Message::Assistant { text, .. } if text == BROKEN));
+
+    let settled: Vec<String> = report
+        .handoff
+        .settled_conclusions
+        .iter()
+        .flat_map(|c| c.sources.iter().map(|s| s.to_string()))
+        .collect();
+    assert_eq!(settled, vec!["src/net/retry.rs:18-21"]);
+}
+
+#[tokio::test]
+async fn a_subagent_that_never_complies_ends_contract_unmet() {
+    let dir = rust_tree();
+    let model = Arc::new(ScriptedModel::new([
+        read_retry(),
+        ScriptedTurn::text(BROKEN),
+        ScriptedTurn::text(BROKEN),
+        ScriptedTurn::text(BROKEN),
+    ]));
+    let report = one_subagent(model.clone())
+        .run(Task::new("How does the retry delay grow?", dir.path()))
+        .await
+        .unwrap();
+    assert_eq!(model.remaining(), 0, "two repair turns, no more");
+    let only = &report.subagents[0];
+    assert_eq!(only.state, SubagentState::Rejected);
+    assert_eq!(only.repairs, 2);
+    assert!(only
+        .violations
+        .iter()
+        .any(|v| v.code == ViolationCode::NotObserved));
+    assert_eq!(report.handoffs.rejected, 1);
+    assert!(
+        report.handoff.settled_conclusions.is_empty(),
+        "nothing of a rejected handoff is settled: {:?}",
+        report.handoff.settled_conclusions
+    );
+    assert!(report
+        .handoff
+        .open_items
+        .iter()
+        .any(|o| o.item.starts_with("Unverified lead from sa1") && o.item.contains("src/net/retry.rs:18-30")));
+    assert!(report.failed());
+}
+
+#[tokio::test]
+async fn a_json_handoff_is_accepted() {
+    let dir = rust_tree();
+    let json_handoff = json!({
+        "settled_conclusions": [{"claim": "`RetryPolicy` holds `base_ms` and `cap_ms`.", "sources": ["src/net/retry.rs:6-9"]}],
+        "open_items": [],
+        "hard_constraints": []
+    });
+    let model = Arc::new(ScriptedModel::new([
+        read_retry(),
+        ScriptedTurn::text(json_handoff.to_string()),
+    ]));
+    let report = one_subagent(model)
+        .run(Task::new("What does the retry policy hold?", dir.path()))
+        .await
+        .unwrap();
+    assert_eq!(report.subagents[0].state, SubagentState::HandedOff);
+    assert_eq!(report.handoff.settled_conclusions.len(), 1);
+}
+
+#[tokio::test]
+async fn negative_evidence_must_cite_an_empty_search() {
+    let dir = rust_tree();
+    let claims_nothing = "## Settled conclusions\n\
+- Negative evidence: nothing mentions the delay. [call:sa1.1]\n\
+## Open items\n## Hard constraints\n- none\n";
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::tool("grep", json!({"pattern": "delay"})),
+        ScriptedTurn::text(claims_nothing),
+    ]));
+    let report = Coordinator::new()
+        .model(model)
+        .agents(1)
+        .max_subagents(1)
+        .repairs(0)
+        .run(Task::new("Is a delay used?", dir.path()))
+        .await
+        .unwrap();
+    let only = &report.subagents[0];
+    assert_eq!(only.state, SubagentState::Rejected);
+    assert!(only
+        .violations
+        .iter()
+        .any(|v| v.code == ViolationCode::NegativeNotEmpty));
+}
