@@ -86,7 +86,8 @@ pub use handoff::{
     Parsed, Violation, ViolationCode, WorkspaceFiles, MAX_HANDOFF_BYTES,
 };
 pub use model::{
-    estimate_tokens, Message, Model, ModelError, ModelRequest, ModelResponse, OfflineModel, ScriptedModel, ScriptedTurn, Usage,
+    estimate_tokens, Message, Model, ModelError, ModelRequest, ModelResponse, OfflineModel,
+    ScriptedModel, ScriptedTurn, Usage,
 };
 pub use policy::{Budget, Spent};
 pub use report::{HandoffCounts, Report, RunUsage, SubagentState, SubagentSummary};

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use baton::{Coordinator, Message, ScriptedModel, ScriptedTurn, SubagentState, Task, ViolationCode};
+use baton::{
+    Coordinator, Message, ScriptedModel, ScriptedTurn, SubagentState, Task, ViolationCode,
+};
 use serde_json::json;
 
 use crate::support::rust_tree;
@@ -31,7 +33,11 @@ const FIXED: &str = "## Settled conclusions\n\
 - none\n";
 
 fn one_subagent(model: Arc<ScriptedModel>) -> Coordinator {
-    Coordinator::new().model(model).agents(1).max_subagents(1).repairs(2)
+    Coordinator::new()
+        .model(model)
+        .agents(1)
+        .max_subagents(1)
+        .repairs(2)
 }
 
 fn last_user_text(request: &baton::ModelRequest) -> String {
@@ -57,17 +63,32 @@ async fn violations_are_quoted_back_and_the_repaired_handoff_is_accepted() {
     let only = &report.subagents[0];
     assert_eq!(only.state, SubagentState::Repaired, "{only:?}");
     assert_eq!(only.repairs, 1);
-    assert_eq!((report.handoffs.accepted, report.handoffs.repaired, report.handoffs.rejected), (0, 1, 0));
+    assert_eq!(
+        (
+            report.handoffs.accepted,
+            report.handoffs.repaired,
+            report.handoffs.rejected
+        ),
+        (0, 1, 0)
+    );
 
     let requests = model.requests();
     let repair = last_user_text(&requests[2]);
     for code in ["line_out_of_range", "not_observed", "constraints_omitted"] {
-        assert!(repair.contains(&format!("[{code}]")), "{code} missing from: {repair}");
+        assert!(
+            repair.contains(&format!("[{code}]")),
+            "{code} missing from: {repair}"
+        );
     }
-    assert!(repair.contains("line 2:"), "violations carry their line: {repair}");
+    assert!(
+        repair.contains("line 2:"),
+        "violations carry their line: {repair}"
+    );
     // The broken answer stays in the window, before the repair request.
-    assert!(matches!(&requests[2].messages[requests[2].messages.len() - 2],
-        Message::Assistant { text, .. } if text == BROKEN));
+    assert!(
+        matches!(&requests[2].messages[requests[2].messages.len() - 2],
+        Message::Assistant { text, .. } if text == BROKEN)
+    );
 
     let settled: Vec<String> = report
         .handoff
@@ -109,7 +130,8 @@ async fn a_subagent_that_never_complies_ends_contract_unmet() {
         .handoff
         .open_items
         .iter()
-        .any(|o| o.item.starts_with("Unverified lead from sa1") && o.item.contains("src/net/retry.rs:18-30")));
+        .any(|o| o.item.starts_with("Unverified lead from sa1")
+            && o.item.contains("src/net/retry.rs:18-30")));
     assert!(report.failed());
 }
 

@@ -3,6 +3,7 @@
 mod support;
 
 mod cli;
+mod contract;
 mod explore;
 mod repair;
 mod sandbox;

@@ -20,7 +20,7 @@ pub enum Layer {
 macro_rules! codes {
     ($($variant:ident = $text:literal, $layer:ident, $doc:literal;)*) => {
         /// A stable violation code.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
         #[serde(rename_all = "snake_case")]
         #[non_exhaustive]
         pub enum ViolationCode {

@@ -4,8 +4,8 @@
 //! meaning is at stake.
 
 use super::{
-    check_items, Conclusion, ConclusionKind, Form, Handoff, HardConstraint, ItemLines, OpenItem,
-    Parsed, Violation, ViolationCode,
+    check_items, source_missing, Conclusion, ConclusionKind, Form, Handoff, HardConstraint,
+    ItemLines, OpenItem, Parsed, Violation, ViolationCode,
 };
 use crate::source::SourceId;
 
@@ -238,6 +238,9 @@ pub(super) fn parse(text: &str) -> Parsed {
                     Some(rest) => (rest.trim().to_string(), ConclusionKind::NegativeEvidence),
                     None => (claim, ConclusionKind::Finding),
                 };
+                if raw.is_empty() {
+                    violations.push(source_missing(handoff.settled_conclusions.len(), line));
+                }
                 let sources = parse_sources(&raw, line, &mut violations);
                 handoff.settled_conclusions.push(Conclusion {
                     claim,

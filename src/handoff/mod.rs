@@ -204,7 +204,19 @@ fn only_points(claim: &str) -> bool {
         < 5
 }
 
-/// The structural checks both forms share: empty items, sources, pointers.
+/// A settled conclusion that names no source at all (a malformed one is `source_malformed`).
+pub(crate) fn source_missing(index: usize, line: usize) -> Violation {
+    Violation::new(
+        ViolationCode::SourceMissing,
+        line,
+        format!(
+            "settled conclusion {} has no source: end it with [path:START-END]",
+            index + 1
+        ),
+    )
+}
+
+/// The structural checks both forms share: empty items and pointers.
 pub(crate) fn check_items(handoff: &Handoff, lines: &ItemLines, out: &mut Vec<Violation>) {
     let at = |list: &[usize], i: usize| list.get(i).copied().unwrap_or(0);
     for (i, c) in handoff.settled_conclusions.iter().enumerate() {
@@ -221,13 +233,6 @@ pub(crate) fn check_items(handoff: &Handoff, lines: &ItemLines, out: &mut Vec<Vi
                 ViolationCode::PointerOnly,
                 line,
                 format!("{which} points elsewhere instead of stating the fact: state it here"),
-            ));
-        }
-        if c.sources.is_empty() {
-            out.push(Violation::new(
-                ViolationCode::SourceMissing,
-                line,
-                format!("{which} has no source: end it with [path:START-END]"),
             ));
         }
     }

@@ -85,7 +85,10 @@ pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) ->
                 stuck_on: u.why.clone(),
             },
         );
-        let claims = u.unverified.map(|h| h.settled_conclusions.as_slice()).unwrap_or(&[]);
+        let claims = u
+            .unverified
+            .map(|h| h.settled_conclusions.as_slice())
+            .unwrap_or(&[]);
         for c in claims.iter().filter(|c| c.kind == ConclusionKind::Finding) {
             let cites: Vec<String> = c.sources.iter().map(|s| s.to_string()).collect();
             add_open_item(
@@ -95,7 +98,11 @@ pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) ->
                         "Unverified lead from {} (its handoff broke the contract): {} (cites {})",
                         u.id,
                         c.claim,
-                        if cites.is_empty() { "nothing".into() } else { cites.join(", ") }
+                        if cites.is_empty() {
+                            "nothing".into()
+                        } else {
+                            cites.join(", ")
+                        }
                     ),
                     stuck_on: "not verified: re-check the cited lines before relying on it".into(),
                 },
@@ -300,7 +307,9 @@ mod tests {
         assert!(negative.claim.contains("/gzip/") && !negative.claim.contains("body"));
         assert_eq!(negative.sources.len(), 2);
         assert!(merged.open_items[0].item.contains("tests"));
-        assert!(merged.open_items[1].item.starts_with("Unverified lead from sa3"));
+        assert!(merged.open_items[1]
+            .item
+            .starts_with("Unverified lead from sa3"));
         assert!(merged.open_items[1].item.contains("t.rs:9"));
         assert!(!merged
             .settled_conclusions

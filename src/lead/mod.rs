@@ -258,7 +258,13 @@ impl LeadState {
             handoff,
             subagents: self.records.iter().map(|r| r.summary.clone()).collect(),
             usage,
-            handoffs: HandoffCounts::of(&self.records.iter().map(|r| r.summary.state).collect::<Vec<_>>()),
+            handoffs: HandoffCounts::of(
+                &self
+                    .records
+                    .iter()
+                    .map(|r| r.summary.state)
+                    .collect::<Vec<_>>(),
+            ),
             model: self.config.model.name(),
             cancelled: self.cancelled,
             elapsed_ms: self.started.elapsed().as_millis() as u64,

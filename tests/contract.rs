@@ -1,0 +1,216 @@
+//! The handoff contract, table-driven: realistic handoffs — well-formed, lenient variants, one
+//! or more per violation code, and the failures models produce in the wild — each with its
+//! verdict and codes, checked against in-memory files and an observation log.
+
+use std::collections::BTreeSet;
+
+use baton::{validate, Check, MemoryFiles, Observation, ObservationLog, ViolationCode as V};
+
+use crate::support::RETRY_RS;
+
+const LIB_RS: &str = "//! netkit.\npub mod net;\npub mod storage;\n";
+
+fn files() -> MemoryFiles {
+    let mut f = MemoryFiles::new();
+    f.insert("src/net/retry.rs", RETRY_RS);
+    f.insert("src/lib.rs", LIB_RS);
+    f.insert("README.md", "# netkit\n");
+    f
+}
+
+/// The subagent read retry.rs whole, searched for `gzip` (nothing) and `delay` (5 lines), and
+/// never read src/lib.rs.
+fn log() -> ObservationLog {
+    let mut log = ObservationLog::default();
+    log.record([
+        Observation::Lines {
+            call_id: "sa1.1".into(),
+            path: "src/net/retry.rs".into(),
+            start: 1,
+            end: 22,
+        },
+        Observation::Searched {
+            call_id: "sa1.2".into(),
+            pattern: "gzip".into(),
+            scope: vec![".".into()],
+            matches: 0,
+            files_searched: 9,
+        },
+        Observation::Searched {
+            call_id: "sa1.3".into(),
+            pattern: "delay".into(),
+            scope: vec![".".into()],
+            matches: 5,
+            files_searched: 9,
+        },
+        Observation::Lines {
+            call_id: "sa1.4".into(),
+            path: "README.md".into(),
+            start: 1,
+            end: 1,
+        },
+    ]);
+    log
+}
+
+const OK_TAIL: &str = "## Open items\n- Callers were not traced — stuck: only retry.rs was read\n## Hard constraints\n- none\n";
+
+fn with_settled(settled: &str) -> String {
+    format!("## Settled conclusions\n{settled}{OK_TAIL}")
+}
+
+struct Case {
+    name: &'static str,
+    text: String,
+    codes: &'static [V],
+}
+
+fn case(name: &'static str, text: impl Into<String>, codes: &'static [V]) -> Case {
+    Case {
+        name,
+        text: text.into(),
+        codes,
+    }
+}
+
+fn cases() -> Vec<Case> {
+    let good =
+        "- `next_delay` doubles the delay per attempt up to the cap. [src/net/retry.rs:18-21]\n";
+    vec![
+        // Well-formed.
+        case("minimal", with_settled(good), &[]),
+        case("empty sections with none", "## Settled conclusions\n## Open items\n## Hard constraints\n- none\n", &[]),
+        case("several sources in one bracket", with_settled("- `RetryPolicy` and `next_delay` live in one file. [src/net/retry.rs:6, src/net/retry.rs:18]\n"), &[]),
+        case("sources in two brackets", with_settled("- `RetryPolicy` has `cap_ms`. [src/net/retry.rs:6-9] [src/net/retry.rs:8]\n"), &[]),
+        case("negative evidence citing an empty search", with_settled("- Negative evidence: no line matches `gzip` in the tree (9 files). [call:sa1.2]\n"), &[]),
+        case("whole-file source that was read", with_settled("- The README is a title only. [README.md]\n"), &[]),
+        case("quote spanning lines", with_settled("- It computes `let doubled = self.base_ms.saturating_mul(1u64 << attempt.min(31)); Duration::from_millis(doubled.min(self.cap_ms))`. [src/net/retry.rs:19-20]\n"), &[]),
+        case("hard constraint with a source", "## Settled conclusions\n## Open items\n## Hard constraints\n- Never wait longer than `cap_ms`. [src/net/retry.rs:8]\n", &[]),
+        case("continuation line folded into the item", with_settled("- `next_delay` doubles the delay\n  per attempt up to the cap. [src/net/retry.rs:18-21]\n"), &[]),
+        case("code fence around it", format!("```markdown\n{}```", with_settled(good)), &[]),
+        case("json form", r#"{"settled_conclusions":[{"claim":"`next_delay` doubles the delay.","sources":["src/net/retry.rs:18-21"]}],"open_items":[],"hard_constraints":[]}"#, &[]),
+        case("json negative evidence", r#"{"settled_conclusions":[{"claim":"no gzip anywhere","sources":["call:sa1.2"],"kind":"negative_evidence"}],"open_items":[{"item":"x","stuck_on":"y"}],"hard_constraints":[]}"#, &[]),
+        // Lenient variants.
+        case("bold headings with colons", format!("**Settled Conclusions:**\n{good}**Open Items:**\n- x — stuck: y\n**Hard Constraints:**\n- None.\n"), &[]),
+        case("upper-case headings, level 3", format!("### SETTLED CONCLUSIONS\n{good}### OPEN ITEMS\n### HARD CONSTRAINTS\nNone\n"), &[]),
+        case("numbered and starred bullets", format!("## Settled conclusions\n1. `next_delay` doubles the delay per attempt. [src/net/retry.rs:18-21]\n## Open items\n* x — stuck on: y\n## Hard constraints\n+ none\n"), &[]),
+        case("plain headings without markers", format!("Settled conclusions\n{good}Open items\nHard constraints\n- none\n"), &[]),
+        case("en dash in a range and ./ prefix", with_settled("- `next_delay` doubles the delay. [./src/net/retry.rs:18\u{2013}21]\n"), &[]),
+        // Structure.
+        case("prose instead of a handoff", "I looked at retry.rs and next_delay doubles the delay.", &[V::SectionMissing, V::ConstraintsOmitted]),
+        case("narration before the sections", format!("Here is my handoff:\n{}", with_settled(good)), &[V::TextOutsideSections]),
+        case("open items missing", format!("## Settled conclusions\n{good}## Hard constraints\n- none\n"), &[V::SectionMissing]),
+        case("hard constraints omitted", format!("## Settled conclusions\n{good}## Open items\n"), &[V::ConstraintsOmitted]),
+        case("hard constraints empty without none", format!("## Settled conclusions\n{good}## Open items\n## Hard constraints\n"), &[V::ConstraintsEmpty]),
+        case("section duplicated", format!("## Settled conclusions\n{good}## Settled conclusions\n{good}{OK_TAIL}"), &[V::SectionDuplicated]),
+        case("sections out of order", format!("## Open items\n## Settled conclusions\n{good}## Hard constraints\n- none\n"), &[V::SectionOutOfOrder]),
+        case("conclusion without a source", with_settled("- `next_delay` doubles the delay.\n"), &[V::SourceMissing]),
+        case("empty bullet", with_settled("- \n"), &[V::ItemEmpty, V::SourceMissing]),
+        case("empty open item", "## Settled conclusions\n## Open items\n- — stuck: nothing\n## Hard constraints\n- none\n", &[V::ItemEmpty]),
+        case("stub that points elsewhere", with_settled("- See above. [src/net/retry.rs:18]\n"), &[V::PointerOnly]),
+        case("as delivered earlier", with_settled("- The answer was as delivered earlier. [src/net/retry.rs:18]\n"), &[V::PointerOnly]),
+        case("details in the previous message", with_settled("- Details in the previous message. [src/net/retry.rs:18]\n"), &[V::PointerOnly]),
+        case("malformed source: words", with_settled("- `next_delay` doubles. [the retry file]\n"), &[V::SourceMalformed]),
+        case("malformed source: reversed range", with_settled("- `next_delay` doubles. [src/net/retry.rs:21-18]\n"), &[V::SourceMalformed]),
+        case("malformed source: upper-case kind", with_settled("- `next_delay` doubles. [Retry:next]\n"), &[V::SourceMalformed]),
+        case("json missing a key", r#"{"settled_conclusions":[],"open_items":[]}"#, &[V::JsonShape]),
+        case("json unknown key", r#"{"settled_conclusions":[],"open_items":[],"hard_constraints":[],"summary":"done"}"#, &[V::JsonShape]),
+        case("json wrong type", r#"{"settled_conclusions":"none","open_items":[],"hard_constraints":[]}"#, &[V::JsonShape]),
+        case("json syntax error", r#"{"settled_conclusions":[,"open_items":[]}"#, &[V::JsonInvalid]),
+        case("json conclusion without sources", r#"{"settled_conclusions":[{"claim":"x is y","sources":[]}],"open_items":[],"hard_constraints":[]}"#, &[V::SourceMissing]),
+        // Resolution.
+        case("file that does not exist", with_settled("- `next_delay` doubles. [src/net/backoff.rs:18-21]\n"), &[V::FileNotFound]),
+        case("absolute path", with_settled("- `next_delay` doubles. [/etc/passwd:1]\n"), &[V::PathOutsideRoot]),
+        case("path climbing out", with_settled("- `next_delay` doubles. [../secret.rs:1]\n"), &[V::PathOutsideRoot]),
+        case("wrong line range past the end", with_settled("- `next_delay` doubles. [src/net/retry.rs:18-40]\n"), &[V::LineOutOfRange]),
+        case("unknown document", with_settled("- RFC 9110 defines retries. [doc:rfc9110#9.2]\n"), &[V::DocUnknown]),
+        // Observation.
+        case("citation of a file never read", with_settled("- `pub mod net;` is declared. [src/lib.rs:2]\n"), &[V::NotObserved]),
+        case("citation of lines never read, in a file read in part", with_settled("- The README says `netkit`. [README.md:1-2]\n"), &[V::LineOutOfRange]),
+        case("unknown call", with_settled("- Negative evidence: nothing for `brotli`. [call:sa1.9]\n"), &[V::CallUnknown]),
+        case("negative evidence citing a search that matched", with_settled("- Negative evidence: no `delay` anywhere. [call:sa1.3]\n"), &[V::NegativeNotEmpty]),
+        case("url never fetched", with_settled("- Retries follow RFC 9110. [https://www.rfc-editor.org/rfc/rfc9110]\n"), &[V::UrlNotFetched]),
+        case("record never returned", with_settled("- Order A-1234 was retried. [order:A-1234]\n"), &[V::RecordNotObserved]),
+        // Quotation.
+        case("quote not in the cited lines", with_settled("- `next_delay` triples the delay: `base_ms * 3`. [src/net/retry.rs:18-21]\n"), &[V::QuoteNotFound]),
+        case("quote from other lines than cited", with_settled("- `pub struct RetryPolicy` is here. [src/net/retry.rs:18-21]\n"), &[V::QuoteNotFound]),
+        // Several at once.
+        case("many violations at once", "Sure! Here you go.\n## Settled conclusions\n- See above.\n- `x` is y. [src/none.rs:1]\n## Open items\n", &[V::TextOutsideSections, V::PointerOnly, V::SourceMissing, V::FileNotFound, V::ConstraintsOmitted]),
+    ]
+}
+
+#[test]
+fn every_handoff_gets_its_verdict_and_codes() {
+    let files = files();
+    let log = log();
+    let check = Check {
+        files: Some(&files),
+        observations: Some(&log),
+        docs: None,
+    };
+    let all = cases();
+    assert!(all.len() >= 40, "{} cases", all.len());
+    let mut failures = Vec::new();
+    for c in &all {
+        let parsed = validate(&c.text, &check);
+        let got: BTreeSet<V> = parsed.violations.iter().map(|v| v.code).collect();
+        let want: BTreeSet<V> = c.codes.iter().copied().collect();
+        if got != want {
+            failures.push(format!(
+                "{}: want {want:?}, got {:?}",
+                c.name, parsed.violations
+            ));
+        }
+        for v in &parsed.violations {
+            assert!(!v.message.contains('\n'), "{}: one-line messages", c.name);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn every_code_is_exercised_by_the_table() {
+    let covered: BTreeSet<V> = cases()
+        .iter()
+        .flat_map(|c| c.codes.iter().copied())
+        .collect();
+    let untested: Vec<&V> = V::ALL
+        .iter()
+        .filter(|c| {
+            !covered.contains(c)
+                && !matches!(c, V::TooLarge | V::FileUnreadable | V::DocNotObserved)
+        })
+        .collect();
+    assert!(untested.is_empty(), "codes with no case: {untested:?}");
+}
+
+#[test]
+fn without_a_log_observation_is_not_checked() {
+    let files = files();
+    let check = Check {
+        files: Some(&files),
+        observations: None,
+        docs: None,
+    };
+    let parsed = validate(
+        &with_settled("- `pub mod net;` is declared. [src/lib.rs:2]\n"),
+        &check,
+    );
+    assert!(parsed.violations.is_empty(), "{:?}", parsed.violations);
+}
+
+#[test]
+fn violation_lines_point_at_the_item() {
+    let files = files();
+    let check = Check {
+        files: Some(&files),
+        observations: None,
+        docs: None,
+    };
+    let text = with_settled(&format!(
+        "- fine `next_delay`. [src/net/retry.rs:18]\n- `gone`. [src/gone.rs:1]\n"
+    ));
+    let parsed = validate(&text, &check);
+    assert_eq!(parsed.violations.len(), 1);
+    assert_eq!(parsed.violations[0].line, 3);
+}
