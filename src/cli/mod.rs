@@ -1,6 +1,8 @@
-//! Command-line interface: `baton explore`, its flags, output and exit codes.
+//! Command-line interface: `baton explore` and `baton validate`, their flags, output and exit
+//! codes.
 
 mod progress;
+mod validate;
 
 use std::io::Write;
 use std::time::Duration;
@@ -9,11 +11,11 @@ use baton::{Budget, Coordinator, OfflineModel, Report, RunError, Task};
 use clap::{Parser, Subcommand};
 
 /// Exit code: the run finished.
-const EXIT_DONE: i32 = 0;
+pub(crate) const EXIT_DONE: i32 = 0;
 /// Exit code: the run failed (no subagent handed off, or the runtime failed).
-const EXIT_FAILED: i32 = 1;
+pub(crate) const EXIT_FAILED: i32 = 1;
 /// Exit code: bad usage or input.
-const EXIT_USAGE: i32 = 2;
+pub(crate) const EXIT_USAGE: i32 = 2;
 /// Exit code: cancelled with Ctrl-C (the report of what was handed off is still printed).
 const EXIT_CANCELLED: i32 = 130;
 
@@ -32,6 +34,9 @@ struct Cli {
 enum Command {
     /// Explore a codebase in parallel and answer a question with cited lines.
     Explore(ExploreArgs),
+    /// Check a handoff file against the contract and a workspace (exit 0 valid, 1 invalid,
+    /// 2 unusable input).
+    Validate(validate::ValidateArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -86,6 +91,10 @@ pub(crate) fn main() -> i32 {
             return code;
         }
     };
+    let explore_args = match cli.command {
+        Command::Validate(args) => return validate::run(args),
+        Command::Explore(args) => args,
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -96,9 +105,7 @@ pub(crate) fn main() -> i32 {
             return EXIT_FAILED;
         }
     };
-    match cli.command {
-        Command::Explore(args) => runtime.block_on(explore(args)),
-    }
+    runtime.block_on(explore(explore_args))
 }
 
 async fn explore(args: ExploreArgs) -> i32 {

@@ -193,15 +193,24 @@ const POINTERS: &[&str] = &[
 /// Whether a claim only points elsewhere: it holds a pointer phrase and, without it, fewer
 /// than five words of its own.
 fn only_points(claim: &str) -> bool {
-    let lower = claim.to_lowercase();
-    let Some(phrase) = POINTERS.iter().find(|p| lower.contains(*p)) else {
+    static PHRASES: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let phrases = PHRASES.get_or_init(|| {
+        let alternation = POINTERS
+            .iter()
+            .map(|p| regex::escape(p))
+            .collect::<Vec<_>>()
+            .join("|");
+        regex::Regex::new(&format!("(?i){alternation}")).expect("static regex")
+    });
+    let Some(found) = phrases.find(claim) else {
         return false;
     };
-    let own = lower.replacen(phrase, " ", 1);
-    own.split_whitespace()
-        .filter(|w| w.chars().any(char::is_alphanumeric))
-        .count()
-        < 5
+    let words = |text: &str| {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .count()
+    };
+    words(&claim[..found.start()]) + words(&claim[found.end()..]) < 5
 }
 
 /// A settled conclusion that names no source at all (a malformed one is `source_malformed`).
@@ -221,18 +230,20 @@ pub(crate) fn check_items(handoff: &Handoff, lines: &ItemLines, out: &mut Vec<Vi
     let at = |list: &[usize], i: usize| list.get(i).copied().unwrap_or(0);
     for (i, c) in handoff.settled_conclusions.iter().enumerate() {
         let line = at(&lines.settled, i);
-        let which = format!("settled conclusion {}", i + 1);
         if c.claim.trim().is_empty() {
             out.push(Violation::new(
                 ViolationCode::ItemEmpty,
                 line,
-                format!("{which} states no fact"),
+                format!("settled conclusion {} states no fact", i + 1),
             ));
         } else if only_points(&c.claim) {
             out.push(Violation::new(
                 ViolationCode::PointerOnly,
                 line,
-                format!("{which} points elsewhere instead of stating the fact: state it here"),
+                format!(
+                    "settled conclusion {} points elsewhere instead of stating the fact: state it here",
+                    i + 1
+                ),
             ));
         }
     }

@@ -33,6 +33,14 @@ impl FileText {
         FileText { text, starts }
     }
 
+    /// The lines a file source cites (empty for any other source).
+    fn lines_of(&self, source: &SourceId) -> &str {
+        source
+            .file_lines()
+            .map(|(_, a, b)| self.lines(a, b))
+            .unwrap_or("")
+    }
+
     /// How many lines the file has.
     pub fn line_count(&self) -> usize {
         self.starts.len()
@@ -167,19 +175,17 @@ pub fn validate(text: &str, check: &Check<'_>) -> Parsed {
     let mut found = Vec::new();
     for (i, c) in parsed.handoff.settled_conclusions.iter().enumerate() {
         let line = parsed.settled_line(i);
-        let mut cited = String::new();
+        let mut cited: Vec<(Arc<FileText>, &SourceId)> = Vec::new();
         let mut quotable = true;
         for source in &c.sources {
             match check_source(source, c.kind, line, check, &mut found) {
-                Some(text) => {
-                    cited.push_str(text.as_str());
-                    cited.push('\n');
-                }
+                Some(text) => cited.push((text, source)),
                 None => quotable &= source.file_lines().is_none(),
             }
         }
-        if check.files.is_some() && quotable && !cited.is_empty() {
-            check_quotes(&c.claim, &cited, line, &mut found);
+        if check.files.is_some() && quotable && !cited.is_empty() && c.claim.contains('`') {
+            let slices: Vec<&str> = cited.iter().map(|(t, s)| t.lines_of(s)).collect();
+            check_quotes(&c.claim, &slices, line, &mut found);
         }
     }
     for (i, h) in parsed.handoff.hard_constraints.iter().enumerate() {
@@ -192,7 +198,7 @@ pub fn validate(text: &str, check: &Check<'_>) -> Parsed {
     parsed
 }
 
-/// Resolution and observation of one source. Returns the cited lines' text when they resolve
+/// Resolution and observation of one source. Returns the cited file when its lines resolve
 /// (for the quotation check).
 fn check_source(
     source: &SourceId,
@@ -200,7 +206,7 @@ fn check_source(
     line: usize,
     check: &Check<'_>,
     out: &mut Vec<Violation>,
-) -> Option<String> {
+) -> Option<Arc<FileText>> {
     let mut say = |code, message: String| out.push(Violation::new(code, line, message));
     match source {
         SourceId::File { path, lines } => {
@@ -226,7 +232,7 @@ fn check_source(
                         return None;
                     }
                     Ok(text) => {
-                        if let Some((a, b)) = lines {
+                        if let Some((_, b)) = lines {
                             let count = text.line_count();
                             if *b as usize > count {
                                 say(
@@ -235,7 +241,7 @@ fn check_source(
                                 );
                                 return None;
                             }
-                            cited = Some(text.lines(*a, *b).to_string());
+                            cited = Some(text);
                         }
                     }
                 }
@@ -320,9 +326,36 @@ fn check_source(
     }
 }
 
-/// Collapses whitespace runs to one space.
+/// Appends `text` to `out` with every run of ASCII whitespace as one space and none at the
+/// ends of what is appended. Byte-wise is safe: UTF-8 continuation bytes are never ASCII.
+fn normalise_into(text: &str, out: &mut String) {
+    let mut pending_space = false;
+    let mut start = None;
+    for (i, b) in text.bytes().enumerate() {
+        if b.is_ascii_whitespace() {
+            if let Some(s) = start.take() {
+                if pending_space {
+                    out.push(' ');
+                }
+                out.push_str(&text[s..i]);
+                pending_space = true;
+            }
+        } else if start.is_none() {
+            start = Some(i);
+        }
+    }
+    if let Some(s) = start {
+        if pending_space {
+            out.push(' ');
+        }
+        out.push_str(&text[s..]);
+    }
+}
+
 fn normalise(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    let mut out = String::with_capacity(text.len());
+    normalise_into(text, &mut out);
+    out
 }
 
 /// The texts between matching backtick runs (`` `a` ``, ``` ``a`b`` ```).
@@ -365,10 +398,25 @@ pub(crate) fn quotes(text: &str) -> Vec<&str> {
     out
 }
 
-fn check_quotes(claim: &str, cited: &str, line: usize, out: &mut Vec<Violation>) {
-    let cited = normalise(cited);
+/// Each quote must occur in the cited lines: as written within one cited range (the fast,
+/// common case), or else with whitespace runs taken as one space across all of them.
+fn check_quotes(claim: &str, cited: &[&str], line: usize, out: &mut Vec<Violation>) {
+    let mut joined: Option<String> = None;
     for quote in quotes(claim) {
-        if !cited.contains(&normalise(quote)) {
+        if cited.iter().any(|c| c.contains(quote)) {
+            continue;
+        }
+        let all = joined.get_or_insert_with(|| {
+            let mut text = String::new();
+            for c in cited {
+                if !text.is_empty() {
+                    text.push(' ');
+                }
+                normalise_into(c, &mut text);
+            }
+            text
+        });
+        if !all.contains(&normalise(quote)) {
             let shown: String = quote.chars().take(60).collect();
             out.push(Violation::new(
                 ViolationCode::QuoteNotFound,

@@ -1,0 +1,130 @@
+//! `baton validate FILE [--root DIR] [--json]`: checks a handoff file (markdown or JSON,
+//! detected) against a workspace — structure, resolution and quotation; there is no
+//! observation log outside a run. Exit 0 valid, 1 invalid, 2 unusable input.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use baton::{validate, Check, Form, Workspace, WorkspaceFiles, MAX_HANDOFF_BYTES};
+use serde_json::json;
+
+use super::{EXIT_DONE, EXIT_FAILED, EXIT_USAGE};
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct ValidateArgs {
+    /// The handoff file (markdown or JSON form).
+    file: PathBuf,
+    /// The workspace the handoff's sources are relative to.
+    #[arg(long, default_value = ".")]
+    root: PathBuf,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Reads at most the size limit plus one byte, so a huge file costs bounded memory.
+fn read_bounded(path: &Path) -> Result<String, String> {
+    let shown = path.display();
+    let file = std::fs::File::open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!("{shown}: no such file"),
+        _ => format!("{shown}: {e}"),
+    })?;
+    if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+        return Err(format!("{shown}: is a directory"));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_HANDOFF_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{shown}: {e}"))?;
+    if bytes.len() > MAX_HANDOFF_BYTES {
+        return Err(format!(
+            "{shown}: over the {MAX_HANDOFF_BYTES}-byte limit for a handoff"
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "{shown}: not UTF-8 (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+pub(crate) fn run(args: ValidateArgs) -> i32 {
+    let text = match read_bounded(&args.file) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("baton: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let workspace = match Workspace::open(&args.root) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("baton: --root {}: {e}", args.root.display());
+            return EXIT_USAGE;
+        }
+    };
+    let files = WorkspaceFiles::new(workspace);
+    let check = Check {
+        files: Some(&files),
+        observations: None,
+        docs: None,
+    };
+    let parsed = validate(&text, &check);
+    let shown = args.file.display().to_string();
+    if parsed.is_neither_form() {
+        eprintln!("baton: {shown}: neither form of a handoff (no section headings, not JSON)");
+        return EXIT_USAGE;
+    }
+    let valid = parsed.violations.is_empty();
+    let form = match parsed.form {
+        Form::Markdown => "markdown",
+        Form::Json => "json",
+    };
+    let mut out = std::io::stdout().lock();
+    let written = if args.json {
+        let doc = json!({
+            "file": shown,
+            "form": form,
+            "valid": valid,
+            "violations": parsed.violations,
+            "handoff": parsed.handoff,
+        });
+        writeln!(out, "{doc}")
+    } else {
+        let mut text = String::new();
+        for v in &parsed.violations {
+            if v.line > 0 {
+                text.push_str(&format!("{shown}:{}: [{}] {}\n", v.line, v.code, v.message));
+            } else {
+                text.push_str(&format!("{shown}: [{}] {}\n", v.code, v.message));
+            }
+        }
+        let h = &parsed.handoff;
+        if valid {
+            text.push_str(&format!(
+                "{shown}: valid ({form} form): {} settled conclusion(s), {} open item(s), {} hard constraint(s)\n",
+                h.settled_conclusions.len(),
+                h.open_items.len(),
+                h.hard_constraints.len()
+            ));
+        } else {
+            text.push_str(&format!(
+                "{shown}: invalid ({form} form): {} violation(s)\n",
+                parsed.violations.len()
+            ));
+        }
+        out.write_all(text.as_bytes())
+    };
+    if let Err(e) = written.and_then(|_| out.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("baton: {e}");
+            return EXIT_FAILED;
+        }
+    }
+    if valid {
+        EXIT_DONE
+    } else {
+        EXIT_FAILED
+    }
+}
