@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 ///
 /// `a:12` and `a:3-9` are files with lines (the part after the last `:` is a line range);
 /// any other `word:rest` is a record when `word` is a lower-case kind, and malformed otherwise.
+/// So a record id that reads as a line range (`order:12`) is a file with lines.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(into = "String", try_from = "String")]
 pub enum SourceId {

@@ -141,3 +141,94 @@ fn interrupt_cancels_and_still_prints_the_report() {
         serde_json::from_slice(&out.stdout).expect("the report is printed");
     assert_eq!(value["cancelled"], true);
 }
+
+fn validate_file(
+    root: &std::path::Path,
+    name: &str,
+    content: &[u8],
+    extra: &[&str],
+) -> std::process::Output {
+    let file = root.join(name);
+    std::fs::write(&file, content).unwrap();
+    baton()
+        .arg("validate")
+        .arg(&file)
+        .arg("--root")
+        .arg(root)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn validate_accepts_a_valid_handoff() {
+    let dir = rust_tree();
+    let text = "## Settled conclusions\n- `next_delay` doubles the delay. [src/net/retry.rs:18-21]\n## Open items\n## Hard constraints\n- none\n";
+    let out = validate_file(dir.path(), "ok.md", text.as_bytes(), &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .contains("valid (markdown form): 1 settled conclusion"));
+}
+
+#[test]
+fn validate_lists_violations_with_lines_and_exits_1() {
+    let dir = rust_tree();
+    let text = "## Settled conclusions\n- `next_delay` triples it. [src/net/retry.rs:18-40]\n- see above\n## Open items\n";
+    let out = validate_file(dir.path(), "bad.md", text.as_bytes(), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("bad.md:2: [line_out_of_range]"), "{stdout}");
+    assert!(stdout.contains("bad.md:3: [source_missing]"), "{stdout}");
+    assert!(stdout.contains("[constraints_omitted]"), "{stdout}");
+    assert!(stdout.trim_end().ends_with("violation(s)"), "{stdout}");
+}
+
+#[test]
+fn validate_json_output_is_one_document() {
+    let dir = rust_tree();
+    let text = r#"{"settled_conclusions":[{"claim":"`RetryPolicy` is here","sources":["src/net/retry.rs:6"]}],"open_items":[]}"#;
+    let out = validate_file(dir.path(), "h.json", text.as_bytes(), &["--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value["form"], "json");
+    assert_eq!(value["valid"], false);
+    assert_eq!(value["violations"][0]["code"], "json_shape");
+}
+
+#[test]
+fn validate_unusable_input_exits_2() {
+    let dir = rust_tree();
+    let out = validate_file(
+        dir.path(),
+        "latin1.md",
+        b"## Settled conclusions\n\xe9\xff\n",
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not UTF-8"));
+    let out = validate_file(
+        dir.path(),
+        "prose.md",
+        b"Just some notes about the code.\n",
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("neither form"));
+    let big = vec![b'a'; 2 * 1024 * 1024];
+    let out = validate_file(dir.path(), "big.md", &big, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("limit"));
+    let out = baton()
+        .args(["validate", "/no/such/handoff.md"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no such file"));
+}

@@ -5,6 +5,7 @@ mod support;
 mod cli;
 mod contract;
 mod explore;
+mod properties;
 mod repair;
 mod sandbox;
 mod supervision;
