@@ -93,7 +93,7 @@ fn cases() -> Vec<Case> {
         // Lenient variants.
         case("bold headings with colons", format!("**Settled Conclusions:**\n{good}**Open Items:**\n- x — stuck: y\n**Hard Constraints:**\n- None.\n"), &[]),
         case("upper-case headings, level 3", format!("### SETTLED CONCLUSIONS\n{good}### OPEN ITEMS\n### HARD CONSTRAINTS\nNone\n"), &[]),
-        case("numbered and starred bullets", format!("## Settled conclusions\n1. `next_delay` doubles the delay per attempt. [src/net/retry.rs:18-21]\n## Open items\n* x — stuck on: y\n## Hard constraints\n+ none\n"), &[]),
+        case("numbered and starred bullets", "## Settled conclusions\n1. `next_delay` doubles the delay per attempt. [src/net/retry.rs:18-21]\n## Open items\n* x — stuck on: y\n## Hard constraints\n+ none\n", &[]),
         case("plain headings without markers", format!("Settled conclusions\n{good}Open items\nHard constraints\n- none\n"), &[]),
         case("en dash in a range and ./ prefix", with_settled("- `next_delay` doubles the delay. [./src/net/retry.rs:18\u{2013}21]\n"), &[]),
         // Structure.
@@ -207,9 +207,8 @@ fn violation_lines_point_at_the_item() {
         observations: None,
         docs: None,
     };
-    let text = with_settled(&format!(
-        "- fine `next_delay`. [src/net/retry.rs:18]\n- `gone`. [src/gone.rs:1]\n"
-    ));
+    let text =
+        with_settled("- fine `next_delay`. [src/net/retry.rs:18]\n- `gone`. [src/gone.rs:1]\n");
     let parsed = validate(&text, &check);
     assert_eq!(parsed.violations.len(), 1);
     assert_eq!(parsed.violations[0].line, 3);
