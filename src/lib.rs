@@ -11,34 +11,42 @@
 //! ```text
 //! Task ─▶ Coordinator::start ─▶ LeadActor ──plan (shards)──▶ SubagentActor × N (≤ agents at once)
 //!                                  ▲                          │ AgentLoop: model ⇄ tools
-//!                                  │◀── SubagentFinished ─────┘ (handoff + observation log)
+//!                                  │◀── SubagentHandedOff ────┘ (text + observation log)
+//!                                  │    validate (4 layers) → accept | Repair(violations) | reject
 //!                                  ▼
 //!                     merge (pure) ─▶ Report (the lead's own handoff)
 //! ```
 //!
 //! # Entry points
 //! - Library: [`Coordinator`] (`new`, builder methods, `run` / `start`), [`Task`], [`Report`].
-//! - Binary: `src/main.rs` → `cli` (`baton explore ROOT QUESTION`).
+//! - Binary: `src/main.rs` → `cli` (`baton explore ROOT QUESTION`, `baton validate FILE`).
 //!
 //! # Code map
 //! - `coordinator` — the public [`Coordinator`], [`Task`], [`RunHandle`], [`Canceller`],
 //!   [`RunError`]. Validates input (empty question, missing root) before any actor starts.
 //! - `lead` — `LeadActor`, `LeadMsg`, `LeadState`, `LeadArgs`, `LeadHandle`; `lead::plan`
-//!   shards the tree by directory balanced by size and writes briefs (pure); `lead::merge`
-//!   merges accepted handoffs and derives negative evidence from the subagents' logged searches
-//!   (pure); `lead::relevance` orders settled conclusions by the rarity of what they match
-//!   (pure). **Invariant:** only a handoff that passed the contract is merged; a subagent that
-//!   panics or stops without a handoff is recorded as failed and the run still reports. The
-//!   lead never awaits a subagent inside a handler. No role may spawn subagents (there is no
-//!   spawn tool).
+//!   shards the tree by directory balanced by size and writes briefs (pure); `lead::verdict`
+//!   decides accept / repair / reject on a checked handoff (pure); `lead::merge` merges accepted
+//!   handoffs, lists rejected ones' claims as unverified leads, and derives negative evidence
+//!   from the subagents' logged searches (pure); `lead::relevance` orders settled conclusions by
+//!   the rarity of what they match (pure). **Invariant:** every handoff is validated (all four
+//!   layers, off the actor) before the lead looks at it; only one with no violation is merged;
+//!   a subagent that panics or stops without a handoff is recorded as failed and the run still
+//!   reports. The lead never awaits a subagent inside a handler. No role may spawn subagents
+//!   (there is no spawn tool).
 //! - `subagent` — `SubagentActor`, `SubagentMsg`; `subagent::agent_loop::AgentLoop` is the
-//!   sans-IO loop (`start` / `on_model` / `on_tools` → `Step`). **Invariant:** budgets (turns,
-//!   tool calls, tokens) are enforced: over budget, a subagent is asked once to hand off, then
-//!   stopped; every tool call gets a result message, even one that was not run.
-//! - `handoff` — [`Handoff`], its markdown and JSON forms, structural [`Violation`]s.
-//!   **Invariant:** a parsed handoff has a source on every settled conclusion.
-//! - `source` — [`SourceId`] (file, line range, URL, doc, record such as `call:ID`) and the
-//!   [`ObservationLog`] of what a subagent's tools showed it.
+//!   sans-IO loop (`start` / `on_model` / `on_tools` / `on_repair` → `Step`). **Invariant:**
+//!   budgets (turns, tool calls, tokens) are enforced: over budget, a subagent is asked once to
+//!   hand off, then stopped; every tool call gets a result message, even one that was not run.
+//! - `handoff` — the contract: [`Handoff`], the markdown form (`handoff::markdown`), the JSON
+//!   form (`handoff::json`), [`ViolationCode`]s with their [`Layer`] (`handoff::codes`, a wire
+//!   format), and [`validate`] (`handoff::validate`: resolution against [`Files`], observation
+//!   against an [`ObservationLog`], quotation), [`repair_prompt`]. **Invariant:** parsing and
+//!   validating never panic and stay bounded ([`MAX_HANDOFF_BYTES`], JSON nesting 128); every
+//!   violation is returned at once with its line.
+//! - `source` — [`SourceId`] and its grammar (file, line range, URL, `doc:ID#span`,
+//!   `event:ID`, `KIND:ID` records such as `call:sa1.3`) and the [`ObservationLog`] of what a
+//!   subagent's tools showed it.
 //! - `model` — the [`Model`] trait and its request/response types; `model::offline` is the
 //!   deterministic local explorer ([`OfflineModel`]), each turn a pure function of the
 //!   transcript: `terms` (question → identifiers, compounds, literals, stems, abbreviations,
@@ -46,7 +54,8 @@
 //!   (definitions, scoring hit lines, block ends), `follow` (callers of what was found),
 //!   `conclude` (claims citing only lines it read; negative evidence). **Invariant:** it cites
 //!   nothing its own tool calls did not show it, and settles no location when too little of the
-//!   question occurs. Nothing outside `model` knows a wire format.
+//!   question occurs. `model::scripted` ([`ScriptedModel`]) plays a script for tests. Nothing
+//!   outside `model` knows a wire format.
 //! - `tools` — the [`Tool`] trait, [`ToolRegistry`], [`Workspace`] (the sandbox) and the
 //!   read-only workspace tools list_dir, glob, grep, read_file. **Invariant:** every path is
 //!   resolved inside the root; `..` above it, absolute paths and symlinks leading out are
@@ -56,7 +65,8 @@
 //!   `--json` wire format (fields may be added, never renamed).
 //! - `event` — [`Event`], the stream a run emits (progress display, embedding apps).
 //! - `contracts` — the texts of `contracts/` compiled in (handoff contract, role system text).
-//! - `cli` (binary only) — argument parsing, the progress display, exit codes.
+//! - `cli` (binary only) — argument parsing, `explore` with its progress display, `validate`,
+//!   exit codes.
 //!
 //! # Cross-cutting
 //! - Errors: library errors are typed ([`RunError`], [`ToolError`], [`ModelError`]); tool
