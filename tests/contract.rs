@@ -213,3 +213,62 @@ fn violation_lines_point_at_the_item() {
     assert_eq!(parsed.violations.len(), 1);
     assert_eq!(parsed.violations[0].line, 3);
 }
+
+#[test]
+fn the_json_schema_matches_the_parser() {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../contracts/handoff.schema.json")).unwrap();
+    let keys = |v: &serde_json::Value| -> BTreeSet<String> {
+        v.as_object().unwrap().keys().cloned().collect()
+    };
+    let required: BTreeSet<String> = schema["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(required, keys(&schema["properties"]));
+    let h = baton::Handoff {
+        settled_conclusions: vec![baton::Conclusion {
+            claim: "c".into(),
+            sources: vec![baton::SourceId::parse("a.rs:1").unwrap()],
+            kind: baton::ConclusionKind::NegativeEvidence,
+        }],
+        open_items: vec![baton::OpenItem {
+            item: "i".into(),
+            stuck_on: "s".into(),
+        }],
+        hard_constraints: vec![baton::HardConstraint {
+            constraint: "k".into(),
+            sources: vec![baton::SourceId::parse("a.rs:2").unwrap()],
+        }],
+    };
+    let rendered: serde_json::Value = serde_json::from_str(&h.to_json()).unwrap();
+    assert_eq!(keys(&rendered), required);
+    for (key, item) in [
+        ("settled_conclusions", &rendered["settled_conclusions"][0]),
+        ("open_items", &rendered["open_items"][0]),
+        ("hard_constraints", &rendered["hard_constraints"][0]),
+    ] {
+        let allowed = keys(&schema["properties"][key]["items"]["properties"]);
+        assert_eq!(
+            keys(item),
+            allowed,
+            "{key}: every field the parser writes, and only those, is in the schema"
+        );
+    }
+    let pattern =
+        regex::Regex::new(schema["$defs"]["source"]["pattern"].as_str().unwrap()).unwrap();
+    for source in [
+        "src/a.rs",
+        "src/a.rs:3-9",
+        "call:sa1.2",
+        "doc:rfc#3",
+        "https://x.dev/a",
+        "event:7",
+        "order:A-1",
+    ] {
+        assert!(pattern.is_match(source), "{source}");
+        assert!(baton::SourceId::parse(source).is_ok(), "{source}");
+    }
+}

@@ -15,6 +15,8 @@ struct Line {
     tool_calls: u32,
     tokens: u64,
     state: SubagentState,
+    /// Set while a repair turn is under way: the violations quoted back.
+    repairing: Option<usize>,
 }
 
 impl Line {
@@ -30,7 +32,10 @@ impl Line {
             self.role,
             self.tool_calls,
             human(self.tokens),
-            self.state.label()
+            match (self.state, self.repairing) {
+                (SubagentState::Running, Some(n)) => format!("repairing ({n} violation(s))"),
+                (state, _) => state.label().to_string(),
+            }
         )
     }
 }
@@ -72,6 +77,7 @@ pub(crate) fn spawn(
                         tool_calls: 0,
                         tokens: 0,
                         state: SubagentState::Running,
+                        repairing: None,
                     };
                     line.bar.set_message(line.render(&id));
                     lines.insert(id, line);
@@ -99,6 +105,12 @@ pub(crate) fn spawn(
                         line.state = state;
                         let text = line.render(&id);
                         line.bar.finish_with_message(text);
+                    }
+                }
+                Event::HandoffChecked { id, violations, .. } => {
+                    if let Some(line) = lines.get_mut(&id) {
+                        line.repairing = (violations > 0).then_some(violations);
+                        line.bar.set_message(line.render(&id));
                     }
                 }
                 _ => {}
