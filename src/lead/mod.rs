@@ -185,6 +185,20 @@ impl LeadState {
         self.emit(event);
     }
 
+    /// Takes what a subagent sent with its handoff or failure: its totals and observation log.
+    fn receive(&mut self, id: &str, observations: ObservationLog, spent: Spent) -> Option<usize> {
+        let index = self.index_of(id)?;
+        self.apply_spent(index, spent);
+        self.records[index].observations = observations;
+        Some(index)
+    }
+
+    fn stop_actor(&self, index: usize) {
+        if let Some(actor) = &self.records[index].actor {
+            actor.stop(None);
+        }
+    }
+
     fn apply_spent(&mut self, index: usize, spent: Spent) {
         self.records[index].spent = spent;
         let s = &mut self.records[index].summary;
@@ -398,13 +412,11 @@ impl Actor for LeadActor {
                 observations,
                 spent,
             } => {
-                let Some(index) = state.index_of(&id) else {
-                    return Ok(());
-                };
-                state.apply_spent(index, spent);
-                let files = Arc::clone(&state.files);
                 let log = observations.clone();
-                state.records[index].observations = observations;
+                if state.receive(&id, observations, spent).is_none() {
+                    return Ok(());
+                }
+                let files = Arc::clone(&state.files);
                 let me = myself.clone();
                 tokio::task::spawn_blocking(move || {
                     let check = Check {
@@ -438,9 +450,7 @@ impl Actor for LeadActor {
                     Verdict::Accept(handoff) => {
                         record.handoff = Some(handoff);
                         record.pending = None;
-                        if let Some(actor) = &record.actor {
-                            actor.stop(None);
-                        }
+                        state.stop_actor(index);
                         let ended = if used == 0 {
                             SubagentState::HandedOff
                         } else {
@@ -462,9 +472,7 @@ impl Actor for LeadActor {
                         record.summary.violations = violations;
                         record.unverified = Some(unverified);
                         record.pending = None;
-                        if let Some(actor) = &record.actor {
-                            actor.stop(None);
-                        }
+                        state.stop_actor(index);
                         let why = format!("contract unmet after {used} repair turn(s)");
                         state.end(index, SubagentState::Rejected, Some(why));
                     }
@@ -476,19 +484,14 @@ impl Actor for LeadActor {
                 observations,
                 spent,
             } => {
-                let Some(index) = state.index_of(&id) else {
+                let Some(index) = state.receive(&id, observations, spent) else {
                     return Ok(());
                 };
-                state.apply_spent(index, spent);
-                let record = &mut state.records[index];
-                record.observations = observations;
-                if let Some(actor) = &record.actor {
-                    actor.stop(None);
-                }
+                state.stop_actor(index);
                 // A subagent that gives up while owing a repair leaves a rejected handoff.
-                match record.pending.take() {
+                match state.records[index].pending.take() {
                     Some(violations) => {
-                        record.summary.violations = violations;
+                        state.records[index].summary.violations = violations;
                         state.end(index, SubagentState::Rejected, Some(reason));
                     }
                     None => state.end(index, SubagentState::Failed, Some(reason)),
