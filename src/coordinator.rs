@@ -8,8 +8,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::checkpoint::{EventStore, RunLog, StoreError};
 use crate::event::Event;
-use crate::lead::{LeadArgs, LeadHandle, RunConfig};
+use crate::lead::{restore, LeadArgs, LeadHandle, Resumption, RunConfig};
 use crate::model::{Model, OfflineModel};
 use crate::policy::Budget;
 use crate::report::{Report, SubagentSummary};
@@ -55,12 +56,22 @@ pub enum RunError {
     /// The actors could not run.
     #[error("the run failed: {0}")]
     Runtime(String),
+    /// The run's log could not be read or written.
+    #[error("{0}")]
+    Store(StoreError),
+    /// Resuming needs a store to resume from.
+    #[error("resuming needs the run's state (a store)")]
+    NoStore,
 }
 
 impl RunError {
     /// True when the error is the caller's input, not the run (exit code 2 in the CLI).
     pub fn is_bad_input(&self) -> bool {
-        !matches!(self, RunError::Runtime(_))
+        match self {
+            RunError::Runtime(_) => false,
+            RunError::Store(e) => matches!(e, StoreError::UnknownRun(_) | StoreError::Open { .. }),
+            _ => true,
+        }
     }
 }
 
@@ -73,6 +84,7 @@ pub struct Coordinator {
     max_subagents: usize,
     budget: Budget,
     repairs: u32,
+    store: Option<Arc<dyn EventStore>>,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -84,6 +96,7 @@ impl std::fmt::Debug for Coordinator {
             .field("max_subagents", &self.max_subagents)
             .field("budget", &self.budget)
             .field("repairs", &self.repairs)
+            .field("logged", &self.store.is_some())
             .finish()
     }
 }
@@ -97,6 +110,7 @@ impl Default for Coordinator {
             max_subagents: 32,
             budget: Budget::default(),
             repairs: 2,
+            store: None,
         }
     }
 }
@@ -144,6 +158,13 @@ impl Coordinator {
         self
     }
 
+    /// Logs every run to `store` (an append-only, digest-chained event log) so it can be
+    /// listed, briefed and resumed.
+    pub fn store(mut self, store: Arc<dyn EventStore>) -> Coordinator {
+        self.store = Some(store);
+        self
+    }
+
     /// Starts a run; events go to `events` while it works.
     pub async fn start(
         &self,
@@ -177,13 +198,69 @@ impl Coordinator {
             max_subagents: self.max_subagents,
             budget: self.budget,
             repairs: self.repairs,
+            log: None,
         };
-        let (lead, join) = LeadHandle::spawn(LeadArgs { config, events })
-            .await
-            .map_err(RunError::Runtime)?;
+        self.launch(config, events, None).await
+    }
+
+    async fn launch(
+        &self,
+        mut config: RunConfig,
+        events: Option<UnboundedSender<Event>>,
+        resume: Option<Resumption>,
+    ) -> Result<RunHandle, RunError> {
+        config.log = self
+            .store
+            .as_ref()
+            .map(|store| RunLog::new(Arc::clone(store), &config.run_id));
+        let (lead, join) = LeadHandle::spawn(LeadArgs {
+            config,
+            events,
+            resume,
+        })
+        .await
+        .map_err(RunError::Runtime)?;
         let runner = lead.clone();
         let report = tokio::spawn(async move { runner.run().await });
         Ok(RunHandle { lead, join, report })
+    }
+
+    /// Continues a run from its last durable event: subagents whose handoff was accepted (or
+    /// rejected, or that failed) are not redone; those mid-flight start again from their brief;
+    /// effects cut off while executing become outcome_unknown. The run keeps its id, question,
+    /// root and limits; the model and tools are this coordinator's.
+    pub async fn resume(
+        &self,
+        run_id: &str,
+        events: Option<UnboundedSender<Event>>,
+    ) -> Result<RunHandle, RunError> {
+        let store = self.store.as_ref().ok_or(RunError::NoStore)?;
+        let logged = store.events(run_id).map_err(RunError::Store)?;
+        let resumption = restore(&logged).map_err(|e| {
+            RunError::Store(StoreError::Damaged {
+                run_id: run_id.to_string(),
+                last_intact: logged.last().map(|e| e.seq).unwrap_or(0),
+                detail: e,
+            })
+        })?;
+        let settings = resumption.settings.clone();
+        let workspace = Workspace::open(Path::new(&settings.root)).map_err(|e| RunError::BadRoot {
+            path: settings.root.clone(),
+            reason: e.to_string(),
+        })?;
+        let config = RunConfig {
+            run_id: run_id.to_string(),
+            question: settings.question,
+            workspace,
+            model: Arc::clone(&self.model),
+            tools: self.tools.clone(),
+            agents: settings.agents,
+            max_subagents: settings.max_subagents,
+            budget: settings.budget,
+            repairs: settings.repairs,
+            log: None,
+        };
+        self.launch(config, events, Some(resumption)).await
     }
 
     /// Runs a task to the end.

@@ -76,6 +76,7 @@
 //!   budget or a permission.
 //! - Tests run offline: temp-dir fixtures, the offline model, scripted models.
 
+pub mod checkpoint;
 mod contracts;
 mod coordinator;
 mod event;
@@ -88,6 +89,10 @@ mod source;
 mod subagent;
 mod tools;
 
+pub use checkpoint::{
+    delta, project, transition, Checkpoint, Delta, EffectState, EventStore, LoggedEvent,
+    MemoryStore, RunEvent, RunRow, SqliteStore, StoreError,
+};
 pub use coordinator::{Canceller, Coordinator, RunError, RunHandle, Task};
 pub use event::Event;
 pub use handoff::{

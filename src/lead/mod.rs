@@ -11,12 +11,14 @@
 //! - After `Cancel`, no subagent is spawned; running ones are stopped and recorded as
 //!   cancelled; the report holds what was handed off before.
 
+mod journal;
 mod merge;
 mod plan;
 mod relevance;
+mod resume;
 mod verdict;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -31,7 +33,9 @@ use crate::policy::{Budget, Spent};
 use crate::report::{HandoffCounts, Report, RunUsage, SubagentState, SubagentSummary};
 use crate::source::ObservationLog;
 use crate::subagent::{SubagentActor, SubagentArgs, SubagentMsg};
-use crate::tools::{ToolRegistry, Workspace};
+use crate::checkpoint::{RunEvent, RunLog};
+use crate::tools::{ToolCall, ToolRegistry, ToolResult, Workspace};
+pub(crate) use resume::{restore, Resumption};
 use plan::Shard;
 use verdict::Verdict;
 
@@ -47,6 +51,8 @@ pub(crate) struct RunConfig {
     pub(crate) max_subagents: usize,
     pub(crate) budget: Budget,
     pub(crate) repairs: u32,
+    /// Where the run's events go (none: the run is not logged).
+    pub(crate) log: Option<RunLog>,
 }
 
 /// What the lead is told.
@@ -57,6 +63,13 @@ pub(crate) enum LeadMsg {
     Planned(Result<Vec<Shard>, String>),
     /// A subagent's running totals.
     SubagentProgressed { id: String, spent: Spent },
+    /// A subagent started these tool calls.
+    ToolsStarted { id: String, calls: Vec<ToolCall> },
+    /// A subagent's tool calls returned.
+    ToolsFinished {
+        id: String,
+        results: Vec<ToolResult>,
+    },
     /// A subagent handed off this text; it waits for the verdict.
     SubagentHandedOff {
         id: String,
@@ -65,7 +78,11 @@ pub(crate) enum LeadMsg {
         spent: Spent,
     },
     /// A handoff was checked against the contract (off the actor).
-    HandoffChecked { id: String, parsed: Parsed },
+    HandoffChecked {
+        id: String,
+        parsed: Parsed,
+        digests: BTreeMap<String, String>,
+    },
     /// A subagent cannot go on.
     SubagentFailed {
         id: String,
@@ -83,6 +100,8 @@ pub(crate) enum LeadMsg {
 pub(crate) struct LeadArgs {
     pub(crate) config: RunConfig,
     pub(crate) events: Option<UnboundedSender<Event>>,
+    /// Set when resuming a run from its log.
+    pub(crate) resume: Option<Resumption>,
 }
 
 struct SubagentRecord {
@@ -112,6 +131,12 @@ pub(crate) struct LeadState {
     planning_error: Option<String>,
     /// The workspace's files, read once per run for checking citations.
     files: Arc<WorkspaceFiles>,
+    /// The acknowledgement of the latest append (the writer acknowledges in order).
+    last_ack: Option<crate::checkpoint::Ack>,
+    /// The resumption this lead starts from, taken when the run starts.
+    resume: Option<Resumption>,
+    /// Set once the report is on its way.
+    finished: bool,
 }
 
 pub(crate) struct LeadActor;
@@ -120,6 +145,72 @@ impl LeadState {
     fn emit(&self, event: Event) {
         if let Some(events) = &self.events {
             let _ = events.send(event);
+        }
+    }
+
+    /// Appends to the run's log, if there is one; durability is awaited before the report.
+    fn log(&mut self, events: Vec<RunEvent>) {
+        if let Some(log) = &self.config.log {
+            self.last_ack = Some(log.append(events));
+        }
+    }
+
+    /// A checkpoint of what is durable now, built off the actor.
+    fn checkpoint_soon(&self) {
+        if let Some(log) = self.config.log.clone() {
+            tokio::task::spawn_blocking(move || journal::write_checkpoint(&log));
+        }
+    }
+
+    /// Takes a plan: a record per shard, restored from the log where its subagent had ended
+    /// (nothing accepted is redone), queued otherwise.
+    fn adopt_plan(&mut self, plan: Vec<(String, Shard)>, mut restored: BTreeMap<String, resume::Restored>) {
+        self.planned = true;
+        for (index, (id, shard)) in plan.into_iter().enumerate() {
+            let kept = restored.remove(&id).filter(|r| r.is_done());
+            let mut record = SubagentRecord {
+                summary: SubagentSummary {
+                    id,
+                    role: "explorer".into(),
+                    scope: shard.label(),
+                    state: SubagentState::Queued,
+                    tool_calls: 0,
+                    tokens: 0,
+                    model_turns: 0,
+                    repairs: 0,
+                    error: None,
+                    violations: Vec::new(),
+                },
+                shard,
+                actor: None,
+                alive: false,
+                handoff: None,
+                observations: ObservationLog::default(),
+                spent: Spent::default(),
+                pending: None,
+                unverified: None,
+            };
+            match kept {
+                Some(r) => {
+                    record.summary.state = r.state.unwrap_or(SubagentState::Failed);
+                    record.summary.error = r.error;
+                    record.summary.repairs = r.repairs;
+                    record.summary.violations = r.violations;
+                    record.handoff = r.handoff;
+                    record.unverified = r.unverified;
+                    record.observations = r.observations;
+                    self.records.push(record);
+                    self.apply_spent(index, r.spent);
+                }
+                None if self.cancelled => {
+                    record.summary.state = SubagentState::Cancelled;
+                    self.records.push(record);
+                }
+                None => {
+                    self.queue.push_back(index);
+                    self.records.push(record);
+                }
+            }
         }
     }
 
@@ -137,10 +228,18 @@ impl LeadState {
                 break;
             };
             let record = &self.records[index];
+            let brief = plan::brief(&self.config.question, &record.shard);
+            let spawned = journal::spawned(
+                &record.summary.id,
+                &record.shard.paths,
+                &brief,
+                self.config.tools.names(),
+                self.config.budget,
+            );
             let args = SubagentArgs {
                 id: record.summary.id.clone(),
                 system: crate::contracts::EXPLORER_SYSTEM.to_string(),
-                brief: plan::brief(&self.config.question, &record.shard),
+                brief,
                 budget: self.config.budget,
                 model: Arc::clone(&self.config.model),
                 tools: self.config.tools.clone(),
@@ -149,6 +248,7 @@ impl LeadState {
             };
             match SubagentActor::spawn_linked(None, SubagentActor, args, myself.get_cell()).await {
                 Ok((actor, _)) => {
+                    self.log(vec![spawned]);
                     self.by_actor.insert(actor.get_id(), index);
                     let record = &mut self.records[index];
                     record.actor = Some(actor);
@@ -176,6 +276,15 @@ impl LeadState {
         if error.is_some() {
             record.summary.error = error;
         }
+        let ended = journal::ended(
+            &record.summary.id,
+            state,
+            record.summary.error.clone(),
+            record.spent,
+        );
+        self.log(ended);
+        self.checkpoint_soon();
+        let record = &self.records[index];
         let event = Event::SubagentEnded {
             id: record.summary.id.clone(),
             state,
@@ -208,16 +317,35 @@ impl LeadState {
     }
 
     fn finish_if_done(&mut self, myself: &ActorRef<LeadMsg>) {
-        let done = (self.planned || self.planning_error.is_some())
+        let done = !self.finished
+            && (self.planned || self.planning_error.is_some())
             && self.queue.is_empty()
             && self.running() == 0;
         if !done {
             return;
         }
-        if let Some(reply) = self.reply.take() {
-            let _ = reply.send(self.report());
-        }
-        myself.stop(None);
+        let report = self.report();
+        self.log(vec![RunEvent::RunFinished {
+            cancelled: self.cancelled,
+        }]);
+        let reply = self.reply.take();
+        let ack = self.last_ack.take();
+        let log = self.config.log.clone();
+        let me = myself.clone();
+        // The report goes out only once every event is durable and the final checkpoint built.
+        tokio::spawn(async move {
+            if let Some(ack) = ack {
+                let _ = ack.await;
+            }
+            if let Some(log) = log {
+                let _ = tokio::task::spawn_blocking(move || journal::write_checkpoint(&log)).await;
+            }
+            if let Some(reply) = reply {
+                let _ = reply.send(report);
+            }
+            me.stop(None);
+        });
+        self.finished = true;
     }
 
     fn report(&self) -> Report {
@@ -286,6 +414,23 @@ impl LeadState {
     }
 }
 
+/// SHA-256 of the text of every file range an accepted handoff cites, by source id.
+fn evidence_digests(handoff: &Handoff, files: &WorkspaceFiles) -> BTreeMap<String, String> {
+    use crate::handoff::Files;
+    let mut out = BTreeMap::new();
+    for source in handoff.settled_conclusions.iter().flat_map(|c| c.sources.iter()) {
+        if let Some((path, a, b)) = source.file_lines() {
+            if let Ok(text) = files.text(path) {
+                out.insert(
+                    source.to_string(),
+                    crate::checkpoint::sha256_hex(text.lines(a, b).as_bytes()),
+                );
+            }
+        }
+    }
+    out
+}
+
 /// The run's planning, off the actor: every non-ignored file with its size, then shards.
 fn plan_run(
     workspace: &Workspace,
@@ -332,6 +477,9 @@ impl Actor for LeadActor {
             cancelled: false,
             planning_error: None,
             files,
+            last_ack: None,
+            resume: args.resume,
+            finished: false,
         })
     }
 
@@ -345,6 +493,26 @@ impl Actor for LeadActor {
             LeadMsg::Run(reply) => {
                 state.reply = Some(reply);
                 state.started = Instant::now();
+                if let Some(resumption) = state.resume.take() {
+                    let mut events = vec![RunEvent::RunResumed {
+                        after_seq: resumption.after_seq,
+                    }];
+                    events.extend(journal::cut_off(&resumption.cut_off));
+                    state.log(events);
+                    if !resumption.plan.is_empty() {
+                        state.adopt_plan(resumption.plan, resumption.subagents);
+                        state.emit(Event::RunPlanned {
+                            run_id: state.config.run_id.clone(),
+                            subagents: state.records.len(),
+                        });
+                        state.fill(&myself).await;
+                        state.finish_if_done(&myself);
+                        return Ok(());
+                    }
+                } else {
+                    let started = journal::started(&state.config);
+                    state.log(vec![started]);
+                }
                 let workspace = state.config.workspace.clone();
                 let (agents, max) = (state.config.agents, state.config.max_subagents);
                 let me = myself.clone();
@@ -358,43 +526,29 @@ impl Actor for LeadActor {
                 state.finish_if_done(&myself);
             }
             LeadMsg::Planned(Ok(shards)) => {
-                state.planned = true;
-                for (index, shard) in shards.into_iter().enumerate() {
-                    let state_now = if state.cancelled {
-                        SubagentState::Cancelled
-                    } else {
-                        state.queue.push_back(index);
-                        SubagentState::Queued
-                    };
-                    state.records.push(SubagentRecord {
-                        summary: SubagentSummary {
-                            id: format!("sa{}", index + 1),
-                            role: "explorer".into(),
-                            scope: shard.label(),
-                            state: state_now,
-                            tool_calls: 0,
-                            tokens: 0,
-                            model_turns: 0,
-                            repairs: 0,
-                            error: None,
-                            violations: Vec::new(),
-                        },
-                        shard,
-                        actor: None,
-                        alive: false,
-                        handoff: None,
-                        observations: ObservationLog::default(),
-                        spent: Spent::default(),
-                        pending: None,
-                        unverified: None,
-                    });
-                }
+                let plan: Vec<(String, Shard)> = shards
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, shard)| (format!("sa{}", i + 1), shard))
+                    .collect();
+                let listed: Vec<(String, Vec<String>)> =
+                    plan.iter().map(|(id, s)| (id.clone(), s.paths.clone())).collect();
+                state.log(vec![journal::planned(&listed)]);
+                state.adopt_plan(plan, BTreeMap::new());
                 state.emit(Event::RunPlanned {
                     run_id: state.config.run_id.clone(),
                     subagents: state.records.len(),
                 });
                 state.fill(&myself).await;
                 state.finish_if_done(&myself);
+            }
+            LeadMsg::ToolsStarted { id, calls } => {
+                let events = calls.iter().map(|c| journal::tool_called(&id, c)).collect();
+                state.log(events);
+            }
+            LeadMsg::ToolsFinished { id, results } => {
+                let events = results.iter().map(|r| journal::tool_returned(&id, r)).collect();
+                state.log(events);
             }
             LeadMsg::SubagentProgressed { id, spent } => {
                 if let Some(index) = state.index_of(&id) {
@@ -425,10 +579,23 @@ impl Actor for LeadActor {
                         docs: None,
                     };
                     let parsed = validate(&text, &check);
-                    let _ = me.cast(LeadMsg::HandoffChecked { id, parsed });
+                    let digests = if parsed.violations.is_empty() {
+                        evidence_digests(&parsed.handoff, files.as_ref())
+                    } else {
+                        BTreeMap::new()
+                    };
+                    let _ = me.cast(LeadMsg::HandoffChecked {
+                        id,
+                        parsed,
+                        digests,
+                    });
                 });
             }
-            LeadMsg::HandoffChecked { id, parsed } => {
+            LeadMsg::HandoffChecked {
+                id,
+                parsed,
+                digests,
+            } => {
                 let Some(index) = state.index_of(&id) else {
                     return Ok(());
                 };
@@ -445,6 +612,27 @@ impl Actor for LeadActor {
                     },
                     repairs: used,
                 });
+                let logged = match &checked {
+                    Verdict::Accept(handoff) => RunEvent::HandoffAccepted {
+                        subagent: id.clone(),
+                        handoff: handoff.clone(),
+                        repairs: used,
+                        evidence_digests: digests,
+                    },
+                    Verdict::Repair(violations) => RunEvent::HandoffRepairRequested {
+                        subagent: id.clone(),
+                        violations: violations.clone(),
+                    },
+                    Verdict::Reject {
+                        violations,
+                        unverified,
+                    } => RunEvent::HandoffRejected {
+                        subagent: id.clone(),
+                        violations: violations.clone(),
+                        unverified: unverified.clone(),
+                    },
+                };
+                state.log(vec![logged]);
                 let record = &mut state.records[index];
                 match checked {
                     Verdict::Accept(handoff) => {

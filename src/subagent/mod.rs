@@ -129,6 +129,10 @@ impl SubagentState {
                 ));
             }
             Step::CallTools(calls) => {
+                let _ = self.lead.cast(LeadMsg::ToolsStarted {
+                    id: self.id.clone(),
+                    calls: calls.clone(),
+                });
                 let tools = self.tools.clone();
                 let workspace = self.workspace.clone();
                 let run = tokio::task::spawn_blocking(move || {
@@ -215,7 +219,13 @@ impl Actor for SubagentActor {
         let step = match message {
             SubagentMsg::Step(step) => step,
             SubagentMsg::ModelReplied(result) => state.agent.on_model(result),
-            SubagentMsg::ToolsReturned(results) => state.agent.on_tools(results),
+            SubagentMsg::ToolsReturned(results) => {
+                let _ = state.lead.cast(LeadMsg::ToolsFinished {
+                    id: state.id.clone(),
+                    results: results.clone(),
+                });
+                state.agent.on_tools(results)
+            }
             SubagentMsg::Repair(violations) => state.agent.on_repair(&violations),
             SubagentMsg::WorkPanicked(text) => {
                 return Err(format!("subagent {} panicked: {text}", state.id).into());

@@ -1,0 +1,249 @@
+//! The events of a run's log, in the past tense: plain serialisable data, documented as a wire
+//! format in contracts/events.md and contracts/event.schema.json (fields may be added, never
+//! renamed).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::effect::EffectState;
+use crate::handoff::{Handoff, Violation};
+use crate::policy::{Budget, Spent};
+use crate::report::SubagentState;
+use crate::source::Observation;
+
+/// One planned subagent: its id and shard.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedSubagent {
+    /// Subagent id, e.g. `sa2`.
+    pub id: String,
+    /// Root-relative paths of its shard.
+    pub scope: Vec<String>,
+}
+
+/// What a subagent was given, for the log: enough to say what it saw without the text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// SHA-256 of its brief.
+    pub brief_digest: String,
+    /// Estimated tokens of its brief.
+    pub brief_tokens: u64,
+    /// Tools it may call.
+    pub tools: Vec<String>,
+    /// Its budget.
+    pub budget: Budget,
+}
+
+/// Something that happened in a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RunEvent {
+    /// The run began: the job and how it is run.
+    RunStarted {
+        /// The question.
+        question: String,
+        /// The explored root, absolute.
+        root: String,
+        /// The model's name.
+        model: String,
+        /// Subagents at once.
+        agents: usize,
+        /// Most subagents.
+        max_subagents: usize,
+        /// Per-subagent budget.
+        budget: Budget,
+        /// Repair turns allowed.
+        repairs: u32,
+        /// The tools every subagent may call.
+        tools: Vec<String>,
+    },
+    /// A constraint binds the run from now on.
+    ConstraintStated {
+        /// Verbatim.
+        text: String,
+        /// Normalised form.
+        normalised: String,
+        /// Where it came from.
+        provenance: String,
+    },
+    /// The plan was made or changed.
+    PlanRevised {
+        /// The subagents planned.
+        subagents: Vec<PlannedSubagent>,
+        /// Why.
+        reason: String,
+    },
+    /// A subagent was spawned (again, after a resume).
+    SubagentSpawned {
+        /// Its id.
+        subagent: String,
+        /// Its role.
+        role: String,
+        /// Its shard.
+        scope: Vec<String>,
+        /// What it was given.
+        manifest: Manifest,
+    },
+    /// A tool call started; its effect is executing.
+    ToolCalled {
+        /// The subagent.
+        subagent: String,
+        /// The call's id (`sa1.3`), also the effect's intent id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// Its arguments.
+        arguments: Value,
+        /// The effect's state now.
+        effect: EffectState,
+    },
+    /// A tool call returned; what it showed.
+    ToolReturned {
+        /// The subagent.
+        subagent: String,
+        /// The call.
+        call_id: String,
+        /// Whether it failed.
+        is_error: bool,
+        /// SHA-256 of its output.
+        content_digest: String,
+        /// What it showed.
+        observations: Vec<Observation>,
+        /// The effect's state now.
+        effect: EffectState,
+    },
+    /// An effect changed state outside a call (recovery, reconciliation).
+    EffectChanged {
+        /// The effect (a call id).
+        call_id: String,
+        /// From.
+        from: EffectState,
+        /// To.
+        to: EffectState,
+        /// The observation behind it, if any.
+        evidence: Option<String>,
+        /// Why.
+        note: String,
+    },
+    /// A handoff passed the contract.
+    HandoffAccepted {
+        /// The subagent.
+        subagent: String,
+        /// The handoff.
+        handoff: Handoff,
+        /// Repair turns it took.
+        repairs: u32,
+        /// SHA-256 of each cited file range's text, by source id.
+        evidence_digests: BTreeMap<String, String>,
+    },
+    /// A handoff broke the contract and went back for repair.
+    HandoffRepairRequested {
+        /// The subagent.
+        subagent: String,
+        /// The violations quoted back.
+        violations: Vec<Violation>,
+    },
+    /// A handoff still broke the contract when the repairs ran out (`contract_unmet`).
+    HandoffRejected {
+        /// The subagent.
+        subagent: String,
+        /// Its violations.
+        violations: Vec<Violation>,
+        /// What it claimed: unverified leads at most.
+        unverified: Handoff,
+    },
+    /// What a subagent spent, exactly.
+    BudgetSpent {
+        /// The subagent.
+        subagent: String,
+        /// Totals.
+        spent: Spent,
+    },
+    /// A subagent ended.
+    SubagentEnded {
+        /// The subagent.
+        subagent: String,
+        /// How.
+        state: SubagentState,
+        /// Why, when not accepted.
+        error: Option<String>,
+    },
+    /// The run was resumed after the event `after_seq`.
+    RunResumed {
+        /// The last event before the resume.
+        after_seq: u64,
+    },
+    /// The run ended.
+    RunFinished {
+        /// Whether it was cancelled.
+        cancelled: bool,
+    },
+}
+
+impl RunEvent {
+    /// The event's kind as written in the log (`run_started`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RunEvent::RunStarted { .. } => "run_started",
+            RunEvent::ConstraintStated { .. } => "constraint_stated",
+            RunEvent::PlanRevised { .. } => "plan_revised",
+            RunEvent::SubagentSpawned { .. } => "subagent_spawned",
+            RunEvent::ToolCalled { .. } => "tool_called",
+            RunEvent::ToolReturned { .. } => "tool_returned",
+            RunEvent::EffectChanged { .. } => "effect_changed",
+            RunEvent::HandoffAccepted { .. } => "handoff_accepted",
+            RunEvent::HandoffRepairRequested { .. } => "handoff_repair_requested",
+            RunEvent::HandoffRejected { .. } => "handoff_rejected",
+            RunEvent::BudgetSpent { .. } => "budget_spent",
+            RunEvent::SubagentEnded { .. } => "subagent_ended",
+            RunEvent::RunResumed { .. } => "run_resumed",
+            RunEvent::RunFinished { .. } => "run_finished",
+        }
+    }
+}
+
+/// An event as stored: its run, sequence number (from 1), time, and its digest chained to the
+/// previous event's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoggedEvent {
+    /// The run.
+    pub run_id: String,
+    /// 1-based, gapless within the run.
+    pub seq: u64,
+    /// Milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// What happened.
+    pub event: RunEvent,
+    /// The previous event's digest (empty for the first).
+    pub prev: String,
+    /// SHA-256 over prev, run, seq, time and the event's JSON.
+    pub digest: String,
+}
+
+/// Hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for b in digest.iter() {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+/// The digest of one event given its predecessor's.
+pub(crate) fn chain_digest(prev: &str, run_id: &str, seq: u64, at_ms: u64, payload: &str) -> String {
+    let mut text = String::with_capacity(prev.len() + run_id.len() + payload.len() + 48);
+    text.push_str(prev);
+    text.push('\n');
+    text.push_str(run_id);
+    text.push('\n');
+    text.push_str(&seq.to_string());
+    text.push('\n');
+    text.push_str(&at_ms.to_string());
+    text.push('\n');
+    text.push_str(payload);
+    sha256_hex(text.as_bytes())
+}

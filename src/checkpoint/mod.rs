@@ -1,0 +1,268 @@
+//! The durable checkpoint: an append-only, digest-chained event log per run (`event`,
+//! `store`, `sqlite`), effect states with one table of legal transitions (`effect`), and the
+//! typed checkpoint projected from the events (`projection`) — never from a summary.
+//!
+//! **Invariant:** a checkpoint is rebuilt from events only; one that fails [`Checkpoint::check`]
+//! (a mandatory field missing or inconsistent) is never used — the previous one stays current.
+
+mod effect;
+mod event;
+mod log;
+mod projection;
+mod sqlite;
+mod store;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub use effect::{on_recovery, transition, EffectError, EffectState, TRANSITIONS};
+pub use event::{sha256_hex, LoggedEvent, Manifest, PlannedSubagent, RunEvent};
+pub use log::{Ack, RunLog};
+pub use projection::{delta, project, Delta};
+pub use sqlite::SqliteStore;
+pub use store::{EventStore, MemoryStore, RunRow, StoreError};
+
+use crate::handoff::ViolationCode;
+use crate::policy::{Budget, Spent};
+use crate::report::SubagentState;
+
+/// The checkpoint format's version.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A constraint in force, verbatim, with where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConstraintEntry {
+    /// Verbatim.
+    pub text: String,
+    /// Normalised.
+    pub normalised: String,
+    /// Where it came from.
+    pub provenance: String,
+    /// The event that stated it.
+    pub event: u64,
+}
+
+/// One piece of evidence: a cited source, the digest of what it said, an excerpt or a
+/// tombstone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvidenceEntry {
+    /// The source id.
+    pub source: String,
+    /// SHA-256 of the cited text when it was accepted (empty when not a file range).
+    pub digest: String,
+    /// The claim it supports, up to 300 characters; None when tombstoned.
+    pub excerpt: Option<String>,
+    /// True when the excerpt was dropped (the identity and digest stay).
+    pub tombstone: bool,
+    /// The subagent that cited it.
+    pub subagent: String,
+    /// The event that accepted it.
+    pub event: u64,
+}
+
+/// A search that found nothing: what, where, how much was covered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NegativeEntry {
+    /// The subagent.
+    pub subagent: String,
+    /// The search call.
+    pub call_id: String,
+    /// The pattern.
+    pub pattern: String,
+    /// Where.
+    pub scope: Vec<String>,
+    /// Coverage: files searched.
+    pub files_searched: usize,
+    /// The event.
+    pub event: u64,
+}
+
+/// An effect (a tool call's consequence) and where it stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EffectEntry {
+    /// The intent id (the call id).
+    pub intent_id: String,
+    /// The subagent.
+    pub subagent: String,
+    /// The tool.
+    pub tool: String,
+    /// Its state.
+    pub state: EffectState,
+    /// Attempts made.
+    pub attempts: u32,
+    /// Events that bear on it (call, return, changes).
+    pub receipts: Vec<u64>,
+    /// What recovery may do.
+    pub allowed_recovery: String,
+    /// Whether repeating it is prohibited.
+    pub prohibited_repetition: bool,
+}
+
+/// A denial by policy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DenialEntry {
+    /// What was denied.
+    pub intent_id: String,
+    /// Why.
+    pub reason: String,
+    /// The event.
+    pub event: u64,
+}
+
+/// An approval: the exact object approved, until when, whether used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalEntry {
+    /// The exact object approved.
+    pub object: String,
+    /// Expiry (ms since the epoch), if any.
+    pub expires_ms: Option<u64>,
+    /// Whether it was consumed.
+    pub consumed: bool,
+    /// The event.
+    pub event: u64,
+}
+
+/// Budgets, exact, from the ledger of events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Budgets {
+    /// The per-subagent limit.
+    pub limit: Budget,
+    /// What each subagent spent.
+    pub per_subagent: BTreeMap<String, Spent>,
+    /// The run's total.
+    pub total: Spent,
+}
+
+/// Where a planned piece of work stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanStatus {
+    /// To do or under way.
+    Active,
+    /// Cannot go on as it is (its subagent was cancelled mid-way).
+    Blocked,
+    /// Replaced by a later plan.
+    Superseded,
+    /// No longer valid.
+    Invalidated,
+    /// Done: its subagent ended.
+    Completed,
+}
+
+/// One planned piece of work.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanEntry {
+    /// The subagent.
+    pub subagent: String,
+    /// Its shard.
+    pub scope: Vec<String>,
+    /// Where it stands.
+    pub status: PlanStatus,
+    /// How its subagent ended, once it has.
+    pub outcome: Option<SubagentState>,
+    /// The event of the latest change.
+    pub event: u64,
+}
+
+/// A handoff accepted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AcceptedEntry {
+    /// The subagent.
+    pub subagent: String,
+    /// Repair turns it took.
+    pub repairs: u32,
+    /// Its settled conclusions.
+    pub conclusions: usize,
+    /// The event.
+    pub event: u64,
+}
+
+/// A handoff rejected (`contract_unmet`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RejectedEntry {
+    /// The subagent.
+    pub subagent: String,
+    /// Its violation codes.
+    pub codes: Vec<ViolationCode>,
+    /// The event.
+    pub event: u64,
+}
+
+/// Handoffs accepted and rejected.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Handoffs {
+    /// Accepted.
+    pub accepted: Vec<AcceptedEntry>,
+    /// Rejected.
+    pub rejected: Vec<RejectedEntry>,
+}
+
+/// The typed state of a run, projected from its events (contracts/checkpoint.schema.json).
+/// Every field is mandatory: a stored checkpoint missing one does not load.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// Format version.
+    pub schema_version: u32,
+    /// The run.
+    pub run_id: String,
+    /// The first event covered.
+    pub first_seq: u64,
+    /// The last event covered.
+    pub last_seq: u64,
+    /// The goal: the question.
+    pub goal: String,
+    /// The root explored.
+    pub root: String,
+    /// Constraints in force.
+    pub constraints: Vec<ConstraintEntry>,
+    /// Evidence accepted.
+    pub evidence: Vec<EvidenceEntry>,
+    /// Searches that found nothing.
+    pub negative_evidence: Vec<NegativeEntry>,
+    /// Effects and their states.
+    pub effects: Vec<EffectEntry>,
+    /// Denials.
+    pub denials: Vec<DenialEntry>,
+    /// Approvals.
+    pub approvals: Vec<ApprovalEntry>,
+    /// Budgets.
+    pub budgets: Budgets,
+    /// A digest of the tool set the run was given.
+    pub tool_registry_revision: String,
+    /// The plan.
+    pub plans: Vec<PlanEntry>,
+    /// Handoffs accepted and rejected.
+    pub handoffs: Handoffs,
+    /// Set once the run finished: whether it was cancelled.
+    pub finished: Option<bool>,
+}
+
+/// Why a checkpoint may not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid checkpoint of {run_id}: {why}")]
+pub struct CheckpointError {
+    run_id: String,
+    why: String,
+}
+
+impl Checkpoint {
+    /// Whether it may be used: known version, a goal, a sane event range, a tool revision.
+    pub fn check(&self) -> Result<(), CheckpointError> {
+        let why = if self.schema_version != SCHEMA_VERSION {
+            format!("schema version {} is not {SCHEMA_VERSION}", self.schema_version)
+        } else if self.goal.trim().is_empty() {
+            "the goal is missing".to_string()
+        } else if self.first_seq == 0 || self.last_seq < self.first_seq {
+            format!("event range {}..{} is not a range", self.first_seq, self.last_seq)
+        } else if self.tool_registry_revision.is_empty() {
+            "the tool registry revision is missing".to_string()
+        } else {
+            return Ok(());
+        };
+        Err(CheckpointError {
+            run_id: self.run_id.clone(),
+            why,
+        })
+    }
+}

@@ -1,0 +1,273 @@
+//! The projection, pure: a run's events folded into its checkpoint, and the delta of events
+//! after a checkpoint. Projecting the same events always gives the same checkpoint.
+
+use std::collections::BTreeMap;
+
+use super::effect::transition;
+use super::event::{sha256_hex, LoggedEvent, RunEvent};
+use super::{
+    AcceptedEntry, Budgets, Checkpoint, ConstraintEntry, EffectEntry, EvidenceEntry, Handoffs,
+    NegativeEntry, PlanEntry, PlanStatus, RejectedEntry, SCHEMA_VERSION,
+};
+use crate::handoff::ConclusionKind;
+use crate::policy::{Budget, Spent};
+use crate::report::SubagentState;
+use crate::source::Observation;
+
+/// Longest evidence excerpt kept in a checkpoint.
+const EXCERPT_CHARS: usize = 300;
+
+/// The events after a checkpoint, to be layered on top of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delta {
+    /// The checkpoint's last event.
+    pub after_seq: u64,
+    /// Every event after it, in order.
+    pub events: Vec<LoggedEvent>,
+}
+
+/// The events of `events` that come after `checkpoint`.
+pub fn delta(checkpoint: &Checkpoint, events: &[LoggedEvent]) -> Delta {
+    Delta {
+        after_seq: checkpoint.last_seq,
+        events: events
+            .iter()
+            .filter(|e| e.seq > checkpoint.last_seq)
+            .cloned()
+            .collect(),
+    }
+}
+
+fn excerpt(text: &str) -> String {
+    text.chars().take(EXCERPT_CHARS).collect()
+}
+
+/// Folds a run's events (in order) into its checkpoint.
+pub fn project(run_id: &str, events: &[LoggedEvent]) -> Checkpoint {
+    let mut cp = Checkpoint {
+        schema_version: SCHEMA_VERSION,
+        run_id: run_id.to_string(),
+        first_seq: events.first().map(|e| e.seq).unwrap_or(0),
+        last_seq: events.last().map(|e| e.seq).unwrap_or(0),
+        goal: String::new(),
+        root: String::new(),
+        constraints: Vec::new(),
+        evidence: Vec::new(),
+        negative_evidence: Vec::new(),
+        effects: Vec::new(),
+        denials: Vec::new(),
+        approvals: Vec::new(),
+        budgets: Budgets {
+            limit: Budget::default(),
+            per_subagent: BTreeMap::new(),
+            total: Spent::default(),
+        },
+        tool_registry_revision: String::new(),
+        plans: Vec::new(),
+        handoffs: Handoffs::default(),
+        finished: None,
+    };
+    let mut effect_index: BTreeMap<String, usize> = BTreeMap::new();
+    for logged in events {
+        let at = logged.seq;
+        match &logged.event {
+            RunEvent::RunStarted {
+                question,
+                root,
+                budget,
+                tools,
+                ..
+            } => {
+                cp.goal = question.clone();
+                cp.root = root.clone();
+                cp.budgets.limit = *budget;
+                cp.tool_registry_revision = sha256_hex(tools.join("\n").as_bytes())[..16].to_string();
+            }
+            RunEvent::ConstraintStated {
+                text,
+                normalised,
+                provenance,
+            } => cp.constraints.push(ConstraintEntry {
+                text: text.clone(),
+                normalised: normalised.clone(),
+                provenance: provenance.clone(),
+                event: at,
+            }),
+            RunEvent::PlanRevised { subagents, .. } => {
+                for plan in &mut cp.plans {
+                    if plan.status == PlanStatus::Active {
+                        plan.status = PlanStatus::Superseded;
+                        plan.event = at;
+                    }
+                }
+                cp.plans.extend(subagents.iter().map(|s| PlanEntry {
+                    subagent: s.id.clone(),
+                    scope: s.scope.clone(),
+                    status: PlanStatus::Active,
+                    outcome: None,
+                    event: at,
+                }));
+            }
+            RunEvent::SubagentSpawned { subagent, .. } => {
+                if let Some(plan) = cp.plans.iter_mut().rev().find(|p| &p.subagent == subagent) {
+                    plan.status = PlanStatus::Active;
+                    plan.outcome = None;
+                    plan.event = at;
+                }
+            }
+            RunEvent::ToolCalled {
+                subagent,
+                call_id,
+                tool,
+                effect,
+                ..
+            } => {
+                match effect_index.get(call_id) {
+                    Some(&i) => {
+                        let e = &mut cp.effects[i];
+                        e.attempts += 1;
+                        e.receipts.push(at);
+                        e.state = *effect;
+                    }
+                    None => {
+                        effect_index.insert(call_id.clone(), cp.effects.len());
+                        cp.effects.push(EffectEntry {
+                            intent_id: call_id.clone(),
+                            subagent: subagent.clone(),
+                            tool: tool.clone(),
+                            state: *effect,
+                            attempts: 1,
+                            receipts: vec![at],
+                            allowed_recovery: "read-only: may be read again".into(),
+                            prohibited_repetition: false,
+                        });
+                    }
+                }
+            }
+            RunEvent::ToolReturned {
+                subagent,
+                call_id,
+                observations,
+                effect,
+                ..
+            } => {
+                if let Some(&i) = effect_index.get(call_id) {
+                    let e = &mut cp.effects[i];
+                    if let Ok(next) = transition(e.state, *effect, Some(call_id)) {
+                        e.state = next;
+                    }
+                    e.receipts.push(at);
+                }
+                for o in observations {
+                    if let Observation::Searched {
+                        call_id,
+                        pattern,
+                        scope,
+                        matches: 0,
+                        files_searched,
+                    } = o
+                    {
+                        cp.negative_evidence.push(NegativeEntry {
+                            subagent: subagent.clone(),
+                            call_id: call_id.clone(),
+                            pattern: pattern.clone(),
+                            scope: scope.clone(),
+                            files_searched: *files_searched,
+                            event: at,
+                        });
+                    }
+                }
+            }
+            RunEvent::EffectChanged {
+                call_id,
+                to,
+                evidence,
+                ..
+            } => {
+                if let Some(&i) = effect_index.get(call_id) {
+                    let e = &mut cp.effects[i];
+                    if let Ok(next) = transition(e.state, *to, evidence.as_deref()) {
+                        e.state = next;
+                        e.receipts.push(at);
+                    }
+                }
+            }
+            RunEvent::HandoffAccepted {
+                subagent,
+                handoff,
+                repairs,
+                evidence_digests,
+            } => {
+                for c in handoff
+                    .settled_conclusions
+                    .iter()
+                    .filter(|c| c.kind == ConclusionKind::Finding)
+                {
+                    for source in &c.sources {
+                        let id = source.to_string();
+                        cp.evidence.push(EvidenceEntry {
+                            digest: evidence_digests.get(&id).cloned().unwrap_or_default(),
+                            source: id,
+                            excerpt: Some(excerpt(&c.claim)),
+                            tombstone: false,
+                            subagent: subagent.clone(),
+                            event: at,
+                        });
+                    }
+                }
+                cp.handoffs.accepted.push(AcceptedEntry {
+                    subagent: subagent.clone(),
+                    repairs: *repairs,
+                    conclusions: handoff.settled_conclusions.len(),
+                    event: at,
+                });
+            }
+            RunEvent::HandoffRepairRequested { .. } => {}
+            RunEvent::HandoffRejected {
+                subagent,
+                violations,
+                ..
+            } => cp.handoffs.rejected.push(RejectedEntry {
+                subagent: subagent.clone(),
+                codes: violations.iter().map(|v| v.code).collect(),
+                event: at,
+            }),
+            RunEvent::BudgetSpent { subagent, spent } => {
+                cp.budgets.per_subagent.insert(subagent.clone(), *spent);
+                let mut total = Spent::default();
+                for s in cp.budgets.per_subagent.values() {
+                    total.model_turns += s.model_turns;
+                    total.tool_calls += s.tool_calls;
+                    total.tokens_in += s.tokens_in;
+                    total.tokens_out += s.tokens_out;
+                }
+                cp.budgets.total = total;
+            }
+            RunEvent::SubagentEnded {
+                subagent, state, ..
+            } => {
+                if let Some(plan) = cp.plans.iter_mut().rev().find(|p| &p.subagent == subagent) {
+                    plan.outcome = Some(*state);
+                    plan.event = at;
+                    plan.status = if *state == SubagentState::Cancelled {
+                        PlanStatus::Blocked
+                    } else {
+                        PlanStatus::Completed
+                    };
+                }
+            }
+            RunEvent::RunResumed { .. } => {
+                // Effects cut off by the crash change by their own EffectChanged events.
+                for plan in &mut cp.plans {
+                    if plan.status == PlanStatus::Blocked {
+                        plan.status = PlanStatus::Active;
+                        plan.event = at;
+                    }
+                }
+                cp.finished = None;
+            }
+            RunEvent::RunFinished { cancelled } => cp.finished = Some(*cancelled),
+        }
+    }
+    cp
+}

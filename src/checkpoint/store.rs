@@ -1,0 +1,268 @@
+//! The event store: append-only, one writer per store with group commit, every read checked
+//! against the digest chain. `MemoryStore` for tests; `SqliteStore` (sqlite.rs) on disk.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use super::event::{chain_digest, LoggedEvent, RunEvent};
+use super::Checkpoint;
+
+/// Why the store could not do what was asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The state directory or database could not be opened.
+    #[error("cannot open the state at {path}: {reason}")]
+    Open {
+        /// Where.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// No run with that id.
+    #[error("no run `{0}` in this state")]
+    UnknownRun(String),
+    /// The log of a run is damaged: tampered with, truncated or unreadable past a point.
+    #[error("run {run_id}: the event log is damaged after seq {last_intact} (last intact event): {detail}")]
+    Damaged {
+        /// The run.
+        run_id: String,
+        /// The last event that checks out (0: none).
+        last_intact: u64,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A write failed; nothing of the batch was acknowledged.
+    #[error("writing the event log failed: {0}")]
+    Write(String),
+}
+
+/// One run as listed by `baton runs`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRow {
+    /// Its id.
+    pub run_id: String,
+    /// Its question.
+    pub question: String,
+    /// Its root.
+    pub root: String,
+    /// When it started (ms since the epoch).
+    pub started_ms: u64,
+    /// Its last sequence number.
+    pub last_seq: u64,
+}
+
+/// A store of run events and checkpoints.
+pub trait EventStore: Send + Sync {
+    /// Appends events to a run, in order; the receiver fires once they are durable (group
+    /// commit: concurrent appends share one commit).
+    fn append(
+        &self,
+        run_id: &str,
+        events: Vec<(u64, RunEvent)>,
+    ) -> tokio::sync::oneshot::Receiver<Result<Vec<LoggedEvent>, StoreError>>;
+    /// Every event of a run, checked against the digest chain and the run's recorded head.
+    fn events(&self, run_id: &str) -> Result<Vec<LoggedEvent>, StoreError>;
+    /// Every run, newest first.
+    fn runs(&self) -> Result<Vec<RunRow>, StoreError>;
+    /// Stores a checkpoint (a projection of a run's events).
+    fn put_checkpoint(&self, checkpoint: &Checkpoint) -> Result<(), StoreError>;
+    /// The latest valid checkpoint of a run; an invalid one is skipped for the one before.
+    fn latest_checkpoint(&self, run_id: &str) -> Result<Option<Checkpoint>, StoreError>;
+}
+
+/// A run's head: its last sequence number and digest.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Head {
+    pub(crate) seq: u64,
+    pub(crate) digest: String,
+}
+
+/// Seals a batch onto a run's head: sequence numbers and chained digests.
+pub(crate) fn seal(
+    run_id: &str,
+    head: &mut Head,
+    events: Vec<(u64, RunEvent)>,
+) -> Result<Vec<(LoggedEvent, String)>, StoreError> {
+    let mut out = Vec::with_capacity(events.len());
+    for (at_ms, event) in events {
+        let payload = serde_json::to_string(&event).map_err(|e| StoreError::Write(e.to_string()))?;
+        let seq = head.seq + 1;
+        let digest = chain_digest(&head.digest, run_id, seq, at_ms, &payload);
+        let logged = LoggedEvent {
+            run_id: run_id.to_string(),
+            seq,
+            at_ms,
+            event,
+            prev: std::mem::take(&mut head.digest),
+            digest: digest.clone(),
+        };
+        head.seq = seq;
+        head.digest = digest;
+        out.push((logged, payload));
+    }
+    Ok(out)
+}
+
+/// One stored row, before checking.
+pub(crate) struct StoredRow {
+    pub(crate) seq: u64,
+    pub(crate) at_ms: u64,
+    pub(crate) payload: String,
+    pub(crate) prev: String,
+    pub(crate) digest: String,
+}
+
+/// Checks rows against the chain and the recorded head; the first bad one is reported with
+/// the last intact sequence number.
+pub(crate) fn verify(
+    run_id: &str,
+    rows: impl IntoIterator<Item = Result<StoredRow, String>>,
+    head_seq: u64,
+) -> Result<Vec<LoggedEvent>, StoreError> {
+    let damaged = |last_intact: u64, detail: String| StoreError::Damaged {
+        run_id: run_id.to_string(),
+        last_intact,
+        detail,
+    };
+    let mut out: Vec<LoggedEvent> = Vec::new();
+    let mut prev = String::new();
+    for row in rows {
+        let last = out.last().map(|e| e.seq).unwrap_or(0);
+        let row = row.map_err(|e| damaged(last, format!("unreadable: {e}")))?;
+        if row.seq != last + 1 {
+            return Err(damaged(last, format!("event {} follows event {last}", row.seq)));
+        }
+        if row.prev != prev {
+            return Err(damaged(last, format!("event {} does not chain to event {last}", row.seq)));
+        }
+        if chain_digest(&prev, run_id, row.seq, row.at_ms, &row.payload) != row.digest {
+            return Err(damaged(last, format!("event {} fails its digest check", row.seq)));
+        }
+        let event: RunEvent = serde_json::from_str(&row.payload)
+            .map_err(|e| damaged(last, format!("event {} is not a known event: {e}", row.seq)))?;
+        prev = row.digest.clone();
+        out.push(LoggedEvent {
+            run_id: run_id.to_string(),
+            seq: row.seq,
+            at_ms: row.at_ms,
+            event,
+            prev: row.prev,
+            digest: row.digest,
+        });
+    }
+    let last = out.last().map(|e| e.seq).unwrap_or(0);
+    if last < head_seq {
+        return Err(damaged(
+            last,
+            format!("the run's head says {head_seq} events; events after {last} are missing"),
+        ));
+    }
+    Ok(out)
+}
+
+/// Events held in memory: the same contract as the SQLite store, for tests.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    inner: Mutex<MemoryInner>,
+}
+
+#[derive(Debug, Default)]
+struct MemoryInner {
+    heads: HashMap<String, Head>,
+    rows: HashMap<String, Vec<(LoggedEvent, String)>>,
+    runs: Vec<RunRow>,
+    checkpoints: HashMap<String, Vec<Checkpoint>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> MemoryStore {
+        MemoryStore::default()
+    }
+}
+
+impl EventStore for MemoryStore {
+    fn append(
+        &self,
+        run_id: &str,
+        events: Vec<(u64, RunEvent)>,
+    ) -> tokio::sync::oneshot::Receiver<Result<Vec<LoggedEvent>, StoreError>> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let result = (|| {
+            let mut inner = self.inner.lock().map_err(|e| StoreError::Write(e.to_string()))?;
+            let inner = &mut *inner;
+            if let Some((at, RunEvent::RunStarted { question, root, .. })) = events.first() {
+                if !inner.heads.contains_key(run_id) {
+                    inner.runs.push(RunRow {
+                        run_id: run_id.to_string(),
+                        question: question.clone(),
+                        root: root.clone(),
+                        started_ms: *at,
+                        last_seq: 0,
+                    });
+                }
+            }
+            let head = inner.heads.entry(run_id.to_string()).or_default();
+            let sealed = seal(run_id, head, events)?;
+            let last = head.seq;
+            if let Some(row) = inner.runs.iter_mut().find(|r| r.run_id == run_id) {
+                row.last_seq = last;
+            }
+            let logged = sealed.iter().map(|(e, _)| e.clone()).collect();
+            inner.rows.entry(run_id.to_string()).or_default().extend(sealed);
+            Ok(logged)
+        })();
+        let _ = tx.send(result);
+        rx
+    }
+
+    fn events(&self, run_id: &str) -> Result<Vec<LoggedEvent>, StoreError> {
+        let inner = self.inner.lock().map_err(|e| StoreError::Write(e.to_string()))?;
+        let head = inner
+            .heads
+            .get(run_id)
+            .ok_or_else(|| StoreError::UnknownRun(run_id.to_string()))?;
+        let rows = inner.rows.get(run_id).cloned().unwrap_or_default();
+        verify(
+            run_id,
+            rows.into_iter().map(|(e, payload)| {
+                Ok(StoredRow {
+                    seq: e.seq,
+                    at_ms: e.at_ms,
+                    payload,
+                    prev: e.prev,
+                    digest: e.digest,
+                })
+            }),
+            head.seq,
+        )
+    }
+
+    fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
+        let inner = self.inner.lock().map_err(|e| StoreError::Write(e.to_string()))?;
+        let mut runs = inner.runs.clone();
+        runs.sort_by(|a, b| b.started_ms.cmp(&a.started_ms).then(b.run_id.cmp(&a.run_id)));
+        Ok(runs)
+    }
+
+    fn put_checkpoint(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
+        let mut inner = self.inner.lock().map_err(|e| StoreError::Write(e.to_string()))?;
+        inner
+            .checkpoints
+            .entry(checkpoint.run_id.clone())
+            .or_default()
+            .push(checkpoint.clone());
+        Ok(())
+    }
+
+    fn latest_checkpoint(&self, run_id: &str) -> Result<Option<Checkpoint>, StoreError> {
+        let inner = self.inner.lock().map_err(|e| StoreError::Write(e.to_string()))?;
+        Ok(inner
+            .checkpoints
+            .get(run_id)
+            .and_then(|list| list.iter().rev().find(|c| c.check().is_ok()).cloned()))
+    }
+}

@@ -1,0 +1,133 @@
+//! What the lead writes to the run's log, built from its own data (pure), and the checkpoint
+//! writer that projects the durable events off the actor.
+
+use std::sync::Arc;
+
+use crate::checkpoint::{
+    project, sha256_hex, EffectState, Manifest, PlannedSubagent, RunEvent, RunLog,
+};
+use crate::model::estimate_tokens;
+use crate::policy::{Budget, Spent};
+use crate::report::SubagentState;
+use crate::tools::{ToolCall, ToolResult};
+
+use super::RunConfig;
+
+pub(super) fn started(config: &RunConfig) -> RunEvent {
+    RunEvent::RunStarted {
+        question: config.question.clone(),
+        root: config.workspace.root().display().to_string(),
+        model: config.model.name(),
+        agents: config.agents,
+        max_subagents: config.max_subagents,
+        budget: config.budget,
+        repairs: config.repairs,
+        tools: config.tools.names(),
+    }
+}
+
+pub(super) fn planned(plan: &[(String, Vec<String>)]) -> RunEvent {
+    RunEvent::PlanRevised {
+        subagents: plan
+            .iter()
+            .map(|(id, scope)| PlannedSubagent {
+                id: id.clone(),
+                scope: scope.clone(),
+            })
+            .collect(),
+        reason: "sharded the tree by directory, balanced by size".into(),
+    }
+}
+
+pub(super) fn spawned(
+    id: &str,
+    scope: &[String],
+    brief: &str,
+    tools: Vec<String>,
+    budget: Budget,
+) -> RunEvent {
+    RunEvent::SubagentSpawned {
+        subagent: id.to_string(),
+        role: "explorer".into(),
+        scope: scope.to_vec(),
+        manifest: Manifest {
+            brief_digest: sha256_hex(brief.as_bytes()),
+            brief_tokens: estimate_tokens(brief),
+            tools,
+            budget,
+        },
+    }
+}
+
+pub(super) fn tool_called(id: &str, call: &ToolCall) -> RunEvent {
+    RunEvent::ToolCalled {
+        subagent: id.to_string(),
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        arguments: call.arguments.clone(),
+        effect: EffectState::Executing,
+    }
+}
+
+pub(super) fn tool_returned(id: &str, result: &ToolResult) -> RunEvent {
+    RunEvent::ToolReturned {
+        subagent: id.to_string(),
+        call_id: result.call_id.clone(),
+        is_error: result.is_error,
+        content_digest: sha256_hex(result.content.as_bytes()),
+        observations: result.observations.clone(),
+        effect: if result.is_error {
+            EffectState::Failed
+        } else {
+            EffectState::Completed
+        },
+    }
+}
+
+pub(super) fn ended(
+    id: &str,
+    state: SubagentState,
+    error: Option<String>,
+    spent: Spent,
+) -> Vec<RunEvent> {
+    vec![
+        RunEvent::BudgetSpent {
+            subagent: id.to_string(),
+            spent,
+        },
+        RunEvent::SubagentEnded {
+            subagent: id.to_string(),
+            state,
+            error,
+        },
+    ]
+}
+
+/// Effects cut off by a crash become outcome_unknown: never failed, never retried.
+pub(super) fn cut_off(calls: &[String]) -> Vec<RunEvent> {
+    calls
+        .iter()
+        .map(|call| RunEvent::EffectChanged {
+            call_id: call.clone(),
+            from: EffectState::Executing,
+            to: crate::checkpoint::on_recovery(EffectState::Executing),
+            evidence: None,
+            note: "the process died while it ran".into(),
+        })
+        .collect()
+}
+
+/// Projects the run's durable events and stores the checkpoint (blocking: call off the actor).
+/// A checkpoint that fails its check is not stored; the previous one stays current.
+pub(super) fn write_checkpoint(log: &RunLog) {
+    let store = Arc::clone(log.store());
+    if let Ok(events) = store.events(log.run_id()) {
+        if events.is_empty() {
+            return;
+        }
+        let checkpoint = project(log.run_id(), &events);
+        if checkpoint.check().is_ok() {
+            let _ = store.put_checkpoint(&checkpoint);
+        }
+    }
+}
