@@ -5,6 +5,7 @@
 //! **Invariant:** a checkpoint is rebuilt from events only; one that fails [`Checkpoint::check`]
 //! (a mandatory field missing or inconsistent) is never used — the previous one stays current.
 
+mod brief;
 mod effect;
 mod event;
 mod log;
@@ -16,6 +17,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use brief::{brief, Brief, BriefItem};
 pub use effect::{on_recovery, transition, EffectError, EffectState, TRANSITIONS};
 pub use event::{sha256_hex, LoggedEvent, Manifest, PlannedSubagent, RunEvent};
 pub use log::{Ack, RunLog};

@@ -2,12 +2,13 @@
 //! codes.
 
 mod progress;
+mod runs;
 mod validate;
 
 use std::io::Write;
 use std::time::Duration;
 
-use baton::{Budget, Coordinator, OfflineModel, Report, RunError, Task};
+use baton::{Budget, Coordinator, OfflineModel, Report, RunError, SqliteStore, Task};
 use clap::{Parser, Subcommand};
 
 /// Exit code: the run finished.
@@ -37,6 +38,56 @@ enum Command {
     /// Check a handoff file against the contract and a workspace (exit 0 valid, 1 invalid,
     /// 2 unusable input).
     Validate(validate::ValidateArgs),
+    /// Continue a run that was killed, from its last durable event.
+    Resume(ResumeArgs),
+    /// List the runs in the state.
+    Runs(runs::RunsArgs),
+    /// Print the brief of a run: what a person reads before resuming it.
+    Brief(runs::BriefArgs),
+}
+
+/// Where runs are logged.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct StateArg {
+    /// The state directory holding baton.db (the event log of every run).
+    #[arg(long, env = "BATON_STATE", default_value = ".baton")]
+    pub(crate) state: std::path::PathBuf,
+}
+
+impl StateArg {
+    /// Opens the store; a one-line error on failure.
+    pub(crate) fn open(&self) -> Result<std::sync::Arc<SqliteStore>, String> {
+        SqliteStore::open(&self.state)
+            .map(std::sync::Arc::new)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// How the model plays (shared by explore and resume).
+#[derive(clap::Args, Debug, Clone)]
+struct ModelArgs {
+    /// The model playing the subagents (only `offline` for now).
+    #[arg(long, default_value = "offline", value_parser = ["offline"])]
+    model: String,
+    /// Milliseconds added to every offline model call (demos, tests, benchmarks).
+    #[arg(long, default_value_t = 0)]
+    offline_latency_ms: u64,
+    /// No live progress display on stderr (the summary line is still printed).
+    #[arg(long)]
+    no_progress: bool,
+    /// Print exactly one JSON document on stdout instead of the markdown report.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+struct ResumeArgs {
+    /// The run's id (see `baton runs`).
+    run: String,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    state: StateArg,
 }
 
 #[derive(clap::Args, Debug)]
@@ -45,21 +96,12 @@ struct ExploreArgs {
     root: std::path::PathBuf,
     /// The question to answer.
     question: String,
-    /// Print exactly one JSON document on stdout instead of the markdown report.
-    #[arg(long)]
-    json: bool,
     /// Subagents running at once.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
     agents: u32,
     /// Most subagents one run may spawn.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     max_subagents: u32,
-    /// The model playing the subagents (only `offline` for now).
-    #[arg(long, default_value = "offline", value_parser = ["offline"])]
-    model: String,
-    /// Milliseconds added to every offline model call (demos, tests, benchmarks).
-    #[arg(long, default_value_t = 0)]
-    offline_latency_ms: u64,
     /// Most model turns per subagent.
     #[arg(long, default_value_t = Budget::default().model_turns)]
     max_turns: u32,
@@ -72,9 +114,10 @@ struct ExploreArgs {
     /// Repair turns a subagent gets when its handoff breaks the contract.
     #[arg(long, default_value_t = 2)]
     repairs: u32,
-    /// No live progress display on stderr (the summary line is still printed).
-    #[arg(long)]
-    no_progress: bool,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    state: StateArg,
 }
 
 /// Runs the command line; returns the exit code.
@@ -91,9 +134,12 @@ pub(crate) fn main() -> i32 {
             return code;
         }
     };
-    let explore_args = match cli.command {
+    let job = match cli.command {
         Command::Validate(args) => return validate::run(args),
-        Command::Explore(args) => args,
+        Command::Runs(args) => return runs::list(args),
+        Command::Brief(args) => return runs::brief(args),
+        Command::Explore(args) => Job::Explore(args),
+        Command::Resume(args) => Job::Resume(args),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -105,7 +151,40 @@ pub(crate) fn main() -> i32 {
             return EXIT_FAILED;
         }
     };
-    runtime.block_on(explore(explore_args))
+    runtime.block_on(async move {
+        match job {
+            Job::Explore(args) => explore(args).await,
+            Job::Resume(args) => resume(args).await,
+        }
+    })
+}
+
+enum Job {
+    Explore(ExploreArgs),
+    Resume(ResumeArgs),
+}
+
+fn coordinator(model: &ModelArgs, store: std::sync::Arc<SqliteStore>) -> Coordinator {
+    let offline = OfflineModel::with_latency(Duration::from_millis(model.offline_latency_ms));
+    Coordinator::new()
+        .model(std::sync::Arc::new(offline))
+        .store(store)
+}
+
+async fn resume(args: ResumeArgs) -> i32 {
+    let store = match args.state.open() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("baton: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
+    let display = progress::spawn(receiver, !args.model.no_progress);
+    let started = coordinator(&args.model, store)
+        .resume(&args.run, Some(events))
+        .await;
+    finish(started, display, args.model.json).await
 }
 
 async fn explore(args: ExploreArgs) -> i32 {
@@ -122,9 +201,14 @@ async fn explore(args: ExploreArgs) -> i32 {
         eprintln!("baton: {}: {why}", args.root.display());
         return EXIT_USAGE;
     }
-    let model = OfflineModel::with_latency(Duration::from_millis(args.offline_latency_ms));
-    let coordinator = Coordinator::new()
-        .model(std::sync::Arc::new(model))
+    let store = match args.state.open() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("baton: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let coordinator = coordinator(&args.model, store)
         .agents(args.agents as usize)
         .max_subagents(args.max_subagents as usize)
         .budget(Budget {
@@ -134,11 +218,20 @@ async fn explore(args: ExploreArgs) -> i32 {
         })
         .repairs(args.repairs);
     let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
-    let display = progress::spawn(receiver, !args.no_progress);
-    let handle = match coordinator
+    let display = progress::spawn(receiver, !args.model.no_progress);
+    let started = coordinator
         .start(Task::new(args.question.clone(), &args.root), Some(events))
-        .await
-    {
+        .await;
+    finish(started, display, args.model.json).await
+}
+
+/// Waits for a run (Ctrl-C cancels it), prints its report, and maps it to an exit code.
+async fn finish(
+    started: Result<baton::RunHandle, RunError>,
+    display: tokio::task::JoinHandle<()>,
+    json: bool,
+) -> i32 {
+    let handle = match started {
         Ok(h) => h,
         Err(e) => return report_error(&e),
     };
@@ -159,7 +252,7 @@ async fn explore(args: ExploreArgs) -> i32 {
         Err(e) => return report_error(&e),
     };
     eprintln!("{}", report.summary_line());
-    if let Err(e) = print_report(&report, args.json) {
+    if let Err(e) = print_report(&report, json) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             eprintln!("baton: could not write the report: {e}");
             return EXIT_FAILED;

@@ -1,0 +1,190 @@
+//! The brief a person reads before resuming a run, derived from its checkpoint (pure): goal,
+//! work done, evidence, unresolved effects, active constraints, budgets and the next step —
+//! each item with the event it came from.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Checkpoint, EffectState, PlanStatus};
+
+/// One line of the brief and the event behind it (0: derived from several).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BriefItem {
+    /// The line.
+    pub text: String,
+    /// The event it came from.
+    pub event: u64,
+}
+
+/// A run's brief.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Brief {
+    /// The run.
+    pub run_id: String,
+    /// The events the checkpoint covers.
+    pub events: (u64, u64),
+    /// The goal.
+    pub goal: BriefItem,
+    /// Work done and to do.
+    pub work: Vec<BriefItem>,
+    /// Evidence accepted.
+    pub evidence: Vec<BriefItem>,
+    /// Effects not settled (executing, outcome unknown, awaiting approval).
+    pub unresolved_effects: Vec<BriefItem>,
+    /// Constraints in force.
+    pub constraints: Vec<BriefItem>,
+    /// Budgets, exact.
+    pub budgets: Vec<BriefItem>,
+    /// What to do next.
+    pub next_step: String,
+}
+
+/// Derives the brief from a checkpoint.
+pub fn brief(cp: &Checkpoint) -> Brief {
+    let goal_event = cp.first_seq;
+    let work = cp
+        .plans
+        .iter()
+        .map(|p| BriefItem {
+            text: format!(
+                "{} [{}]: {}",
+                p.subagent,
+                p.scope.join(", "),
+                match (p.status, p.outcome) {
+                    (_, Some(state)) => state.label().to_string(),
+                    (PlanStatus::Active, None) => "to do".to_string(),
+                    (status, None) => format!("{status:?}").to_lowercase(),
+                }
+            ),
+            event: p.event,
+        })
+        .collect();
+    let evidence = cp
+        .evidence
+        .iter()
+        .map(|e| BriefItem {
+            text: match &e.excerpt {
+                Some(x) => format!("{} — {}", e.source, x),
+                None => format!("{} (tombstone)", e.source),
+            },
+            event: e.event,
+        })
+        .collect();
+    let unresolved: Vec<BriefItem> = cp
+        .effects
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.state,
+                EffectState::Executing
+                    | EffectState::OutcomeUnknown
+                    | EffectState::AwaitingApproval
+                    | EffectState::Observed
+            )
+        })
+        .map(|e| BriefItem {
+            text: format!(
+                "{} ({} by {}): {:?} after {} attempt(s); {}",
+                e.intent_id, e.tool, e.subagent, e.state, e.attempts, e.allowed_recovery
+            ),
+            event: e.receipts.last().copied().unwrap_or(0),
+        })
+        .collect();
+    let constraints = cp
+        .constraints
+        .iter()
+        .map(|c| BriefItem {
+            text: format!("{} (from {})", c.text, c.provenance),
+            event: c.event,
+        })
+        .collect();
+    let mut budgets: Vec<BriefItem> = cp
+        .budgets
+        .per_subagent
+        .iter()
+        .map(|(id, s)| BriefItem {
+            text: format!(
+                "{id}: {} turns, {} tool calls, {} tokens (limit {} / {} / {})",
+                s.model_turns,
+                s.tool_calls,
+                s.tokens(),
+                cp.budgets.limit.model_turns,
+                cp.budgets.limit.tool_calls,
+                cp.budgets.limit.tokens
+            ),
+            event: 0,
+        })
+        .collect();
+    let t = &cp.budgets.total;
+    budgets.push(BriefItem {
+        text: format!(
+            "total: {} turns, {} tool calls, {} tokens",
+            t.model_turns,
+            t.tool_calls,
+            t.tokens()
+        ),
+        event: 0,
+    });
+    let to_do: Vec<&str> = cp
+        .plans
+        .iter()
+        .filter(|p| p.status != PlanStatus::Completed && p.status != PlanStatus::Superseded)
+        .map(|p| p.subagent.as_str())
+        .collect();
+    let next_step = match (cp.finished, to_do.is_empty(), unresolved.is_empty()) {
+        (Some(false), _, _) => "none: the run finished".to_string(),
+        (_, _, false) => format!(
+            "reconcile the {} unresolved effect(s) before repeating them, then `baton resume {}`",
+            unresolved.len(),
+            cp.run_id
+        ),
+        (_, true, _) if cp.plans.is_empty() => format!("`baton resume {}`: it stopped before planning", cp.run_id),
+        (_, true, _) => format!("`baton resume {}` to write the final report", cp.run_id),
+        (_, false, _) => format!("`baton resume {}`: runs {}", cp.run_id, to_do.join(", ")),
+    };
+    Brief {
+        run_id: cp.run_id.clone(),
+        events: (cp.first_seq, cp.last_seq),
+        goal: BriefItem {
+            text: cp.goal.clone(),
+            event: goal_event,
+        },
+        work,
+        evidence,
+        unresolved_effects: unresolved,
+        constraints,
+        budgets,
+        next_step,
+    }
+}
+
+impl Brief {
+    /// The brief as text for a person.
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "# Brief of {} (events {}..{})\n\nGoal: {} [event {}]\n",
+            self.run_id, self.events.0, self.events.1, self.goal.text, self.goal.event
+        );
+        let section = |out: &mut String, title: &str, items: &[BriefItem]| {
+            let _ = writeln!(out, "\n## {title}");
+            if items.is_empty() {
+                out.push_str("- none\n");
+            }
+            for item in items {
+                if item.event > 0 {
+                    let _ = writeln!(out, "- {} [event {}]", item.text, item.event);
+                } else {
+                    let _ = writeln!(out, "- {}", item.text);
+                }
+            }
+        };
+        section(&mut out, "Work", &self.work);
+        section(&mut out, "Evidence", &self.evidence);
+        section(&mut out, "Unresolved effects", &self.unresolved_effects);
+        section(&mut out, "Active constraints", &self.constraints);
+        section(&mut out, "Budgets", &self.budgets);
+        let _ = writeln!(out, "\n## Next step\n{}", self.next_step);
+        out
+    }
+}

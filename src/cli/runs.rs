@@ -1,0 +1,140 @@
+//! `baton runs` and `baton brief RUN`: what the state holds, read from the event log (every
+//! read checked against the digest chain).
+
+use std::io::Write;
+
+use baton::checkpoint::{brief as make_brief, project, EventStore, StoreError};
+use baton::HandoffCounts;
+use serde_json::json;
+
+use super::{StateArg, EXIT_DONE, EXIT_FAILED, EXIT_USAGE};
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct RunsArgs {
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    state: StateArg,
+}
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct BriefArgs {
+    /// The run's id (see `baton runs`).
+    run: String,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    state: StateArg,
+}
+
+fn write_out(text: &str) -> i32 {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("baton: {e}");
+            EXIT_FAILED
+        }
+        _ => EXIT_DONE,
+    }
+}
+
+fn store_error(e: &StoreError) -> i32 {
+    eprintln!("baton: {e}");
+    match e {
+        StoreError::UnknownRun(_) | StoreError::Open { .. } => EXIT_USAGE,
+        _ => EXIT_FAILED,
+    }
+}
+
+pub(crate) fn list(args: RunsArgs) -> i32 {
+    let store = match args.state.open() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("baton: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let rows = match store.runs() {
+        Ok(rows) => rows,
+        Err(e) => return store_error(&e),
+    };
+    let mut listed = Vec::new();
+    for row in rows {
+        let (state, accepted, rejected, tokens) = match store.events(&row.run_id) {
+            Ok(events) => {
+                let cp = project(&row.run_id, &events);
+                let states: Vec<_> = cp.plans.iter().filter_map(|p| p.outcome).collect();
+                let counts = HandoffCounts::of(&states);
+                let state = match cp.finished {
+                    Some(false) => "finished".to_string(),
+                    Some(true) => "cancelled".to_string(),
+                    None => "interrupted".to_string(),
+                };
+                (
+                    state,
+                    counts.accepted + counts.repaired,
+                    counts.rejected,
+                    cp.budgets.total.tokens(),
+                )
+            }
+            Err(StoreError::Damaged { last_intact, .. }) => {
+                (format!("damaged after seq {last_intact}"), 0, 0, 0)
+            }
+            Err(e) => return store_error(&e),
+        };
+        listed.push((row, state, accepted, rejected, tokens));
+    }
+    let text = if args.json {
+        let runs: Vec<_> = listed
+            .iter()
+            .map(|(row, state, accepted, rejected, tokens)| {
+                json!({
+                    "run_id": row.run_id, "question": row.question, "root": row.root,
+                    "state": state, "started_ms": row.started_ms, "events": row.last_seq,
+                    "handoffs_accepted": accepted, "handoffs_rejected": rejected, "tokens": tokens,
+                })
+            })
+            .collect();
+        format!("{}\n", json!({ "runs": runs }))
+    } else if listed.is_empty() {
+        format!("no runs in {}\n", args.state.state.display())
+    } else {
+        let mut text = String::new();
+        for (row, state, accepted, rejected, tokens) in &listed {
+            text.push_str(&format!(
+                "{}  {:<12} accepted {} rejected {}  {} tokens  {}  {}\n",
+                row.run_id, state, accepted, rejected, tokens, row.root, row.question
+            ));
+        }
+        text
+    };
+    write_out(&text)
+}
+
+pub(crate) fn brief(args: BriefArgs) -> i32 {
+    let store = match args.state.open() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("baton: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let events = match store.events(&args.run) {
+        Ok(events) => events,
+        Err(e) => return store_error(&e),
+    };
+    let cp = project(&args.run, &events);
+    if let Err(e) = cp.check() {
+        eprintln!("baton: {e}");
+        return EXIT_FAILED;
+    }
+    let brief = make_brief(&cp);
+    let text = if args.json {
+        format!("{}\n", json!({ "brief": brief, "checkpoint": cp }))
+    } else {
+        brief.render()
+    };
+    write_out(&text)
+}
