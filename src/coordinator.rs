@@ -84,6 +84,7 @@ pub struct Coordinator {
     max_subagents: usize,
     budget: Budget,
     repairs: u32,
+    shards: Option<usize>,
     store: Option<Arc<dyn EventStore>>,
 }
 
@@ -110,6 +111,7 @@ impl Default for Coordinator {
             max_subagents: 32,
             budget: Budget::default(),
             repairs: 2,
+            shards: None,
             store: None,
         }
     }
@@ -158,6 +160,13 @@ impl Coordinator {
         self
     }
 
+    /// Splits the tree into `shards` subagents (at most `max_subagents`, at most one per file)
+    /// instead of one per agent and one more per MiB.
+    pub fn shards(mut self, shards: usize) -> Coordinator {
+        self.shards = Some(shards);
+        self
+    }
+
     /// Logs every run to `store` (an append-only, digest-chained event log) so it can be
     /// listed, briefed and resumed.
     pub fn store(mut self, store: Arc<dyn EventStore>) -> Coordinator {
@@ -175,7 +184,7 @@ impl Coordinator {
         if question.is_empty() {
             return Err(RunError::EmptyQuestion);
         }
-        if self.agents == 0 || self.max_subagents == 0 {
+        if self.agents == 0 || self.max_subagents == 0 || self.shards == Some(0) {
             return Err(RunError::BadSetting(
                 "--agents and --max-subagents must be at least 1".into(),
             ));
@@ -198,6 +207,7 @@ impl Coordinator {
             max_subagents: self.max_subagents,
             budget: self.budget,
             repairs: self.repairs,
+            shards: self.shards,
             log: None,
         };
         self.launch(config, events, None).await
@@ -244,10 +254,11 @@ impl Coordinator {
             })
         })?;
         let settings = resumption.settings.clone();
-        let workspace = Workspace::open(Path::new(&settings.root)).map_err(|e| RunError::BadRoot {
-            path: settings.root.clone(),
-            reason: e.to_string(),
-        })?;
+        let workspace =
+            Workspace::open(Path::new(&settings.root)).map_err(|e| RunError::BadRoot {
+                path: settings.root.clone(),
+                reason: e.to_string(),
+            })?;
         let config = RunConfig {
             run_id: run_id.to_string(),
             question: settings.question,
@@ -258,6 +269,7 @@ impl Coordinator {
             max_subagents: settings.max_subagents,
             budget: settings.budget,
             repairs: settings.repairs,
+            shards: settings.shards,
             log: None,
         };
         self.launch(config, events, Some(resumption)).await

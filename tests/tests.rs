@@ -4,6 +4,7 @@ mod support;
 
 mod cli;
 mod contract;
+mod durable;
 mod explore;
 mod properties;
 mod repair;

@@ -139,7 +139,9 @@ pub fn brief(cp: &Checkpoint) -> Brief {
             unresolved.len(),
             cp.run_id
         ),
-        (_, true, _) if cp.plans.is_empty() => format!("`baton resume {}`: it stopped before planning", cp.run_id),
+        (_, true, _) if cp.plans.is_empty() => {
+            format!("`baton resume {}`: it stopped before planning", cp.run_id)
+        }
         (_, true, _) => format!("`baton resume {}` to write the final report", cp.run_id),
         (_, false, _) => format!("`baton resume {}`: runs {}", cp.run_id, to_do.join(", ")),
     };

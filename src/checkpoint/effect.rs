@@ -128,10 +128,17 @@ mod tests {
         for from in EffectState::ALL {
             for to in EffectState::ALL {
                 let legal = TRANSITIONS.contains(&(from, to));
-                assert_eq!(transition(from, to, Some("obs")).is_ok(), legal, "{from:?} -> {to:?}");
+                assert_eq!(
+                    transition(from, to, Some("obs")).is_ok(),
+                    legal,
+                    "{from:?} -> {to:?}"
+                );
             }
         }
-        assert_eq!(transition(OutcomeUnknown, Reconciled, None), Err(EffectError::NoEvidence));
+        assert_eq!(
+            transition(OutcomeUnknown, Reconciled, None),
+            Err(EffectError::NoEvidence)
+        );
         assert!(transition(OutcomeUnknown, Failed, Some("obs")).is_err());
         assert_eq!(on_recovery(Executing), OutcomeUnknown);
         assert_eq!(on_recovery(Completed), Completed);

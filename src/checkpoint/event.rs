@@ -56,6 +56,9 @@ pub enum RunEvent {
         budget: Budget,
         /// Repair turns allowed.
         repairs: u32,
+        /// Shards asked for (none: one per agent, one more per MiB).
+        #[serde(default)]
+        shards: Option<usize>,
         /// The tools every subagent may call.
         tools: Vec<String>,
     },
@@ -234,7 +237,13 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// The digest of one event given its predecessor's.
-pub(crate) fn chain_digest(prev: &str, run_id: &str, seq: u64, at_ms: u64, payload: &str) -> String {
+pub(crate) fn chain_digest(
+    prev: &str,
+    run_id: &str,
+    seq: u64,
+    at_ms: u64,
+    payload: &str,
+) -> String {
     let mut text = String::with_capacity(prev.len() + run_id.len() + payload.len() + 48);
     text.push_str(prev);
     text.push('\n');

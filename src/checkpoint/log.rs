@@ -25,7 +25,9 @@ pub struct RunLog {
 
 impl std::fmt::Debug for RunLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunLog").field("run_id", &self.run_id).finish()
+        f.debug_struct("RunLog")
+            .field("run_id", &self.run_id)
+            .finish()
     }
 }
 

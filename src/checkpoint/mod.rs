@@ -252,11 +252,17 @@ impl Checkpoint {
     /// Whether it may be used: known version, a goal, a sane event range, a tool revision.
     pub fn check(&self) -> Result<(), CheckpointError> {
         let why = if self.schema_version != SCHEMA_VERSION {
-            format!("schema version {} is not {SCHEMA_VERSION}", self.schema_version)
+            format!(
+                "schema version {} is not {SCHEMA_VERSION}",
+                self.schema_version
+            )
         } else if self.goal.trim().is_empty() {
             "the goal is missing".to_string()
         } else if self.first_seq == 0 || self.last_seq < self.first_seq {
-            format!("event range {}..{} is not a range", self.first_seq, self.last_seq)
+            format!(
+                "event range {}..{} is not a range",
+                self.first_seq, self.last_seq
+            )
         } else if self.tool_registry_revision.is_empty() {
             "the tool registry revision is missing".to_string()
         } else {

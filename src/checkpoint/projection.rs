@@ -81,7 +81,8 @@ pub fn project(run_id: &str, events: &[LoggedEvent]) -> Checkpoint {
                 cp.goal = question.clone();
                 cp.root = root.clone();
                 cp.budgets.limit = *budget;
-                cp.tool_registry_revision = sha256_hex(tools.join("\n").as_bytes())[..16].to_string();
+                cp.tool_registry_revision =
+                    sha256_hex(tools.join("\n").as_bytes())[..16].to_string();
             }
             RunEvent::ConstraintStated {
                 text,
@@ -121,29 +122,27 @@ pub fn project(run_id: &str, events: &[LoggedEvent]) -> Checkpoint {
                 tool,
                 effect,
                 ..
-            } => {
-                match effect_index.get(call_id) {
-                    Some(&i) => {
-                        let e = &mut cp.effects[i];
-                        e.attempts += 1;
-                        e.receipts.push(at);
-                        e.state = *effect;
-                    }
-                    None => {
-                        effect_index.insert(call_id.clone(), cp.effects.len());
-                        cp.effects.push(EffectEntry {
-                            intent_id: call_id.clone(),
-                            subagent: subagent.clone(),
-                            tool: tool.clone(),
-                            state: *effect,
-                            attempts: 1,
-                            receipts: vec![at],
-                            allowed_recovery: "read-only: may be read again".into(),
-                            prohibited_repetition: false,
-                        });
-                    }
+            } => match effect_index.get(call_id) {
+                Some(&i) => {
+                    let e = &mut cp.effects[i];
+                    e.attempts += 1;
+                    e.receipts.push(at);
+                    e.state = *effect;
                 }
-            }
+                None => {
+                    effect_index.insert(call_id.clone(), cp.effects.len());
+                    cp.effects.push(EffectEntry {
+                        intent_id: call_id.clone(),
+                        subagent: subagent.clone(),
+                        tool: tool.clone(),
+                        state: *effect,
+                        attempts: 1,
+                        receipts: vec![at],
+                        allowed_recovery: "read-only: may be read again".into(),
+                        prohibited_repetition: false,
+                    });
+                }
+            },
             RunEvent::ToolReturned {
                 subagent,
                 call_id,

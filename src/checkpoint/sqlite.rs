@@ -66,7 +66,9 @@ pub struct SqliteStore {
 
 impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SqliteStore").field("path", &self.path).finish()
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish()
     }
 }
 
@@ -76,9 +78,12 @@ fn open_connection(path: &Path) -> Result<Connection, StoreError> {
         reason: e.to_string(),
     };
     let conn = Connection::open(path).map_err(fail)?;
-    conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(fail)?;
-    conn.pragma_update(None, "journal_mode", "WAL").map_err(fail)?;
-    conn.pragma_update(None, "synchronous", "FULL").map_err(fail)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .map_err(fail)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(fail)?;
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(fail)?;
     conn.execute_batch(SCHEMA).map_err(fail)?;
     Ok(conn)
 }
@@ -315,7 +320,8 @@ impl EventStore for SqliteStore {
     }
 
     fn put_checkpoint(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
-        let body = serde_json::to_string(checkpoint).map_err(|e| StoreError::Write(e.to_string()))?;
+        let body =
+            serde_json::to_string(checkpoint).map_err(|e| StoreError::Write(e.to_string()))?;
         let conn = self
             .reader
             .lock()

@@ -88,7 +88,8 @@ pub(crate) fn seal(
 ) -> Result<Vec<(LoggedEvent, String)>, StoreError> {
     let mut out = Vec::with_capacity(events.len());
     for (at_ms, event) in events {
-        let payload = serde_json::to_string(&event).map_err(|e| StoreError::Write(e.to_string()))?;
+        let payload =
+            serde_json::to_string(&event).map_err(|e| StoreError::Write(e.to_string()))?;
         let seq = head.seq + 1;
         let digest = chain_digest(&head.digest, run_id, seq, at_ms, &payload);
         let logged = LoggedEvent {
@@ -133,13 +134,22 @@ pub(crate) fn verify(
         let last = out.last().map(|e| e.seq).unwrap_or(0);
         let row = row.map_err(|e| damaged(last, format!("unreadable: {e}")))?;
         if row.seq != last + 1 {
-            return Err(damaged(last, format!("event {} follows event {last}", row.seq)));
+            return Err(damaged(
+                last,
+                format!("event {} follows event {last}", row.seq),
+            ));
         }
         if row.prev != prev {
-            return Err(damaged(last, format!("event {} does not chain to event {last}", row.seq)));
+            return Err(damaged(
+                last,
+                format!("event {} does not chain to event {last}", row.seq),
+            ));
         }
         if chain_digest(&prev, run_id, row.seq, row.at_ms, &row.payload) != row.digest {
-            return Err(damaged(last, format!("event {} fails its digest check", row.seq)));
+            return Err(damaged(
+                last,
+                format!("event {} fails its digest check", row.seq),
+            ));
         }
         let event: RunEvent = serde_json::from_str(&row.payload)
             .map_err(|e| damaged(last, format!("event {} is not a known event: {e}", row.seq)))?;
@@ -192,7 +202,10 @@ impl EventStore for MemoryStore {
     ) -> tokio::sync::oneshot::Receiver<Result<Vec<LoggedEvent>, StoreError>> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let result = (|| {
-            let mut inner = self.inner.lock().map_err(|e| StoreError::Write(e.to_string()))?;
+            let mut inner = self
+                .inner
+                .lock()
+                .map_err(|e| StoreError::Write(e.to_string()))?;
             let inner = &mut *inner;
             if let Some((at, RunEvent::RunStarted { question, root, .. })) = events.first() {
                 if !inner.heads.contains_key(run_id) {
@@ -212,7 +225,11 @@ impl EventStore for MemoryStore {
                 row.last_seq = last;
             }
             let logged = sealed.iter().map(|(e, _)| e.clone()).collect();
-            inner.rows.entry(run_id.to_string()).or_default().extend(sealed);
+            inner
+                .rows
+                .entry(run_id.to_string())
+                .or_default()
+                .extend(sealed);
             Ok(logged)
         })();
         let _ = tx.send(result);
@@ -220,7 +237,10 @@ impl EventStore for MemoryStore {
     }
 
     fn events(&self, run_id: &str) -> Result<Vec<LoggedEvent>, StoreError> {
-        let inner = self.inner.lock().map_err(|e| StoreError::Write(e.to_string()))?;
+        let inner = self
+            .inner
+            .lock()
+            .map_err(|e| StoreError::Write(e.to_string()))?;
         let head = inner
             .heads
             .get(run_id)
@@ -242,14 +262,24 @@ impl EventStore for MemoryStore {
     }
 
     fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
-        let inner = self.inner.lock().map_err(|e| StoreError::Write(e.to_string()))?;
+        let inner = self
+            .inner
+            .lock()
+            .map_err(|e| StoreError::Write(e.to_string()))?;
         let mut runs = inner.runs.clone();
-        runs.sort_by(|a, b| b.started_ms.cmp(&a.started_ms).then(b.run_id.cmp(&a.run_id)));
+        runs.sort_by(|a, b| {
+            b.started_ms
+                .cmp(&a.started_ms)
+                .then(b.run_id.cmp(&a.run_id))
+        });
         Ok(runs)
     }
 
     fn put_checkpoint(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
-        let mut inner = self.inner.lock().map_err(|e| StoreError::Write(e.to_string()))?;
+        let mut inner = self
+            .inner
+            .lock()
+            .map_err(|e| StoreError::Write(e.to_string()))?;
         inner
             .checkpoints
             .entry(checkpoint.run_id.clone())
@@ -259,7 +289,10 @@ impl EventStore for MemoryStore {
     }
 
     fn latest_checkpoint(&self, run_id: &str) -> Result<Option<Checkpoint>, StoreError> {
-        let inner = self.inner.lock().map_err(|e| StoreError::Write(e.to_string()))?;
+        let inner = self
+            .inner
+            .lock()
+            .map_err(|e| StoreError::Write(e.to_string()))?;
         Ok(inner
             .checkpoints
             .get(run_id)

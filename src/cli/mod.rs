@@ -102,6 +102,9 @@ struct ExploreArgs {
     /// Most subagents one run may spawn.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     max_subagents: u32,
+    /// Shards (subagents) to split the tree into; default: one per agent, one more per MiB.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    shards: Option<u32>,
     /// Most model turns per subagent.
     #[arg(long, default_value_t = Budget::default().model_turns)]
     max_turns: u32,
@@ -208,7 +211,11 @@ async fn explore(args: ExploreArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let coordinator = coordinator(&args.model, store)
+    let mut coordinator = coordinator(&args.model, store);
+    if let Some(shards) = args.shards {
+        coordinator = coordinator.shards(shards as usize);
+    }
+    let coordinator = coordinator
         .agents(args.agents as usize)
         .max_subagents(args.max_subagents as usize)
         .budget(Budget {

@@ -22,6 +22,7 @@ pub(super) fn started(config: &RunConfig) -> RunEvent {
         max_subagents: config.max_subagents,
         budget: config.budget,
         repairs: config.repairs,
+        shards: config.shards,
         tools: config.tools.names(),
     }
 }

@@ -25,6 +25,7 @@ use std::time::Instant;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::checkpoint::{RunEvent, RunLog};
 use crate::event::Event;
 use crate::handoff::{validate, Check, Parsed, Violation, WorkspaceFiles};
 use crate::handoff::{Handoff, OpenItem};
@@ -33,10 +34,9 @@ use crate::policy::{Budget, Spent};
 use crate::report::{HandoffCounts, Report, RunUsage, SubagentState, SubagentSummary};
 use crate::source::ObservationLog;
 use crate::subagent::{SubagentActor, SubagentArgs, SubagentMsg};
-use crate::checkpoint::{RunEvent, RunLog};
 use crate::tools::{ToolCall, ToolRegistry, ToolResult, Workspace};
-pub(crate) use resume::{restore, Resumption};
 use plan::Shard;
+pub(crate) use resume::{restore, Resumption};
 use verdict::Verdict;
 
 /// Everything one run needs; built by the `Coordinator`.
@@ -51,6 +51,8 @@ pub(crate) struct RunConfig {
     pub(crate) max_subagents: usize,
     pub(crate) budget: Budget,
     pub(crate) repairs: u32,
+    /// Shards to split the tree into (none: one per agent, one more per MiB).
+    pub(crate) shards: Option<usize>,
     /// Where the run's events go (none: the run is not logged).
     pub(crate) log: Option<RunLog>,
 }
@@ -164,7 +166,11 @@ impl LeadState {
 
     /// Takes a plan: a record per shard, restored from the log where its subagent had ended
     /// (nothing accepted is redone), queued otherwise.
-    fn adopt_plan(&mut self, plan: Vec<(String, Shard)>, mut restored: BTreeMap<String, resume::Restored>) {
+    fn adopt_plan(
+        &mut self,
+        plan: Vec<(String, Shard)>,
+        mut restored: BTreeMap<String, resume::Restored>,
+    ) {
         self.planned = true;
         for (index, (id, shard)) in plan.into_iter().enumerate() {
             let kept = restored.remove(&id).filter(|r| r.is_done());
@@ -418,7 +424,11 @@ impl LeadState {
 fn evidence_digests(handoff: &Handoff, files: &WorkspaceFiles) -> BTreeMap<String, String> {
     use crate::handoff::Files;
     let mut out = BTreeMap::new();
-    for source in handoff.settled_conclusions.iter().flat_map(|c| c.sources.iter()) {
+    for source in handoff
+        .settled_conclusions
+        .iter()
+        .flat_map(|c| c.sources.iter())
+    {
         if let Some((path, a, b)) = source.file_lines() {
             if let Ok(text) = files.text(path) {
                 out.insert(
@@ -436,6 +446,7 @@ fn plan_run(
     workspace: &Workspace,
     agents: usize,
     max_subagents: usize,
+    shards: Option<usize>,
 ) -> Result<Vec<Shard>, String> {
     let files = crate::tools::walk_files(workspace, &[".".to_string()]).map_err(|e| e.message)?;
     let sized: Vec<(String, u64)> = files
@@ -449,7 +460,10 @@ fn plan_run(
         return Ok(Vec::new());
     }
     let total: u64 = sized.iter().map(|f| f.1).sum();
-    let count = plan::shard_count(total, sized.len(), agents, max_subagents);
+    let count = match shards {
+        Some(n) => n.min(max_subagents).min(sized.len()).max(1),
+        None => plan::shard_count(total, sized.len(), agents, max_subagents),
+    };
     Ok(plan::shard(&sized, count))
 }
 
@@ -515,9 +529,10 @@ impl Actor for LeadActor {
                 }
                 let workspace = state.config.workspace.clone();
                 let (agents, max) = (state.config.agents, state.config.max_subagents);
+                let shards = state.config.shards;
                 let me = myself.clone();
                 tokio::task::spawn_blocking(move || {
-                    let planned = plan_run(&workspace, agents, max);
+                    let planned = plan_run(&workspace, agents, max, shards);
                     let _ = me.cast(LeadMsg::Planned(planned));
                 });
             }
@@ -531,8 +546,10 @@ impl Actor for LeadActor {
                     .enumerate()
                     .map(|(i, shard)| (format!("sa{}", i + 1), shard))
                     .collect();
-                let listed: Vec<(String, Vec<String>)> =
-                    plan.iter().map(|(id, s)| (id.clone(), s.paths.clone())).collect();
+                let listed: Vec<(String, Vec<String>)> = plan
+                    .iter()
+                    .map(|(id, s)| (id.clone(), s.paths.clone()))
+                    .collect();
                 state.log(vec![journal::planned(&listed)]);
                 state.adopt_plan(plan, BTreeMap::new());
                 state.emit(Event::RunPlanned {
@@ -547,7 +564,10 @@ impl Actor for LeadActor {
                 state.log(events);
             }
             LeadMsg::ToolsFinished { id, results } => {
-                let events = results.iter().map(|r| journal::tool_returned(&id, r)).collect();
+                let events = results
+                    .iter()
+                    .map(|r| journal::tool_returned(&id, r))
+                    .collect();
                 state.log(events);
             }
             LeadMsg::SubagentProgressed { id, spent } => {

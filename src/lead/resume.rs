@@ -21,6 +21,7 @@ pub(crate) struct Settings {
     pub(crate) max_subagents: usize,
     pub(crate) budget: Budget,
     pub(crate) repairs: u32,
+    pub(crate) shards: Option<usize>,
 }
 
 /// A subagent as the log left it.
@@ -78,9 +79,11 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
                 max_subagents,
                 budget,
                 repairs,
+                shards,
                 ..
             } => {
                 settings = Some(Settings {
+                    shards: *shards,
                     question: question.clone(),
                     root: root.clone(),
                     agents: *agents,
@@ -89,7 +92,9 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
                     repairs: *repairs,
                 })
             }
-            RunEvent::PlanRevised { subagents: planned, .. } => {
+            RunEvent::PlanRevised {
+                subagents: planned, ..
+            } => {
                 plan = planned
                     .iter()
                     .map(|p| {
@@ -107,7 +112,9 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
                 // A new attempt: what an earlier one saw no longer counts.
                 subagents.insert(subagent.clone(), Restored::default());
             }
-            RunEvent::ToolCalled { call_id, effect, .. } => {
+            RunEvent::ToolCalled {
+                call_id, effect, ..
+            } => {
                 effects.insert(call_id.clone(), *effect);
             }
             RunEvent::ToolReturned {

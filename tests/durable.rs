@@ -1,0 +1,381 @@
+//! The durable checkpoint: a real `baton explore` killed mid-run and resumed, a damaged log
+//! reported with the last intact event, and the projection's properties.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use baton::checkpoint::{project, EventStore, MemoryStore, RunEvent, SqliteStore, StoreError};
+use baton::{Coordinator, Task};
+use proptest::prelude::*;
+use serde_json::Value;
+
+fn baton() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_baton"))
+}
+
+/// Eight directories of similar size: eight subagents, run one at a time.
+fn wide_tree() -> tempfile::TempDir {
+    let files: Vec<(String, String)> = (0..8)
+        .map(|i| {
+            (
+                format!("mod{i}/lib.rs"),
+                format!(
+                    "//! Module {i}.\n\n/// Retries the request {i} with a backoff delay.\npub fn retry_request_{i}(attempt: u32) -> u64 {{\n    let delay = 10u64 << attempt.min(8);\n    delay + {i}\n}}\n{}",
+                    "// padding line for size\n".repeat(40)
+                ),
+            )
+        })
+        .collect();
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    crate::support::tree(&borrowed)
+}
+
+const QUESTION: &str = "Where is the retry backoff delay computed?";
+
+fn explore_args(root: &Path, state: &Path) -> Vec<String> {
+    vec![
+        "explore".into(),
+        root.display().to_string(),
+        QUESTION.into(),
+        "--json".into(),
+        "--no-progress".into(),
+        "--agents".into(),
+        "1".into(),
+        "--shards".into(),
+        "8".into(),
+        "--state".into(),
+        state.display().to_string(),
+    ]
+}
+
+fn without_timing(report: &str) -> Value {
+    let mut v: Value = serde_json::from_str(report).expect("one JSON report");
+    let object = v.as_object_mut().unwrap();
+    object.remove("run_id");
+    object.remove("elapsed_ms");
+    v
+}
+
+fn count(events: &[baton::checkpoint::LoggedEvent], kind: &str, subagent: &str) -> usize {
+    events
+        .iter()
+        .filter(|e| e.event.kind() == kind)
+        .filter(|e| serde_json::to_value(&e.event).unwrap()["subagent"] == subagent)
+        .count()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_run_killed_mid_flight_resumes_to_the_same_report() {
+    let tree = wide_tree();
+    let killed_state = tempfile::tempdir().unwrap();
+    let clean_state = tempfile::tempdir().unwrap();
+
+    // The uninterrupted run, for comparison.
+    let clean = baton()
+        .args(explore_args(tree.path(), clean_state.path()))
+        .output()
+        .unwrap();
+    assert_eq!(
+        clean.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&clean.stderr)
+    );
+
+    // The same run, slowed down, killed once some handoffs are durable and others are not.
+    let mut child = baton()
+        .args(explore_args(tree.path(), killed_state.path()))
+        .args(["--offline-latency-ms", "150"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let run_id = loop {
+        assert!(
+            Instant::now() < deadline,
+            "no handoff became durable in time"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        let Ok(store) = SqliteStore::open(killed_state.path()) else {
+            continue;
+        };
+        let Some(run) = store.runs().ok().and_then(|r| r.into_iter().next()) else {
+            continue;
+        };
+        let Ok(events) = store.events(&run.run_id) else {
+            continue;
+        };
+        let accepted = events
+            .iter()
+            .filter(|e| e.event.kind() == "handoff_accepted")
+            .count();
+        let mid_flight = events
+            .iter()
+            .filter(|e| e.event.kind() == "subagent_spawned")
+            .count()
+            > accepted;
+        if accepted >= 2 && mid_flight {
+            break run.run_id;
+        }
+    };
+    child.kill().unwrap(); // SIGKILL
+    let _ = child.wait();
+
+    let store = SqliteStore::open(killed_state.path()).unwrap();
+    let before = store
+        .events(&run_id)
+        .expect("the log survives the kill intact");
+    assert!(
+        !before.iter().any(|e| e.event.kind() == "run_finished"),
+        "killed before the end"
+    );
+    let accepted_before: Vec<String> = before
+        .iter()
+        .filter_map(|e| match &e.event {
+            RunEvent::HandoffAccepted { subagent, .. } => Some(subagent.clone()),
+            _ => None,
+        })
+        .collect();
+    drop(store);
+
+    let resumed = baton()
+        .args(["resume", &run_id, "--json", "--no-progress", "--state"])
+        .arg(killed_state.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        resumed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    assert_eq!(
+        without_timing(&String::from_utf8_lossy(&resumed.stdout)),
+        without_timing(&String::from_utf8_lossy(&clean.stdout)),
+        "the resumed report equals the uninterrupted one"
+    );
+
+    let store = SqliteStore::open(killed_state.path()).unwrap();
+    let after = store.events(&run_id).unwrap();
+    assert!(after.iter().any(|e| e.event.kind() == "run_resumed"));
+    for subagent in (1..=8).map(|i| format!("sa{i}")) {
+        assert_eq!(
+            count(&after, "handoff_accepted", &subagent),
+            1,
+            "{subagent}: accepted exactly once"
+        );
+    }
+    for subagent in &accepted_before {
+        assert_eq!(
+            count(&after, "subagent_spawned", subagent),
+            1,
+            "{subagent} was not redone"
+        );
+    }
+    // Effects cut off by the kill are outcome_unknown, not failed.
+    let cp = project(&run_id, &after);
+    assert!(cp
+        .effects
+        .iter()
+        .all(|e| e.state != baton::checkpoint::EffectState::Executing));
+    assert_eq!(cp.finished, Some(false));
+}
+
+async fn logged_run(dir: &Path) -> String {
+    let store = Arc::new(SqliteStore::open(dir).unwrap());
+    let tree = crate::support::rust_tree();
+    let report = Coordinator::new()
+        .store(store)
+        .run(Task::new("Where is next_delay defined?", tree.path()))
+        .await
+        .unwrap();
+    report.run_id
+}
+
+fn raw(dir: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open(dir.join("baton.db")).unwrap()
+}
+
+#[tokio::test]
+async fn a_tampered_event_is_reported_with_the_last_intact_seq() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = logged_run(dir.path()).await;
+    raw(dir.path())
+        .execute(
+            "UPDATE events SET payload = replace(payload, 'explorer', 'intruder') WHERE run_id = ?1 AND seq = 3",
+            [&run_id],
+        )
+        .unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let err = store.events(&run_id).unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Damaged { last_intact: 2, .. }),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains(&run_id) && text.contains("after seq 2"),
+        "{text}"
+    );
+    // The CLI says the same in one line.
+    let out = baton()
+        .args(["brief", &run_id, "--state"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("after seq 2"), "{stderr}");
+}
+
+#[tokio::test]
+async fn a_truncated_log_is_reported_with_the_last_intact_seq() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = logged_run(dir.path()).await;
+    raw(dir.path())
+        .execute(
+            "DELETE FROM events WHERE run_id = ?1 AND seq > 10",
+            [&run_id],
+        )
+        .unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let err = store.events(&run_id).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            StoreError::Damaged {
+                last_intact: 10,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("missing"), "{err}");
+}
+
+#[tokio::test]
+async fn a_truncated_database_file_is_an_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = logged_run(dir.path()).await;
+    let db = dir.path().join("baton.db");
+    let len = std::fs::metadata(&db).unwrap().len();
+    let file = std::fs::OpenOptions::new().write(true).open(&db).unwrap();
+    file.set_len(len / 3).unwrap();
+    drop(file);
+    let _ = std::fs::remove_file(dir.path().join("baton.db-wal"));
+    let _ = std::fs::remove_file(dir.path().join("baton.db-shm"));
+    let out = baton()
+        .args(["brief", &run_id, "--state"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(matches!(out.status.code(), Some(1) | Some(2)), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn a_checkpoint_missing_a_mandatory_field_is_passed_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let run_id = runtime.block_on(logged_run(dir.path()));
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let good = store
+        .latest_checkpoint(&run_id)
+        .unwrap()
+        .expect("a checkpoint was built");
+    let mut body: Value = serde_json::to_value(&good).unwrap();
+    body.as_object_mut().unwrap().remove("goal");
+    raw(dir.path())
+        .execute(
+            "INSERT INTO checkpoints (run_id, last_seq, first_seq, schema_version, body) VALUES (?1, ?2, 1, 1, ?3)",
+            rusqlite::params![run_id, (good.last_seq + 100) as i64, body.to_string()],
+        )
+        .unwrap();
+    assert_eq!(store.latest_checkpoint(&run_id).unwrap(), Some(good));
+}
+
+fn event() -> impl Strategy<Value = RunEvent> {
+    use baton::checkpoint::EffectState as E;
+    let sub = prop::sample::select(vec!["sa1", "sa2", "sa3"]);
+    let call = "[a-c]";
+    prop_oneof![
+        (sub.clone(), call).prop_map(|(s, c)| RunEvent::ToolCalled {
+            subagent: s.into(),
+            call_id: format!("{s}.{c}"),
+            tool: "grep".into(),
+            arguments: serde_json::json!({"pattern": c}),
+            effect: E::Executing,
+        }),
+        (sub.clone(), call, any::<bool>(), 0usize..3).prop_map(|(s, c, err, m)| {
+            RunEvent::ToolReturned {
+                subagent: s.into(),
+                call_id: format!("{s}.{c}"),
+                is_error: err,
+                content_digest: "d".into(),
+                observations: vec![baton::Observation::Searched {
+                    call_id: format!("{s}.{c}"),
+                    pattern: c.to_string(),
+                    scope: vec![".".into()],
+                    matches: m,
+                    files_searched: 3,
+                }],
+                effect: if err { E::Failed } else { E::Completed },
+            }
+        }),
+        (sub.clone(), 0u32..3).prop_map(|(s, r)| RunEvent::HandoffAccepted {
+            subagent: s.into(),
+            handoff: baton::Handoff::default(),
+            repairs: r,
+            evidence_digests: Default::default(),
+        }),
+        (sub.clone(), 0u32..9).prop_map(|(s, n)| RunEvent::BudgetSpent {
+            subagent: s.into(),
+            spent: baton::Spent {
+                model_turns: n,
+                tool_calls: n,
+                tokens_in: 10 * n as u64,
+                tokens_out: n as u64
+            },
+        }),
+        sub.prop_map(|s| RunEvent::SubagentEnded {
+            subagent: s.into(),
+            state: baton::SubagentState::HandedOff,
+            error: None,
+        }),
+        Just(RunEvent::RunResumed { after_seq: 3 }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 100, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Projecting the same events twice gives the same checkpoint, also after a round trip
+    /// through the store.
+    #[test]
+    fn projection_is_deterministic(events in prop::collection::vec(event(), 0..40)) {
+        let store = MemoryStore::new();
+        let mut all = vec![(1, RunEvent::RunStarted {
+            question: "q".into(), root: "/r".into(), model: "m".into(), agents: 1,
+            max_subagents: 3, budget: baton::Budget::default(), repairs: 2, shards: None, tools: vec!["grep".into()],
+        })];
+        all.extend(events.into_iter().map(|e| (2, e)));
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let logged = rt.block_on(store.append("r1", all)).unwrap().unwrap();
+        let read = store.events("r1").unwrap();
+        prop_assert_eq!(&read, &logged);
+        let once = project("r1", &logged);
+        prop_assert_eq!(&once, &project("r1", &read));
+        prop_assert_eq!(&once, &project("r1", &logged));
+        prop_assert!(once.check().is_ok());
+    }
+}
