@@ -19,7 +19,8 @@
 //!
 //! # Entry points
 //! - Library: [`Coordinator`] (`new`, builder methods, `run` / `start`), [`Task`], [`Report`].
-//! - Binary: `src/main.rs` → `cli` (`baton explore ROOT QUESTION`, `baton validate FILE`).
+//! - Binary: `src/main.rs` → `cli` (`baton explore ROOT QUESTION`, `baton validate FILE`,
+//!   `baton runs`, `baton brief RUN`, `baton resume RUN`).
 //!
 //! # Code map
 //! - `coordinator` — the public [`Coordinator`], [`Task`], [`RunHandle`], [`Canceller`],
@@ -33,7 +34,10 @@
 //!   layers, off the actor) before the lead looks at it; only one with no violation is merged;
 //!   a subagent that panics or stops without a handoff is recorded as failed and the run still
 //!   reports. The lead never awaits a subagent inside a handler. No role may spawn subagents
-//!   (there is no spawn tool).
+//!   (there is no spawn tool). `lead::journal` builds the events the lead logs (every step)
+//!   and writes checkpoints off the actor; `lead::resume` reads a log back into what a resumed
+//!   run starts from (pure): ended subagents are kept, mid-flight ones redone, cut-off effects
+//!   become outcome_unknown. The report goes out only after every event is durable.
 //! - `subagent` — `SubagentActor`, `SubagentMsg`; `subagent::agent_loop::AgentLoop` is the
 //!   sans-IO loop (`start` / `on_model` / `on_tools` / `on_repair` → `Step`). **Invariant:**
 //!   budgets (turns, tool calls, tokens) are enforced: over budget, a subagent is asked once to
@@ -47,6 +51,14 @@
 //! - `source` — [`SourceId`] and its grammar (file, line range, URL, `doc:ID#span`,
 //!   `event:ID`, `KIND:ID` records such as `call:sa1.3`) and the [`ObservationLog`] of what a
 //!   subagent's tools showed it.
+//! - `checkpoint` (public) — the durable run: [`checkpoint::RunEvent`]s in an append-only,
+//!   digest-chained log ([`checkpoint::EventStore`]: [`checkpoint::SqliteStore`] in WAL mode
+//!   with `synchronous=FULL` and one group-commit writer thread, [`checkpoint::MemoryStore`] for
+//!   tests), effect states with one table of legal transitions (`checkpoint::effect`), the pure
+//!   projection to a [`checkpoint::Checkpoint`] and its `Delta`, the brief. **Invariant:** no
+//!   append is acknowledged before it is durable; every read re-checks the chain and the run's
+//!   head; a checkpoint is rebuilt from events only and an invalid one is never used;
+//!   `outcome_unknown` never becomes `failed` without a reconciling observation.
 //! - `model` — the [`Model`] trait and its request/response types; `model::offline` is the
 //!   deterministic local explorer ([`OfflineModel`]), each turn a pure function of the
 //!   transcript: `terms` (question → identifiers, compounds, literals, stems, abbreviations,
@@ -65,8 +77,8 @@
 //!   `--json` wire format (fields may be added, never renamed).
 //! - `event` — [`Event`], the stream a run emits (progress display, embedding apps).
 //! - `contracts` — the texts of `contracts/` compiled in (handoff contract, role system text).
-//! - `cli` (binary only) — argument parsing, `explore` with its progress display, `validate`,
-//!   exit codes.
+//! - `cli` (binary only) — argument parsing, `explore` / `resume` with the progress display,
+//!   `validate`, `runs` / `brief`, the `--state` directory, exit codes.
 //!
 //! # Cross-cutting
 //! - Errors: library errors are typed ([`RunError`], [`ToolError`], [`ModelError`]); tool

@@ -379,3 +379,70 @@ proptest! {
         prop_assert!(once.check().is_ok());
     }
 }
+
+fn schema_keys(value: &Value) -> std::collections::BTreeSet<String> {
+    value
+        .as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// Every event a real run logs, and its checkpoint, fit the schemas in contracts/: the kind is
+/// one of the schema's, every field written is declared, every required field is written.
+#[tokio::test]
+async fn logged_events_and_checkpoints_match_their_schemas() {
+    let events_schema: Value =
+        serde_json::from_str(include_str!("../contracts/event.schema.json")).unwrap();
+    let checkpoint_schema: Value =
+        serde_json::from_str(include_str!("../contracts/checkpoint.schema.json")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = logged_run(dir.path()).await;
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let events = store.events(&run_id).unwrap();
+    let branches = events_schema["oneOf"].as_array().unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for logged in &events {
+        let payload = serde_json::to_value(&logged.event).unwrap();
+        let kind = payload["kind"].as_str().unwrap().to_string();
+        let branch = branches
+            .iter()
+            .find(|b| b["properties"]["kind"]["const"] == kind.as_str())
+            .unwrap_or_else(|| panic!("{kind} is not in event.schema.json"));
+        let declared = schema_keys(&branch["properties"]);
+        let written = schema_keys(&payload);
+        assert!(
+            written.is_subset(&declared),
+            "{kind}: undeclared {:?}",
+            written.difference(&declared)
+        );
+        for required in branch["required"].as_array().unwrap() {
+            assert!(
+                written.contains(required.as_str().unwrap()),
+                "{kind}: {required} missing"
+            );
+        }
+        seen.insert(kind);
+    }
+    for kind in [
+        "run_started",
+        "plan_revised",
+        "subagent_spawned",
+        "tool_called",
+        "tool_returned",
+        "handoff_accepted",
+        "budget_spent",
+        "subagent_ended",
+        "run_finished",
+    ] {
+        assert!(seen.contains(kind), "a run logs {kind}");
+    }
+    let checkpoint =
+        serde_json::to_value(store.latest_checkpoint(&run_id).unwrap().unwrap()).unwrap();
+    let required: std::collections::BTreeSet<String> = checkpoint_schema["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(schema_keys(&checkpoint), required);
+}

@@ -270,3 +270,45 @@ pub fn project(run_id: &str, events: &[LoggedEvent]) -> Checkpoint {
     }
     cp
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::store::{EventStore, MemoryStore};
+
+    #[test]
+    fn a_delta_is_the_events_after_the_checkpoint() {
+        let store = MemoryStore::new();
+        let started = RunEvent::RunStarted {
+            question: "q".into(),
+            root: "/r".into(),
+            model: "m".into(),
+            agents: 1,
+            max_subagents: 1,
+            budget: Budget::default(),
+            repairs: 0,
+            shards: None,
+            tools: vec!["grep".into()],
+        };
+        let finished = RunEvent::RunFinished { cancelled: false };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let first = rt
+            .block_on(store.append("r", vec![(1, started)]))
+            .unwrap()
+            .unwrap();
+        let cp = project("r", &first);
+        assert!(cp.check().is_ok());
+        assert_eq!(cp.finished, None);
+        rt.block_on(store.append("r", vec![(2, finished)]))
+            .unwrap()
+            .unwrap();
+        let all = store.events("r").unwrap();
+        let d = delta(&cp, &all);
+        assert_eq!(d.after_seq, 1);
+        assert_eq!(d.events.len(), 1);
+        assert_eq!(d.events[0].seq, 2);
+        assert_eq!(project("r", &all).finished, Some(false));
+    }
+}
