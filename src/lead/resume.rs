@@ -185,3 +185,91 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
         cut_off,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::{project, EventStore, MemoryStore, PlannedSubagent};
+    use crate::lead::journal;
+
+    fn started() -> RunEvent {
+        RunEvent::RunStarted {
+            question: "q".into(),
+            root: "/r".into(),
+            model: "m".into(),
+            agents: 1,
+            max_subagents: 2,
+            budget: Budget::default(),
+            repairs: 2,
+            shards: None,
+            tools: vec!["grep".into()],
+        }
+    }
+
+    #[test]
+    fn ended_subagents_are_kept_and_cut_off_effects_become_unknown() {
+        let events = vec![
+            started(),
+            RunEvent::PlanRevised {
+                subagents: vec![
+                    PlannedSubagent {
+                        id: "sa1".into(),
+                        scope: vec!["a".into()],
+                    },
+                    PlannedSubagent {
+                        id: "sa2".into(),
+                        scope: vec!["b".into()],
+                    },
+                ],
+                reason: "test".into(),
+            },
+            journal::spawned("sa1", &["a".into()], "brief", vec![], Budget::default()),
+            RunEvent::HandoffAccepted {
+                subagent: "sa1".into(),
+                handoff: Handoff::default(),
+                repairs: 1,
+                evidence_digests: Default::default(),
+            },
+            RunEvent::SubagentEnded {
+                subagent: "sa1".into(),
+                state: SubagentState::Repaired,
+                error: None,
+            },
+            journal::spawned("sa2", &["b".into()], "brief", vec![], Budget::default()),
+            RunEvent::ToolCalled {
+                subagent: "sa2".into(),
+                call_id: "sa2.1".into(),
+                tool: "grep".into(),
+                arguments: serde_json::json!({}),
+                effect: EffectState::Executing,
+            },
+        ];
+        let store = MemoryStore::new();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let logged = rt
+            .block_on(store.append("r", events.into_iter().map(|e| (1, e)).collect()))
+            .unwrap()
+            .unwrap();
+        let resumption = restore(&logged).unwrap();
+        assert_eq!(resumption.plan.len(), 2);
+        assert!(resumption.subagents["sa1"].is_done());
+        assert_eq!(resumption.subagents["sa1"].repairs, 1);
+        assert!(!resumption.subagents["sa2"].is_done());
+        assert_eq!(resumption.cut_off, vec!["sa2.1".to_string()]);
+        let mut after = journal::cut_off(&resumption.cut_off);
+        after.insert(
+            0,
+            RunEvent::RunResumed {
+                after_seq: resumption.after_seq,
+            },
+        );
+        let all = rt
+            .block_on(store.append("r", after.into_iter().map(|e| (2, e)).collect()))
+            .map(|_| store.events("r").unwrap())
+            .unwrap();
+        let cp = project("r", &all);
+        assert_eq!(cp.effects[0].state, EffectState::OutcomeUnknown);
+    }
+}
