@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::checkpoint::{EffectState, LoggedEvent, RunEvent};
+use crate::checkpoint::{project, EffectState, LoggedEvent, RunEvent};
 use crate::handoff::{Handoff, Violation};
 use crate::policy::{Budget, Spent};
 use crate::report::SubagentState;
@@ -69,7 +69,6 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
     let mut settings = None;
     let mut plan = Vec::new();
     let mut subagents: BTreeMap<String, Restored> = BTreeMap::new();
-    let mut effects: BTreeMap<String, EffectState> = BTreeMap::new();
     for logged in events {
         match &logged.event {
             RunEvent::RunStarted {
@@ -112,27 +111,16 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
                 // A new attempt: what an earlier one saw no longer counts.
                 subagents.insert(subagent.clone(), Restored::default());
             }
-            RunEvent::ToolCalled {
-                call_id, effect, ..
-            } => {
-                effects.insert(call_id.clone(), *effect);
-            }
             RunEvent::ToolReturned {
                 subagent,
-                call_id,
                 observations,
-                effect,
                 ..
             } => {
-                effects.insert(call_id.clone(), *effect);
                 subagents
                     .entry(subagent.clone())
                     .or_default()
                     .observations
                     .record(observations.iter().cloned());
-            }
-            RunEvent::EffectChanged { call_id, to, .. } => {
-                effects.insert(call_id.clone(), *to);
             }
             RunEvent::HandoffAccepted {
                 subagent,
@@ -172,10 +160,13 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
         }
     }
     let settings = settings.ok_or("the log has no run_started event")?;
-    let cut_off = effects
+    // Effects as the projection has them: those still executing were cut off.
+    let run_id = events.first().map(|e| e.run_id.as_str()).unwrap_or("");
+    let cut_off = project(run_id, events)
+        .effects
         .into_iter()
-        .filter(|(_, state)| *state == EffectState::Executing)
-        .map(|(call, _)| call)
+        .filter(|e| e.state == EffectState::Executing)
+        .map(|e| e.intent_id)
         .collect();
     Ok(Resumption {
         settings,
@@ -189,7 +180,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checkpoint::{project, EventStore, MemoryStore, PlannedSubagent};
+    use crate::checkpoint::{EventStore, MemoryStore, PlannedSubagent};
     use crate::lead::journal;
 
     fn started() -> RunEvent {
