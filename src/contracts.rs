@@ -1,7 +1,5 @@
-//! The texts in `contracts/`, compiled in: what every subagent is told.
+//! The texts in `contracts/`, compiled in: the handoff contract every subagent is given (role
+//! profiles are loaded by `context`).
 
 /// The handoff contract every subagent is given.
 pub(crate) const HANDOFF: &str = include_str!("../contracts/handoff.md");
-
-/// The explorer role's system text.
-pub(crate) const EXPLORER_SYSTEM: &str = include_str!("../contracts/explorer.md");

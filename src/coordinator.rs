@@ -86,6 +86,8 @@ pub struct Coordinator {
     repairs: u32,
     shards: Option<usize>,
     store: Option<Arc<dyn EventStore>>,
+    constraints: Vec<String>,
+    roles: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -113,6 +115,8 @@ impl Default for Coordinator {
             repairs: 2,
             shards: None,
             store: None,
+            constraints: Vec::new(),
+            roles: None,
         }
     }
 }
@@ -167,6 +171,27 @@ impl Coordinator {
         self
     }
 
+    /// A constraint the run must respect, verbatim (`--constraint`); binding sentences of the
+    /// question (never, don't, always, only, must, from now on …) are added by themselves.
+    pub fn constraint(mut self, text: impl Into<String>) -> Coordinator {
+        self.constraints.push(text.into());
+        self
+    }
+
+    /// Role profiles from `dir` (`*.toml`) add to or replace the built-in ones.
+    pub fn roles(mut self, dir: impl Into<PathBuf>) -> Coordinator {
+        self.roles = Some(dir.into());
+        self
+    }
+
+    fn explorer_role(&self) -> Result<crate::context::RoleProfile, RunError> {
+        let mut roles = crate::context::load_roles(self.roles.as_deref())
+            .map_err(|e| RunError::BadSetting(e.to_string()))?;
+        roles
+            .remove("explorer")
+            .ok_or_else(|| RunError::BadSetting("no `explorer` role profile".into()))
+    }
+
     /// Logs every run to `store` (an append-only, digest-chained event log) so it can be
     /// listed, briefed and resumed.
     pub fn store(mut self, store: Arc<dyn EventStore>) -> Coordinator {
@@ -197,6 +222,17 @@ impl Coordinator {
                 _ => e.to_string(),
             },
         })?;
+        let mut constraints: Vec<(String, String)> = self
+            .constraints
+            .iter()
+            .filter(|c| !c.trim().is_empty())
+            .map(|c| (c.trim().to_string(), "--constraint".to_string()))
+            .collect();
+        constraints.extend(
+            crate::context::binding_sentences(&question)
+                .into_iter()
+                .map(|s| (s, "question".to_string())),
+        );
         let config = RunConfig {
             run_id: new_run_id(),
             question,
@@ -208,6 +244,8 @@ impl Coordinator {
             budget: self.budget,
             repairs: self.repairs,
             shards: self.shards,
+            constraints,
+            role: self.explorer_role()?,
             log: None,
         };
         self.launch(config, events, None).await
@@ -270,6 +308,8 @@ impl Coordinator {
             budget: settings.budget,
             repairs: settings.repairs,
             shards: settings.shards,
+            constraints: Vec::new(),
+            role: self.explorer_role()?,
             log: None,
         };
         self.launch(config, events, Some(resumption)).await

@@ -89,6 +89,7 @@
 //! - Tests run offline: temp-dir fixtures, the offline model, scripted models.
 
 pub mod checkpoint;
+pub mod context;
 mod contracts;
 mod coordinator;
 mod event;

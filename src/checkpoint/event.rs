@@ -33,6 +33,12 @@ pub struct Manifest {
     pub tools: Vec<String>,
     /// Its budget.
     pub budget: Budget,
+    /// Tokens of its compiled context.
+    #[serde(default)]
+    pub context_tokens: u64,
+    /// Every checkpoint field and item its context included or omitted, and why.
+    #[serde(default)]
+    pub context: Vec<crate::context::ManifestEntry>,
 }
 
 /// Something that happened in a run.

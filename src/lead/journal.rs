@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::checkpoint::{
     project, sha256_hex, EffectState, Manifest, PlannedSubagent, RunEvent, RunLog,
 };
+use crate::context::Compiled;
 use crate::model::estimate_tokens;
 use crate::policy::{Budget, Spent};
 use crate::report::SubagentState;
@@ -44,20 +45,34 @@ pub(super) fn spawned(
     id: &str,
     scope: &[String],
     brief: &str,
-    tools: Vec<String>,
+    context: &Compiled,
     budget: Budget,
 ) -> RunEvent {
     RunEvent::SubagentSpawned {
         subagent: id.to_string(),
-        role: "explorer".into(),
+        role: context.role.clone(),
         scope: scope.to_vec(),
         manifest: Manifest {
             brief_digest: sha256_hex(brief.as_bytes()),
             brief_tokens: estimate_tokens(brief),
-            tools,
+            tools: context.tools.clone(),
             budget,
+            context_tokens: context.tokens as u64,
+            context: context.manifest.clone(),
         },
     }
+}
+
+/// The constraints a run starts with, verbatim, normalised, with their provenance.
+pub(super) fn constraints(given: &[(String, String)]) -> Vec<RunEvent> {
+    given
+        .iter()
+        .map(|(text, provenance)| RunEvent::ConstraintStated {
+            text: text.clone(),
+            normalised: crate::context::normalise(text),
+            provenance: provenance.clone(),
+        })
+        .collect()
 }
 
 pub(super) fn tool_called(id: &str, call: &ToolCall) -> RunEvent {

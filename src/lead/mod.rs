@@ -25,7 +25,12 @@ use std::time::Instant;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::checkpoint::{RunEvent, RunLog};
+use crate::checkpoint::{project, LoggedEvent, RunEvent, RunLog};
+use crate::context::{compile, Bpe, CachedTokenizer, Compiled, FloorError, RoleProfile};
+
+/// The most tokens a subagent's first context may grow to when its floor exceeds the role's
+/// budget (the offline model's window is not the limit; a real model's would be).
+const CONTEXT_WINDOW: usize = 32_000;
 use crate::event::Event;
 use crate::handoff::{validate, Check, Parsed, Violation, WorkspaceFiles};
 use crate::handoff::{Handoff, OpenItem};
@@ -53,6 +58,10 @@ pub(crate) struct RunConfig {
     pub(crate) repairs: u32,
     /// Shards to split the tree into (none: one per agent, one more per MiB).
     pub(crate) shards: Option<usize>,
+    /// Constraints given with the task: (verbatim text, provenance).
+    pub(crate) constraints: Vec<(String, String)>,
+    /// The role profile subagents are compiled for.
+    pub(crate) role: RoleProfile,
     /// Where the run's events go (none: the run is not logged).
     pub(crate) log: Option<RunLog>,
 }
@@ -139,6 +148,11 @@ pub(crate) struct LeadState {
     resume: Option<Resumption>,
     /// Set once the report is on its way.
     finished: bool,
+    /// Every event of the run as logged (from the log, on resume), for compiling contexts.
+    mirror: Vec<LoggedEvent>,
+    next_seq: u64,
+    /// Counts tokens for contexts, caching per block.
+    tokenizer: Arc<CachedTokenizer<Bpe>>,
 }
 
 pub(crate) struct LeadActor;
@@ -152,8 +166,33 @@ impl LeadState {
 
     /// Appends to the run's log, if there is one; durability is awaited before the report.
     fn log(&mut self, events: Vec<RunEvent>) {
+        for event in &events {
+            self.next_seq += 1;
+            self.mirror.push(LoggedEvent {
+                run_id: self.config.run_id.clone(),
+                seq: self.next_seq,
+                at_ms: 0,
+                event: event.clone(),
+                prev: String::new(),
+                digest: String::new(),
+            });
+        }
         if let Some(log) = &self.config.log {
             self.last_ack = Some(log.append(events));
+        }
+    }
+
+    /// A subagent's context, compiled for the explorer role from the checkpoint of everything
+    /// logged so far. A floor over the budget raises the budget while the model's window
+    /// allows; past that the context is refused.
+    fn context_for(&self) -> Result<Compiled, FloorError> {
+        let checkpoint = project(&self.config.run_id, &self.mirror);
+        let role = &self.config.role;
+        match compile(&checkpoint, None, role, role.budget, self.tokenizer.as_ref()) {
+            Err(floor) if floor.floor <= CONTEXT_WINDOW => {
+                compile(&checkpoint, None, role, floor.floor, self.tokenizer.as_ref())
+            }
+            other => other,
         }
     }
 
@@ -233,18 +272,25 @@ impl LeadState {
             let Some(index) = self.queue.pop_front() else {
                 break;
             };
+            let context = match self.context_for() {
+                Ok(c) => c,
+                Err(refused) => {
+                    self.end(index, SubagentState::Failed, Some(format!("context refused: {refused}")));
+                    continue;
+                }
+            };
             let record = &self.records[index];
             let brief = plan::brief(&self.config.question, &record.shard);
             let spawned = journal::spawned(
                 &record.summary.id,
                 &record.shard.paths,
                 &brief,
-                self.config.tools.names(),
+                &context,
                 self.config.budget,
             );
             let args = SubagentArgs {
                 id: record.summary.id.clone(),
-                system: crate::contracts::EXPLORER_SYSTEM.to_string(),
+                system: context.text,
                 brief,
                 budget: self.config.budget,
                 model: Arc::clone(&self.config.model),
@@ -492,8 +538,11 @@ impl Actor for LeadActor {
             planning_error: None,
             files,
             last_ack: None,
+            mirror: args.resume.as_ref().map(|r| r.events.clone()).unwrap_or_default(),
+            next_seq: args.resume.as_ref().map(|r| r.after_seq).unwrap_or(0),
             resume: args.resume,
             finished: false,
+            tokenizer: Arc::new(CachedTokenizer::new(Bpe)),
         })
     }
 
@@ -524,14 +573,18 @@ impl Actor for LeadActor {
                         return Ok(());
                     }
                 } else {
-                    let started = journal::started(&state.config);
-                    state.log(vec![started]);
+                    let mut events = vec![journal::started(&state.config)];
+                    events.extend(journal::constraints(&state.config.constraints));
+                    state.log(events);
                 }
                 let workspace = state.config.workspace.clone();
                 let (agents, max) = (state.config.agents, state.config.max_subagents);
                 let shards = state.config.shards;
                 let me = myself.clone();
+                let tokenizer = Arc::clone(&state.tokenizer);
                 tokio::task::spawn_blocking(move || {
+                    // The BPE vocabulary loads once (~0.2 s): here, not in a handler.
+                    let _ = crate::context::Tokenizer::count(tokenizer.as_ref(), "warm");
                     let planned = plan_run(&workspace, agents, max, shards);
                     let _ = me.cast(LeadMsg::Planned(planned));
                 });

@@ -62,6 +62,8 @@ pub(crate) struct Resumption {
     pub(crate) after_seq: u64,
     /// Calls whose effect was executing when the log stopped.
     pub(crate) cut_off: Vec<String>,
+    /// The events as logged.
+    pub(crate) events: Vec<LoggedEvent>,
 }
 
 /// Reads a run's events back into what a resume needs.
@@ -174,6 +176,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
         subagents,
         after_seq: events.last().map(|e| e.seq).unwrap_or(0),
         cut_off,
+        events: events.to_vec(),
     })
 }
 
@@ -182,6 +185,17 @@ mod tests {
     use super::*;
     use crate::checkpoint::{EventStore, MemoryStore, PlannedSubagent};
     use crate::lead::journal;
+
+    fn manifest() -> crate::checkpoint::Manifest {
+        crate::checkpoint::Manifest {
+            brief_digest: String::new(),
+            brief_tokens: 0,
+            tools: vec![],
+            budget: Budget::default(),
+            context_tokens: 0,
+            context: vec![],
+        }
+    }
 
     fn started() -> RunEvent {
         RunEvent::RunStarted {
@@ -214,7 +228,7 @@ mod tests {
                 ],
                 reason: "test".into(),
             },
-            journal::spawned("sa1", &["a".into()], "brief", vec![], Budget::default()),
+            RunEvent::SubagentSpawned { subagent: "sa1".into(), role: "explorer".into(), scope: vec![], manifest: manifest() },
             RunEvent::HandoffAccepted {
                 subagent: "sa1".into(),
                 handoff: Handoff::default(),
@@ -226,7 +240,7 @@ mod tests {
                 state: SubagentState::Repaired,
                 error: None,
             },
-            journal::spawned("sa2", &["b".into()], "brief", vec![], Budget::default()),
+            RunEvent::SubagentSpawned { subagent: "sa2".into(), role: "explorer".into(), scope: vec![], manifest: manifest() },
             RunEvent::ToolCalled {
                 subagent: "sa2".into(),
                 call_id: "sa2.1".into(),

@@ -1,0 +1,227 @@
+//! Role profiles (contracts/roles/*.toml): the checkpoint fields a role must see (mandatory),
+//! may see (by priority), its tools, its system text and its token budget. Built-in profiles
+//! are compiled in; `--roles DIR` adds or replaces them. A malformed profile is an error naming
+//! the file and the field.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// A checkpoint field a context can hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Field {
+    /// The question.
+    Goal,
+    /// The explored root.
+    Root,
+    /// Constraints in force (always verbatim, as standing conditions).
+    Constraints,
+    /// Evidence accepted, with digests.
+    Evidence,
+    /// Searches that found nothing.
+    NegativeEvidence,
+    /// Effects and their states.
+    Effects,
+    /// Denials.
+    Denials,
+    /// Approvals.
+    Approvals,
+    /// Budgets.
+    Budgets,
+    /// The tool registry revision.
+    ToolRegistryRevision,
+    /// The plan.
+    Plans,
+    /// Handoffs accepted and rejected.
+    Handoffs,
+    /// Events after the checkpoint.
+    RecentEvents,
+}
+
+impl Field {
+    /// Every field, in the order a context lists them.
+    pub const ALL: [Field; 13] = [
+        Field::Goal,
+        Field::Root,
+        Field::Constraints,
+        Field::Evidence,
+        Field::NegativeEvidence,
+        Field::Effects,
+        Field::Denials,
+        Field::Approvals,
+        Field::Budgets,
+        Field::ToolRegistryRevision,
+        Field::Plans,
+        Field::Handoffs,
+        Field::RecentEvents,
+    ];
+
+    /// The field's name in profiles and manifests.
+    pub fn name(self) -> &'static str {
+        match self {
+            Field::Goal => "goal",
+            Field::Root => "root",
+            Field::Constraints => "constraints",
+            Field::Evidence => "evidence",
+            Field::NegativeEvidence => "negative_evidence",
+            Field::Effects => "effects",
+            Field::Denials => "denials",
+            Field::Approvals => "approvals",
+            Field::Budgets => "budgets",
+            Field::ToolRegistryRevision => "tool_registry_revision",
+            Field::Plans => "plans",
+            Field::Handoffs => "handoffs",
+            Field::RecentEvents => "recent_events",
+        }
+    }
+}
+
+/// An optional field and its priority (lower first).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OptionalField {
+    /// The field.
+    pub field: Field,
+    /// Lower is included first.
+    pub priority: u32,
+}
+
+/// One role's profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleProfile {
+    /// The role's name.
+    pub name: String,
+    /// One line on what the role is for.
+    pub description: String,
+    /// The system text the role's context opens with.
+    pub system: String,
+    /// Default token budget of its context.
+    pub budget: usize,
+    /// Tools it may call (workspace tools: list_dir, glob, grep, read_file).
+    pub tools: Vec<String>,
+    /// Fields it must see whole; a context that cannot hold them is refused.
+    pub mandatory: Vec<Field>,
+    /// Fields it may see, by priority.
+    #[serde(default)]
+    pub optional: Vec<OptionalField>,
+}
+
+/// Why a profile could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {message}")]
+pub struct RoleError {
+    /// The profile's file.
+    pub file: String,
+    /// What is wrong, naming the field.
+    pub message: String,
+}
+
+/// The tools a profile may name.
+pub const KNOWN_TOOLS: &[&str] = &["list_dir", "glob", "grep", "read_file"];
+
+const BUILT_IN: &[(&str, &str)] = &[
+    ("explorer.toml", include_str!("../../contracts/roles/explorer.toml")),
+    ("researcher.toml", include_str!("../../contracts/roles/researcher.toml")),
+    ("verifier.toml", include_str!("../../contracts/roles/verifier.toml")),
+    ("recovery.toml", include_str!("../../contracts/roles/recovery.toml")),
+    ("lead.toml", include_str!("../../contracts/roles/lead.toml")),
+];
+
+impl RoleProfile {
+    /// Parses and checks one profile; `file` names it in errors.
+    pub fn parse(file: &str, text: &str) -> Result<RoleProfile, RoleError> {
+        let err = |message: String| RoleError {
+            file: file.to_string(),
+            message,
+        };
+        let profile: RoleProfile =
+            toml::from_str(text).map_err(|e| err(e.to_string().lines().collect::<Vec<_>>().join(" ")))?;
+        if profile.name.trim().is_empty() {
+            return Err(err("field `name`: empty".into()));
+        }
+        if profile.budget == 0 {
+            return Err(err("field `budget`: must be a positive number of tokens".into()));
+        }
+        if let Some(tool) = profile.tools.iter().find(|t| !KNOWN_TOOLS.contains(&t.as_str())) {
+            return Err(err(format!(
+                "field `tools`: unknown tool `{tool}` (known: {})",
+                KNOWN_TOOLS.join(", ")
+            )));
+        }
+        for f in &profile.optional {
+            if profile.mandatory.contains(&f.field) {
+                return Err(err(format!(
+                    "field `optional`: `{}` is already mandatory",
+                    f.field.name()
+                )));
+            }
+        }
+        if !profile.mandatory.contains(&Field::Constraints) {
+            return Err(err(
+                "field `mandatory`: every role must see `constraints` (they bind every step)".into(),
+            ));
+        }
+        Ok(profile)
+    }
+}
+
+/// The built-in profiles, plus those of `dir` (`*.toml`), which replace built-ins of the same
+/// name.
+pub fn load_roles(dir: Option<&Path>) -> Result<BTreeMap<String, RoleProfile>, RoleError> {
+    let mut roles = BTreeMap::new();
+    for (file, text) in BUILT_IN {
+        let role = RoleProfile::parse(&format!("contracts/roles/{file}"), text)?;
+        roles.insert(role.name.clone(), role);
+    }
+    let Some(dir) = dir else { return Ok(roles) };
+    let shown = dir.display().to_string();
+    let entries = std::fs::read_dir(dir).map_err(|e| RoleError {
+        file: shown.clone(),
+        message: e.to_string(),
+    })?;
+    let mut paths: Vec<_> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    paths.sort();
+    for path in paths {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(&path).map_err(|e| RoleError {
+            file: file.clone(),
+            message: e.to_string(),
+        })?;
+        let role = RoleProfile::parse(&file, &text)?;
+        roles.insert(role.name.clone(), role);
+    }
+    Ok(roles)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_profiles_load() {
+        let roles = load_roles(None).unwrap();
+        for name in ["explorer", "researcher", "verifier", "recovery", "lead"] {
+            assert!(roles.contains_key(name), "{name}");
+        }
+        assert!(roles["lead"].tools.is_empty());
+    }
+
+    #[test]
+    fn a_malformed_profile_names_the_file_and_field() {
+        let bad = "name = \"x\"\ndescription = \"d\"\nsystem = \"s\"\nbudget = 100\ntools = [\"shell\"]\nmandatory = [\"goal\", \"constraints\"]\n";
+        let e = RoleProfile::parse("roles/x.toml", bad).unwrap_err();
+        assert!(e.to_string().starts_with("roles/x.toml: field `tools`"), "{e}");
+        let e = RoleProfile::parse("roles/y.toml", "name = 3").unwrap_err();
+        assert!(e.to_string().starts_with("roles/y.toml:"), "{e}");
+        let unknown = bad.replace("[\"shell\"]", "[]").replace("\"goal\"", "\"mood\"");
+        let e = RoleProfile::parse("roles/z.toml", &unknown).unwrap_err();
+        assert!(e.to_string().contains("mood"), "{e}");
+    }
+}
