@@ -3,6 +3,7 @@
 mod support;
 
 mod cli;
+mod context;
 mod contract;
 mod durable;
 mod explore;

@@ -44,6 +44,9 @@ enum Command {
     Runs(runs::RunsArgs),
     /// Print the brief of a run: what a person reads before resuming it.
     Brief(runs::BriefArgs),
+    /// Print the context a subagent of a role would be given from the run's latest checkpoint,
+    /// and its manifest (exit 3 when the role's mandatory fields exceed the budget).
+    Context(runs::ContextArgs),
 }
 
 /// Where runs are logged.
@@ -117,6 +120,12 @@ struct ExploreArgs {
     /// Repair turns a subagent gets when its handoff breaks the contract.
     #[arg(long, default_value_t = 2)]
     repairs: u32,
+    /// A constraint the run must respect, verbatim (repeatable).
+    #[arg(long = "constraint", value_name = "TEXT")]
+    constraints: Vec<String>,
+    /// Extra role profiles (`*.toml`) adding to or replacing the built-in ones.
+    #[arg(long)]
+    roles: Option<std::path::PathBuf>,
     #[command(flatten)]
     model: ModelArgs,
     #[command(flatten)]
@@ -141,6 +150,7 @@ pub(crate) fn main() -> i32 {
         Command::Validate(args) => return validate::run(args),
         Command::Runs(args) => return runs::list(args),
         Command::Brief(args) => return runs::brief(args),
+        Command::Context(args) => return runs::context(args),
         Command::Explore(args) => Job::Explore(args),
         Command::Resume(args) => Job::Resume(args),
     };
@@ -214,6 +224,12 @@ async fn explore(args: ExploreArgs) -> i32 {
     let mut coordinator = coordinator(&args.model, store);
     if let Some(shards) = args.shards {
         coordinator = coordinator.shards(shards as usize);
+    }
+    for c in &args.constraints {
+        coordinator = coordinator.constraint(c.clone());
+    }
+    if let Some(dir) = &args.roles {
+        coordinator = coordinator.roles(dir.clone());
     }
     let coordinator = coordinator
         .agents(args.agents as usize)

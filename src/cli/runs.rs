@@ -138,3 +138,118 @@ pub(crate) fn brief(args: BriefArgs) -> i32 {
     };
     write_out(&text)
 }
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct ContextArgs {
+    /// The run's id (see `baton runs`).
+    run: String,
+    /// The role to compile for (explorer, researcher, verifier, recovery, lead, or one of
+    /// --roles).
+    #[arg(long)]
+    role: String,
+    /// Token budget (default: the role's).
+    #[arg(long)]
+    budget: Option<usize>,
+    /// Extra role profiles (`*.toml`).
+    #[arg(long)]
+    roles: Option<std::path::PathBuf>,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    state: StateArg,
+}
+
+/// Exit code: the role's mandatory fields do not fit the budget.
+const EXIT_FLOOR: i32 = 3;
+
+pub(crate) fn context(args: ContextArgs) -> i32 {
+    use baton::context::{compile, load_roles, Bpe, Reason};
+    let roles = match load_roles(args.roles.as_deref()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("baton: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let Some(role) = roles.get(&args.role) else {
+        let known: Vec<&str> = roles.keys().map(String::as_str).collect();
+        eprintln!(
+            "baton: no role `{}` (roles: {})",
+            args.role,
+            known.join(", ")
+        );
+        return EXIT_USAGE;
+    };
+    let store = match args.state.open() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("baton: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let events = match store.events(&args.run) {
+        Ok(events) => events,
+        Err(e) => return store_error(&e),
+    };
+    // The latest checkpoint, and the events after it as the delta.
+    let checkpoint = match store.latest_checkpoint(&args.run) {
+        Ok(Some(cp)) => cp,
+        _ => project(&args.run, &events),
+    };
+    let delta = baton::checkpoint::delta(&checkpoint, &events);
+    let budget = args.budget.unwrap_or(role.budget);
+    match compile(&checkpoint, Some(&delta), role, budget, &Bpe) {
+        Ok(compiled) => {
+            let text = if args.json {
+                format!("{}\n", json!({ "context": compiled }))
+            } else {
+                let mut text = compiled.text.clone();
+                text.push_str(&format!(
+                    "\n--- manifest: {} of {} tokens ({}), tools: {} ---\n",
+                    compiled.tokens,
+                    compiled.budget,
+                    compiled.tokenizer,
+                    if compiled.tools.is_empty() {
+                        "none".to_string()
+                    } else {
+                        compiled.tools.join(", ")
+                    }
+                ));
+                for e in &compiled.manifest {
+                    let mark = if e.included { "+" } else { "-" };
+                    let item = e
+                        .item
+                        .as_deref()
+                        .map(|i| format!(" {i}"))
+                        .unwrap_or_default();
+                    let reason = match e.reason {
+                        Reason::Mandatory => "mandatory",
+                        Reason::Optional => "optional",
+                        Reason::IdentityOnly => {
+                            "identity only: content not included, reread allowed"
+                        }
+                        Reason::NotInRole => "not in role",
+                        Reason::OverBudget => "over budget",
+                        Reason::Tombstoned => "tombstoned",
+                        Reason::Empty => "empty",
+                    };
+                    text.push_str(&format!(
+                        "{mark} {}{item}: {} tokens ({reason})\n",
+                        e.field.name(),
+                        e.tokens
+                    ));
+                }
+                text
+            };
+            write_out(&text)
+        }
+        Err(floor) => {
+            if args.json {
+                let _ = write_out(&format!("{}\n", json!({ "floor_error": floor })));
+            }
+            eprintln!("baton: {floor}");
+            EXIT_FLOOR
+        }
+    }
+}

@@ -36,7 +36,10 @@ pub fn binds(sentence: &str) -> bool {
 
 /// The normalised form of a constraint: lower case, whitespace runs as one space.
 pub fn normalise(text: &str) -> String {
-    text.to_lowercase().split_whitespace().collect::<Vec<_>>().join(" ")
+    text.to_lowercase()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn sentences(text: &str) -> Vec<&str> {

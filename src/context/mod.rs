@@ -140,7 +140,10 @@ fn render(field: Field, cp: &Checkpoint, delta: Option<&Delta>) -> Vec<Item> {
             .iter()
             .map(|e| {
                 let digest = short(&e.digest, 12);
-                let identity = format!("- {} [sha256 {digest}] (content not included; reread allowed)\n", e.source);
+                let identity = format!(
+                    "- {} [sha256 {digest}] (content not included; reread allowed)\n",
+                    e.source
+                );
                 Item {
                     id: Some(e.source.clone()),
                     text: match &e.excerpt {
@@ -181,7 +184,11 @@ fn render(field: Field, cp: &Checkpoint, delta: Option<&Delta>) -> Vec<Item> {
                     e.state,
                     e.attempts,
                     e.allowed_recovery,
-                    if e.prohibited_repetition { "prohibited" } else { "allowed" }
+                    if e.prohibited_repetition {
+                        "prohibited"
+                    } else {
+                        "allowed"
+                    }
                 ),
                 identity: None,
                 tombstoned: false,
@@ -195,7 +202,12 @@ fn render(field: Field, cp: &Checkpoint, delta: Option<&Delta>) -> Vec<Item> {
         Field::Approvals => cp
             .approvals
             .iter()
-            .map(|a| plain(format!("- approved: {} (consumed: {})\n", a.object, a.consumed)))
+            .map(|a| {
+                plain(format!(
+                    "- approved: {} (consumed: {})\n",
+                    a.object, a.consumed
+                ))
+            })
             .collect(),
         Field::Budgets => {
             let t = &cp.budgets.total;
@@ -219,7 +231,9 @@ fn render(field: Field, cp: &Checkpoint, delta: Option<&Delta>) -> Vec<Item> {
                     p.subagent,
                     p.scope.join(", "),
                     p.status,
-                    p.outcome.map(|o| format!(", {}", o.label())).unwrap_or_default()
+                    p.outcome
+                        .map(|o| format!(", {}", o.label()))
+                        .unwrap_or_default()
                 ),
                 identity: None,
                 tombstoned: false,
@@ -291,7 +305,11 @@ pub fn compile(
     let mut mandatory_tokens = Vec::new();
     for field in &role.mandatory {
         let items = render(*field, cp, delta);
-        let mut field_tokens = if *field == Field::Constraints { 0 } else { count(&heading(*field)) };
+        let mut field_tokens = if *field == Field::Constraints {
+            0
+        } else {
+            count(&heading(*field))
+        };
         for item in items {
             let t = count(&item.text);
             field_tokens += t;
@@ -337,24 +355,41 @@ pub fn compile(
             continue;
         }
         left -= head;
+        // Items with an identity (evidence) are all kept at least as their identity when that
+        // fits, then upgraded to their content in order while it fits.
+        let identities: usize = items
+            .iter()
+            .filter_map(|i| i.identity.as_ref())
+            .map(|i| count(i))
+            .sum();
+        let mut reserved = if identities <= left { identities } else { 0 };
+        left -= reserved;
         for item in items {
+            let identity_tokens = item.identity.as_ref().map(|i| count(i));
+            let reserve = if reserved > 0 {
+                identity_tokens.unwrap_or(0)
+            } else {
+                0
+            };
+            reserved -= reserve;
+            let room = left + reserve;
             let full = count(&item.text);
             let (text, reason, tokens) = if item.tombstoned {
                 let identity = item.identity.clone().unwrap_or(item.text.clone());
                 let t = count(&identity);
                 (identity, Reason::Tombstoned, t)
-            } else if full <= left {
+            } else if full <= room {
                 (item.text, Reason::Optional, full)
-            } else if let Some(identity) = item.identity {
-                let t = count(&identity);
+            } else if let (Some(identity), Some(t)) = (item.identity, identity_tokens) {
                 (identity, Reason::IdentityOnly, t)
             } else {
                 (String::new(), Reason::OverBudget, usize::MAX)
             };
-            if tokens <= left {
-                left -= tokens;
+            if tokens <= room {
+                left = room - tokens;
                 chosen.push((field, item.id, text, reason, tokens));
             } else {
+                left = room;
                 manifest.push(ManifestEntry {
                     field,
                     item: item.id,
@@ -366,7 +401,8 @@ pub fn compile(
         }
     }
     for field in Field::ALL {
-        let in_role = role.mandatory.contains(&field) || role.optional.iter().any(|o| o.field == field);
+        let in_role =
+            role.mandatory.contains(&field) || role.optional.iter().any(|o| o.field == field);
         if !in_role {
             manifest.push(ManifestEntry {
                 field,
@@ -432,7 +468,8 @@ pub fn compile(
 /// The context text: system, data section (fields in their fixed order), standing conditions,
 /// recent events.
 fn assemble(system: &str, chosen: &[(Field, Option<String>, String, Reason, usize)]) -> String {
-    let mut out = String::with_capacity(system.len() + chosen.iter().map(|c| c.2.len()).sum::<usize>() + 512);
+    let mut out =
+        String::with_capacity(system.len() + chosen.iter().map(|c| c.2.len()).sum::<usize>() + 512);
     out.push_str(system);
     out.push_str(DATA_BEGIN);
     out.push('\n');

@@ -123,10 +123,22 @@ pub struct RoleError {
 pub const KNOWN_TOOLS: &[&str] = &["list_dir", "glob", "grep", "read_file"];
 
 const BUILT_IN: &[(&str, &str)] = &[
-    ("explorer.toml", include_str!("../../contracts/roles/explorer.toml")),
-    ("researcher.toml", include_str!("../../contracts/roles/researcher.toml")),
-    ("verifier.toml", include_str!("../../contracts/roles/verifier.toml")),
-    ("recovery.toml", include_str!("../../contracts/roles/recovery.toml")),
+    (
+        "explorer.toml",
+        include_str!("../../contracts/roles/explorer.toml"),
+    ),
+    (
+        "researcher.toml",
+        include_str!("../../contracts/roles/researcher.toml"),
+    ),
+    (
+        "verifier.toml",
+        include_str!("../../contracts/roles/verifier.toml"),
+    ),
+    (
+        "recovery.toml",
+        include_str!("../../contracts/roles/recovery.toml"),
+    ),
     ("lead.toml", include_str!("../../contracts/roles/lead.toml")),
 ];
 
@@ -137,15 +149,21 @@ impl RoleProfile {
             file: file.to_string(),
             message,
         };
-        let profile: RoleProfile =
-            toml::from_str(text).map_err(|e| err(e.to_string().lines().collect::<Vec<_>>().join(" ")))?;
+        let profile: RoleProfile = toml::from_str(text)
+            .map_err(|e| err(e.to_string().lines().collect::<Vec<_>>().join(" ")))?;
         if profile.name.trim().is_empty() {
             return Err(err("field `name`: empty".into()));
         }
         if profile.budget == 0 {
-            return Err(err("field `budget`: must be a positive number of tokens".into()));
+            return Err(err(
+                "field `budget`: must be a positive number of tokens".into()
+            ));
         }
-        if let Some(tool) = profile.tools.iter().find(|t| !KNOWN_TOOLS.contains(&t.as_str())) {
+        if let Some(tool) = profile
+            .tools
+            .iter()
+            .find(|t| !KNOWN_TOOLS.contains(&t.as_str()))
+        {
             return Err(err(format!(
                 "field `tools`: unknown tool `{tool}` (known: {})",
                 KNOWN_TOOLS.join(", ")
@@ -161,7 +179,8 @@ impl RoleProfile {
         }
         if !profile.mandatory.contains(&Field::Constraints) {
             return Err(err(
-                "field `mandatory`: every role must see `constraints` (they bind every step)".into(),
+                "field `mandatory`: every role must see `constraints` (they bind every step)"
+                    .into(),
             ));
         }
         Ok(profile)
@@ -217,10 +236,15 @@ mod tests {
     fn a_malformed_profile_names_the_file_and_field() {
         let bad = "name = \"x\"\ndescription = \"d\"\nsystem = \"s\"\nbudget = 100\ntools = [\"shell\"]\nmandatory = [\"goal\", \"constraints\"]\n";
         let e = RoleProfile::parse("roles/x.toml", bad).unwrap_err();
-        assert!(e.to_string().starts_with("roles/x.toml: field `tools`"), "{e}");
+        assert!(
+            e.to_string().starts_with("roles/x.toml: field `tools`"),
+            "{e}"
+        );
         let e = RoleProfile::parse("roles/y.toml", "name = 3").unwrap_err();
         assert!(e.to_string().starts_with("roles/y.toml:"), "{e}");
-        let unknown = bad.replace("[\"shell\"]", "[]").replace("\"goal\"", "\"mood\"");
+        let unknown = bad
+            .replace("[\"shell\"]", "[]")
+            .replace("\"goal\"", "\"mood\"");
         let e = RoleProfile::parse("roles/z.toml", &unknown).unwrap_err();
         assert!(e.to_string().contains("mood"), "{e}");
     }

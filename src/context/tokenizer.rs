@@ -64,7 +64,9 @@ impl<T: Tokenizer> CachedTokenizer<T> {
 
 impl<T: Tokenizer> std::fmt::Debug for CachedTokenizer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CachedTokenizer").field("inner", &self.inner.name()).finish()
+        f.debug_struct("CachedTokenizer")
+            .field("inner", &self.inner.name())
+            .finish()
     }
 }
 

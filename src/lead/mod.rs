@@ -188,10 +188,20 @@ impl LeadState {
     fn context_for(&self) -> Result<Compiled, FloorError> {
         let checkpoint = project(&self.config.run_id, &self.mirror);
         let role = &self.config.role;
-        match compile(&checkpoint, None, role, role.budget, self.tokenizer.as_ref()) {
-            Err(floor) if floor.floor <= CONTEXT_WINDOW => {
-                compile(&checkpoint, None, role, floor.floor, self.tokenizer.as_ref())
-            }
+        match compile(
+            &checkpoint,
+            None,
+            role,
+            role.budget,
+            self.tokenizer.as_ref(),
+        ) {
+            Err(floor) if floor.floor <= CONTEXT_WINDOW => compile(
+                &checkpoint,
+                None,
+                role,
+                floor.floor,
+                self.tokenizer.as_ref(),
+            ),
             other => other,
         }
     }
@@ -275,7 +285,11 @@ impl LeadState {
             let context = match self.context_for() {
                 Ok(c) => c,
                 Err(refused) => {
-                    self.end(index, SubagentState::Failed, Some(format!("context refused: {refused}")));
+                    self.end(
+                        index,
+                        SubagentState::Failed,
+                        Some(format!("context refused: {refused}")),
+                    );
                     continue;
                 }
             };
@@ -538,7 +552,11 @@ impl Actor for LeadActor {
             planning_error: None,
             files,
             last_ack: None,
-            mirror: args.resume.as_ref().map(|r| r.events.clone()).unwrap_or_default(),
+            mirror: args
+                .resume
+                .as_ref()
+                .map(|r| r.events.clone())
+                .unwrap_or_default(),
             next_seq: args.resume.as_ref().map(|r| r.after_seq).unwrap_or(0),
             resume: args.resume,
             finished: false,

@@ -228,7 +228,12 @@ mod tests {
                 ],
                 reason: "test".into(),
             },
-            RunEvent::SubagentSpawned { subagent: "sa1".into(), role: "explorer".into(), scope: vec![], manifest: manifest() },
+            RunEvent::SubagentSpawned {
+                subagent: "sa1".into(),
+                role: "explorer".into(),
+                scope: vec![],
+                manifest: manifest(),
+            },
             RunEvent::HandoffAccepted {
                 subagent: "sa1".into(),
                 handoff: Handoff::default(),
@@ -240,7 +245,12 @@ mod tests {
                 state: SubagentState::Repaired,
                 error: None,
             },
-            RunEvent::SubagentSpawned { subagent: "sa2".into(), role: "explorer".into(), scope: vec![], manifest: manifest() },
+            RunEvent::SubagentSpawned {
+                subagent: "sa2".into(),
+                role: "explorer".into(),
+                scope: vec![],
+                manifest: manifest(),
+            },
             RunEvent::ToolCalled {
                 subagent: "sa2".into(),
                 call_id: "sa2.1".into(),
