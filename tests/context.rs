@@ -312,3 +312,163 @@ fn baton_context_prints_the_context_and_exits_3_at_the_floor() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A resumed run whose restarted subagent restates its orientation without the constraint: the
+/// lead's loop sends the constraint (and the cut-off effect) back before any tool is offered.
+#[tokio::test]
+async fn orientation_on_resume_resends_a_dropped_constraint_before_any_tool_call() {
+    use baton::{Coordinator, Message, ScriptedModel, ScriptedTurn};
+    use std::sync::Arc;
+    let tree = crate::support::rust_tree();
+    let store = Arc::new(MemoryStore::new());
+    let root = std::fs::canonicalize(tree.path())
+        .unwrap()
+        .display()
+        .to_string();
+    let killed = vec![
+        RunEvent::RunStarted {
+            question: "How does the retry delay grow?".into(),
+            root,
+            model: "scripted".into(),
+            agents: 1,
+            max_subagents: 1,
+            budget: baton::Budget::default(),
+            repairs: 2,
+            shards: None,
+            tools: vec![
+                "list_dir".into(),
+                "glob".into(),
+                "grep".into(),
+                "read_file".into(),
+            ],
+        },
+        RunEvent::ConstraintStated {
+            text: CONSTRAINT.into(),
+            normalised: baton::context::normalise(CONSTRAINT),
+            provenance: "--constraint".into(),
+        },
+        RunEvent::PlanRevised {
+            subagents: vec![PlannedSubagent {
+                id: "sa1".into(),
+                scope: vec![".".into()],
+            }],
+            reason: "test".into(),
+        },
+        RunEvent::ToolCalled {
+            subagent: "sa1".into(),
+            call_id: "sa1.1".into(),
+            tool: "grep".into(),
+            arguments: serde_json::json!({"pattern": "delay"}),
+            effect: EffectState::Executing,
+        },
+    ];
+    store
+        .append("killed-run", killed.into_iter().map(|e| (1, e)).collect())
+        .await
+        .unwrap()
+        .unwrap();
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::text("## Goal\nHow does the retry delay grow?\n## Constraints\n- none\n## Unresolved effects\n- none\n## Next action\nRead retry.rs."),
+        ScriptedTurn::tool("read_file", serde_json::json!({"path": "src/net/retry.rs", "start_line": 1, "end_line": 22})),
+        ScriptedTurn::text("## Settled conclusions\n- `next_delay` doubles the delay up to the cap. [src/net/retry.rs:18-21]\n## Open items\n## Hard constraints\n- Never modify anything under /migrations.\n"),
+    ]));
+    let report = Coordinator::new()
+        .model(model.clone())
+        .store(store.clone())
+        .resume("killed-run", None)
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    assert_eq!(
+        report.subagents[0].state,
+        baton::SubagentState::HandedOff,
+        "{:?}",
+        report.subagents
+    );
+    let requests = model.requests();
+    // First turn: the orientation, with no tool offered.
+    assert!(requests[0].tools.is_empty());
+    assert!(
+        matches!(&requests[0].messages[0], Message::User { text } if text.contains("Orientation:"))
+    );
+    // Second turn: what was dropped comes back verbatim, and only now are tools offered.
+    let Some(Message::User { text: resent }) = requests[1].messages.last() else {
+        panic!("a re-send turn")
+    };
+    assert!(resent.contains(CONSTRAINT), "{resent}");
+    assert!(resent.contains("sa1.1: outcome_unknown"), "{resent}");
+    assert!(!requests[1].tools.is_empty());
+    // The system text carried the constraint as a standing condition all along.
+    assert!(conditions(&requests[0].system).contains(CONSTRAINT));
+    // The cut-off effect is outcome_unknown in the log, never failed.
+    let events = store.events("killed-run").unwrap();
+    let cp = project("killed-run", &events);
+    let effect = cp.effects.iter().find(|e| e.intent_id == "sa1.1").unwrap();
+    assert_eq!(effect.state, EffectState::OutcomeUnknown);
+}
+
+/// The offline explorer restates its orientation in full: nothing is sent back.
+#[tokio::test]
+async fn the_offline_explorer_orients_itself_fully() {
+    use baton::{Coordinator, OfflineModel};
+    use std::sync::Arc;
+    let tree = crate::support::rust_tree();
+    let store = Arc::new(MemoryStore::new());
+    let root = std::fs::canonicalize(tree.path())
+        .unwrap()
+        .display()
+        .to_string();
+    let killed = vec![
+        RunEvent::RunStarted {
+            question: "Where is next_delay defined?".into(),
+            root,
+            model: "offline".into(),
+            agents: 1,
+            max_subagents: 1,
+            budget: baton::Budget::default(),
+            repairs: 2,
+            shards: None,
+            tools: vec!["grep".into()],
+        },
+        RunEvent::ConstraintStated {
+            text: CONSTRAINT.into(),
+            normalised: baton::context::normalise(CONSTRAINT),
+            provenance: "question".into(),
+        },
+        RunEvent::PlanRevised {
+            subagents: vec![PlannedSubagent {
+                id: "sa1".into(),
+                scope: vec![".".into()],
+            }],
+            reason: "test".into(),
+        },
+        RunEvent::ToolCalled {
+            subagent: "sa1".into(),
+            call_id: "sa1.1".into(),
+            tool: "grep".into(),
+            arguments: serde_json::json!({"pattern": "delay"}),
+            effect: EffectState::Executing,
+        },
+    ];
+    store
+        .append("r", killed.into_iter().map(|e| (1, e)).collect())
+        .await
+        .unwrap()
+        .unwrap();
+    let report = Coordinator::new()
+        .model(Arc::new(OfflineModel::new()))
+        .store(store.clone())
+        .resume("r", None)
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    assert_eq!(report.subagents[0].state, baton::SubagentState::HandedOff);
+    assert!(report.handoff.settled_conclusions.iter().any(|c| c
+        .sources
+        .iter()
+        .any(|s| s.to_string().starts_with("src/net/retry.rs:18"))));
+}

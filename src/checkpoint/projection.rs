@@ -67,7 +67,10 @@ pub fn project(run_id: &str, events: &[LoggedEvent]) -> Checkpoint {
         handoffs: Handoffs::default(),
         finished: None,
     };
+    // Call id -> its latest effect entry; the attempt each entry and subagent is in.
     let mut effect_index: BTreeMap<String, usize> = BTreeMap::new();
+    let mut entry_attempt: Vec<u32> = Vec::new();
+    let mut attempt: BTreeMap<String, u32> = BTreeMap::new();
     for logged in events {
         let at = logged.seq;
         match &logged.event {
@@ -110,6 +113,7 @@ pub fn project(run_id: &str, events: &[LoggedEvent]) -> Checkpoint {
                 }));
             }
             RunEvent::SubagentSpawned { subagent, .. } => {
+                *attempt.entry(subagent.clone()).or_default() += 1;
                 if let Some(plan) = cp.plans.iter_mut().rev().find(|p| &p.subagent == subagent) {
                     plan.status = PlanStatus::Active;
                     plan.outcome = None;
@@ -122,27 +126,38 @@ pub fn project(run_id: &str, events: &[LoggedEvent]) -> Checkpoint {
                 tool,
                 effect,
                 ..
-            } => match effect_index.get(call_id) {
-                Some(&i) => {
-                    let e = &mut cp.effects[i];
-                    e.attempts += 1;
-                    e.receipts.push(at);
-                    e.state = *effect;
+            } => {
+                let current = attempt.get(subagent).copied().unwrap_or(0);
+                match effect_index.get(call_id).copied() {
+                    // The same call again within one attempt: another try of one effect.
+                    Some(i) if entry_attempt[i] == current => {
+                        let e = &mut cp.effects[i];
+                        e.attempts += 1;
+                        e.receipts.push(at);
+                        e.state = *effect;
+                    }
+                    // A new effect; a restarted attempt reusing an id gets its own intent id,
+                    // and the earlier one keeps its state (outcome_unknown stays so).
+                    earlier => {
+                        let intent_id = match earlier {
+                            Some(_) => format!("{call_id}#{current}"),
+                            None => call_id.clone(),
+                        };
+                        effect_index.insert(call_id.clone(), cp.effects.len());
+                        entry_attempt.push(current);
+                        cp.effects.push(EffectEntry {
+                            intent_id,
+                            subagent: subagent.clone(),
+                            tool: tool.clone(),
+                            state: *effect,
+                            attempts: 1,
+                            receipts: vec![at],
+                            allowed_recovery: "read-only: may be read again".into(),
+                            prohibited_repetition: false,
+                        });
+                    }
                 }
-                None => {
-                    effect_index.insert(call_id.clone(), cp.effects.len());
-                    cp.effects.push(EffectEntry {
-                        intent_id: call_id.clone(),
-                        subagent: subagent.clone(),
-                        tool: tool.clone(),
-                        state: *effect,
-                        attempts: 1,
-                        receipts: vec![at],
-                        allowed_recovery: "read-only: may be read again".into(),
-                        prohibited_repetition: false,
-                    });
-                }
-            },
+            }
             RunEvent::ToolReturned {
                 subagent,
                 call_id,
@@ -166,6 +181,15 @@ pub fn project(run_id: &str, events: &[LoggedEvent]) -> Checkpoint {
                         files_searched,
                     } = o
                     {
+                        // The same search in the same scope (a restarted attempt repeating it)
+                        // is one piece of negative evidence, not two.
+                        if cp
+                            .negative_evidence
+                            .iter()
+                            .any(|n| &n.pattern == pattern && &n.scope == scope)
+                        {
+                            continue;
+                        }
                         cp.negative_evidence.push(NegativeEntry {
                             subagent: subagent.clone(),
                             call_id: call_id.clone(),
@@ -183,8 +207,13 @@ pub fn project(run_id: &str, events: &[LoggedEvent]) -> Checkpoint {
                 evidence,
                 ..
             } => {
-                if let Some(&i) = effect_index.get(call_id) {
-                    let e = &mut cp.effects[i];
+                // Named by intent id (`sa1.1`, or `sa1.1#2` for a restarted attempt's).
+                if let Some(e) = cp
+                    .effects
+                    .iter_mut()
+                    .rev()
+                    .find(|e| &e.intent_id == call_id)
+                {
                     if let Ok(next) = transition(e.state, *to, evidence.as_deref()) {
                         e.state = next;
                         e.receipts.push(at);

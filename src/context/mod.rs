@@ -10,6 +10,7 @@
 //! come from the role profile alone.
 
 mod constraints;
+mod orientation;
 mod role;
 mod tokenizer;
 
@@ -17,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::{Checkpoint, Delta};
 pub use constraints::{binding_sentences, binds, normalise};
+pub use orientation::{state_name, Orientation};
 pub use role::{load_roles, Field, OptionalField, RoleError, RoleProfile, KNOWN_TOOLS};
 pub use tokenizer::{Bpe, CachedTokenizer, Estimate, Tokenizer};
 
@@ -270,7 +272,21 @@ fn render(field: Field, cp: &Checkpoint, delta: Option<&Delta>) -> Vec<Item> {
                     .iter()
                     .map(|e| Item {
                         id: Some(format!("event:{}", e.seq)),
-                        text: format!("- [{}] {}\n", e.seq, e.event.kind()),
+                        text: match &e.event {
+                            crate::checkpoint::RunEvent::EffectChanged {
+                                call_id,
+                                from,
+                                to,
+                                note,
+                                ..
+                            } => format!(
+                                "- [{}] effect_changed {call_id}: {} -> {} ({note})\n",
+                                e.seq,
+                                state_name(*from),
+                                state_name(*to)
+                            ),
+                            other => format!("- [{}] {}\n", e.seq, other.kind()),
+                        },
                         identity: None,
                         tombstoned: false,
                     })

@@ -25,8 +25,10 @@ use std::time::Instant;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::checkpoint::{project, LoggedEvent, RunEvent, RunLog};
-use crate::context::{compile, Bpe, CachedTokenizer, Compiled, FloorError, RoleProfile};
+use crate::checkpoint::{project, Delta, LoggedEvent, RunEvent, RunLog};
+use crate::context::{
+    compile, Bpe, CachedTokenizer, Compiled, FloorError, Orientation, RoleProfile,
+};
 
 /// The most tokens a subagent's first context may grow to when its floor exceeds the role's
 /// budget (the offline model's window is not the limit; a real model's would be).
@@ -153,6 +155,8 @@ pub(crate) struct LeadState {
     next_seq: u64,
     /// Counts tokens for contexts, caching per block.
     tokenizer: Arc<CachedTokenizer<Bpe>>,
+    /// Set on a resumed run: the last event before the resume.
+    resumed_after: Option<u64>,
 }
 
 pub(crate) struct LeadActor;
@@ -185,25 +189,36 @@ impl LeadState {
     /// A subagent's context, compiled for the explorer role from the checkpoint of everything
     /// logged so far. A floor over the budget raises the budget while the model's window
     /// allows; past that the context is refused.
-    fn context_for(&self) -> Result<Compiled, FloorError> {
+    fn context_for(&self, subagent: &str) -> Result<(Compiled, Option<Orientation>), FloorError> {
         let checkpoint = project(&self.config.run_id, &self.mirror);
+        // After a resume, what changed since for this subagent (its effects cut off by the
+        // crash) comes as the delta, and the restarted subagent orients itself first.
+        let own = |call: &str| call.split('.').next() == Some(subagent);
+        let delta = self
+            .resumed_after
+            .map(|after| Delta {
+                after_seq: after,
+                events: self
+                    .mirror
+                    .iter()
+                    .filter(|e| e.seq > after)
+                    .filter(|e| matches!(&e.event, RunEvent::EffectChanged { call_id, .. } if own(call_id)))
+                    .cloned()
+                    .collect(),
+            })
+            .filter(|d| !d.events.is_empty());
+        let orientation = self
+            .resumed_after
+            .and_then(|_| Orientation::for_subagent(&checkpoint, subagent));
         let role = &self.config.role;
-        match compile(
-            &checkpoint,
-            None,
-            role,
-            role.budget,
-            self.tokenizer.as_ref(),
-        ) {
-            Err(floor) if floor.floor <= CONTEXT_WINDOW => compile(
-                &checkpoint,
-                None,
-                role,
-                floor.floor,
-                self.tokenizer.as_ref(),
-            ),
+        let tokenizer = self.tokenizer.as_ref();
+        let compiled = match compile(&checkpoint, delta.as_ref(), role, role.budget, tokenizer) {
+            Err(floor) if floor.floor <= CONTEXT_WINDOW => {
+                compile(&checkpoint, delta.as_ref(), role, floor.floor, tokenizer)
+            }
             other => other,
-        }
+        }?;
+        Ok((compiled, orientation))
     }
 
     /// A checkpoint of what is durable now, built off the actor.
@@ -282,7 +297,8 @@ impl LeadState {
             let Some(index) = self.queue.pop_front() else {
                 break;
             };
-            let context = match self.context_for() {
+            let id = self.records[index].summary.id.clone();
+            let (context, orientation) = match self.context_for(&id) {
                 Ok(c) => c,
                 Err(refused) => {
                     self.end(
@@ -306,6 +322,7 @@ impl LeadState {
                 id: record.summary.id.clone(),
                 system: context.text,
                 brief,
+                orientation,
                 budget: self.config.budget,
                 model: Arc::clone(&self.config.model),
                 tools: self.config.tools.clone(),
@@ -561,6 +578,7 @@ impl Actor for LeadActor {
             resume: args.resume,
             finished: false,
             tokenizer: Arc::new(CachedTokenizer::new(Bpe)),
+            resumed_after: None,
         })
     }
 
@@ -575,6 +593,7 @@ impl Actor for LeadActor {
                 state.reply = Some(reply);
                 state.started = Instant::now();
                 if let Some(resumption) = state.resume.take() {
+                    state.resumed_after = Some(resumption.after_seq);
                     let mut events = vec![RunEvent::RunResumed {
                         after_seq: resumption.after_seq,
                     }];

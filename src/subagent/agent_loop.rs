@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::context::Orientation;
 use crate::handoff::{repair_prompt, Violation};
 use crate::model::{Message, ModelError, ModelRequest, ModelResponse};
 use crate::policy::{Budget, Spent};
@@ -42,6 +43,10 @@ pub(crate) struct AgentLoop {
     calls_made: u32,
     /// Set once the subagent has been told to hand off: it gets no tools after that.
     handoff_demanded: bool,
+    /// After a resume: what it must restate before its first tool call.
+    orientation: Option<Orientation>,
+    /// True until the orientation answer is in: no tools are offered.
+    orienting: bool,
 }
 
 impl AgentLoop {
@@ -63,7 +68,23 @@ impl AgentLoop {
             handed_off: None,
             calls_made: 0,
             handoff_demanded: false,
+            orientation: None,
+            orienting: false,
         }
+    }
+
+    /// A restarted subagent: its first turn is an orientation (no tools), compared with
+    /// `orientation`; what it leaves out is sent again before any tool call.
+    pub(crate) fn with_orientation(mut self, orientation: Option<Orientation>) -> AgentLoop {
+        if let Some(o) = orientation {
+            if let Some(Message::User { text }) = self.messages.first_mut() {
+                text.push_str("\n\n");
+                text.push_str(&o.prompt());
+            }
+            self.orienting = true;
+            self.orientation = Some(o);
+        }
+        self
     }
 
     pub(crate) fn spent(&self) -> Spent {
@@ -93,7 +114,7 @@ impl AgentLoop {
         Step::CallModel(ModelRequest {
             system: self.system.clone(),
             messages: self.messages.clone(),
-            tools: if self.handoff_demanded {
+            tools: if self.handoff_demanded || self.orienting {
                 Vec::new()
             } else {
                 self.tools.clone()
@@ -118,11 +139,36 @@ impl AgentLoop {
         self.spent.model_turns += 1;
         self.spent.tokens_in += response.usage.input_tokens;
         self.spent.tokens_out += response.usage.output_tokens;
+        if self.orienting {
+            return self.on_orientation(response.text);
+        }
         if !response.tool_calls.is_empty() {
             return self.on_tool_calls(response);
         }
         self.handed_off = Some(response.text.clone());
         Step::HandOff(response.text)
+    }
+
+    /// The orientation answer: compared with what the checkpoint says; the next turn re-sends
+    /// what it left out, and only then are tools offered.
+    fn on_orientation(&mut self, answer: String) -> Step {
+        self.orienting = false;
+        let missing = self
+            .orientation
+            .as_ref()
+            .map(|o| o.missing(&answer))
+            .unwrap_or_default();
+        self.messages.push(Message::Assistant {
+            text: answer,
+            tool_calls: Vec::new(),
+        });
+        let text = if missing.is_empty() {
+            "Your restatement matches the checkpoint. Carry on with the task.".to_string()
+        } else {
+            Orientation::resend(&missing)
+        };
+        self.messages.push(Message::User { text });
+        self.model_step()
     }
 
     /// The lead found violations in the handoff: one repair turn quoting them.

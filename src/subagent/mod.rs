@@ -46,6 +46,8 @@ pub(crate) struct SubagentArgs {
     pub(crate) system: String,
     pub(crate) brief: String,
     pub(crate) budget: Budget,
+    /// Set for a subagent restarted by a resume.
+    pub(crate) orientation: Option<crate::context::Orientation>,
     pub(crate) model: Arc<dyn Model>,
     pub(crate) tools: ToolRegistry,
     pub(crate) workspace: Workspace,
@@ -192,7 +194,8 @@ impl Actor for SubagentActor {
             args.brief,
             args.tools.specs(),
             args.budget,
-        );
+        )
+        .with_orientation(args.orientation);
         let first = agent.start();
         myself.cast(SubagentMsg::Step(first))?;
         Ok(SubagentState {

@@ -87,6 +87,48 @@ impl Model for OfflineModel {
 pub(super) struct Task {
     pub(super) question: String,
     pub(super) scope: Vec<String>,
+    /// The lead asked for an orientation first (a resumed run).
+    pub(super) orienting: bool,
+}
+
+/// The restatement a resumed subagent gives before acting: goal, standing conditions and the
+/// effects cut off by the crash, read back from its own context.
+fn orientation_answer(system: &str) -> String {
+    use crate::context::{CONDITIONS_BEGIN, CONDITIONS_END};
+    let goal = system
+        .lines()
+        .find_map(|l| l.strip_prefix("Goal: "))
+        .unwrap_or("")
+        .to_string();
+    let constraints: Vec<&str> = match (system.find(CONDITIONS_BEGIN), system.find(CONDITIONS_END))
+    {
+        (Some(a), Some(b)) if a < b => system[a + CONDITIONS_BEGIN.len()..b]
+            .lines()
+            .filter_map(|l| l.strip_prefix("- "))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let effects: Vec<String> = system
+        .lines()
+        .filter_map(|l| {
+            let rest = l.split_once("effect_changed ")?.1;
+            let (call, change) = rest.split_once(": ")?;
+            let to = change.split(" -> ").nth(1)?.split_whitespace().next()?;
+            Some(format!("- {call}: {to}"))
+        })
+        .collect();
+    let list = |items: Vec<String>| {
+        if items.is_empty() {
+            "- none".to_string()
+        } else {
+            items.join("\n")
+        }
+    };
+    format!(
+        "## Goal\n{goal}\n## Constraints\n{}\n## Unresolved effects\n{}\n## Next action\nSearch my scope for the question's terms again.\n",
+        list(constraints.iter().map(|c| format!("- {c}")).collect()),
+        list(effects)
+    )
 }
 
 fn read_task(messages: &[Message]) -> Option<Task> {
@@ -110,6 +152,7 @@ fn read_task(messages: &[Message]) -> Option<Task> {
     Some(Task {
         question: question.filter(|q| !q.is_empty())?,
         scope,
+        orienting: first.contains("Orientation: this run was resumed"),
     })
 }
 
@@ -194,6 +237,13 @@ fn next_turn(request: &ModelRequest) -> (String, Vec<ToolCall>) {
         };
         return (handoff.to_markdown(), Vec::new());
     };
+    let answered = request
+        .messages
+        .iter()
+        .any(|m| matches!(m, Message::Assistant { .. }));
+    if !answered && request.tools.is_empty() && task.orienting {
+        return (orientation_answer(&request.system), Vec::new());
+    }
     let done = exchanges(&request.messages);
     let survey = Survey::new(&task.question, &done);
     let may_call = |name: &str| request.tools.iter().any(|t| t.name == name);
