@@ -37,7 +37,9 @@
 //!   (there is no spawn tool). `lead::journal` builds the events the lead logs (every step)
 //!   and writes checkpoints off the actor; `lead::resume` reads a log back into what a resumed
 //!   run starts from (pure): ended subagents are kept, mid-flight ones redone, cut-off effects
-//!   become outcome_unknown. The report goes out only after every event is durable.
+//!   become outcome_unknown. The report goes out only after every event is durable. Every
+//!   subagent's first context is compiled for the explorer role from the checkpoint of all
+//!   events so far (`LeadState::context_for`); its manifest goes to the log.
 //! - `subagent` — `SubagentActor`, `SubagentMsg`; `subagent::agent_loop::AgentLoop` is the
 //!   sans-IO loop (`start` / `on_model` / `on_tools` / `on_repair` → `Step`). **Invariant:**
 //!   budgets (turns, tool calls, tokens) are enforced: over budget, a subagent is asked once to
@@ -59,6 +61,14 @@
 //!   append is acknowledged before it is durable; every read re-checks the chain and the run's
 //!   head; a checkpoint is rebuilt from events only and an invalid one is never used;
 //!   `outcome_unknown` never becomes `failed` without a reconciling observation.
+//! - `context` (public) — role profiles ([`context::RoleProfile`], `contracts/roles/*.toml`,
+//!   `--roles DIR`), the pure compiler [`context::compile`] from (checkpoint, delta, role,
+//!   budget, tokenizer) to a [`context::Compiled`] context with its manifest, the floor
+//!   ([`context::FloorError`]), the [`context::Tokenizer`] trait (o200k_base BPE by default,
+//!   per-block cache), binding sentences (`context::constraints`) and orientation on resume
+//!   (`context::orientation`). **Invariant:** mandatory fields are never truncated — the
+//!   compiler refuses instead; data cannot add a tool or a standing condition (tools come from
+//!   the profile, constraints only from the checkpoint's `constraint_stated` events).
 //! - `model` — the [`Model`] trait and its request/response types; `model::offline` is the
 //!   deterministic local explorer ([`OfflineModel`]), each turn a pure function of the
 //!   transcript: `terms` (question → identifiers, compounds, literals, stems, abbreviations,
