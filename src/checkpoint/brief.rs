@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Checkpoint, EffectState, PlanStatus};
+use super::{Checkpoint, PlanStatus};
 
 /// One line of the brief and the event behind it (0: derived from several).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,15 +74,7 @@ pub fn brief(cp: &Checkpoint) -> Brief {
     let unresolved: Vec<BriefItem> = cp
         .effects
         .iter()
-        .filter(|e| {
-            matches!(
-                e.state,
-                EffectState::Executing
-                    | EffectState::OutcomeUnknown
-                    | EffectState::AwaitingApproval
-                    | EffectState::Observed
-            )
-        })
+        .filter(|e| e.state.is_unresolved())
         .map(|e| BriefItem {
             text: format!(
                 "{} ({} by {}): {:?} after {} attempt(s); {}",

@@ -48,6 +48,17 @@ impl EffectState {
         EffectState::Superseded,
     ];
 
+    /// Whether what happened is not settled yet: it may still run, may have run, or waits.
+    pub fn is_unresolved(self) -> bool {
+        matches!(
+            self,
+            EffectState::Executing
+                | EffectState::OutcomeUnknown
+                | EffectState::AwaitingApproval
+                | EffectState::Observed
+        )
+    }
+
     /// Whether nothing can follow it.
     pub fn is_terminal(self) -> bool {
         TRANSITIONS.iter().all(|(from, _)| *from != self)

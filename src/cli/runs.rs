@@ -40,6 +40,26 @@ fn write_out(text: &str) -> i32 {
     }
 }
 
+/// Opens the state and reads a run's events (chain checked); on failure, the exit code after a
+/// one-line error.
+fn run_events(
+    state: &StateArg,
+    run: &str,
+) -> Result<
+    (
+        std::sync::Arc<baton::checkpoint::SqliteStore>,
+        Vec<baton::checkpoint::LoggedEvent>,
+    ),
+    i32,
+> {
+    let store = state.open().map_err(|e| {
+        eprintln!("baton: {e}");
+        EXIT_USAGE
+    })?;
+    let events = store.events(run).map_err(|e| store_error(&e))?;
+    Ok((store, events))
+}
+
 fn store_error(e: &StoreError) -> i32 {
     eprintln!("baton: {e}");
     match e {
@@ -114,16 +134,9 @@ pub(crate) fn list(args: RunsArgs) -> i32 {
 }
 
 pub(crate) fn brief(args: BriefArgs) -> i32 {
-    let store = match args.state.open() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("baton: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    let events = match store.events(&args.run) {
-        Ok(events) => events,
-        Err(e) => return store_error(&e),
+    let (_, events) = match run_events(&args.state, &args.run) {
+        Ok(found) => found,
+        Err(code) => return code,
     };
     let cp = project(&args.run, &events);
     if let Err(e) = cp.check() {
@@ -181,16 +194,9 @@ pub(crate) fn context(args: ContextArgs) -> i32 {
         );
         return EXIT_USAGE;
     };
-    let store = match args.state.open() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("baton: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    let events = match store.events(&args.run) {
-        Ok(events) => events,
-        Err(e) => return store_error(&e),
+    let (store, events) = match run_events(&args.state, &args.run) {
+        Ok(found) => found,
+        Err(code) => return code,
     };
     // The latest checkpoint, and the events after it as the delta.
     let checkpoint = match store.latest_checkpoint(&args.run) {

@@ -35,14 +35,7 @@ impl Orientation {
             .effects
             .iter()
             .filter(|e| e.subagent == subagent)
-            .filter(|e| {
-                matches!(
-                    e.state,
-                    EffectState::Executing
-                        | EffectState::OutcomeUnknown
-                        | EffectState::AwaitingApproval
-                )
-            })
+            .filter(|e| e.state.is_unresolved())
             .map(|e| (e.intent_id.clone(), e.state))
             .collect();
         let constraints: Vec<String> = cp.constraints.iter().map(|c| c.text.clone()).collect();
