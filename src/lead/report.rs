@@ -1,0 +1,126 @@
+//! What the lead hands back: the report from its records, and the file work it does off the
+//! actor — planning the shards, digesting the evidence an accepted handoff cites.
+
+use std::collections::BTreeMap;
+
+use super::{merge, plan, plan::Shard, LeadState};
+use crate::handoff::{Handoff, OpenItem, WorkspaceFiles};
+use crate::report::{HandoffCounts, Report, RunUsage};
+use crate::tools::Workspace;
+
+impl LeadState {
+    pub(super) fn report(&self) -> Report {
+        let accepted: Vec<merge::Accepted<'_>> = self
+            .records
+            .iter()
+            .filter_map(|r| {
+                Some(merge::Accepted {
+                    handoff: r.handoff.as_ref()?,
+                    scope: &r.shard.paths,
+                    observations: &r.observations,
+                })
+            })
+            .collect();
+        let unexplored: Vec<merge::Unexplored> = self
+            .records
+            .iter()
+            .filter(|r| !r.summary.state.accepted())
+            .map(|r| merge::Unexplored {
+                id: r.summary.id.clone(),
+                scope: r.summary.scope.clone(),
+                why: match (&r.summary.error, r.summary.state) {
+                    (Some(e), _) => e.clone(),
+                    (None, state) => format!("the subagent ended {}", state.label()),
+                },
+                unverified: r.unverified.as_ref(),
+            })
+            .collect();
+        let mut handoff = merge::merge(&accepted, &unexplored);
+        if let Some(error) = &self.planning_error {
+            handoff.open_items.push(OpenItem {
+                item: "The tree could not be planned".into(),
+                stuck_on: error.clone(),
+            });
+        } else if self.records.is_empty() {
+            handoff.open_items.push(OpenItem {
+                item: "Nothing was explored".into(),
+                stuck_on: "the root holds no readable, non-ignored file".into(),
+            });
+        }
+        let mut usage = RunUsage::default();
+        for r in &self.records {
+            usage.model_calls += r.summary.model_turns as u64;
+            usage.tool_calls += r.summary.tool_calls as u64;
+        }
+        usage.tokens_in = self.records.iter().map(|r| r.spent.tokens_in).sum();
+        usage.tokens_out = self.records.iter().map(|r| r.spent.tokens_out).sum();
+        Report {
+            run_id: self.config.run_id.clone(),
+            question: self.config.question.clone(),
+            root: self.config.workspace.root().display().to_string(),
+            handoff,
+            subagents: self.records.iter().map(|r| r.summary.clone()).collect(),
+            usage,
+            handoffs: HandoffCounts::of(
+                &self
+                    .records
+                    .iter()
+                    .map(|r| r.summary.state)
+                    .collect::<Vec<_>>(),
+            ),
+            model: self.config.model.name(),
+            cancelled: self.cancelled,
+            elapsed_ms: self.started.elapsed().as_millis() as u64,
+        }
+    }
+}
+
+/// SHA-256 of the text of every file range an accepted handoff cites, by source id.
+pub(super) fn evidence_digests(
+    handoff: &Handoff,
+    files: &WorkspaceFiles,
+) -> BTreeMap<String, String> {
+    use crate::handoff::Files;
+    let mut out = BTreeMap::new();
+    for source in handoff
+        .settled_conclusions
+        .iter()
+        .flat_map(|c| c.sources.iter())
+    {
+        if let Some((path, a, b)) = source.file_lines() {
+            if let Ok(text) = files.text(path) {
+                out.insert(
+                    source.to_string(),
+                    crate::checkpoint::sha256_hex(text.lines(a, b).as_bytes()),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// The run's planning, off the actor: every non-ignored file with its size, then shards.
+pub(super) fn plan_run(
+    workspace: &Workspace,
+    agents: usize,
+    max_subagents: usize,
+    shards: Option<usize>,
+) -> Result<Vec<Shard>, String> {
+    let files = crate::tools::walk_files(workspace, &[".".to_string()]).map_err(|e| e.message)?;
+    let sized: Vec<(String, u64)> = files
+        .into_iter()
+        .map(|(path, rel)| {
+            let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            (rel, bytes)
+        })
+        .collect();
+    if sized.is_empty() {
+        return Ok(Vec::new());
+    }
+    let total: u64 = sized.iter().map(|f| f.1).sum();
+    let count = match shards {
+        Some(n) => n.min(max_subagents).min(sized.len()).max(1),
+        None => plan::shard_count(total, sized.len(), agents, max_subagents),
+    };
+    Ok(plan::shard(&sized, count))
+}
