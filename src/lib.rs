@@ -20,7 +20,7 @@
 //! # Entry points
 //! - Library: [`Coordinator`] (`new`, builder methods, `run` / `start`), [`Task`], [`Report`].
 //! - Binary: `src/main.rs` → `cli` (`baton explore ROOT QUESTION`, `baton validate FILE`,
-//!   `baton runs`, `baton brief RUN`, `baton resume RUN`).
+//!   `baton runs`, `baton brief RUN`, `baton resume RUN`, `baton context RUN --role ROLE`).
 //!
 //! # Code map
 //! - `coordinator` — the public [`Coordinator`], [`Task`], [`RunHandle`], [`Canceller`],
@@ -30,7 +30,9 @@
 //!   decides accept / repair / reject on a checked handoff (pure); `lead::merge` merges accepted
 //!   handoffs, lists rejected ones' claims as unverified leads, and derives negative evidence
 //!   from the subagents' logged searches (pure); `lead::relevance` orders settled conclusions by
-//!   the rarity of what they match (pure). **Invariant:** every handoff is validated (all four
+//!   the rarity of what they match (pure); `lead::report` builds the report and does the
+//!   lead's file work off the actor (planning, evidence digests); `lead::handle` is the
+//!   `LeadHandle` callers hold. **Invariant:** every handoff is validated (all four
 //!   layers, off the actor) before the lead looks at it; only one with no violation is merged;
 //!   a subagent that panics or stops without a handoff is recorded as failed and the run still
 //!   reports. The lead never awaits a subagent inside a handler. No role may spawn subagents
