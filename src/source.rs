@@ -220,6 +220,41 @@ impl TryFrom<String> for SourceId {
     }
 }
 
+/// Source files count fully; tests, examples and benches less; docs less again; metadata
+/// (lock files, manifests, licences, changelogs) least.
+pub(crate) fn path_factor(path: &str) -> f64 {
+    let lower = path.to_ascii_lowercase();
+    let is_doc = [".md", ".txt", ".rst", ".adoc", ".html"]
+        .iter()
+        .any(|e| lower.ends_with(e));
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    let is_metadata = [
+        ".lock", ".orig", ".toml", ".json", ".yaml", ".yml", ".cfg", ".ini", ".svg", ".csv",
+    ]
+    .iter()
+    .any(|e| name.ends_with(e))
+        || name.starts_with("license")
+        || name.starts_with("copying")
+        || name.starts_with("changelog");
+    let in_tests = lower.split('/').any(|part| {
+        matches!(
+            part,
+            "tests" | "test" | "testdata" | "benches" | "examples" | "fixtures" | "docs" | "doc"
+        )
+    }) || lower.contains("_test.")
+        || lower.contains("test_")
+        || lower.ends_with("tests.rs");
+    if is_metadata {
+        0.3
+    } else if is_doc {
+        0.4
+    } else if in_tests {
+        0.6
+    } else {
+        1.0
+    }
+}
+
 /// One thing a tool call let its caller see.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]

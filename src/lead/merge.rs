@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::relevance::Rarity;
 use crate::handoff::{Conclusion, ConclusionKind, Handoff, HardConstraint, OpenItem};
-use crate::source::{Observation, ObservationLog, SourceId};
+use crate::source::{path_factor, Observation, ObservationLog, SourceId};
 
 /// One subagent's accepted work.
 pub(crate) struct Accepted<'a> {
@@ -53,7 +53,7 @@ pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) ->
     let mut scored: Vec<(f64, Conclusion)> = out
         .settled_conclusions
         .drain(..)
-        .map(|c| (rarity.score(&c.claim), c))
+        .map(|c| (rarity.score(&c.claim) * source_weight(&c), c))
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
     out.settled_conclusions = scored.into_iter().map(|(_, c)| c).collect();
@@ -110,6 +110,15 @@ pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) ->
         }
     }
     out
+}
+
+/// Source above tests and docs: the weight of the best kind of file a conclusion cites.
+fn source_weight(c: &Conclusion) -> f64 {
+    c.sources
+        .iter()
+        .filter_map(|s| s.file_lines().map(|(path, _, _)| path_factor(path)))
+        .fold(0.0, f64::max)
+        .max(0.3)
 }
 
 fn add_finding(list: &mut Vec<Conclusion>, c: &Conclusion) {
@@ -315,5 +324,33 @@ mod tests {
             .settled_conclusions
             .iter()
             .any(|c| c.sources.iter().any(|s| s.to_string() == "t.rs:9")));
+    }
+
+    #[test]
+    fn source_outranks_a_test_citing_the_same_terms() {
+        let a = Handoff {
+            settled_conclusions: vec![finding("the `parse` call", "tests/t.rs:1-3")],
+            ..Handoff::default()
+        };
+        let b = Handoff {
+            settled_conclusions: vec![finding("the `parse` function", "src/p.rs:4-9")],
+            ..Handoff::default()
+        };
+        let mut log = ObservationLog::default();
+        searched(&mut log, "sa1.1", "parse", 2);
+        let accepted = [
+            Accepted {
+                handoff: &a,
+                scope: &[],
+                observations: &log,
+            },
+            Accepted {
+                handoff: &b,
+                scope: &[],
+                observations: &log,
+            },
+        ];
+        let merged = merge(&accepted, &[]);
+        assert_eq!(merged.settled_conclusions[0].claim, "the `parse` function");
     }
 }
