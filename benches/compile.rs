@@ -42,6 +42,7 @@ fn events() -> Vec<LoggedEvent> {
                 .map(|i| PlannedSubagent {
                     id: format!("sa{i}"),
                     scope: vec![format!("src/m{i}")],
+                    role: "explorer".into(),
                 })
                 .collect(),
             reason: "bench".into(),

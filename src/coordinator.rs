@@ -184,12 +184,15 @@ impl Coordinator {
         self
     }
 
-    fn explorer_role(&self) -> Result<crate::context::RoleProfile, RunError> {
-        let mut roles = crate::context::load_roles(self.roles.as_deref())
+    fn role_profiles(
+        &self,
+    ) -> Result<std::collections::BTreeMap<String, crate::context::RoleProfile>, RunError> {
+        let roles = crate::context::load_roles(self.roles.as_deref())
             .map_err(|e| RunError::BadSetting(e.to_string()))?;
-        roles
-            .remove("explorer")
-            .ok_or_else(|| RunError::BadSetting("no `explorer` role profile".into()))
+        if !roles.contains_key("explorer") {
+            return Err(RunError::BadSetting("no `explorer` role profile".into()));
+        }
+        Ok(roles)
     }
 
     /// Logs every run to `store` (an append-only, digest-chained event log) so it can be
@@ -245,7 +248,7 @@ impl Coordinator {
             repairs: self.repairs,
             shards: self.shards,
             constraints,
-            role: self.explorer_role()?,
+            roles: self.role_profiles()?,
             log: None,
         };
         self.launch(config, events, None).await
@@ -309,7 +312,7 @@ impl Coordinator {
             repairs: settings.repairs,
             shards: settings.shards,
             constraints: Vec::new(),
-            role: self.explorer_role()?,
+            roles: self.role_profiles()?,
             log: None,
         };
         self.launch(config, events, Some(resumption)).await

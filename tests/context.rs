@@ -48,6 +48,7 @@ fn checkpoint(evidence_items: usize) -> Checkpoint {
             subagents: vec![PlannedSubagent {
                 id: "sa1".into(),
                 scope: vec!["src".into()],
+                role: "explorer".into(),
             }],
             reason: "test".into(),
         },
@@ -351,6 +352,7 @@ async fn orientation_on_resume_resends_a_dropped_constraint_before_any_tool_call
             subagents: vec![PlannedSubagent {
                 id: "sa1".into(),
                 scope: vec![".".into()],
+                role: "explorer".into(),
             }],
             reason: "test".into(),
         },
@@ -441,6 +443,7 @@ async fn the_offline_explorer_orients_itself_fully() {
             subagents: vec![PlannedSubagent {
                 id: "sa1".into(),
                 scope: vec![".".into()],
+                role: "explorer".into(),
             }],
             reason: "test".into(),
         },

@@ -54,22 +54,52 @@ async fn violations_are_quoted_back_and_the_repaired_handoff_is_accepted() {
         read_retry(),
         ScriptedTurn::text(BROKEN),
         ScriptedTurn::text(FIXED),
+        // The second wave: a verifier rereads what the repaired handoff cites, and confirms it.
+        ScriptedTurn::tool(
+            "read_file",
+            json!({"path": "src/net/retry.rs", "start_line": 18, "end_line": 21}),
+        ),
+        ScriptedTurn::text(FIXED),
     ]));
     let report = one_subagent(model.clone())
         .run(Task::new("How does the retry delay grow?", dir.path()))
         .await
         .unwrap();
     assert_eq!(model.remaining(), 0);
+    let verifier = &report.subagents[1];
+    assert_eq!(
+        (verifier.role.as_str(), verifier.state),
+        ("verifier", SubagentState::HandedOff)
+    );
+    let verifier_request = &model.requests()[3];
+    let tools: Vec<&str> = verifier_request
+        .tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(
+        tools,
+        vec!["grep", "read_file"],
+        "the verifier's tool set comes from its profile"
+    );
+    assert!(
+        verifier_request.system.contains("src/net/retry.rs:18-21"),
+        "compiled from the updated checkpoint"
+    );
+    assert!(
+        matches!(&verifier_request.messages[0], Message::User { text } if text.contains("Verify:") && text.contains("src/net/retry.rs:18-21"))
+    );
     let only = &report.subagents[0];
     assert_eq!(only.state, SubagentState::Repaired, "{only:?}");
     assert_eq!(only.repairs, 1);
+    // The explorer's handoff was repaired; the verifier's was accepted at once.
     assert_eq!(
         (
             report.handoffs.accepted,
             report.handoffs.repaired,
             report.handoffs.rejected
         ),
-        (0, 1, 0)
+        (1, 1, 0)
     );
 
     let requests = model.requests();
@@ -179,4 +209,92 @@ async fn negative_evidence_must_cite_an_empty_search() {
         .violations
         .iter()
         .any(|v| v.code == ViolationCode::NegativeNotEmpty));
+}
+
+#[tokio::test]
+async fn a_doubted_conclusion_the_verifier_does_not_confirm_is_an_open_item() {
+    let dir = rust_tree();
+    let nothing = "## Settled conclusions\n## Open items\n- The cited lines did not hold up — stuck: reread\n## Hard constraints\n- none\n";
+    let model = Arc::new(ScriptedModel::new([
+        read_retry(),
+        ScriptedTurn::text(BROKEN),
+        ScriptedTurn::text(FIXED),
+        ScriptedTurn::text(nothing),
+    ]));
+    let report = one_subagent(model.clone())
+        .run(Task::new("How does the retry delay grow?", dir.path()))
+        .await
+        .unwrap();
+    assert_eq!(report.subagents[1].state, SubagentState::HandedOff);
+    assert!(
+        report.handoff.settled_conclusions.is_empty(),
+        "{:?}",
+        report.handoff.settled_conclusions
+    );
+    assert!(report
+        .handoff
+        .open_items
+        .iter()
+        .any(|o| o.item.starts_with("Not confirmed by the verifier")
+            && o.item.contains("src/net/retry.rs:18-21")));
+}
+
+/// The offline explorer whose first handoff is garbled: repaired, then re-checked by the
+/// offline verifier in a second wave, which confirms it.
+struct GarblesFirstHandoff {
+    inner: baton::OfflineModel,
+    garbled: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl baton::Model for GarblesFirstHandoff {
+    fn name(&self) -> String {
+        "garbles-first-handoff".into()
+    }
+
+    async fn complete(
+        &self,
+        request: baton::ModelRequest,
+    ) -> Result<baton::ModelResponse, baton::ModelError> {
+        let mut response = self.inner.complete(request).await?;
+        if response.tool_calls.is_empty()
+            && !self.garbled.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            response.text = "Here is what I found: next_delay doubles the delay.".into();
+        }
+        Ok(response)
+    }
+}
+
+#[tokio::test]
+async fn the_offline_verifier_confirms_a_repaired_handoff() {
+    let dir = rust_tree();
+    let model = Arc::new(GarblesFirstHandoff {
+        inner: baton::OfflineModel::new(),
+        garbled: std::sync::atomic::AtomicBool::new(false),
+    });
+    let report = Coordinator::new()
+        .model(model)
+        .agents(1)
+        .max_subagents(1)
+        .run(Task::new("Where is next_delay defined?", dir.path()))
+        .await
+        .unwrap();
+    assert_eq!(report.subagents[0].state, SubagentState::Repaired);
+    assert_eq!(report.subagents[1].role, "verifier");
+    assert_eq!(
+        report.subagents[1].state,
+        SubagentState::HandedOff,
+        "{:?}",
+        report.subagents[1]
+    );
+    assert!(report.handoff.settled_conclusions.iter().any(|c| c
+        .sources
+        .iter()
+        .any(|s| s.to_string().starts_with("src/net/retry.rs:18"))));
+    assert!(!report
+        .handoff
+        .open_items
+        .iter()
+        .any(|o| o.item.starts_with("Not confirmed")));
 }

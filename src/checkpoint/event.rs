@@ -20,6 +20,13 @@ pub struct PlannedSubagent {
     pub id: String,
     /// Root-relative paths of its shard.
     pub scope: Vec<String>,
+    /// Its role.
+    #[serde(default = "explorer")]
+    pub role: String,
+}
+
+fn explorer() -> String {
+    "explorer".into()
 }
 
 /// What a subagent was given, for the log: enough to say what it saw without the text.

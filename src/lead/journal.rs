@@ -28,16 +28,17 @@ pub(super) fn started(config: &RunConfig) -> RunEvent {
     }
 }
 
-pub(super) fn planned(plan: &[(String, Vec<String>)]) -> RunEvent {
+pub(super) fn planned(plan: &[(String, Vec<String>, String)], reason: &str) -> RunEvent {
     RunEvent::PlanRevised {
         subagents: plan
             .iter()
-            .map(|(id, scope)| PlannedSubagent {
+            .map(|(id, scope, role)| PlannedSubagent {
                 id: id.clone(),
                 scope: scope.clone(),
+                role: role.clone(),
             })
             .collect(),
-        reason: "sharded the tree by directory, balanced by size".into(),
+        reason: reason.into(),
     }
 }
 

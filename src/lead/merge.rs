@@ -14,11 +14,18 @@ pub(crate) struct Accepted<'a> {
     /// The subagent's shard.
     pub(crate) scope: &'a [String],
     pub(crate) observations: &'a ObservationLog,
+    /// A verifier's handoff: its findings are what it confirmed.
+    pub(crate) verifier: bool,
+    /// The lead doubted this handoff (it passed only after repair): its findings stand only if
+    /// a verifier confirmed them, when a verifier's handoff was accepted.
+    pub(crate) doubted: bool,
 }
 
 /// A shard nobody explored, and why.
 pub(crate) struct Unexplored<'a> {
     pub(crate) id: String,
+    /// Its role: an explorer leaves a shard unexplored, a verifier a check undone.
+    pub(crate) role: String,
     pub(crate) scope: String,
     pub(crate) why: String,
     /// What a rejected handoff claimed: listed as unverified leads, never settled.
@@ -29,13 +36,27 @@ pub(crate) struct Unexplored<'a> {
 pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) -> Handoff {
     let mut out = Handoff::default();
     // Findings, taken in turn from each subagent, duplicates merged.
+    // What an accepted verifier confirmed (by source); doubted findings it did not confirm are
+    // open items, not settled.
+    let confirmed: Option<Vec<&SourceId>> = accepted.iter().any(|a| a.verifier).then(|| {
+        accepted
+            .iter()
+            .filter(|a| a.verifier)
+            .flat_map(|a| a.handoff.settled_conclusions.iter())
+            .flat_map(|c| c.sources.iter())
+            .collect()
+    });
+    let stands = |a: &Accepted<'_>, c: &Conclusion| match (&confirmed, a.doubted) {
+        (Some(ok), true) => c.sources.iter().any(|s| ok.contains(&s)),
+        _ => true,
+    };
     let findings: Vec<Vec<&Conclusion>> = accepted
         .iter()
         .map(|a| {
             a.handoff
                 .settled_conclusions
                 .iter()
-                .filter(|c| c.kind == ConclusionKind::Finding)
+                .filter(|c| c.kind == ConclusionKind::Finding && stands(a, c))
                 .collect()
         })
         .collect();
@@ -61,6 +82,27 @@ pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) ->
         out.settled_conclusions.push(negative);
     }
     for a in accepted {
+        for c in a
+            .handoff
+            .settled_conclusions
+            .iter()
+            .filter(|c| c.kind == ConclusionKind::Finding && !stands(a, c))
+        {
+            let cites: Vec<String> = c.sources.iter().map(|s| s.to_string()).collect();
+            add_open_item(
+                &mut out.open_items,
+                OpenItem {
+                    item: format!(
+                        "Not confirmed by the verifier: {} (cites {})",
+                        c.claim,
+                        cites.join(", ")
+                    ),
+                    stuck_on:
+                        "its handoff passed only after repair, and a reread did not support it"
+                            .into(),
+                },
+            );
+        }
         for item in &a.handoff.open_items {
             add_open_item(&mut out.open_items, item.clone());
         }
@@ -81,7 +123,14 @@ pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) ->
         add_open_item(
             &mut out.open_items,
             OpenItem {
-                item: format!("`{}` was not explored (subagent {})", u.scope, u.id),
+                item: if u.role == "explorer" {
+                    format!("`{}` was not explored (subagent {})", u.scope, u.id)
+                } else {
+                    format!(
+                        "The {} (subagent {}) did not finish its check",
+                        u.role, u.id
+                    )
+                },
                 stuck_on: u.why.clone(),
             },
         );
@@ -277,11 +326,15 @@ mod tests {
                 handoff: &a,
                 scope: &scope_a,
                 observations: &log_a,
+                verifier: false,
+                doubted: false,
             },
             Accepted {
                 handoff: &b,
                 scope: &scope_b,
                 observations: &log_b,
+                verifier: false,
+                doubted: false,
             },
         ];
         let everything = merge(&accepted, &[]);
@@ -295,6 +348,7 @@ mod tests {
             &accepted,
             &[Unexplored {
                 id: "sa3".into(),
+                role: "explorer".into(),
                 scope: "tests".into(),
                 why: "panicked".into(),
                 unverified: Some(&Handoff {
@@ -343,11 +397,15 @@ mod tests {
                 handoff: &a,
                 scope: &[],
                 observations: &log,
+                verifier: false,
+                doubted: false,
             },
             Accepted {
                 handoff: &b,
                 scope: &[],
                 observations: &log,
+                verifier: false,
+                doubted: false,
             },
         ];
         let merged = merge(&accepted, &[]);

@@ -66,8 +66,8 @@ pub(crate) struct RunConfig {
     pub(crate) shards: Option<usize>,
     /// Constraints given with the task: (verbatim text, provenance).
     pub(crate) constraints: Vec<(String, String)>,
-    /// The role profile subagents are compiled for.
-    pub(crate) role: RoleProfile,
+    /// The role profiles subagents are compiled for (explorer, verifier, …).
+    pub(crate) roles: BTreeMap<String, RoleProfile>,
     /// Where the run's events go (none: the run is not logged).
     pub(crate) log: Option<RunLog>,
 }
@@ -161,6 +161,8 @@ pub(crate) struct LeadState {
     tokenizer: Arc<CachedTokenizer<Bpe>>,
     /// Set on a resumed run: the last event before the resume.
     resumed_after: Option<u64>,
+    /// Set once the second wave was considered.
+    second_wave_planned: bool,
 }
 
 pub(crate) struct LeadActor;
@@ -193,7 +195,11 @@ impl LeadState {
     /// A subagent's context, compiled for the explorer role from the checkpoint of everything
     /// logged so far. A floor over the budget raises the budget while the model's window
     /// allows; past that the context is refused.
-    fn context_for(&self, subagent: &str) -> Result<(Compiled, Option<Orientation>), FloorError> {
+    fn context_for(
+        &self,
+        subagent: &str,
+        role: &RoleProfile,
+    ) -> Result<(Compiled, Option<Orientation>), FloorError> {
         let checkpoint = project(&self.config.run_id, &self.mirror);
         // After a resume, what changed since for this subagent (its effects cut off by the
         // crash) comes as the delta, and the restarted subagent orients itself first.
@@ -214,7 +220,6 @@ impl LeadState {
         let orientation = self
             .resumed_after
             .and_then(|_| Orientation::for_subagent(&checkpoint, subagent));
-        let role = &self.config.role;
         let tokenizer = self.tokenizer.as_ref();
         let compiled = match compile(&checkpoint, delta.as_ref(), role, role.budget, tokenizer) {
             Err(floor) if floor.floor <= CONTEXT_WINDOW => {
@@ -240,12 +245,13 @@ impl LeadState {
         mut restored: BTreeMap<String, resume::Restored>,
     ) {
         self.planned = true;
-        for (index, (id, shard)) in plan.into_iter().enumerate() {
+        for (id, shard) in plan {
+            let index = self.records.len();
             let kept = restored.remove(&id).filter(|r| r.is_done());
             let mut record = SubagentRecord {
                 summary: SubagentSummary {
                     id,
-                    role: "explorer".into(),
+                    role: shard.role.clone(),
                     scope: shard.label(),
                     state: SubagentState::Queued,
                     tool_calls: 0,
@@ -302,7 +308,17 @@ impl LeadState {
                 break;
             };
             let id = self.records[index].summary.id.clone();
-            let (context, orientation) = match self.context_for(&id) {
+            let Some(role) = self
+                .config
+                .roles
+                .get(&self.records[index].shard.role)
+                .cloned()
+            else {
+                let why = format!("no role profile `{}`", self.records[index].shard.role);
+                self.end(index, SubagentState::Failed, Some(why));
+                continue;
+            };
+            let (context, orientation) = match self.context_for(&id, &role) {
                 Ok(c) => c,
                 Err(refused) => {
                     self.end(
@@ -314,7 +330,11 @@ impl LeadState {
                 }
             };
             let record = &self.records[index];
-            let brief = plan::brief(&self.config.question, &record.shard);
+            let brief = if role.name == "verifier" {
+                plan::verify_brief(&self.config.question, &self.doubts())
+            } else {
+                plan::brief(&self.config.question, &record.shard)
+            };
             let spawned = journal::spawned(
                 &record.summary.id,
                 &record.shard.paths,
@@ -329,7 +349,7 @@ impl LeadState {
                 orientation,
                 budget: self.config.budget,
                 model: Arc::clone(&self.config.model),
-                tools: self.config.tools.clone(),
+                tools: self.config.tools.only(&role.tools),
                 workspace: self.config.workspace.clone(),
                 lead: myself.clone(),
             };
@@ -403,6 +423,70 @@ impl LeadState {
         s.model_turns = spent.model_turns;
     }
 
+    /// Spawns what it may; once the first wave has ended, plans the second (a verifier over
+    /// doubted conclusions) at most once; finishes when nothing is left.
+    async fn advance(&mut self, myself: &ActorRef<LeadMsg>) {
+        self.fill(myself).await;
+        let idle = self.planned && self.queue.is_empty() && self.running() == 0;
+        if idle && self.second_wave() {
+            self.fill(myself).await;
+        }
+        self.finish_if_done(myself);
+    }
+
+    /// What the lead doubts: the conclusions of handoffs that broke the contract before a
+    /// repair made them pass, as (sources, claim).
+    fn doubts(&self) -> Vec<(String, String)> {
+        self.records
+            .iter()
+            .filter(|r| r.summary.state == SubagentState::Repaired)
+            .filter_map(|r| r.handoff.as_ref())
+            .flat_map(|h| h.settled_conclusions.iter())
+            .filter(|c| c.kind == crate::handoff::ConclusionKind::Finding)
+            .map(|c| {
+                let sources: Vec<String> = c.sources.iter().map(|s| s.to_string()).collect();
+                (sources.join(", "), c.claim.clone())
+            })
+            .collect()
+    }
+
+    /// Plans the second wave once: a verifier subagent, compiled from the updated checkpoint,
+    /// re-checks the doubted conclusions. False when there is nothing to verify.
+    fn second_wave(&mut self) -> bool {
+        let planned_already = self.records.iter().any(|r| r.shard.role != "explorer");
+        if self.cancelled || self.second_wave_planned || planned_already {
+            return false;
+        }
+        self.second_wave_planned = true;
+        if self.doubts().is_empty() || !self.config.roles.contains_key("verifier") {
+            return false;
+        }
+        let id = format!("sa{}", self.records.len() + 1);
+        let shard = Shard {
+            paths: vec![".".into()],
+            bytes: 0,
+            role: "verifier".into(),
+        };
+        let mut listed: Vec<(String, Vec<String>, String)> = self
+            .records
+            .iter()
+            .map(|r| {
+                (
+                    r.summary.id.clone(),
+                    r.shard.paths.clone(),
+                    r.shard.role.clone(),
+                )
+            })
+            .collect();
+        listed.push((id.clone(), shard.paths.clone(), shard.role.clone()));
+        self.log(vec![journal::planned(
+            &listed,
+            "second wave: a verifier re-checks the conclusions of repaired handoffs",
+        )]);
+        self.adopt_plan(vec![(id, shard)], BTreeMap::new());
+        true
+    }
+
     fn finish_if_done(&mut self, myself: &ActorRef<LeadMsg>) {
         let done = !self.finished
             && (self.planned || self.planning_error.is_some())
@@ -471,6 +555,7 @@ impl Actor for LeadActor {
             finished: false,
             tokenizer: Arc::new(CachedTokenizer::new(Bpe)),
             resumed_after: None,
+            second_wave_planned: false,
         })
     }
 
@@ -497,8 +582,7 @@ impl Actor for LeadActor {
                             run_id: state.config.run_id.clone(),
                             subagents: state.records.len(),
                         });
-                        state.fill(&myself).await;
-                        state.finish_if_done(&myself);
+                        state.advance(&myself).await;
                         return Ok(());
                     }
                 } else {
@@ -528,18 +612,20 @@ impl Actor for LeadActor {
                     .enumerate()
                     .map(|(i, shard)| (format!("sa{}", i + 1), shard))
                     .collect();
-                let listed: Vec<(String, Vec<String>)> = plan
+                let listed: Vec<(String, Vec<String>, String)> = plan
                     .iter()
-                    .map(|(id, s)| (id.clone(), s.paths.clone()))
+                    .map(|(id, s)| (id.clone(), s.paths.clone(), s.role.clone()))
                     .collect();
-                state.log(vec![journal::planned(&listed)]);
+                state.log(vec![journal::planned(
+                    &listed,
+                    "sharded the tree by directory, balanced by size",
+                )]);
                 state.adopt_plan(plan, BTreeMap::new());
                 state.emit(Event::RunPlanned {
                     run_id: state.config.run_id.clone(),
                     subagents: state.records.len(),
                 });
-                state.fill(&myself).await;
-                state.finish_if_done(&myself);
+                state.advance(&myself).await;
             }
             LeadMsg::ToolsStarted { id, calls } => {
                 let events = calls.iter().map(|c| journal::tool_called(&id, c)).collect();
@@ -731,8 +817,7 @@ impl Actor for LeadActor {
             };
             state.end(index, ended, Some(why));
         }
-        state.fill(&myself).await;
-        state.finish_if_done(&myself);
+        state.advance(&myself).await;
         Ok(())
     }
 }

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 pub(crate) struct Shard {
     pub(crate) paths: Vec<String>,
     pub(crate) bytes: u64,
+    /// The role of the subagent that takes it (`explorer`, or `verifier` in a second wave).
+    pub(crate) role: String,
 }
 
 impl Shard {
@@ -57,7 +59,8 @@ pub(crate) fn shard(files: &[(String, u64)], n: usize) -> Vec<Shard> {
     let mut shards: Vec<Shard> = vec![
         Shard {
             paths: Vec::new(),
-            bytes: 0
+            bytes: 0,
+            role: "explorer".into(),
         };
         n.min(units.len()).max(1)
     ];
@@ -102,6 +105,21 @@ fn children(files: &[(String, u64)], dir: &str) -> Vec<Unit> {
         unit.bytes += (*bytes).max(1);
     }
     out.into_values().collect()
+}
+
+/// The first message of a second-wave verifier: the question, the whole tree as its scope,
+/// the conclusions it is to re-check (source — claim), and the contract.
+pub(crate) fn verify_brief(question: &str, doubts: &[(String, String)]) -> String {
+    let mut text = format!(
+        "Question: {question}\nScope: [\".\"]\n\nVerify: reread each cited range below and hand off, \
+         as settled conclusions, only the claims its lines support, citing the lines you read:\n"
+    );
+    for (source, claim) in doubts {
+        text.push_str(&format!("- {source} — {claim}\n"));
+    }
+    text.push('\n');
+    text.push_str(crate::contracts::HANDOFF);
+    text
 }
 
 /// The first message a subagent gets: its question, its scope and the contract.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::{merge, plan, plan::Shard, LeadState};
 use crate::handoff::{Handoff, OpenItem, WorkspaceFiles};
-use crate::report::{HandoffCounts, Report, RunUsage};
+use crate::report::{HandoffCounts, Report, RunUsage, SubagentState};
 use crate::tools::Workspace;
 
 impl LeadState {
@@ -18,6 +18,8 @@ impl LeadState {
                     handoff: r.handoff.as_ref()?,
                     scope: &r.shard.paths,
                     observations: &r.observations,
+                    verifier: r.shard.role == "verifier",
+                    doubted: r.summary.state == SubagentState::Repaired,
                 })
             })
             .collect();
@@ -27,6 +29,7 @@ impl LeadState {
             .filter(|r| !r.summary.state.accepted())
             .map(|r| merge::Unexplored {
                 id: r.summary.id.clone(),
+                role: r.shard.role.clone(),
                 scope: r.summary.scope.clone(),
                 why: match (&r.summary.error, r.summary.state) {
                     (Some(e), _) => e.clone(),

@@ -104,6 +104,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
                             Shard {
                                 paths: p.scope.clone(),
                                 bytes: 0,
+                                role: p.role.clone(),
                             },
                         )
                     })
@@ -220,10 +221,12 @@ mod tests {
                     PlannedSubagent {
                         id: "sa1".into(),
                         scope: vec!["a".into()],
+                        role: "explorer".into(),
                     },
                     PlannedSubagent {
                         id: "sa2".into(),
                         scope: vec!["b".into()],
+                        role: "explorer".into(),
                     },
                 ],
                 reason: "test".into(),

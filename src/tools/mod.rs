@@ -124,6 +124,18 @@ impl ToolRegistry {
         }
     }
 
+    /// The tools of this registry that `names` lists (a role profile's tool set).
+    pub fn only(&self, names: &[String]) -> ToolRegistry {
+        ToolRegistry {
+            tools: self
+                .tools
+                .iter()
+                .filter(|t| names.contains(&t.spec().name))
+                .cloned()
+                .collect(),
+        }
+    }
+
     /// An empty registry.
     pub fn empty() -> ToolRegistry {
         ToolRegistry { tools: Vec::new() }

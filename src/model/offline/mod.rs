@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 
 use super::{estimate_tokens, Message, Model, ModelError, ModelRequest, ModelResponse, Usage};
 use crate::handoff::{Handoff, OpenItem};
+use crate::source::SourceId;
 use crate::tools::ToolCall;
 use follow::CallSite;
 use rank::{Candidate, Hit};
@@ -89,6 +90,84 @@ pub(super) struct Task {
     pub(super) scope: Vec<String>,
     /// The lead asked for an orientation first (a resumed run).
     pub(super) orienting: bool,
+    /// A verifier's task: (sources, claim) to reread and confirm.
+    pub(super) verify: Vec<(Vec<SourceId>, String)>,
+}
+
+/// The `Verify:` list of a verifier's brief: `- SOURCES — CLAIM` lines.
+fn verify_list(brief: &str) -> Vec<(Vec<SourceId>, String)> {
+    let Some((_, rest)) = brief.split_once("\nVerify:") else {
+        return Vec::new();
+    };
+    rest.lines()
+        .skip(1)
+        .take_while(|l| l.starts_with("- "))
+        .filter_map(|l| {
+            let (sources, claim) = l[2..].split_once(" — ")?;
+            let sources: Vec<SourceId> = sources
+                .split(", ")
+                .filter_map(|s| SourceId::parse(s).ok())
+                .collect();
+            (!sources.is_empty()).then(|| (sources, claim.to_string()))
+        })
+        .collect()
+}
+
+/// The verifier's turns: reread every cited range, then hand back the claims whose every
+/// range was read, citing the same lines.
+fn verify_turn(task: &Task, done: &[Exchange<'_>], may_read: bool) -> (String, Vec<ToolCall>) {
+    let reads: Vec<ToolCall> = task
+        .verify
+        .iter()
+        .flat_map(|(sources, _)| sources.iter())
+        .filter_map(SourceId::file_lines)
+        .enumerate()
+        .map(|(i, (path, a, b))| {
+            call(
+                500 + i,
+                "read_file",
+                json!({"path": path, "start_line": a, "end_line": b}),
+            )
+        })
+        .collect();
+    let pending: Vec<ToolCall> = reads
+        .iter()
+        .filter(|c| issued(done, &c.name, &c.arguments).is_none())
+        .cloned()
+        .collect();
+    if may_read && !pending.is_empty() {
+        return ("Rereading the cited lines.".into(), pending);
+    }
+    let read_ok = |path: &str, a: u32, b: u32| {
+        issued(
+            done,
+            "read_file",
+            &json!({"path": path, "start_line": a, "end_line": b}),
+        )
+        .is_some_and(|e| !e.is_error)
+    };
+    let mut handoff = Handoff::default();
+    for (sources, claim) in &task.verify {
+        let all_read = sources
+            .iter()
+            .filter_map(SourceId::file_lines)
+            .all(|(p, a, b)| read_ok(p, a, b));
+        if all_read {
+            handoff
+                .settled_conclusions
+                .push(crate::handoff::Conclusion {
+                    claim: claim.clone(),
+                    sources: sources.clone(),
+                    kind: crate::handoff::ConclusionKind::Finding,
+                });
+        } else {
+            handoff.open_items.push(OpenItem {
+                item: format!("Could not reread the lines of: {claim}"),
+                stuck_on: "a cited range could not be read".into(),
+            });
+        }
+    }
+    (handoff.to_markdown(), Vec::new())
 }
 
 /// The restatement a resumed subagent gives before acting: goal, standing conditions and the
@@ -153,6 +232,7 @@ fn read_task(messages: &[Message]) -> Option<Task> {
         question: question.filter(|q| !q.is_empty())?,
         scope,
         orienting: first.contains("Orientation: this run was resumed"),
+        verify: verify_list(first),
     })
 }
 
@@ -245,6 +325,10 @@ fn next_turn(request: &ModelRequest) -> (String, Vec<ToolCall>) {
         return (orientation_answer(&request.system), Vec::new());
     }
     let done = exchanges(&request.messages);
+    if !task.verify.is_empty() {
+        let may_read = request.tools.iter().any(|t| t.name == "read_file");
+        return verify_turn(&task, &done, may_read);
+    }
     let survey = Survey::new(&task.question, &done);
     let may_call = |name: &str| request.tools.iter().any(|t| t.name == name);
     let pending = |calls: Vec<ToolCall>| -> Vec<ToolCall> {
