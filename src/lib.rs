@@ -40,8 +40,10 @@
 //!   and writes checkpoints off the actor; `lead::resume` reads a log back into what a resumed
 //!   run starts from (pure): ended subagents are kept, mid-flight ones redone, cut-off effects
 //!   become outcome_unknown. The report goes out only after every event is durable. Every
-//!   subagent's first context is compiled for the explorer role from the checkpoint of all
-//!   events so far (`LeadState::context_for`); its manifest goes to the log.
+//!   subagent's first context is compiled for its role (explorer, or verifier in the second
+//!   wave) from the checkpoint of all events so far (`LeadState::context_for`); its manifest
+//!   goes to the log, and its tool set is its profile's. `LeadState::advance` plans the second
+//!   wave once the first has ended: a verifier over the conclusions of repaired handoffs.
 //! - `subagent` — `SubagentActor`, `SubagentMsg`; `subagent::agent_loop::AgentLoop` is the
 //!   sans-IO loop (`start` / `on_model` / `on_tools` / `on_repair` → `Step`). **Invariant:**
 //!   budgets (turns, tool calls, tokens) are enforced: over budget, a subagent is asked once to

@@ -8,6 +8,10 @@
 //! - A subagent that panics, errors or stops without a handoff is recorded as failed; the run
 //!   still reports what the others handed off.
 //! - Only a handoff that passed the contract is merged into the report.
+//! - Every subagent's first context is compiled from the checkpoint for its role; its tools
+//!   are its role profile's, never more.
+//! - The second wave (a verifier over the conclusions of repaired handoffs) is planned at most
+//!   once, after every explorer has ended, and never after `Cancel`.
 //! - After `Cancel`, no subagent is spawned; running ones are stopped and recorded as
 //!   cancelled; the report holds what was handed off before.
 
