@@ -314,21 +314,13 @@ fn baton_context_prints_the_context_and_exits_3_at_the_floor() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-/// A resumed run whose restarted subagent restates its orientation without the constraint: the
-/// lead's loop sends the constraint (and the cut-off effect) back before any tool is offered.
-#[tokio::test]
-async fn orientation_on_resume_resends_a_dropped_constraint_before_any_tool_call() {
-    use baton::{Coordinator, Message, ScriptedModel, ScriptedTurn};
-    use std::sync::Arc;
-    let tree = crate::support::rust_tree();
-    let store = Arc::new(MemoryStore::new());
-    let root = std::fs::canonicalize(tree.path())
-        .unwrap()
-        .display()
-        .to_string();
+/// A run killed while its one subagent was running a grep: started, a constraint stated, one
+/// subagent planned, a call executing.
+async fn killed_run(store: &MemoryStore, run_id: &str, root: &std::path::Path, question: &str) {
+    let root = std::fs::canonicalize(root).unwrap().display().to_string();
     let killed = vec![
         RunEvent::RunStarted {
-            question: "How does the retry delay grow?".into(),
+            question: question.into(),
             root,
             model: "scripted".into(),
             agents: 1,
@@ -365,10 +357,27 @@ async fn orientation_on_resume_resends_a_dropped_constraint_before_any_tool_call
         },
     ];
     store
-        .append("killed-run", killed.into_iter().map(|e| (1, e)).collect())
+        .append(run_id, killed.into_iter().map(|e| (1, e)).collect())
         .await
         .unwrap()
         .unwrap();
+}
+
+/// A resumed run whose restarted subagent restates its orientation without the constraint: the
+/// lead's loop sends the constraint (and the cut-off effect) back before any tool is offered.
+#[tokio::test]
+async fn orientation_on_resume_resends_a_dropped_constraint_before_any_tool_call() {
+    use baton::{Coordinator, Message, ScriptedModel, ScriptedTurn};
+    use std::sync::Arc;
+    let tree = crate::support::rust_tree();
+    let store = Arc::new(MemoryStore::new());
+    killed_run(
+        &store,
+        "killed-run",
+        tree.path(),
+        "How does the retry delay grow?",
+    )
+    .await;
     let model = Arc::new(ScriptedModel::new([
         ScriptedTurn::text("## Goal\nHow does the retry delay grow?\n## Constraints\n- none\n## Unresolved effects\n- none\n## Next action\nRead retry.rs."),
         ScriptedTurn::tool("read_file", serde_json::json!({"path": "src/net/retry.rs", "start_line": 1, "end_line": 22})),
@@ -418,48 +427,7 @@ async fn the_offline_explorer_orients_itself_fully() {
     use std::sync::Arc;
     let tree = crate::support::rust_tree();
     let store = Arc::new(MemoryStore::new());
-    let root = std::fs::canonicalize(tree.path())
-        .unwrap()
-        .display()
-        .to_string();
-    let killed = vec![
-        RunEvent::RunStarted {
-            question: "Where is next_delay defined?".into(),
-            root,
-            model: "offline".into(),
-            agents: 1,
-            max_subagents: 1,
-            budget: baton::Budget::default(),
-            repairs: 2,
-            shards: None,
-            tools: vec!["grep".into()],
-        },
-        RunEvent::ConstraintStated {
-            text: CONSTRAINT.into(),
-            normalised: baton::context::normalise(CONSTRAINT),
-            provenance: "question".into(),
-        },
-        RunEvent::PlanRevised {
-            subagents: vec![PlannedSubagent {
-                id: "sa1".into(),
-                scope: vec![".".into()],
-                role: "explorer".into(),
-            }],
-            reason: "test".into(),
-        },
-        RunEvent::ToolCalled {
-            subagent: "sa1".into(),
-            call_id: "sa1.1".into(),
-            tool: "grep".into(),
-            arguments: serde_json::json!({"pattern": "delay"}),
-            effect: EffectState::Executing,
-        },
-    ];
-    store
-        .append("r", killed.into_iter().map(|e| (1, e)).collect())
-        .await
-        .unwrap()
-        .unwrap();
+    killed_run(&store, "r", tree.path(), "Where is next_delay defined?").await;
     let report = Coordinator::new()
         .model(Arc::new(OfflineModel::new()))
         .store(store.clone())
