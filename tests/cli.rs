@@ -114,17 +114,48 @@ fn json_report_is_one_document() {
 #[cfg(unix)]
 #[test]
 fn interrupt_cancels_and_still_prints_the_report() {
+    use baton::checkpoint::EventStore;
     let dir = rust_tree();
+    let state = tempfile::tempdir().unwrap();
     let child = baton()
         .arg("explore")
         .arg(dir.path())
         .arg("Where is next_delay defined?")
-        .args(["--json", "--offline-latency-ms", "3000", "--agents", "1"])
+        .args([
+            "--json",
+            "--offline-latency-ms",
+            "3000",
+            "--agents",
+            "1",
+            "--state",
+        ])
+        .arg(state.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    // Interrupt once a subagent is durably under way (its model call takes 3 s).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let Ok(store) = baton::SqliteStore::open(state.path()) else {
+            continue;
+        };
+        let Some(run) = store.runs().ok().and_then(|r| r.into_iter().next()) else {
+            continue;
+        };
+        let spawned = store
+            .events(&run.run_id)
+            .map(|e| e.iter().any(|e| e.event.kind() == "subagent_spawned"))
+            .unwrap_or(false);
+        if spawned {
+            break;
+        }
+    }
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
