@@ -65,6 +65,12 @@
 //!   append is acknowledged before it is durable; every read re-checks the chain and the run's
 //!   head; a checkpoint is rebuilt from events only and an invalid one is never used;
 //!   `outcome_unknown` never becomes `failed` without a reconciling observation.
+//! - `compaction` (public, started) — the pure parts of window compaction so far: occupancy
+//!   trigger and tool-result clearing (`compaction::clear`), the pinned ledger classified as
+//!   turns arrive (`compaction::ledger`), irreducible items, the floor and the compact / split /
+//!   refuse decision (`compaction::floor`), safe cut points (`compaction::cut`).
+//!   **Invariant:** pins are verbatim and constraints never retire; no cut separates a tool
+//!   call from its result. Summaries, survival checks and `baton compact` are still to come.
 //! - `context` (public) — role profiles ([`context::RoleProfile`], `contracts/roles/*.toml`,
 //!   `--roles DIR`), the pure compiler [`context::compile`] from (checkpoint, delta, role,
 //!   budget, tokenizer) to a [`context::Compiled`] context with its manifest, the floor
@@ -103,6 +109,7 @@
 //! - Tests run offline: temp-dir fixtures, the offline model, scripted models.
 
 pub mod checkpoint;
+pub mod compaction;
 pub mod context;
 mod contracts;
 mod coordinator;

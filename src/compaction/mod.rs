@@ -1,0 +1,22 @@
+//! Compaction of a subagent's window — its pure parts so far (summaries, survival checks, the
+//! `baton compact` command and wiring into the subagent loop are still to come): the trigger on
+//! occupancy and light compaction that clears old tool results (`clear`), the pinned ledger of
+//! binding items classified as turns arrive (`ledger`), the irreducible floor of a span and the
+//! compact / split / refuse decision made from floors before any summarising (`floor`), and cut
+//! points that never separate a tool call from its result (`cut`).
+//!
+//! **Invariant:** a pinned item is carried verbatim and never paraphrased; a constraint never
+//! retires; a cut never falls between an assistant's tool calls and their results.
+
+mod clear;
+mod cut;
+mod floor;
+mod ledger;
+
+pub use clear::{
+    clear_tool_results, should_compact, Cleared, DEFAULT_KEEP_TOOL_RESULTS, DEFAULT_MIN_CLEARED,
+    DEFAULT_THRESHOLD,
+};
+pub use cut::{safe_cuts, split_point};
+pub use floor::{decide, floor, irreducible, FloorDecision, DEFAULT_MARGIN_PERCENT};
+pub use ledger::{classify, Ledger, Pin, PinClass};
