@@ -3,6 +3,7 @@
 mod support;
 
 mod cli;
+mod compaction;
 mod context;
 mod contract;
 mod durable;

@@ -78,6 +78,19 @@ fn sentences(text: &str) -> Vec<&str> {
     out
 }
 
+/// A deadline the user sets: "before 18:00 on Friday", "by Monday", "no later than 5 pm".
+fn is_deadline(lower: &str) -> bool {
+    static DEADLINE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    DEADLINE
+        .get_or_init(|| {
+            regex::Regex::new(
+                r"\b(before|by|until|no later than)\s+(\d{1,2}([:.]\d{2})?\s*(am|pm)?|monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|noon|midnight|end of day|eod)\b",
+            )
+            .expect("static regex")
+        })
+        .is_match(lower)
+}
+
 /// The tool state a sentence sets, if any: (key, the sentence).
 fn tool_state(sentence: &str) -> Option<&'static str> {
     let lower = sentence.to_lowercase();
@@ -102,7 +115,7 @@ pub fn classify(turn: usize, text: &str, from_user: bool) -> Vec<Pin> {
     let mut out = Vec::new();
     for s in sentences(text) {
         let lower = s.to_lowercase();
-        let class = if from_user && binds(s) {
+        let class = if from_user && (binds(s) || is_deadline(&lower)) {
             Some((PinClass::Constraint, None))
         } else if let Some(key) = tool_state(s) {
             Some((PinClass::ToolState, Some(key.to_string())))

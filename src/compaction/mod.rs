@@ -9,14 +9,18 @@
 //! retires; a cut never falls between an assistant's tool calls and their results.
 
 mod clear;
+mod compact;
 mod cut;
 mod floor;
 mod ledger;
+mod summary;
 
 pub use clear::{
     clear_tool_results, should_compact, Cleared, DEFAULT_KEEP_TOOL_RESULTS, DEFAULT_MIN_CLEARED,
     DEFAULT_THRESHOLD,
 };
+pub use compact::{compact, ledger_of, Compacted, Decision, Options};
 pub use cut::{safe_cuts, split_point};
 pub use floor::{decide, floor, irreducible, FloorDecision, DEFAULT_MARGIN_PERCENT};
 pub use ledger::{classify, Ledger, Pin, PinClass};
+pub use summary::{summarise, survival, Survival, LONG_SENTENCE, SUMMARISER};

@@ -1,0 +1,323 @@
+//! The compaction benchmark: sessions built from the cases behind the rules, each compacted
+//! with the real tokenizer; a table of tokens before/after, ratio, decision and the survival of
+//! every must-keep item is printed (`cargo test --test tests compaction -- --nocapture`) and the
+//! targets are asserted.
+
+use baton::compaction::{compact, Decision, Options};
+use baton::context::Bpe;
+use baton::{Message, ToolCall};
+
+const MIGRATIONS: &str = "Never modify anything under /migrations.";
+
+fn user(text: &str) -> Message {
+    Message::User { text: text.into() }
+}
+
+fn tool_round(id: &str, path: &str, size_lines: usize) -> Vec<Message> {
+    let body: String = (1..=size_lines)
+        .map(|i| format!("{i:>6}\tlet value_{i} = compute(input, {i}); // step {i} of {path}\n"))
+        .collect();
+    vec![
+        Message::Assistant {
+            text: format!("Reading {path}."),
+            tool_calls: vec![ToolCall {
+                id: id.into(),
+                name: "read_file".into(),
+                arguments: serde_json::json!({"path": path}),
+            }],
+        },
+        Message::Tool {
+            call_id: id.into(),
+            name: "read_file".into(),
+            content: body,
+            is_error: false,
+        },
+    ]
+}
+
+/// A coding session that obeys a constraint stated once at turn 3, growing by `rounds` tool
+/// rounds with user follow-ups.
+fn migrations_session(from: usize, rounds: usize) -> Vec<Message> {
+    let mut out = Vec::new();
+    if from == 0 {
+        out.push(user("Please refactor the retry logic in src/net."));
+        out.push(Message::Assistant {
+            text: "I will start by reading src/net/retry.rs.".into(),
+            tool_calls: vec![],
+        });
+        out.push(user("Sure, go ahead."));
+        out.push(user(MIGRATIONS));
+    }
+    for r in from..from + rounds {
+        out.extend(tool_round(
+            &format!("c{r}"),
+            &format!("src/net/part{r}.rs"),
+            40,
+        ));
+        out.push(user(&format!("Good, now look at part {}.", r + 1)));
+    }
+    out
+}
+
+struct Row {
+    name: &'static str,
+    before: usize,
+    after: usize,
+    decision: Decision,
+    kept: usize,
+    total: usize,
+}
+
+fn kept_in(window: &[Message], items: &[&str]) -> usize {
+    let text: String = window
+        .iter()
+        .map(|m| match m {
+            Message::User { text } => text.clone(),
+            Message::Assistant { text, .. } => text.clone(),
+            Message::Tool { content, .. } => content.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    items.iter().filter(|i| text.contains(*i)).count()
+}
+
+#[test]
+fn compaction_benchmark() {
+    let mut rows: Vec<Row> = Vec::new();
+    let opts = Options {
+        window: 8_000,
+        slot: 2_000,
+        ..Options::default()
+    };
+
+    // 1. A 63-turn session; "never modify anything under /migrations" stated once at turn 3;
+    //    compacted three times as it grows.
+    let mut window = migrations_session(0, 20);
+    for pass in 1..=3 {
+        let before = window.clone();
+        let out = compact(&before, &opts, &Bpe);
+        assert_ne!(
+            out.decision,
+            Decision::None,
+            "pass {pass}: over the threshold"
+        );
+        assert!(out.survival.ok(), "pass {pass}: {:?}", out.survival);
+        assert_eq!(
+            kept_in(&out.window, &[MIGRATIONS]),
+            1,
+            "pass {pass}: the constraint verbatim"
+        );
+        rows.push(Row {
+            name: [
+                "migrations, pass 1",
+                "migrations, pass 2",
+                "migrations, pass 3",
+            ][pass - 1],
+            before: out.tokens_before,
+            after: out.tokens_after,
+            decision: out.decision,
+            kept: kept_in(&out.window, &[MIGRATIONS]),
+            total: 1,
+        });
+        window = out.window;
+        window.extend(migrations_session(20 * pass, 8));
+    }
+
+    // 2. Tool results are cleared before any summary, tokens saved reported.
+    let mut light = vec![user("Summarise the parser module.")];
+    for r in 0..6 {
+        light.extend(tool_round(
+            &format!("t{r}"),
+            &format!("src/parse/p{r}.rs"),
+            60,
+        ));
+    }
+    light.push(user("Which function handles errors?"));
+    let out = compact(&light, &opts, &Bpe);
+    assert_eq!(out.decision, Decision::Compact);
+    assert!(out.cleared_tokens > 2_000, "{}", out.cleared_tokens);
+    assert!(out.window.iter().any(|m| matches!(m, Message::Tool { content, .. } if content.starts_with("[tool result cleared:"))));
+    assert!(
+        !out.window
+            .iter()
+            .any(|m| matches!(m, Message::User { text } if text.starts_with("[compacted:"))),
+        "no summary was needed"
+    );
+    rows.push(Row {
+        name: "tool results cleared first",
+        before: out.tokens_before,
+        after: out.tokens_after,
+        decision: out.decision,
+        kept: 1,
+        total: 1,
+    });
+
+    // 3. An outcome that is unknown stays unknown.
+    let mut unknown = vec![user("Refund order A-1234.")];
+    unknown.push(Message::Assistant {
+        text: "The refund call timed out: its effect is outcome_unknown; I will not retry it."
+            .into(),
+        tool_calls: vec![],
+    });
+    for r in 0..8 {
+        unknown.extend(tool_round(
+            &format!("u{r}"),
+            &format!("src/pay/p{r}.rs"),
+            50,
+        ));
+        unknown.push(user("Continue."));
+    }
+    let out = compact(&unknown, &opts, &Bpe);
+    assert!(out.survival.effect_states_kept);
+    assert_eq!(kept_in(&out.window, &["outcome_unknown"]), 1);
+    assert_eq!(
+        kept_in(&out.window, &["failed"]),
+        0,
+        "unknown never becomes failed"
+    );
+    rows.push(Row {
+        name: "outcome_unknown stays",
+        before: out.tokens_before,
+        after: out.tokens_after,
+        decision: out.decision,
+        kept: kept_in(&out.window, &["outcome_unknown", "A-1234"]),
+        total: 2,
+    });
+
+    // 4. A span holding an exact regex constraint, an errno with a path and a version pin later
+    //    reverted, with a 2,000-token slot below its floor: split or refused, all three kept.
+    let regex_rule = "Only accept names matching `^[a-z][a-z0-9_]{2,31}$` from now on.";
+    let errno = "open(/var/lib/app/state.db) failed with ENOENT (errno 2).";
+    let pin = "Pinned tokio to =1.38.0 in Cargo.toml; later reverted the pin to 1.54.1.";
+    let mut dense = vec![user(regex_rule)];
+    dense.push(Message::Assistant {
+        text: errno.into(),
+        tool_calls: vec![],
+    });
+    dense.push(Message::Assistant {
+        text: pin.into(),
+        tool_calls: vec![],
+    });
+    for r in 0..40 {
+        let facts: String = (0..12)
+            .map(|i| {
+                format!(
+                    "Record R{r}_{i} lives at /data/shard{r}/block{i}.bin with checksum {}.",
+                    100_000 + r * 97 + i
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        dense.push(Message::Assistant {
+            text: facts,
+            tool_calls: vec![],
+        });
+        dense.push(user("Next."));
+    }
+    let out = compact(&dense, &opts, &Bpe);
+    assert!(
+        matches!(out.decision, Decision::Split | Decision::Refuse),
+        "{:?}",
+        out.decision
+    );
+    let must = [
+        "^[a-z][a-z0-9_]{2,31}$",
+        "/var/lib/app/state.db",
+        "ENOENT",
+        "=1.38.0",
+        "1.54.1",
+    ];
+    assert_eq!(kept_in(&out.window, &must), must.len(), "{:?}", out.reason);
+    rows.push(Row {
+        name: "regex, errno, reverted pin; slot below floor",
+        before: out.tokens_before,
+        after: out.tokens_after,
+        decision: out.decision,
+        kept: kept_in(&out.window, &must),
+        total: must.len(),
+    });
+
+    // 5. A ~2,200-token support session; four facts must survive, the deadline stated only in
+    //    the last turns: with default settings, and with keep-last 1 (the ledger pinned it).
+    let mut support = vec![
+        user("Hello, my order A-55810 arrived damaged."),
+        Message::Assistant {
+            text: "Sorry to hear that. I will check the order and the refund policy.".into(),
+            tool_calls: vec![],
+        },
+        user("I paid €149.90 for it."),
+    ];
+    for i in 0..40 {
+        support.push(Message::Assistant {
+            text: format!("Checking the warehouse records for the shipment, step {i}: the parcel left the depot, was scanned at the sorting centre and handed to the courier, who reported the box as dented on arrival at the customer's address."),
+            tool_calls: vec![],
+        });
+        support.push(user("Okay, thanks for checking."));
+    }
+    support.push(Message::Assistant {
+        text: "Under clause 4.2 of our returns policy, damaged goods are refunded in full.".into(),
+        tool_calls: vec![],
+    });
+    support.push(user("Good. Please answer before 18:00 on Friday."));
+    support.push(Message::Assistant {
+        text: "Noted, you will hear from us.".into(),
+        tool_calls: vec![],
+    });
+    let facts = ["A-55810", "€149.90", "clause 4.2", "before 18:00 on Friday"];
+    for keep_last in [6, 1] {
+        let support_opts = Options {
+            window: 2_400,
+            slot: 1_000,
+            keep_last,
+            ..Options::default()
+        };
+        let out = compact(&support, &support_opts, &Bpe);
+        assert_eq!(
+            out.decision,
+            Decision::Compact,
+            "keep-last {keep_last}: {:?}",
+            out.reason
+        );
+        assert!(out.tokens_after < out.tokens_before);
+        assert_eq!(
+            kept_in(&out.window, &facts),
+            4,
+            "keep-last {keep_last}: {:?}",
+            out.reason
+        );
+        assert!(
+            out.ledger
+                .iter()
+                .any(|p| p.text == "Please answer before 18:00 on Friday."),
+            "the deadline was pinned when it arrived"
+        );
+        rows.push(Row {
+            name: if keep_last == 6 {
+                "support session, defaults"
+            } else {
+                "support session, keep-last 1"
+            },
+            before: out.tokens_before,
+            after: out.tokens_after,
+            decision: out.decision,
+            kept: kept_in(&out.window, &facts),
+            total: facts.len(),
+        });
+    }
+
+    println!("\n| case | tokens before | tokens after | ratio | decision | must-keep kept |");
+    println!("|---|---|---|---|---|---|");
+    for r in &rows {
+        println!(
+            "| {} | {} | {} | {:.2} | {:?} | {}/{} |",
+            r.name,
+            r.before,
+            r.after,
+            r.after as f64 / r.before as f64,
+            r.decision,
+            r.kept,
+            r.total
+        );
+    }
+    assert!(rows.iter().all(|r| r.kept == r.total));
+}
