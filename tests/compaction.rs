@@ -321,3 +321,88 @@ fn compaction_benchmark() {
     }
     assert!(rows.iter().all(|r| r.kept == r.total));
 }
+
+fn chat_jsonl(messages: &[Message]) -> String {
+    let mut out = String::from("{\"role\":\"system\",\"content\":\"You are a coding agent.\"}\n");
+    for m in messages {
+        let v = match m {
+            Message::User { text } => serde_json::json!({"role": "user", "content": text}),
+            Message::Assistant { text, tool_calls } if tool_calls.is_empty() => {
+                serde_json::json!({"role": "assistant", "content": text})
+            }
+            Message::Assistant { text, tool_calls } => serde_json::json!({
+                "role": "assistant", "content": text,
+                "tool_calls": tool_calls.iter().map(|c| serde_json::json!({
+                    "id": c.id, "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments.to_string()}
+                })).collect::<Vec<_>>()
+            }),
+            Message::Tool {
+                call_id, content, ..
+            } => {
+                serde_json::json!({"role": "tool", "tool_call_id": call_id, "content": content})
+            }
+        };
+        out.push_str(&v.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn baton_compact_reads_chat_jsonl_and_its_output_feeds_back_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("session.jsonl");
+    std::fs::write(&file, chat_jsonl(&migrations_session(0, 20))).unwrap();
+    let run = |path: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+            .arg("compact")
+            .arg(path)
+            .args(["--window", "8000", "--slot", "2000", "--json"])
+            .output()
+            .unwrap()
+    };
+    let out = run(&file);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["decision"], "compact");
+    assert!(doc["tokens_after"].as_u64() < doc["tokens_before"].as_u64());
+    assert_eq!(
+        doc["window"][0]["role"], "system",
+        "system messages are kept first"
+    );
+    assert!(doc["ledger"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["text"] == MIGRATIONS && p["class"] == "constraint"));
+    assert_eq!(doc["survival"]["ledger_verbatim"], true);
+    // The window, written back as JSONL, is a valid input again.
+    let again = dir.path().join("again.jsonl");
+    let lines: String = doc["window"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| format!("{m}\n"))
+        .collect();
+    std::fs::write(&again, lines).unwrap();
+    let out = run(&again);
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(3)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["window"].to_string().contains(MIGRATIONS));
+    // Unusable input.
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, "{\"role\":\"user\",\"content\":\"hi\"}\nnot json\n").unwrap();
+    let out = run(&bad);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.jsonl:2:"));
+}

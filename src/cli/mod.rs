@@ -1,6 +1,7 @@
 //! Command-line interface: `baton explore` and `baton validate`, their flags, output and exit
 //! codes.
 
+mod compact;
 mod progress;
 mod runs;
 mod validate;
@@ -44,6 +45,9 @@ enum Command {
     Runs(runs::RunsArgs),
     /// Print the brief of a run: what a person reads before resuming it.
     Brief(runs::BriefArgs),
+    /// Compact a transcript (OpenAI chat JSONL) as a subagent's window would be (exit 3 when
+    /// refused).
+    Compact(compact::CompactArgs),
     /// Print the context a subagent of a role would be given from the run's latest checkpoint,
     /// and its manifest (exit 3 when the role's mandatory fields exceed the budget).
     Context(runs::ContextArgs),
@@ -151,6 +155,7 @@ pub(crate) fn main() -> i32 {
         Command::Runs(args) => return runs::list(args),
         Command::Brief(args) => return runs::brief(args),
         Command::Context(args) => return runs::context(args),
+        Command::Compact(args) => return compact::run(args),
         Command::Explore(args) => Job::Explore(args),
         Command::Resume(args) => Job::Resume(args),
     };

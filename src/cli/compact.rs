@@ -1,0 +1,249 @@
+//! `baton compact FILE`: compacts a transcript in OpenAI chat format (JSONL, one message per
+//! line: role system/user/assistant/tool, content, tool_calls, tool_call_id) and prints the
+//! compacted window in the same format, or with `--json` one document with the decision,
+//! tokens, window, ledger and survival. Exit 0, 2 for unusable input, 3 when refused.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use baton::compaction::{compact, Decision, Options};
+use baton::context::Bpe;
+use baton::{Message, ToolCall};
+use serde_json::{json, Value};
+
+use super::{EXIT_DONE, EXIT_FAILED, EXIT_USAGE};
+
+/// Exit code: compaction refused (the window is unchanged).
+const EXIT_REFUSED: i32 = 3;
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct CompactArgs {
+    /// The transcript: JSONL, one OpenAI chat message per line.
+    file: PathBuf,
+    /// The model's window, in tokens.
+    #[arg(long, default_value_t = Options::default().window)]
+    window: usize,
+    /// Occupancy (tokens of the window / window) that triggers compaction.
+    #[arg(long, default_value_t = Options::default().threshold)]
+    threshold: f64,
+    /// Turns kept verbatim at the end.
+    #[arg(long, default_value_t = Options::default().keep_last)]
+    keep_last: usize,
+    /// Tool results kept whole when clearing.
+    #[arg(long, default_value_t = Options::default().keep_tool_results)]
+    keep_tool_results: usize,
+    /// The summary slot, in tokens.
+    #[arg(long, default_value_t = Options::default().slot)]
+    slot: usize,
+    /// Print one JSON document instead of the window.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One line of the transcript as a message (system messages are returned apart).
+fn read_line(value: &Value, names: &[(String, String)]) -> Result<Option<Message>, String> {
+    let role = value
+        .get("role")
+        .and_then(Value::as_str)
+        .ok_or("no `role`")?;
+    let content = match value.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Some(_) => return Err("`content` is not text".into()),
+    };
+    Ok(match role {
+        "system" => None,
+        "user" => Some(Message::User { text: content }),
+        "assistant" => {
+            let mut tool_calls = Vec::new();
+            for call in value
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let id = call
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .ok_or("a tool call without `id`")?;
+                let function = call
+                    .get("function")
+                    .ok_or("a tool call without `function`")?;
+                let name = function
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or("a tool call without a name")?;
+                let arguments = match function.get("arguments") {
+                    Some(Value::String(s)) => {
+                        serde_json::from_str(s).unwrap_or(Value::String(s.clone()))
+                    }
+                    Some(other) => other.clone(),
+                    None => json!({}),
+                };
+                tool_calls.push(ToolCall {
+                    id: id.into(),
+                    name: name.into(),
+                    arguments,
+                });
+            }
+            Some(Message::Assistant {
+                text: content,
+                tool_calls,
+            })
+        }
+        "tool" => {
+            let call_id = value
+                .get("tool_call_id")
+                .and_then(Value::as_str)
+                .ok_or("a tool message without `tool_call_id`")?;
+            let name = names
+                .iter()
+                .find(|(id, _)| id == call_id)
+                .map(|(_, n)| n.clone())
+                .unwrap_or_default();
+            Some(Message::Tool {
+                call_id: call_id.into(),
+                name,
+                content,
+                is_error: false,
+            })
+        }
+        other => return Err(format!("unknown role `{other}`")),
+    })
+}
+
+/// A message in OpenAI chat format.
+fn write_message(m: &Message) -> Value {
+    match m {
+        Message::User { text } => json!({"role": "user", "content": text}),
+        Message::Assistant { text, tool_calls } if tool_calls.is_empty() => {
+            json!({"role": "assistant", "content": text})
+        }
+        Message::Assistant { text, tool_calls } => json!({
+            "role": "assistant",
+            "content": text,
+            "tool_calls": tool_calls.iter().map(|c| json!({
+                "id": c.id, "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments.to_string()}
+            })).collect::<Vec<_>>(),
+        }),
+        Message::Tool {
+            call_id, content, ..
+        } => {
+            json!({"role": "tool", "tool_call_id": call_id, "content": content})
+        }
+    }
+}
+
+pub(crate) fn run(args: CompactArgs) -> i32 {
+    let shown = args.file.display().to_string();
+    let text = match std::fs::read(&args.file) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(t) => t,
+            Err(_) => {
+                eprintln!("baton: {shown}: not UTF-8");
+                return EXIT_USAGE;
+            }
+        },
+        Err(e) => {
+            eprintln!(
+                "baton: {shown}: {}",
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    "no such file".to_string()
+                } else {
+                    e.to_string()
+                }
+            );
+            return EXIT_USAGE;
+        }
+    };
+    let mut system = Vec::new();
+    let mut messages = Vec::new();
+    let mut names: Vec<(String, String)> = Vec::new();
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let value: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("baton: {shown}:{}: not a JSON message: {e}", i + 1);
+                return EXIT_USAGE;
+            }
+        };
+        match read_line(&value, &names) {
+            Ok(Some(m)) => {
+                if let Message::Assistant { tool_calls, .. } = &m {
+                    names.extend(tool_calls.iter().map(|c| (c.id.clone(), c.name.clone())));
+                }
+                messages.push(m);
+            }
+            Ok(None) => system.push(value),
+            Err(e) => {
+                eprintln!("baton: {shown}:{}: not a chat message: {e}", i + 1);
+                return EXIT_USAGE;
+            }
+        }
+    }
+    let opts = Options {
+        window: args.window,
+        threshold: args.threshold,
+        keep_last: args.keep_last,
+        keep_tool_results: args.keep_tool_results,
+        slot: args.slot,
+        ..Options::default()
+    };
+    let out = compact(&messages, &opts, &Bpe);
+    let window: Vec<Value> = system
+        .iter()
+        .cloned()
+        .chain(out.window.iter().map(write_message))
+        .collect();
+    let printed = if args.json {
+        let ledger: Vec<Value> = out
+            .ledger
+            .iter()
+            .map(|p| json!({"class": p.class, "text": p.text, "turn": p.turn}))
+            .collect();
+        format!(
+            "{}\n",
+            json!({
+                "decision": out.decision,
+                "tokens_before": out.tokens_before,
+                "tokens_after": out.tokens_after,
+                "cleared_tokens": out.cleared_tokens,
+                "window": window,
+                "ledger": ledger,
+                "survival": out.survival,
+                "reason": out.reason,
+            })
+        )
+    } else {
+        window.iter().map(|v| format!("{v}\n")).collect()
+    };
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(printed.as_bytes())
+        .and_then(|_| stdout.flush())
+    {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("baton: {e}");
+            return EXIT_FAILED;
+        }
+    }
+    if out.decision == Decision::Refuse {
+        eprintln!(
+            "baton: compaction refused: {}",
+            out.reason.unwrap_or_default()
+        );
+        EXIT_REFUSED
+    } else {
+        EXIT_DONE
+    }
+}
