@@ -92,10 +92,16 @@ fn compaction_benchmark() {
 
     // 1. A 63-turn session; "never modify anything under /migrations" stated once at turn 3;
     //    compacted three times as it grows.
+    // Tool results are never cleared here, so every pass summarises and writes the ledger.
+    let summarising = Options {
+        keep_tool_results: usize::MAX,
+        ..opts
+    };
     let mut window = migrations_session(0, 20);
+    let mut ledger_messages: Vec<String> = Vec::new();
     for pass in 1..=3 {
         let before = window.clone();
-        let out = compact(&before, &opts, &Bpe);
+        let out = compact(&before, &summarising, &Bpe);
         assert_ne!(
             out.decision,
             Decision::None,
@@ -119,9 +125,18 @@ fn compaction_benchmark() {
             kept: kept_in(&out.window, &[MIGRATIONS]),
             total: 1,
         });
+        ledger_messages.extend(out.window.iter().filter_map(|m| match m {
+            Message::User { text } if text.starts_with("=== PINNED") => Some(text.clone()),
+            _ => None,
+        }));
         window = out.window;
         window.extend(migrations_session(20 * pass, 8));
     }
+
+    // The ledger is byte-identical across the compactions (no pin arrived in between).
+    let ledgers: Vec<String> = ledger_messages.clone();
+    assert_eq!(ledgers.len(), 3);
+    assert!(ledgers.windows(2).all(|w| w[0] == w[1]), "{ledgers:#?}");
 
     // 2. Tool results are cleared before any summary, tokens saved reported.
     let mut light = vec![user("Summarise the parser module.")];

@@ -91,12 +91,16 @@ fn tokens(messages: &[Message], tokenizer: &dyn Tokenizer) -> usize {
         .sum()
 }
 
-/// The ledger of a window, classified turn by turn in arrival order (earlier summaries and
-/// ledgers are not turns).
+/// The ledger of a window, classified turn by turn in arrival order; an earlier ledger's pins
+/// carry over verbatim; earlier summaries are not turns.
 pub fn ledger_of(messages: &[Message]) -> Ledger {
     let mut ledger = Ledger::new();
     for (turn, m) in messages.iter().enumerate() {
         match m {
+            // An earlier compaction's ledger: its pins carry over, verbatim.
+            Message::User { text } if text.starts_with(LEDGER_MARK) => {
+                ledger.carry(Ledger::parse(text));
+            }
             Message::User { text }
                 if !text.starts_with(LEDGER_MARK) && !text.starts_with(SUMMARY_MARK) =>
             {

@@ -151,6 +151,13 @@ impl Ledger {
     /// Takes a new turn: its pins are added (a tool state supersedes the one of the same key).
     pub fn observe(&mut self, turn: usize, text: &str, from_user: bool) {
         for pin in classify(turn, text, from_user) {
+            if self
+                .pins
+                .iter()
+                .any(|p| p.class == pin.class && p.text == pin.text)
+            {
+                continue;
+            }
             if let (PinClass::ToolState, Some(key)) = (pin.class, &pin.key) {
                 self.pins
                     .retain(|p| !(p.class == PinClass::ToolState && p.key.as_ref() == Some(key)));
@@ -174,20 +181,76 @@ impl Ledger {
         &self.pins
     }
 
-    /// The ledger as the window shows it: labelled standing conditions, each pin verbatim.
+    /// The ledger as the window shows it: labelled standing conditions, each pin verbatim with
+    /// its class, the turn it came from and, for tool state, what it is the state of.
     pub fn render(&self) -> String {
         let mut out = String::from("=== PINNED (standing conditions, verbatim) ===\n");
         for p in &self.pins {
-            let class = match p.class {
-                PinClass::Constraint => "constraint",
-                PinClass::Commitment => "commitment",
-                PinClass::OpenQuestion => "open question",
-                PinClass::ToolState => "tool state",
-            };
-            out.push_str(&format!("- [{class}] {}\n", p.text));
+            let key = p
+                .key
+                .as_deref()
+                .map(|k| format!(" {k}"))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "- [{}{key} @{}] {}\n",
+                class_name(p.class),
+                p.turn,
+                p.text
+            ));
         }
         out.push_str("=== END PINNED ===\n");
         out
+    }
+
+    /// Reads a rendered ledger back (the ledger message of an earlier compaction), so pins
+    /// carry over byte for byte; lines that are not pins are ignored.
+    pub fn parse(rendered: &str) -> Ledger {
+        static LINE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+        let line = LINE.get_or_init(|| {
+            regex::Regex::new(r"^- \[(constraint|commitment|open question|tool state)(?: ([a-z]+))? @(\d+)\] (.+)$")
+                .expect("static regex")
+        });
+        let pins = rendered
+            .lines()
+            .filter_map(|l| {
+                let c = line.captures(l)?;
+                let class = match &c[1] {
+                    "constraint" => PinClass::Constraint,
+                    "commitment" => PinClass::Commitment,
+                    "open question" => PinClass::OpenQuestion,
+                    _ => PinClass::ToolState,
+                };
+                Some(Pin {
+                    class,
+                    text: c[4].to_string(),
+                    turn: c[3].parse().ok()?,
+                    key: c.get(2).map(|k| k.as_str().to_string()),
+                })
+            })
+            .collect();
+        Ledger { pins }
+    }
+
+    /// Adds pins carried over from an earlier ledger (skipping any already held).
+    pub fn carry(&mut self, earlier: Ledger) {
+        for pin in earlier.pins {
+            if !self
+                .pins
+                .iter()
+                .any(|p| p.class == pin.class && p.text == pin.text)
+            {
+                self.pins.push(pin);
+            }
+        }
+    }
+}
+
+fn class_name(class: PinClass) -> &'static str {
+    match class {
+        PinClass::Constraint => "constraint",
+        PinClass::Commitment => "commitment",
+        PinClass::OpenQuestion => "open question",
+        PinClass::ToolState => "tool state",
     }
 }
 
