@@ -421,3 +421,96 @@ fn baton_compact_reads_chat_jsonl_and_its_output_feeds_back_in() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad.jsonl:2:"));
 }
+
+/// A subagent whose model has a small window: its window is compacted before a request would
+/// fill it, the compaction is logged, and the handoff still passes (the observation log is
+/// not compacted).
+#[tokio::test]
+async fn a_subagent_window_is_compacted_before_it_fills() {
+    use baton::checkpoint::{EventStore, MemoryStore};
+    use baton::{Coordinator, ScriptedModel, ScriptedTurn, Task};
+    use std::sync::Arc;
+    let body: String = (1..=300)
+        .map(|i| format!("pub fn step_{i}(x: u64) -> u64 {{ x + {i} }}\n"))
+        .collect();
+    let tree = crate::support::tree(&[("src/big.rs", body.as_str())]);
+    let read = |a: u32, b: u32| {
+        ScriptedTurn::tool(
+            "read_file",
+            serde_json::json!({"path": "src/big.rs", "start_line": a, "end_line": b}),
+        )
+    };
+    let model = Arc::new(
+        ScriptedModel::new([
+            read(1, 100),
+            read(101, 200),
+            read(201, 300),
+            read(1, 100),
+            read(101, 200),
+            ScriptedTurn::text("## Settled conclusions\n- `step_1` adds one. [src/big.rs:1]\n## Open items\n## Hard constraints\n- none\n"),
+        ])
+        .with_window(9_000),
+    );
+    let store = Arc::new(MemoryStore::new());
+    let report = Coordinator::new()
+        .model(model.clone())
+        .store(store.clone())
+        .agents(1)
+        .max_subagents(1)
+        .run(Task::new(
+            "What does step_1 do? Never edit src/big.rs.",
+            tree.path(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        report.subagents[0].state,
+        baton::SubagentState::HandedOff,
+        "{:?}",
+        report.subagents
+    );
+    let requests = model.requests();
+    let cleared = requests.iter().any(|r| {
+        r.messages
+            .iter()
+            .any(|m| matches!(m, Message::Tool { content, .. } if content.starts_with("[tool result cleared:")))
+    });
+    assert!(
+        cleared,
+        "old tool results were cleared before a request filled the window"
+    );
+    let events = store.events(&report.run_id).unwrap();
+    let compacted: Vec<_> = events
+        .iter()
+        .filter(|e| e.event.kind() == "window_compacted")
+        .collect();
+    assert!(!compacted.is_empty());
+    let logged = serde_json::to_value(&compacted[0].event).unwrap();
+    assert!(logged["tokens_after"].as_u64() < logged["tokens_before"].as_u64());
+}
+
+#[test]
+fn window_compacted_is_in_the_event_schema() {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../contracts/event.schema.json")).unwrap();
+    let branch = schema["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["properties"]["kind"]["const"] == "window_compacted")
+        .expect("documented");
+    let event = baton::checkpoint::RunEvent::WindowCompacted {
+        subagent: "sa1".into(),
+        decision: Decision::Compact,
+        tokens_before: 10,
+        tokens_after: 5,
+        cleared_tokens: 3,
+        pinned: vec![MIGRATIONS.into()],
+        reason: None,
+    };
+    let written = serde_json::to_value(&event).unwrap();
+    for key in written.as_object().unwrap().keys() {
+        assert!(branch["properties"].get(key).is_some(), "{key} declared");
+    }
+    assert!(include_str!("../contracts/events.md").contains("`window_compacted`"));
+}

@@ -186,6 +186,23 @@ pub enum RunEvent {
         /// Why, when not accepted.
         error: Option<String>,
     },
+    /// A subagent's window was compacted (or compaction was refused: the window unchanged).
+    WindowCompacted {
+        /// The subagent.
+        subagent: String,
+        /// `compact`, `split` or `refuse`.
+        decision: crate::compaction::Decision,
+        /// Tokens before.
+        tokens_before: u64,
+        /// Tokens after.
+        tokens_after: u64,
+        /// Tokens freed by clearing tool results.
+        cleared_tokens: u64,
+        /// The pinned items carried verbatim.
+        pinned: Vec<String>,
+        /// Why, when refused.
+        reason: Option<String>,
+    },
     /// The run was resumed after the event `after_seq`.
     RunResumed {
         /// The last event before the resume.
@@ -214,6 +231,7 @@ impl RunEvent {
             RunEvent::HandoffRejected { .. } => "handoff_rejected",
             RunEvent::BudgetSpent { .. } => "budget_spent",
             RunEvent::SubagentEnded { .. } => "subagent_ended",
+            RunEvent::WindowCompacted { .. } => "window_compacted",
             RunEvent::RunResumed { .. } => "run_resumed",
             RunEvent::RunFinished { .. } => "run_finished",
         }

@@ -250,7 +250,7 @@ pub fn project(run_id: &str, events: &[LoggedEvent]) -> Checkpoint {
                     event: at,
                 });
             }
-            RunEvent::HandoffRepairRequested { .. } => {}
+            RunEvent::HandoffRepairRequested { .. } | RunEvent::WindowCompacted { .. } => {}
             RunEvent::HandoffRejected {
                 subagent,
                 violations,

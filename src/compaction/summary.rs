@@ -16,7 +16,7 @@ pub const SUMMARISER: &str = "extractive-1";
 pub const LONG_SENTENCE: usize = 120;
 
 /// The text of one message, as the summariser reads it.
-pub(crate) fn message_text(m: &Message) -> String {
+pub fn message_text(m: &Message) -> String {
     match m {
         Message::User { text } => text.clone(),
         Message::Assistant { text, tool_calls } => {

@@ -46,7 +46,7 @@ use crate::model::Model;
 use crate::policy::{Budget, Spent};
 use crate::report::{Report, SubagentState, SubagentSummary};
 use crate::source::ObservationLog;
-use crate::subagent::{SubagentActor, SubagentArgs, SubagentMsg};
+use crate::subagent::{CompactionNote, SubagentActor, SubagentArgs, SubagentMsg};
 use crate::tools::{ToolCall, ToolRegistry, ToolResult, Workspace};
 pub(crate) use handle::LeadHandle;
 use plan::Shard;
@@ -86,6 +86,8 @@ pub(crate) enum LeadMsg {
     SubagentProgressed { id: String, spent: Spent },
     /// A subagent started these tool calls.
     ToolsStarted { id: String, calls: Vec<ToolCall> },
+    /// A subagent's window was compacted (or compaction was refused).
+    WindowCompacted { id: String, note: CompactionNote },
     /// A subagent's tool calls returned.
     ToolsFinished {
         id: String,
@@ -630,6 +632,17 @@ impl Actor for LeadActor {
                     subagents: state.records.len(),
                 });
                 state.advance(&myself).await;
+            }
+            LeadMsg::WindowCompacted { id, note } => {
+                state.log(vec![RunEvent::WindowCompacted {
+                    subagent: id,
+                    decision: note.decision,
+                    tokens_before: note.tokens_before as u64,
+                    tokens_after: note.tokens_after as u64,
+                    cleared_tokens: note.cleared_tokens as u64,
+                    pinned: note.pinned,
+                    reason: note.reason,
+                }]);
             }
             LeadMsg::ToolsStarted { id, calls } => {
                 let events = calls.iter().map(|c| journal::tool_called(&id, c)).collect();

@@ -127,6 +127,11 @@ pub struct ModelError {
 pub trait Model: Send + Sync {
     /// A short name for reports, e.g. `offline`.
     fn name(&self) -> String;
+    /// The model's context window, in tokens: a subagent's window is compacted before a
+    /// request would fill it.
+    fn context_window(&self) -> usize {
+        128_000
+    }
     /// Plays one turn.
     async fn complete(&self, request: ModelRequest) -> Result<ModelResponse, ModelError>;
 }

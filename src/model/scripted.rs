@@ -38,6 +38,7 @@ impl ScriptedTurn {
 pub struct ScriptedModel {
     turns: Mutex<VecDeque<ScriptedTurn>>,
     requests: Mutex<Vec<ModelRequest>>,
+    window: Option<usize>,
 }
 
 impl ScriptedModel {
@@ -46,7 +47,14 @@ impl ScriptedModel {
         ScriptedModel {
             turns: Mutex::new(turns.into_iter().collect()),
             requests: Mutex::new(Vec::new()),
+            window: None,
         }
+    }
+
+    /// The same model with a context window of `tokens` (to exercise compaction).
+    pub fn with_window(mut self, tokens: usize) -> ScriptedModel {
+        self.window = Some(tokens);
+        self
     }
 
     /// Every request sent so far, in order.
@@ -64,6 +72,10 @@ impl ScriptedModel {
 impl Model for ScriptedModel {
     fn name(&self) -> String {
         "scripted".to_string()
+    }
+
+    fn context_window(&self) -> usize {
+        self.window.unwrap_or(128_000)
     }
 
     async fn complete(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {

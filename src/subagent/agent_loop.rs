@@ -5,7 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::context::Orientation;
+use crate::compaction::{compact, should_compact, Decision, Options};
+use crate::context::{Estimate, Orientation, Tokenizer};
 use crate::handoff::{repair_prompt, Violation};
 use crate::model::{Message, ModelError, ModelRequest, ModelResponse};
 use crate::policy::{Budget, Spent};
@@ -47,6 +48,21 @@ pub(crate) struct AgentLoop {
     orientation: Option<Orientation>,
     /// True until the orientation answer is in: no tools are offered.
     orienting: bool,
+    /// The model's context window: the window is compacted before a request would fill it.
+    window: Option<usize>,
+    /// Compactions done and not yet reported.
+    compactions: Vec<CompactionNote>,
+}
+
+/// One compaction of the window, for the run's log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct CompactionNote {
+    pub(crate) decision: Decision,
+    pub(crate) tokens_before: usize,
+    pub(crate) tokens_after: usize,
+    pub(crate) cleared_tokens: usize,
+    pub(crate) pinned: Vec<String>,
+    pub(crate) reason: Option<String>,
 }
 
 impl AgentLoop {
@@ -70,7 +86,59 @@ impl AgentLoop {
             handoff_demanded: false,
             orientation: None,
             orienting: false,
+            window: None,
+            compactions: Vec::new(),
         }
+    }
+
+    /// Compacts the window before a request would fill `tokens` (the model's window).
+    pub(crate) fn with_window(mut self, tokens: usize) -> AgentLoop {
+        self.window = Some(tokens);
+        self
+    }
+
+    /// Compactions done since the last call.
+    pub(crate) fn take_compactions(&mut self) -> Vec<CompactionNote> {
+        std::mem::take(&mut self.compactions)
+    }
+
+    /// Compacts the window (all but the brief) when the next request would fill the model's
+    /// window past the threshold; the brief and the system text are never folded.
+    fn compact_if_needed(&mut self) {
+        let Some(window) = self.window else { return };
+        let fixed = Estimate.count(&self.system)
+            + self
+                .messages
+                .first()
+                .map(|m| Estimate.count(&crate::compaction::message_text(m)))
+                .unwrap_or(0);
+        let room = window.saturating_sub(fixed).max(1);
+        let opts = Options {
+            window: room,
+            slot: (room / 4).max(256),
+            ..Options::default()
+        };
+        let rest = &self.messages[1.min(self.messages.len())..];
+        let tokens: usize = rest
+            .iter()
+            .map(|m| Estimate.count(&crate::compaction::message_text(m)))
+            .sum();
+        if !should_compact(tokens, opts.window, opts.threshold) {
+            return;
+        }
+        let out = compact(rest, &opts, &Estimate);
+        if matches!(out.decision, Decision::Compact | Decision::Split) {
+            let brief = self.messages.first().cloned();
+            self.messages = brief.into_iter().chain(out.window).collect();
+        }
+        self.compactions.push(CompactionNote {
+            decision: out.decision,
+            tokens_before: out.tokens_before,
+            tokens_after: out.tokens_after,
+            cleared_tokens: out.cleared_tokens,
+            pinned: out.ledger.iter().map(|p| p.text.clone()).collect(),
+            reason: out.reason,
+        });
     }
 
     /// A restarted subagent: its first turn is an orientation (no tools), compared with
@@ -111,6 +179,7 @@ impl AgentLoop {
                  of the contract; no more tool calls."
             ));
         }
+        self.compact_if_needed();
         Step::CallModel(ModelRequest {
             system: self.system.clone(),
             messages: self.messages.clone(),

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::task::JoinHandle;
 
-pub(crate) use agent_loop::{AgentLoop, Step};
+pub(crate) use agent_loop::{AgentLoop, CompactionNote, Step};
 
 use crate::handoff::Violation;
 use crate::lead::LeadMsg;
@@ -117,6 +117,12 @@ impl SubagentState {
     }
 
     fn perform(&mut self, myself: &ActorRef<SubagentMsg>, step: Step) {
+        for note in self.agent.take_compactions() {
+            let _ = self.lead.cast(LeadMsg::WindowCompacted {
+                id: self.id.clone(),
+                note,
+            });
+        }
         let _ = self.lead.cast(LeadMsg::SubagentProgressed {
             id: self.id.clone(),
             spent: self.progress(),
@@ -195,6 +201,7 @@ impl Actor for SubagentActor {
             args.tools.specs(),
             args.budget,
         )
+        .with_window(args.model.context_window())
         .with_orientation(args.orientation);
         let first = agent.start();
         myself.cast(SubagentMsg::Step(first))?;

@@ -63,6 +63,10 @@ impl Model for OfflineModel {
         "offline".to_string()
     }
 
+    fn context_window(&self) -> usize {
+        200_000
+    }
+
     async fn complete(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {
         if !self.latency.is_zero() {
             tokio::time::sleep(self.latency).await;
