@@ -20,7 +20,8 @@
 //! # Entry points
 //! - Library: [`Coordinator`] (`new`, builder methods, `run` / `start`), [`Task`], [`Report`].
 //! - Binary: `src/main.rs` → `cli` (`baton explore ROOT QUESTION`, `baton validate FILE`,
-//!   `baton runs`, `baton brief RUN`, `baton resume RUN`, `baton context RUN --role ROLE`).
+//!   `baton runs`, `baton brief RUN`, `baton resume RUN`, `baton context RUN --role ROLE`,
+//!   `baton compact TRANSCRIPT`).
 //!
 //! # Code map
 //! - `coordinator` — the public [`Coordinator`], [`Task`], [`RunHandle`], [`Canceller`],
@@ -45,7 +46,8 @@
 //!   goes to the log, and its tool set is its profile's. `LeadState::advance` plans the second
 //!   wave once the first has ended: a verifier over the conclusions of repaired handoffs.
 //! - `subagent` — `SubagentActor`, `SubagentMsg`; `subagent::agent_loop::AgentLoop` is the
-//!   sans-IO loop (`start` / `on_model` / `on_tools` / `on_repair` → `Step`). **Invariant:**
+//!   sans-IO loop (`start` / `on_model` / `on_tools` / `on_repair` → `Step`); it compacts its
+//!   window before a request would fill the model's context window. **Invariant:**
 //!   budgets (turns, tool calls, tokens) are enforced: over budget, a subagent is asked once to
 //!   hand off, then stopped; every tool call gets a result message, even one that was not run.
 //! - `handoff` — the contract: [`Handoff`], the markdown form (`handoff::markdown`), the JSON
@@ -65,12 +67,16 @@
 //!   append is acknowledged before it is durable; every read re-checks the chain and the run's
 //!   head; a checkpoint is rebuilt from events only and an invalid one is never used;
 //!   `outcome_unknown` never becomes `failed` without a reconciling observation.
-//! - `compaction` (public, started) — the pure parts of window compaction so far: occupancy
-//!   trigger and tool-result clearing (`compaction::clear`), the pinned ledger classified as
-//!   turns arrive (`compaction::ledger`), irreducible items, the floor and the compact / split /
-//!   refuse decision (`compaction::floor`), safe cut points (`compaction::cut`).
-//!   **Invariant:** pins are verbatim and constraints never retire; no cut separates a tool
-//!   call from its result. Summaries, survival checks and `baton compact` are still to come.
+//! - `compaction` (public) — a subagent window's compaction: occupancy trigger and
+//!   tool-result clearing (`compaction::clear`), the pinned ledger classified as turns arrive
+//!   and carried verbatim (`compaction::ledger`), irreducible items, the floor and the
+//!   compact / split / refuse decision made before any summarising (`compaction::floor`), safe
+//!   cut points (`compaction::cut`), the extractive summariser and survival checks
+//!   (`compaction::summary`), and [`compaction::compact`] tying them together (used by
+//!   `AgentLoop` before every model request and by `baton compact`). **Invariant:** pins are
+//!   verbatim and byte-identical across compactions, constraints never retire; no cut separates
+//!   a tool call from its result; a summary is never built from an earlier summary; a failed
+//!   survival check leaves the window unchanged.
 //! - `context` (public) — role profiles ([`context::RoleProfile`], `contracts/roles/*.toml`,
 //!   `--roles DIR`), the pure compiler [`context::compile`] from (checkpoint, delta, role,
 //!   budget, tokenizer) to a [`context::Compiled`] context with its manifest, the floor

@@ -125,6 +125,16 @@ fn compaction_benchmark() {
             kept: kept_in(&out.window, &[MIGRATIONS]),
             total: 1,
         });
+        // An earlier summary is carried verbatim, never summarised again.
+        for earlier in before
+            .iter()
+            .filter(|m| matches!(m, Message::User { text } if text.starts_with("[compacted:")))
+        {
+            assert!(
+                out.window.contains(earlier),
+                "pass {pass}: an earlier summary is kept as it was"
+            );
+        }
         ledger_messages.extend(out.window.iter().filter_map(|m| match m {
             Message::User { text } if text.starts_with("=== PINNED") => Some(text.clone()),
             _ => None,

@@ -113,8 +113,21 @@ pub fn ledger_of(messages: &[Message]) -> Ledger {
     ledger
 }
 
+fn is_summary(m: &Message) -> bool {
+    matches!(m, Message::User { text } if text.starts_with(SUMMARY_MARK))
+}
+
+fn is_ledger(m: &Message) -> bool {
+    matches!(m, Message::User { text } if text.starts_with(LEDGER_MARK))
+}
+
+/// The text a span's floor is measured on: its own turns, not earlier summaries or ledgers.
 fn span_text(span: &[Message]) -> String {
-    span.iter().map(message_text).collect::<Vec<_>>().join("\n")
+    span.iter()
+        .filter(|m| !is_summary(m) && !is_ledger(m))
+        .map(message_text)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Compacts `messages` for a model window.
@@ -227,12 +240,22 @@ pub fn compact(messages: &[Message], opts: &Options, tokenizer: &dyn Tokenizer) 
             )
         }
     };
-    let mut window: Vec<Message> = Vec::new();
+    // Earlier summaries are carried as they are: a summary is built from the turns of its
+    // span, never from an earlier summary (nor from an earlier ledger, which is re-rendered).
+    let mut window: Vec<Message> = span.iter().filter(|m| is_summary(m)).cloned().collect();
     for (a, b) in &pieces {
+        let raw: Vec<Message> = span[*a..*b]
+            .iter()
+            .filter(|m| !is_summary(m) && !is_ledger(m))
+            .cloned()
+            .collect();
+        if raw.is_empty() {
+            continue;
+        }
         // Whole sentences where they fit, the items alone where they do not.
-        let mut summary = summarise(&span[*a..*b], *a, b - 1, LONG_SENTENCE);
+        let mut summary = summarise(&raw, *a, b - 1, LONG_SENTENCE);
         if tokenizer.count(&summary) > opts.slot {
-            summary = summarise(&span[*a..*b], *a, b - 1, 0);
+            summary = summarise(&raw, *a, b - 1, 0);
         }
         if tokenizer.count(&summary) > opts.slot {
             return unchanged(

@@ -1,12 +1,14 @@
-//! Compaction of a subagent's window — its pure parts so far (summaries, survival checks, the
-//! `baton compact` command and wiring into the subagent loop are still to come): the trigger on
-//! occupancy and light compaction that clears old tool results (`clear`), the pinned ledger of
-//! binding items classified as turns arrive (`ledger`), the irreducible floor of a span and the
-//! compact / split / refuse decision made from floors before any summarising (`floor`), and cut
-//! points that never separate a tool call from its result (`cut`).
+//! Compaction of a subagent's window: the trigger on occupancy and light compaction that clears
+//! old tool results (`clear`), the pinned ledger of binding items classified as turns arrive
+//! (`ledger`), the irreducible floor of a span and the compact / split / refuse decision made
+//! from floors before any summarising (`floor`), cut points that never separate a tool call from
+//! its result (`cut`), the extractive summariser and survival checks (`summary`), and one
+//! compaction end to end (`compact`).
 //!
 //! **Invariant:** a pinned item is carried verbatim and never paraphrased; a constraint never
-//! retires; a cut never falls between an assistant's tool calls and their results.
+//! retires; a cut never falls between an assistant's tool calls and their results; a summary is
+//! built from its span's own turns, never from an earlier summary; a failed check leaves the
+//! window as it was.
 
 mod clear;
 mod compact;
