@@ -274,6 +274,24 @@ pub fn compact(messages: &[Message], opts: &Options, tokenizer: &dyn Tokenizer) 
     });
     window.extend(working[cut..].iter().cloned());
     let checked = survival(span, &window, &ledger);
+    if checked.ok() {
+        // Provenance completes once the checks passed: when, and what was checked.
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0);
+        for m in window.iter_mut() {
+            if let Message::User { text } = m {
+                if text.starts_with(SUMMARY_MARK) && !text.contains("; checked:") {
+                    *text = text.replacen(
+                        "]\n",
+                        &format!("; checked: ledger, items, effect states; at {at} ms]\n"),
+                        1,
+                    );
+                }
+            }
+        }
+    }
     if !checked.ok() {
         let reason = format!(
             "survival check failed: {} item(s) missing",
