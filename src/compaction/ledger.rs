@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::context::binds;
+use crate::context::{binds, sentences};
 
 /// What kind of binding item it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -51,32 +51,6 @@ const COMMITMENT: &[&str] = &[
     "i am going to ",
     "i'm going to ",
 ];
-
-/// Splits a turn into sentences (verbatim slices).
-fn sentences(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let bytes = text.as_bytes();
-    for (i, b) in bytes.iter().enumerate() {
-        let end = match b {
-            b'\n' => true,
-            b'.' | b'!' | b'?' => bytes.get(i + 1).is_none_or(|n| n.is_ascii_whitespace()),
-            _ => false,
-        };
-        if end {
-            let s = text[start..=i].trim();
-            if s.chars().any(char::is_alphanumeric) {
-                out.push(s);
-            }
-            start = i + 1;
-        }
-    }
-    let rest = text[start..].trim();
-    if rest.chars().any(char::is_alphanumeric) {
-        out.push(rest);
-    }
-    out
-}
 
 /// A deadline the user sets: "before 18:00 on Friday", "by Monday", "no later than 5 pm".
 fn is_deadline(lower: &str) -> bool {

@@ -42,7 +42,9 @@ pub fn normalise(text: &str) -> String {
         .join(" ")
 }
 
-fn sentences(text: &str) -> Vec<&str> {
+/// The sentences of a text, verbatim (trimmed): split at `.`, `!`, `?` before whitespace, at
+/// `;` and at line ends.
+pub(crate) fn sentences(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
     let bytes = text.as_bytes();

@@ -17,6 +17,7 @@ mod tokenizer;
 use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::{Checkpoint, Delta};
+pub(crate) use constraints::sentences;
 pub use constraints::{binding_sentences, binds, normalise};
 pub use orientation::{state_name, Orientation};
 pub use role::{load_roles, Field, OptionalField, RoleError, RoleProfile, KNOWN_TOOLS};
