@@ -71,12 +71,12 @@
 //!   tool-result clearing (`compaction::clear`), the pinned ledger classified as turns arrive
 //!   and carried verbatim (`compaction::ledger`), irreducible items, the floor and the
 //!   compact / split / refuse decision made before any summarising (`compaction::floor`), safe
-//!   cut points (`compaction::cut`), the extractive summariser and survival checks
+//!   cut and split points (`compaction::cut`), the extractive summariser and survival checks
 //!   (`compaction::summary`), and [`compaction::compact`] tying them together (used by
 //!   `AgentLoop` before every model request and by `baton compact`). **Invariant:** pins are
 //!   verbatim and byte-identical across compactions, constraints never retire; no cut separates
-//!   a tool call from its result; a summary is never built from an earlier summary; a failed
-//!   survival check leaves the window unchanged.
+//!   a tool call from its result, no split an error from its fix; a summary is never built
+//!   from an earlier summary; a failed survival check leaves the window unchanged.
 //! - `context` (public) — role profiles ([`context::RoleProfile`], `contracts/roles/*.toml`,
 //!   `--roles DIR`), the pure compiler [`context::compile`] from (checkpoint, delta, role,
 //!   budget, tokenizer) to a [`context::Compiled`] context with its manifest, the floor

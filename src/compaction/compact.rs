@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::clear::{clear_tool_results, should_compact};
-use super::cut::{safe_cuts, split_point};
+use super::cut::{split_cuts, split_point};
 use super::floor::{decide, floor, FloorDecision};
 use super::ledger::{Ledger, Pin};
 use super::summary::{message_text, summarise, survival, Survival, LONG_SENTENCE};
@@ -205,10 +205,11 @@ pub fn compact(messages: &[Message], opts: &Options, tokenizer: &dyn Tokenizer) 
     };
     let span = &messages[..cut];
     let span_floor = floor(&span_text(span), tokenizer, opts.margin_percent);
-    // The parts a split would make: consecutive safe cuts, each part's floor within the slot.
+    // The parts a split would make: consecutive safe cuts that keep an error with its fix,
+    // each part's floor within the slot.
     let mut parts: Vec<(usize, usize)> = Vec::new();
     let mut start = 0;
-    let cuts: Vec<usize> = safe_cuts(span).into_iter().filter(|c| *c > 0).collect();
+    let cuts: Vec<usize> = split_cuts(span).into_iter().filter(|c| *c > 0).collect();
     let mut previous = 0;
     for c in cuts {
         let f = floor(&span_text(&span[start..c]), tokenizer, opts.margin_percent);

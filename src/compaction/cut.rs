@@ -1,5 +1,10 @@
 //! Where a window may be cut: never between an assistant message that calls tools and the
-//! results of those calls.
+//! results of those calls; and where a span may be split: never between an error and the fix
+//! that followed it.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
 
 use crate::model::Message;
 
@@ -34,6 +39,47 @@ pub fn split_point(messages: &[Message], keep_last: usize) -> Option<usize> {
         .into_iter()
         .filter(|c| *c > 0 && *c <= limit)
         .max()
+}
+
+/// Whether a message reports an error: a failed tool result, output whose first line is an
+/// error, or an errno literal.
+pub fn reports_error(m: &Message) -> bool {
+    static ERROR: OnceLock<Regex> = OnceLock::new();
+    let re = ERROR.get_or_init(|| {
+        Regex::new(concat!(
+            r"(?i)\A\s*(?:error|fatal|panic|exception|traceback)\b",
+            r"|\bE(?:NOENT|ACCES|PERM|EXIST|NOTDIR|ISDIR|INVAL|NOSPC|AGAIN|CONNREFUSED|CONNRESET|TIMEDOUT|PIPE|BADF|NOMEM|ROFS|BUSY|MFILE|NOTEMPTY|XDEV)\b",
+        ))
+        .expect("static regex")
+    });
+    match m {
+        Message::Tool {
+            is_error, content, ..
+        } => *is_error || re.is_match(content),
+        Message::User { text } => re.is_match(text),
+        Message::Assistant { .. } => false,
+    }
+}
+
+/// The safe cuts at which a span may be split into parts: those that also keep an error with
+/// the assistant turn that followed it (the fix), so no part ends on an unanswered error whose
+/// answer opens the next part.
+pub fn split_cuts(messages: &[Message]) -> Vec<usize> {
+    safe_cuts(messages)
+        .into_iter()
+        .filter(|&c| {
+            let Some(e) = messages[..c].iter().rposition(reports_error) else {
+                return true;
+            };
+            let answered = messages[e + 1..c]
+                .iter()
+                .any(|m| matches!(m, Message::Assistant { .. }));
+            let answer_follows = messages[c..]
+                .iter()
+                .any(|m| matches!(m, Message::Assistant { .. }));
+            answered || !answer_follows
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -81,6 +127,30 @@ mod tests {
         assert_eq!(safe_cuts(&window), vec![0, 1, 4, 5]);
         assert_eq!(split_point(&window, 2), Some(1));
         assert_eq!(split_point(&window, 1), Some(4));
+    }
+
+    #[test]
+    fn an_error_stays_with_the_fix_that_followed() {
+        let failed = Message::Tool {
+            call_id: "a".into(),
+            name: "run".into(),
+            content: "open /etc/app.conf: ENOENT".into(),
+            is_error: false,
+        };
+        let window = vec![
+            user(),
+            assistant(&["a"]),
+            failed,
+            user(),
+            assistant(&["b"]),
+            result("b"),
+            user(),
+        ];
+        assert!(reports_error(&window[2]));
+        assert!(!reports_error(&window[5]));
+        // 3 and 4 would end a part on the error while its fix opens the next one.
+        assert_eq!(safe_cuts(&window), vec![0, 1, 3, 4, 6, 7]);
+        assert_eq!(split_cuts(&window), vec![0, 1, 6, 7]);
     }
 
     proptest! {
