@@ -430,6 +430,25 @@ fn baton_compact_reads_chat_jsonl_and_its_output_feeds_back_in() {
     let out = run(&bad);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad.jsonl:2:"));
+    // Unusable options: one line, exit 2, before the file is read.
+    for (flag, value) in [
+        ("--threshold", "7"),
+        ("--threshold", "0"),
+        ("--threshold", "NaN"),
+        ("--window", "0"),
+        ("--slot", "0"),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+            .arg("compact")
+            .arg(&file)
+            .args([flag, value])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(flag) && err.lines().count() == 1, "{err}");
+        assert!(out.stdout.is_empty());
+    }
 }
 
 /// A subagent whose model has a small window: its window is compacted before a request would

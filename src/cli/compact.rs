@@ -140,7 +140,28 @@ fn write_message(m: &Message) -> Value {
     }
 }
 
+/// Why the numeric options cannot be used, if they cannot.
+fn check_options(args: &CompactArgs) -> Result<(), String> {
+    if !(args.threshold > 0.0 && args.threshold <= 1.0) {
+        return Err(format!(
+            "--threshold must be above 0 and at most 1, not {}",
+            args.threshold
+        ));
+    }
+    if args.window == 0 {
+        return Err("--window must be at least 1 token".into());
+    }
+    if args.slot == 0 {
+        return Err("--slot must be at least 1 token".into());
+    }
+    Ok(())
+}
+
 pub(crate) fn run(args: CompactArgs) -> i32 {
+    if let Err(e) = check_options(&args) {
+        eprintln!("baton: {e}");
+        return EXIT_USAGE;
+    }
     let shown = args.file.display().to_string();
     let text = match std::fs::read(&args.file) {
         Ok(bytes) => match String::from_utf8(bytes) {
