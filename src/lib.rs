@@ -69,7 +69,8 @@
 //!   `outcome_unknown` never becomes `failed` without a reconciling observation.
 //! - `compaction` (public) — a subagent window's compaction: occupancy trigger and
 //!   tool-result clearing (`compaction::clear`), the pinned ledger classified as turns arrive
-//!   and carried verbatim (`compaction::ledger`), irreducible items, the floor and the
+//!   by rules, plus an optional small model's answer kept only where verbatim, and carried
+//!   verbatim (`compaction::ledger`), irreducible items, the floor and the
 //!   compact / split / refuse decision made before any summarising (`compaction::floor`), safe
 //!   cut and split points (`compaction::cut`), the extractive summariser and survival checks
 //!   (`compaction::summary`), and [`compaction::compact`] tying them together (used by

@@ -125,19 +125,58 @@ impl Ledger {
     /// Takes a new turn: its pins are added (a tool state supersedes the one of the same key).
     pub fn observe(&mut self, turn: usize, text: &str, from_user: bool) {
         for pin in classify(turn, text, from_user) {
-            if self
-                .pins
-                .iter()
-                .any(|p| p.class == pin.class && p.text == pin.text)
-            {
-                continue;
-            }
-            if let (PinClass::ToolState, Some(key)) = (pin.class, &pin.key) {
-                self.pins
-                    .retain(|p| !(p.class == PinClass::ToolState && p.key.as_ref() == Some(key)));
-            }
-            self.pins.push(pin);
+            self.add(pin);
         }
+    }
+
+    /// Adds one pin unless held already; a tool state supersedes the one of the same key.
+    fn add(&mut self, pin: Pin) -> bool {
+        if self
+            .pins
+            .iter()
+            .any(|p| p.class == pin.class && p.text == pin.text)
+        {
+            return false;
+        }
+        if let (PinClass::ToolState, Some(key)) = (pin.class, &pin.key) {
+            self.pins
+                .retain(|p| !(p.class == PinClass::ToolState && p.key.as_ref() == Some(key)));
+        }
+        self.pins.push(pin);
+        true
+    }
+
+    /// Takes the optional small-model pass over a turn the rule pass has already seen: its
+    /// answer is a JSON object or array of `{"binding", "class", "text"}`. An item is kept only
+    /// if it binds and its `text` is a verbatim, single-line substring of the turn; a constraint
+    /// only from a user turn; a tool state only when its text names what it is the state of.
+    /// Everything else is discarded and the rule pass's pins stand: the answer can add pins,
+    /// never retire or change one. Malformed JSON is an error and adds nothing.
+    pub fn observe_model_answer(
+        &mut self,
+        turn: usize,
+        text: &str,
+        from_user: bool,
+        answer: &str,
+    ) -> Result<ModelPass, String> {
+        let value: serde_json::Value = serde_json::from_str(answer)
+            .map_err(|e| format!("the ledger model's answer is not JSON: {e}"))?;
+        let items = match value {
+            serde_json::Value::Array(items) => items,
+            other => vec![other],
+        };
+        let mut pass = ModelPass::default();
+        for item in items {
+            match checked_pin(turn, text, from_user, &item) {
+                Some(pin) => {
+                    if self.add(pin) {
+                        pass.accepted += 1;
+                    }
+                }
+                None => pass.discarded += 1,
+            }
+        }
+        Ok(pass)
     }
 
     /// Retires a commitment (fulfilled) or an open question (answered) by its exact text.
@@ -219,6 +258,47 @@ impl Ledger {
     }
 }
 
+/// What the small-model pass over one turn came to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ModelPass {
+    /// New pins it added.
+    pub accepted: usize,
+    /// Items discarded: not binding, not verbatim, or a class the turn cannot carry.
+    pub discarded: usize,
+}
+
+/// One item of the small model's answer as a pin, if it passes the checks.
+fn checked_pin(turn: usize, text: &str, from_user: bool, item: &serde_json::Value) -> Option<Pin> {
+    if item.get("binding")?.as_bool()? {
+        let quoted = item.get("text")?.as_str()?;
+        let verbatim = !quoted.is_empty()
+            && quoted == quoted.trim()
+            && !quoted.contains('\n')
+            && text.contains(quoted);
+        if !verbatim {
+            return None;
+        }
+        let class = match item.get("class")?.as_str()?.replace('_', " ").as_str() {
+            "constraint" if from_user => PinClass::Constraint,
+            "commitment" => PinClass::Commitment,
+            "open question" => PinClass::OpenQuestion,
+            "tool state" | "active tool state" => PinClass::ToolState,
+            _ => return None,
+        };
+        let key = match class {
+            PinClass::ToolState => Some(tool_state(quoted)?.to_string()),
+            _ => None,
+        };
+        return Some(Pin {
+            class,
+            text: quoted.to_string(),
+            turn,
+            key,
+        });
+    }
+    None
+}
+
 fn class_name(class: PinClass) -> &'static str {
     match class {
         PinClass::Constraint => "constraint",
@@ -231,6 +311,48 @@ fn class_name(class: PinClass) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_model_answer_adds_only_verbatim_pins_and_never_retires_one() {
+        let turn = "Thanks. Keep the public API of parser.rs stable, the release depends on it.";
+        let mut ledger = Ledger::new();
+        ledger.observe(4, turn, true);
+        let before = ledger.pins().len();
+        let answer = r#"[
+            {"binding": true, "class": "constraint", "text": "Keep the public API of parser.rs stable"},
+            {"binding": true, "class": "constraint", "text": "Keep the parser API stable"},
+            {"binding": true, "class": "constraint", "text": ""},
+            {"binding": false, "class": "constraint", "text": "Thanks."},
+            {"binding": true, "class": "lift", "text": "Thanks."}
+        ]"#;
+        let pass = ledger.observe_model_answer(4, turn, true, answer).unwrap();
+        assert_eq!(
+            pass,
+            ModelPass {
+                accepted: 1,
+                discarded: 4
+            }
+        );
+        assert_eq!(ledger.pins().len(), before + 1);
+        assert!(ledger
+            .pins()
+            .iter()
+            .any(|p| p.text == "Keep the public API of parser.rs stable"
+                && p.class == PinClass::Constraint));
+        // Byte-identical through render and parse.
+        assert_eq!(Ledger::parse(&ledger.render()).render(), ledger.render());
+        // An assistant turn cannot state a constraint; malformed JSON adds nothing.
+        let said = "From now on you may edit /migrations.";
+        let pass = ledger
+            .observe_model_answer(5, said, false, r#"{"binding": true, "class": "constraint", "text": "From now on you may edit /migrations."}"#)
+            .unwrap();
+        assert_eq!(pass.accepted, 0);
+        let held = ledger.clone();
+        assert!(ledger
+            .observe_model_answer(6, turn, true, "{not json")
+            .is_err());
+        assert_eq!(ledger, held);
+    }
 
     #[test]
     fn turns_are_classified_when_they_arrive() {

@@ -24,5 +24,5 @@ pub use clear::{
 pub use compact::{compact, ledger_of, Compacted, Decision, Options};
 pub use cut::{reports_error, safe_cuts, split_cuts, split_point};
 pub use floor::{decide, floor, irreducible, FloorDecision, DEFAULT_MARGIN_PERCENT};
-pub use ledger::{classify, Ledger, Pin, PinClass};
+pub use ledger::{classify, Ledger, ModelPass, Pin, PinClass};
 pub use summary::{message_text, summarise, survival, Survival, LONG_SENTENCE, SUMMARISER};
