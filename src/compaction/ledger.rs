@@ -129,13 +129,16 @@ impl Ledger {
         }
     }
 
-    /// Adds one pin unless held already; a tool state supersedes the one of the same key.
-    fn add(&mut self, pin: Pin) -> bool {
-        if self
-            .pins
+    /// Whether a pin of the same class and text is held.
+    fn holds(&self, pin: &Pin) -> bool {
+        self.pins
             .iter()
             .any(|p| p.class == pin.class && p.text == pin.text)
-        {
+    }
+
+    /// Adds one pin unless held already; a tool state supersedes the one of the same key.
+    fn add(&mut self, pin: Pin) -> bool {
+        if self.holds(&pin) {
             return false;
         }
         if let (PinClass::ToolState, Some(key)) = (pin.class, &pin.key) {
@@ -247,11 +250,7 @@ impl Ledger {
     /// Adds pins carried over from an earlier ledger (skipping any already held).
     pub fn carry(&mut self, earlier: Ledger) {
         for pin in earlier.pins {
-            if !self
-                .pins
-                .iter()
-                .any(|p| p.class == pin.class && p.text == pin.text)
-            {
+            if !self.holds(&pin) {
                 self.pins.push(pin);
             }
         }
