@@ -147,7 +147,7 @@ pub use model::{
 };
 pub use policy::{Budget, Spent};
 pub use report::{HandoffCounts, Report, RunUsage, SubagentState, SubagentSummary};
-pub use source::{Observation, ObservationLog, SourceId, SourceParseError};
+pub use source::{Observation, ObservationLog, Shown, SourceId, SourceParseError};
 pub use tools::{
     Tool, ToolCall, ToolError, ToolOutput, ToolRegistry, ToolResult, ToolSpec, Workspace,
 };

@@ -2,7 +2,7 @@
 //! or more per violation code, and the failures models produce in the wild — each with its
 //! verdict and codes, checked against in-memory files and an observation log.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use baton::{validate, Check, MemoryFiles, Observation, ObservationLog, ViolationCode as V};
 
@@ -15,10 +15,25 @@ fn files() -> MemoryFiles {
     f.insert("src/net/retry.rs", RETRY_RS);
     f.insert("src/lib.rs", LIB_RS);
     f.insert("README.md", "# netkit\n");
+    f.insert(
+        "docs/guide.md",
+        "# Guide\nRetries back off exponentially.\n",
+    );
+    f.insert(
+        "min.js",
+        &format!("var a = 1; {} var tail = 2;\n", "x();".repeat(100)),
+    );
     f
 }
 
-/// The subagent read retry.rs whole, searched for `gzip` (nothing) and `delay` (5 lines), and
+/// The corpus's documents.
+fn docs() -> HashSet<String> {
+    ["guide".to_string(), "manual".to_string()].into()
+}
+
+/// The subagent read retry.rs whole, searched for `gzip` (nothing) and `delay` (5 lines),
+/// read line 1 of docs/guide.md, saw the first 20 characters of min.js's one long line, read
+/// the span `intro` of the document `guide`, fetched one URL, was returned one ticket, and
 /// never read src/lib.rs.
 fn log() -> ObservationLog {
     let mut log = ObservationLog::default();
@@ -35,6 +50,8 @@ fn log() -> ObservationLog {
             scope: vec![".".into()],
             matches: 0,
             files_searched: 9,
+            case_insensitive: false,
+            fixed_string: false,
         },
         Observation::Searched {
             call_id: "sa1.3".into(),
@@ -42,12 +59,40 @@ fn log() -> ObservationLog {
             scope: vec![".".into()],
             matches: 5,
             files_searched: 9,
+            case_insensitive: false,
+            fixed_string: false,
         },
         Observation::Lines {
             call_id: "sa1.4".into(),
             path: "README.md".into(),
             start: 1,
             end: 1,
+        },
+        Observation::Lines {
+            call_id: "sa1.5".into(),
+            path: "docs/guide.md".into(),
+            start: 1,
+            end: 1,
+        },
+        Observation::LinePart {
+            call_id: "sa1.6".into(),
+            path: "min.js".into(),
+            line: 1,
+            chars: 20,
+        },
+        Observation::Document {
+            call_id: "sa1.7".into(),
+            doc: "guide".into(),
+            span: Some("intro".into()),
+        },
+        Observation::Url {
+            call_id: "sa1.8".into(),
+            url: "https://example.com/fetched".into(),
+        },
+        Observation::Record {
+            call_id: "sa1.9".into(),
+            record_kind: "ticket".into(),
+            id: "T-7".into(),
         },
     ]);
     log
@@ -124,10 +169,27 @@ fn cases() -> Vec<Case> {
         case("path climbing out", with_settled("- `next_delay` doubles. [../secret.rs:1]\n"), &[V::PathOutsideRoot]),
         case("wrong line range past the end", with_settled("- `next_delay` doubles. [src/net/retry.rs:18-40]\n"), &[V::LineOutOfRange]),
         case("unknown document", with_settled("- RFC 9110 defines retries. [doc:rfc9110#9.2]\n"), &[V::DocUnknown]),
+        // Quotation under a whole-file citation: the quote must be in the file, in what was shown.
+        case("whole-file citation, quote nowhere in the file", with_settled("- The file says `text that is nowhere in it` plainly. [src/net/retry.rs]\n"), &[V::QuoteNotFound]),
+        case("whole-file citation, true quote", with_settled("- The file defines `pub fn next_delay(&self, attempt: u32) -> Duration`. [src/net/retry.rs]\n"), &[]),
+        case("whole-file citation, quote from lines never shown", with_settled("- The guide says `back off exponentially`. [docs/guide.md]\n"), &[V::QuoteNotFound]),
+        case("json whole-file citation, quote nowhere in the file", r#"{"settled_conclusions":[{"claim":"It says `text that is nowhere in it`.","sources":["src/net/retry.rs"]}],"open_items":[],"hard_constraints":[]}"#, &[V::QuoteNotFound]),
+        case("json whole-file citation, true quote", r#"{"settled_conclusions":[{"claim":"It has `pub struct RetryPolicy`.","sources":["src/net/retry.rs"]}],"open_items":[],"hard_constraints":[]}"#, &[]),
+        // A long line shown in part: quotes rest on the part shown.
+        case("quote within the part of a long line shown", with_settled("- It starts `var a = 1;`. [min.js:1]\n"), &[]),
+        case("quote past the part of a long line shown", with_settled("- It ends `var tail = 2;`. [min.js:1]\n"), &[V::QuoteNotFound]),
+        // What other tools show: documents, URLs, records.
+        case("document span read", with_settled("- The guide's intro covers retries. [doc:guide#intro]\n"), &[]),
+        case("whole document cited after reading a span of it", with_settled("- The guide covers retries. [doc:guide]\n"), &[]),
+        case("document span never read", with_settled("- The guide's outro covers retries. [doc:guide#outro]\n"), &[V::DocNotObserved]),
+        case("document never read", with_settled("- The manual covers retries. [doc:manual]\n"), &[V::DocNotObserved]),
+        case("url fetched", with_settled("- The page says retries back off. [https://example.com/fetched#top]\n"), &[]),
+        case("record returned", with_settled("- Ticket T-7 reports slow retries. [ticket:T-7]\n"), &[]),
+        case("other record of a kind returned", with_settled("- Ticket T-8 reports slow retries. [ticket:T-8]\n"), &[V::RecordNotObserved]),
         // Observation.
         case("citation of a file never read", with_settled("- `pub mod net;` is declared. [src/lib.rs:2]\n"), &[V::NotObserved]),
         case("citation of lines never read, in a file read in part", with_settled("- The README says `netkit`. [README.md:1-2]\n"), &[V::LineOutOfRange]),
-        case("unknown call", with_settled("- Negative evidence: nothing for `brotli`. [call:sa1.9]\n"), &[V::CallUnknown]),
+        case("unknown call", with_settled("- Negative evidence: nothing for `brotli`. [call:sa1.99]\n"), &[V::CallUnknown]),
         case("negative evidence citing a search that matched", with_settled("- Negative evidence: no `delay` anywhere. [call:sa1.3]\n"), &[V::NegativeNotEmpty]),
         case("url never fetched", with_settled("- Retries follow RFC 9110. [https://www.rfc-editor.org/rfc/rfc9110]\n"), &[V::UrlNotFetched]),
         case("record never returned", with_settled("- Order A-1234 was retried. [order:A-1234]\n"), &[V::RecordNotObserved]),
@@ -143,10 +205,11 @@ fn cases() -> Vec<Case> {
 fn every_handoff_gets_its_verdict_and_codes() {
     let files = files();
     let log = log();
+    let docs = docs();
     let check = Check {
         files: Some(&files),
         observations: Some(&log),
-        docs: None,
+        docs: Some(&docs),
     };
     let all = cases();
     assert!(all.len() >= 40, "{} cases", all.len());
@@ -176,10 +239,7 @@ fn every_code_is_exercised_by_the_table() {
         .collect();
     let untested: Vec<&V> = V::ALL
         .iter()
-        .filter(|c| {
-            !covered.contains(c)
-                && !matches!(c, V::TooLarge | V::FileUnreadable | V::DocNotObserved)
-        })
+        .filter(|c| !covered.contains(c) && !matches!(c, V::TooLarge | V::FileUnreadable))
         .collect();
     assert!(untested.is_empty(), "codes with no case: {untested:?}");
 }
@@ -267,6 +327,8 @@ fn the_json_schema_matches_the_parser() {
         "https://x.dev/a",
         "event:7",
         "order:A-1",
+        r#""src/a b, c.rs":3-9"#,
+        r#""we:ird\"name.md""#,
     ] {
         assert!(pattern.is_match(source), "{source}");
         assert!(baton::SourceId::parse(source).is_ok(), "{source}");

@@ -345,6 +345,8 @@ fn event() -> impl Strategy<Value = RunEvent> {
                     scope: vec![".".into()],
                     matches: m,
                     files_searched: 3,
+                    case_insensitive: false,
+                    fixed_string: false,
                 }],
                 effect: if err { E::Failed } else { E::Completed },
             }

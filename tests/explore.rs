@@ -218,3 +218,35 @@ async fn short_question_with_an_unmatched_word_still_settles() {
     let def = line_of(RETRY_RS, "pub fn next_delay");
     assert_cites(&report, dir.path(), "src/net/retry.rs", def, 0);
 }
+
+/// Issue 9, item 5: a pattern the explorer builds from the question's words must not make an
+/// absence a reader would misread: `/etc/shadow` in the tree is not "etc shadow found nowhere".
+#[tokio::test]
+async fn a_compound_of_the_question_is_not_a_false_absence() {
+    let dir = crate::support::tree(&[
+        (
+            "src/auth.rs",
+            "//! Password checks.\npub fn load_hashes() -> String {\n    std::fs::read_to_string(\"/etc/shadow\").unwrap_or_default()\n}\n",
+        ),
+        ("src/lib.rs", "pub mod auth;\n"),
+    ]);
+    for question in [
+        "which function reads the etc shadow file?",
+        "which function reads /etc/shadow?",
+    ] {
+        let report = Coordinator::new()
+            .run(Task::new(question, dir.path()))
+            .await
+            .unwrap();
+        for c in &report.handoff.settled_conclusions {
+            if c.kind == baton::ConclusionKind::NegativeEvidence {
+                assert!(!c.claim.contains("etc"), "{question}: {}", c.claim);
+            }
+        }
+        assert!(
+            cited_files(&report).iter().any(|c| c.0 == "src/auth.rs"),
+            "{question}: {:?}",
+            report.handoff
+        );
+    }
+}

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod citations;
 mod cli;
 mod compaction;
 mod context;

@@ -76,6 +76,12 @@ pub struct NegativeEntry {
     pub scope: Vec<String>,
     /// Coverage: files searched.
     pub files_searched: usize,
+    /// The pattern ignored letter case.
+    #[serde(default)]
+    pub case_insensitive: bool,
+    /// The pattern was a literal string.
+    #[serde(default)]
+    pub fixed_string: bool,
     /// The event.
     pub event: u64,
 }

@@ -179,15 +179,18 @@ pub fn project(run_id: &str, events: &[LoggedEvent]) -> Checkpoint {
                         scope,
                         matches: 0,
                         files_searched,
+                        case_insensitive,
+                        fixed_string,
                     } = o
                     {
                         // The same search in the same scope (a restarted attempt repeating it)
                         // is one piece of negative evidence, not two.
-                        if cp
-                            .negative_evidence
-                            .iter()
-                            .any(|n| &n.pattern == pattern && &n.scope == scope)
-                        {
+                        if cp.negative_evidence.iter().any(|n| {
+                            &n.pattern == pattern
+                                && &n.scope == scope
+                                && n.case_insensitive == *case_insensitive
+                                && n.fixed_string == *fixed_string
+                        }) {
                             continue;
                         }
                         cp.negative_evidence.push(NegativeEntry {
@@ -196,6 +199,8 @@ pub fn project(run_id: &str, events: &[LoggedEvent]) -> Checkpoint {
                             pattern: pattern.clone(),
                             scope: scope.clone(),
                             files_searched: *files_searched,
+                            case_insensitive: *case_insensitive,
+                            fixed_string: *fixed_string,
                             event: at,
                         });
                     }

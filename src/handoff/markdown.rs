@@ -84,22 +84,78 @@ fn is_none_marker(text: &str) -> bool {
     t.eq_ignore_ascii_case("none")
 }
 
+/// Where the source group that `text` ends with opens: scanning back from its final `]`,
+/// skipping quoted file names (JSON string literals, whose inner quotes are escaped), to the
+/// `[` that opens it.
+fn group_start(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut i = bytes.len().checked_sub(1)?;
+    if bytes[i] != b']' {
+        return None;
+    }
+    let escaped = |at: usize| {
+        bytes[..at]
+            .iter()
+            .rev()
+            .take_while(|b| **b == b'\\')
+            .count()
+            % 2
+            == 1
+    };
+    let mut quoted = false;
+    while i > 0 {
+        i -= 1;
+        match bytes[i] {
+            b'"' if !escaped(i) => quoted = !quoted,
+            b'[' if !quoted => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Splits the inside of a source group at `,` and `;` outside quoted file names.
+fn split_group(group: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut current = String::new();
+    let mut quoted = false;
+    let mut chars = group.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if quoted => {
+                current.push(c);
+                if let Some(next) = chars.next() {
+                    current.push(next);
+                }
+            }
+            '"' => {
+                quoted = !quoted;
+                current.push(c);
+            }
+            ',' | ';' if !quoted => ids.push(std::mem::take(&mut current)),
+            _ => current.push(c),
+        }
+    }
+    ids.push(current);
+    ids.into_iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
 /// Splits trailing `[a, b] [c]` groups off a conclusion. Returns the claim and the raw ids.
 fn split_sources(text: &str) -> (String, Vec<String>) {
     let mut rest = text.trim_end().trim_end_matches('.').trim_end();
     let mut groups = Vec::new();
-    while rest.ends_with(']') {
-        let Some(open) = rest.rfind('[') else { break };
+    // An unbalanced quote (a malformed id) falls back to the nearest `[`.
+    let open_of =
+        |t: &str| group_start(t).or_else(|| t.ends_with(']').then(|| t.rfind('[')).flatten());
+    while let Some(open) = open_of(rest) {
         groups.push(rest[open + 1..rest.len() - 1].to_string());
         rest = rest[..open].trim_end();
     }
     groups.reverse();
-    let ids = groups
-        .iter()
-        .flat_map(|g| g.split([',', ';']))
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .collect();
+    let ids = groups.iter().flat_map(|g| split_group(g)).collect();
     let claim = rest
         .trim_end_matches([' ', '—', '-', ':'])
         .trim()

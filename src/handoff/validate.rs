@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use super::{parse, ConclusionKind, Parsed, Violation, ViolationCode};
-use crate::source::{Observation, ObservationLog, SourceId};
+use crate::source::{Observation, ObservationLog, Shown, SourceId};
 use crate::tools::{read_text_file, SandboxError, Workspace};
 
 /// A file's text with its line starts, for cheap line ranges.
@@ -33,12 +33,9 @@ impl FileText {
         FileText { text, starts }
     }
 
-    /// The lines a file source cites (empty for any other source).
-    fn lines_of(&self, source: &SourceId) -> &str {
-        source
-            .file_lines()
-            .map(|(_, a, b)| self.lines(a, b))
-            .unwrap_or("")
+    /// The whole text.
+    pub fn text(&self) -> &str {
+        &self.text
     }
 
     /// How many lines the file has.
@@ -168,6 +165,40 @@ impl std::fmt::Debug for Check<'_> {
     }
 }
 
+/// What a file citation's backticked quotes may rest on.
+enum Quotable {
+    /// The whole file (a whole-file citation checked without an observation log).
+    Whole,
+    /// Lines `a..=b`, all of them shown (or no log to say otherwise).
+    Range(u32, u32),
+    /// Only what the subagent's tools showed of the cited lines (or of the file).
+    Parts(Shown),
+}
+
+impl Quotable {
+    /// The texts a quote may occur in, borrowed from the file.
+    fn slices<'t>(&self, file: &'t FileText, out: &mut Vec<&'t str>) {
+        match self {
+            Quotable::Whole => out.push(file.text()),
+            Quotable::Range(a, b) => out.push(file.lines(*a, *b)),
+            Quotable::Parts(shown) => {
+                for (a, b) in &shown.spans {
+                    out.push(file.lines(*a, *b));
+                }
+                for (line, chars) in &shown.parts {
+                    let text = file.lines(*line, *line);
+                    let end = text
+                        .char_indices()
+                        .nth(*chars as usize)
+                        .map(|(at, _)| at)
+                        .unwrap_or(text.len());
+                    out.push(&text[..end]);
+                }
+            }
+        }
+    }
+}
+
 /// Parses and validates a handoff text in every layer `check` allows; `violations` of the
 /// result holds them all, structure first.
 pub fn validate(text: &str, check: &Check<'_>) -> Parsed {
@@ -175,16 +206,19 @@ pub fn validate(text: &str, check: &Check<'_>) -> Parsed {
     let mut found = Vec::new();
     for (i, c) in parsed.handoff.settled_conclusions.iter().enumerate() {
         let line = parsed.settled_line(i);
-        let mut cited: Vec<(Arc<FileText>, &SourceId)> = Vec::new();
+        let mut cited: Vec<(Arc<FileText>, Quotable)> = Vec::new();
         let mut quotable = true;
         for source in &c.sources {
             match check_source(source, c.kind, line, check, &mut found) {
-                Some(text) => cited.push((text, source)),
-                None => quotable &= source.file_lines().is_none(),
+                Some(text) => cited.push(text),
+                None => quotable &= !matches!(source, SourceId::File { .. }),
             }
         }
         if check.files.is_some() && quotable && !cited.is_empty() && c.claim.contains('`') {
-            let slices: Vec<&str> = cited.iter().map(|(t, s)| t.lines_of(s)).collect();
+            let mut slices: Vec<&str> = Vec::with_capacity(cited.len());
+            for (text, shown) in &cited {
+                shown.slices(text, &mut slices);
+            }
             check_quotes(&c.claim, &slices, line, &mut found);
         }
     }
@@ -198,15 +232,15 @@ pub fn validate(text: &str, check: &Check<'_>) -> Parsed {
     parsed
 }
 
-/// Resolution and observation of one source. Returns the cited file when its lines resolve
-/// (for the quotation check).
+/// Resolution and observation of one source. Returns the cited file and what of it the
+/// quotation check may use, when it resolves and was observed.
 fn check_source(
     source: &SourceId,
     kind: ConclusionKind,
     line: usize,
     check: &Check<'_>,
     out: &mut Vec<Violation>,
-) -> Option<Arc<FileText>> {
+) -> Option<(Arc<FileText>, Quotable)> {
     let mut say = |code, message: String| out.push(Violation::new(code, line, message));
     match source {
         SourceId::File { path, lines } => {
@@ -241,28 +275,34 @@ fn check_source(
                                 );
                                 return None;
                             }
-                            cited = Some(text);
                         }
+                        cited = Some(text);
                     }
                 }
             }
-            if let Some(log) = check.observations {
-                let seen = match lines {
-                    Some((a, b)) => log.saw_lines(path, *a, *b),
-                    None => log.saw_file(path),
-                };
-                if !seen {
+            let shown = check.observations.map(|log| match lines {
+                Some((a, b)) => log.shown(path, *a, *b),
+                None => log.shown_file(path),
+            });
+            let quotable = match (shown, lines) {
+                (None, None) => Quotable::Whole,
+                (None, Some((a, b))) => Quotable::Range(*a, *b),
+                (Some(Some(shown)), Some((a, b))) if shown.is_whole(*a, *b) => {
+                    Quotable::Range(*a, *b)
+                }
+                (Some(Some(shown)), _) => Quotable::Parts(shown),
+                (Some(None), _) => {
                     say(
                         ViolationCode::NotObserved,
                         format!("`{source}` was never shown to you by a tool call: read those lines, or cite the lines you read"),
                     );
                     return None;
                 }
-            }
-            cited
+            };
+            cited.map(|text| (text, quotable))
         }
         SourceId::Url(url) => {
-            if check.observations.is_some() {
+            if check.observations.is_some_and(|log| !log.saw_url(url)) {
                 say(
                     ViolationCode::UrlNotFetched,
                     format!("`{url}` was never fetched by your tool calls"),
@@ -270,16 +310,19 @@ fn check_source(
             }
             None
         }
-        SourceId::Doc { id, .. } => {
+        SourceId::Doc { id, span } => {
             if !check.docs.is_some_and(|d| d.contains(id)) {
                 say(
                     ViolationCode::DocUnknown,
                     format!("`doc:{id}` is not a document of the corpus"),
                 );
-            } else if check.observations.is_some() {
+            } else if check
+                .observations
+                .is_some_and(|log| !log.saw_document(id, span.as_deref()))
+            {
                 say(
                     ViolationCode::DocNotObserved,
-                    format!("`doc:{id}` was never read by your tool calls"),
+                    format!("`{source}` was never shown to you by your tool calls"),
                 );
             }
             None
@@ -314,8 +357,11 @@ fn check_source(
             }
             None
         }
-        SourceId::Record { .. } => {
-            if check.observations.is_some() {
+        SourceId::Record { kind: record, id } => {
+            if check
+                .observations
+                .is_some_and(|log| !log.saw_record(record, id))
+            {
                 say(
                     ViolationCode::RecordNotObserved,
                     format!("`{source}` was not returned by any of your tool calls"),

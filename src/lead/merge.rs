@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::relevance::Rarity;
 use crate::handoff::{Conclusion, ConclusionKind, Handoff, HardConstraint, OpenItem};
-use crate::source::{path_factor, Observation, ObservationLog, SourceId};
+use crate::source::{path_factor, search_label, Observation, ObservationLog, SourceId};
 
 /// One subagent's accepted work.
 pub(crate) struct Accepted<'a> {
@@ -78,9 +78,8 @@ pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) ->
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
     out.settled_conclusions = scored.into_iter().map(|(_, c)| c).collect();
-    if let Some(negative) = negative_evidence(accepted, unexplored.is_empty()) {
-        out.settled_conclusions.push(negative);
-    }
+    out.settled_conclusions
+        .extend(negative_evidence(accepted, unexplored.is_empty()));
     for a in accepted {
         for c in a
             .handoff
@@ -199,18 +198,37 @@ fn add_open_item(list: &mut Vec<OpenItem>, item: OpenItem) {
     list.push(item);
 }
 
-/// Patterns that every search of every accepted subagent found nothing for, as one conclusion
-/// citing the searches. When every shard handed off and the searches covered all of them, the
-/// scope is said as "the whole tree".
-fn negative_evidence(accepted: &[Accepted<'_>], all_handed_off: bool) -> Option<Conclusion> {
+/// Whether a search over `searched` covered every path of `shard`.
+fn covers(searched: &[String], shard: &[String]) -> bool {
+    shard.iter().all(|path| {
+        searched.iter().any(|s| {
+            let s = s.trim_end_matches('/');
+            s == "." || s.is_empty() || path == s || path.starts_with(&format!("{s}/"))
+        })
+    })
+}
+
+/// Searches that found nothing, as conclusions citing them: one per place searched (and file
+/// count). A search is keyed by its pattern and its flags, so `/x/i` and `/x/` are different
+/// searches. Its place is "the whole tree" only when every shard handed off and every one of
+/// them ran that same search over its whole shard — decided per pattern, never from the union
+/// of the scopes of different searches; otherwise the place is the scopes it ran in.
+fn negative_evidence(accepted: &[Accepted<'_>], all_handed_off: bool) -> Vec<Conclusion> {
+    #[derive(Default)]
     struct Group {
         found: bool,
         calls: Vec<String>,
         scopes: Vec<String>,
-        files: usize,
+        /// Files searched, the most of any one call per subagent.
+        files: BTreeMap<usize, usize>,
+        /// Which shards ran it over their whole shard.
+        shards: Vec<usize>,
     }
-    let mut groups: BTreeMap<&str, Group> = BTreeMap::new();
-    for a in accepted {
+    let explorers: Vec<usize> = (0..accepted.len())
+        .filter(|i| !accepted[*i].verifier)
+        .collect();
+    let mut groups: BTreeMap<(&str, bool, bool), Group> = BTreeMap::new();
+    for (index, a) in accepted.iter().enumerate() {
         for o in a.observations.entries() {
             let Observation::Searched {
                 call_id,
@@ -218,19 +236,22 @@ fn negative_evidence(accepted: &[Accepted<'_>], all_handed_off: bool) -> Option<
                 scope,
                 matches,
                 files_searched,
+                case_insensitive,
+                fixed_string,
             } = o
             else {
                 continue;
             };
-            let g = groups.entry(pattern.as_str()).or_insert(Group {
-                found: false,
-                calls: Vec::new(),
-                scopes: Vec::new(),
-                files: 0,
-            });
+            let g = groups
+                .entry((pattern.as_str(), *case_insensitive, *fixed_string))
+                .or_default();
             g.found |= *matches > 0;
             g.calls.push(call_id.clone());
-            g.files += files_searched;
+            let files = g.files.entry(index).or_default();
+            *files = (*files).max(*files_searched);
+            if !a.scope.is_empty() && covers(scope, a.scope) && !g.shards.contains(&index) {
+                g.shards.push(index);
+            }
             for s in scope {
                 if !g.scopes.contains(s) {
                     g.scopes.push(s.clone());
@@ -238,48 +259,53 @@ fn negative_evidence(accepted: &[Accepted<'_>], all_handed_off: bool) -> Option<
             }
         }
     }
-    let empty: Vec<(&str, &Group)> = groups
-        .iter()
-        .filter(|(_, g)| !g.found)
-        .map(|(p, g)| (*p, g))
-        .collect();
-    if empty.is_empty() {
-        return None;
+    // Patterns that found nothing, grouped by where they were searched and how many files.
+    type Place = (bool, String, usize);
+    let mut by_place: BTreeMap<Place, (Vec<String>, Vec<String>)> = BTreeMap::new();
+    for ((pattern, insensitive, fixed), g) in groups.iter().filter(|(_, g)| !g.found) {
+        let everywhere = all_handed_off
+            && !explorers.is_empty()
+            && explorers.iter().all(|i| g.shards.contains(i));
+        let place = if everywhere {
+            "the whole tree".to_string()
+        } else {
+            let mut scopes = g.scopes.clone();
+            scopes.sort();
+            scopes.join(", ")
+        };
+        let (glob, label) = match pattern.strip_prefix("glob:") {
+            Some(glob) => (true, search_label(glob, *insensitive, true)),
+            None => (false, search_label(pattern, *insensitive, *fixed)),
+        };
+        let files = g.files.values().sum();
+        let entry = by_place.entry((glob, place, files)).or_default();
+        entry.0.push(label);
+        entry.1.extend(g.calls.iter().cloned());
     }
-    let mut scopes: Vec<String> = empty.iter().flat_map(|(_, g)| g.scopes.clone()).collect();
-    scopes.sort();
-    scopes.dedup();
-    let files = empty.iter().map(|(_, g)| g.files).max().unwrap_or(0);
-    let mut tree: Vec<String> = accepted
-        .iter()
-        .flat_map(|a| a.scope.iter().cloned())
-        .collect();
-    tree.sort();
-    tree.dedup();
-    let where_searched = if all_handed_off && scopes == tree {
-        "the whole tree".to_string()
-    } else {
-        scopes.join(", ")
-    };
-    let patterns: Vec<String> = empty.iter().map(|(p, _)| format!("/{p}/")).collect();
-    let sources = empty
-        .iter()
-        .flat_map(|(_, g)| g.calls.iter())
-        .map(|id| SourceId::Record {
-            kind: "call".into(),
-            id: id.clone(),
+    by_place
+        .into_iter()
+        .map(|((glob, place, files), (labels, calls))| Conclusion {
+            claim: if glob {
+                format!(
+                    "no file name matches the glob {} in {place}",
+                    labels.join(", ")
+                )
+            } else {
+                format!(
+                    "no line matches {} in {place} (searched {files} files)",
+                    labels.join(", ")
+                )
+            },
+            sources: calls
+                .into_iter()
+                .map(|id| SourceId::Record {
+                    kind: "call".into(),
+                    id,
+                })
+                .collect(),
+            kind: ConclusionKind::NegativeEvidence,
         })
-        .collect();
-    Some(Conclusion {
-        claim: format!(
-            "no line matches {} in {} (searched {} files)",
-            patterns.join(", "),
-            where_searched,
-            files
-        ),
-        sources,
-        kind: ConclusionKind::NegativeEvidence,
-    })
+        .collect()
 }
 
 #[cfg(test)]
@@ -301,6 +327,8 @@ mod tests {
             scope: vec![format!("dir-{id}")],
             matches,
             files_searched: 3,
+            case_insensitive: false,
+            fixed_string: false,
         }]);
     }
 
@@ -410,5 +438,78 @@ mod tests {
         ];
         let merged = merge(&accepted, &[]);
         assert_eq!(merged.settled_conclusions[0].claim, "the `parse` function");
+    }
+
+    fn accepted<'a>(
+        handoff: &'a Handoff,
+        scope: &'a [String],
+        log: &'a ObservationLog,
+    ) -> Accepted<'a> {
+        Accepted {
+            handoff,
+            scope,
+            observations: log,
+            verifier: false,
+            doubted: false,
+        }
+    }
+
+    fn search(id: &str, pattern: &str, scope: &str, insensitive: bool, fixed: bool) -> Observation {
+        Observation::Searched {
+            call_id: id.into(),
+            pattern: pattern.into(),
+            scope: vec![scope.into()],
+            matches: 0,
+            files_searched: 4,
+            case_insensitive: insensitive,
+            fixed_string: fixed,
+        }
+    }
+
+    /// Issue 9, item 5: "the whole tree" is decided per pattern — a pattern one shard never
+    /// searched is not absent from the whole tree, even when the union of all the empty
+    /// searches' scopes is the tree; and a search keeps its flags.
+    #[test]
+    fn the_whole_tree_only_for_a_pattern_every_shard_searched() {
+        let empty = Handoff::default();
+        let (scope_a, scope_b) = (["src".to_string()], ["tests".to_string()]);
+        let mut log_a = ObservationLog::default();
+        let mut log_b = ObservationLog::default();
+        log_a.record([
+            search("sa1.1", "gzip", "src", true, false),
+            search("sa1.2", "brotli", "src", false, false),
+            search("sa1.3", "zstd", "src", false, true),
+        ]);
+        log_b.record([
+            search("sa2.1", "gzip", "tests", true, false),
+            search("sa2.2", "deflate", "tests", false, false),
+        ]);
+        let merged = merge(
+            &[
+                accepted(&empty, &scope_a, &log_a),
+                accepted(&empty, &scope_b, &log_b),
+            ],
+            &[],
+        );
+        let claims: Vec<&str> = merged
+            .settled_conclusions
+            .iter()
+            .filter(|c| c.kind == ConclusionKind::NegativeEvidence)
+            .map(|c| c.claim.as_str())
+            .collect();
+        let whole: Vec<&&str> = claims
+            .iter()
+            .filter(|c| c.contains("the whole tree"))
+            .collect();
+        assert_eq!(whole.len(), 1, "{claims:?}");
+        assert!(whole[0].contains("/gzip/i"), "{claims:?}");
+        assert!(!whole[0].contains("brotli") && !whole[0].contains("deflate"));
+        assert!(claims
+            .iter()
+            .any(|c| c.contains("/brotli/") && c.contains("in src ")));
+        assert!(claims.iter().any(|c| c.contains("\"zstd\"")), "{claims:?}");
+        assert!(claims
+            .iter()
+            .any(|c| c.contains("/deflate/") && c.contains("in tests ")));
     }
 }

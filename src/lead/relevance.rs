@@ -91,6 +91,8 @@ mod tests {
             scope: vec![".".into()],
             matches,
             files_searched: 1,
+            case_insensitive: false,
+            fixed_string: false,
         }
     }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use super::{Tool, ToolError, ToolOutput, ToolSpec, Workspace};
-use crate::source::Observation;
+use crate::source::{quote_path, search_label, Observation};
 
 /// Most matches grep prints; the rest are counted and a note says so.
 const GREP_DEFAULT_MATCHES: usize = 200;
@@ -16,6 +16,10 @@ const GREP_LINE_CHARS: usize = 240;
 /// Most lines one read_file call returns.
 const READ_MAX_LINES: usize = 400;
 const READ_DEFAULT_LINES: usize = 200;
+/// Longest line read_file prints whole; a longer one is cut and recorded as shown in part.
+const READ_LINE_CHARS: usize = 2000;
+/// Most bytes of lines one read_file call prints.
+const READ_MAX_BYTES: usize = 100_000;
 /// Most entries list_dir and glob print.
 const LIST_MAX_ENTRIES: usize = 500;
 
@@ -128,11 +132,13 @@ impl Tool for ListDir {
             }
             let shown = ws.relative(entry.path());
             match entry.file_type() {
-                Some(t) if t.is_dir() => lines.push(format!("{shown}/")),
-                Some(t) if t.is_symlink() => lines.push(format!("{shown} -> (link)")),
+                Some(t) if t.is_dir() => lines.push(quote_path(&format!("{shown}/")).into_owned()),
+                Some(t) if t.is_symlink() => {
+                    lines.push(format!("{} -> (link)", quote_path(&shown)))
+                }
                 _ => {
                     let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
-                    lines.push(format!("{shown} ({size} bytes)"));
+                    lines.push(format!("{} ({size} bytes)", quote_path(&shown)));
                 }
             }
         }
@@ -188,7 +194,7 @@ impl Tool for Glob {
             if matcher.is_match(&rel) || (!pattern.contains('/') && matcher.is_match(name)) {
                 total += 1;
                 if found.len() < LIST_MAX_ENTRIES {
-                    found.push(rel);
+                    found.push(quote_path(&rel).into_owned());
                 }
             }
         }
@@ -208,6 +214,8 @@ impl Tool for Glob {
                 scope: scopes,
                 matches: total,
                 files_searched: 0,
+                case_insensitive: false,
+                fixed_string: true,
             }],
         })
     }
@@ -221,13 +229,16 @@ impl Tool for Grep {
             name: "grep".into(),
             description: "Search file contents with a regular expression (Rust regex syntax). \
                           Prints `path:line:text` per matching line, or with \
-                          `output: \"count\"` one `path:count` line per file. Ignored, hidden \
-                          and binary files are skipped; output is capped and says so."
+                          `output: \"count\"` one `path:count` line per file; a path holding \
+                          spaces or `:,[]` is printed quoted (`\"a b.rs\":3:text`). Lines are \
+                          shown up to 240 characters. Ignored, hidden and binary files are \
+                          skipped; output is capped and says so."
                 .into(),
             parameters: json!({"type": "object", "required": ["pattern"], "properties": {
                 "pattern": {"type": "string"},
                 "paths": {"type": "array", "items": {"type": "string"}, "description": "files or directories; default the root"},
                 "case_insensitive": {"type": "boolean", "default": false},
+                "fixed_string": {"type": "boolean", "default": false, "description": "search for the pattern as literal text, not a regex"},
                 "output": {"type": "string", "enum": ["content", "count"], "default": "content"},
                 "max_matches": {"type": "integer", "default": GREP_DEFAULT_MATCHES, "maximum": GREP_MAX_MATCHES}
             }}),
@@ -240,11 +251,21 @@ impl Tool for Grep {
             .get("case_insensitive")
             .and_then(Value::as_bool)
             .unwrap_or(false);
+        let fixed = args
+            .get("fixed_string")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         let count_only = args.get("output").and_then(Value::as_str) == Some("count");
         let cap = optional_usize(args, "max_matches")?
             .unwrap_or(GREP_DEFAULT_MATCHES)
             .clamp(1, GREP_MAX_MATCHES);
-        let regex = regex::RegexBuilder::new(pattern)
+        let searched_for = if fixed {
+            regex::escape(pattern)
+        } else {
+            pattern.to_string()
+        };
+        let label = search_label(pattern, insensitive, fixed);
+        let regex = regex::RegexBuilder::new(&searched_for)
             .case_insensitive(insensitive)
             .size_limit(1 << 22)
             .build()
@@ -256,7 +277,7 @@ impl Tool for Grep {
                     .unwrap_or("")
                     .trim()
                     .to_string();
-                ToolError::invalid(format!("bad regex `{pattern}`: {first}"))
+                ToolError::invalid(format!("bad regex {label}: {first}"))
             })?;
         let scopes = scope_args(args)?;
         let files = walk_files(ws, &scopes)?;
@@ -269,6 +290,7 @@ impl Tool for Grep {
             let Ok(text) = super::read_text_file(path, rel) else {
                 continue;
             };
+            let written = quote_path(rel);
             files_searched += 1;
             let mut in_file = 0usize;
             for (index, line) in text.lines().enumerate() {
@@ -281,26 +303,23 @@ impl Tool for Grep {
                     continue;
                 }
                 let number = index + 1;
-                let shown: String = line.trim_end().chars().take(GREP_LINE_CHARS).collect();
-                lines.push(format!("{rel}:{number}:{shown}"));
-                observations.push(Observation::Lines {
-                    call_id: call_id.to_string(),
-                    path: rel.clone(),
-                    start: number as u32,
-                    end: number as u32,
-                });
+                let trimmed = line.trim_end();
+                let (shown, cut) = cut_chars(trimmed, GREP_LINE_CHARS);
+                lines.push(format!("{written}:{number}:{shown}"));
+                let part = cut.map(|_| GREP_LINE_CHARS);
+                observations.push(line_observation(call_id, rel, number, part));
             }
             if in_file > 0 {
                 files_matched += 1;
                 if count_only {
-                    lines.push(format!("{rel}:{in_file}"));
+                    lines.push(format!("{written}:{in_file}"));
                 }
             }
         }
         let mut content = lines.join("\n");
         if total == 0 {
             content = format!(
-                "no matches for /{pattern}/ in {} ({files_searched} files searched)",
+                "no matches for {label} in {} ({files_searched} files searched)",
                 scopes.join(", ")
             );
         } else if count_only {
@@ -320,6 +339,8 @@ impl Tool for Grep {
             scope: scopes,
             matches: total,
             files_searched,
+            case_insensitive: insensitive,
+            fixed_string: fixed,
         });
         Ok(ToolOutput {
             content,
@@ -335,7 +356,8 @@ impl Tool for ReadFile {
         ToolSpec {
             name: "read_file".into(),
             description: "Read lines of a text file, numbered (`   12\\ttext`). At most 400 \
-                          lines per call; give start_line/end_line for the rest."
+                          lines and 100,000 bytes per call, lines cut at 2,000 characters; \
+                          give start_line/end_line for the rest."
                 .into(),
             parameters: json!({"type": "object", "required": ["path"], "properties": {
                 "path": {"type": "string"},
@@ -348,43 +370,96 @@ impl Tool for ReadFile {
     fn call(&self, ws: &Workspace, call_id: &str, args: &Value) -> Result<ToolOutput, ToolError> {
         let rel = string_arg(args, "path")?;
         let (path, text) = ws.read_text(rel)?;
-        let shown = ws.relative(&path);
+        let shown_path = ws.relative(&path);
         let all: Vec<&str> = text.lines().collect();
         let total = all.len();
         let start = optional_usize(args, "start_line")?.unwrap_or(1).max(1);
         if total == 0 {
             return Ok(ToolOutput {
-                content: format!("{shown}: empty file"),
+                content: format!("{}: empty file", quote_path(&shown_path)),
                 observations: Vec::new(),
             });
         }
         if start > total {
             return Err(ToolError::invalid(format!(
-                "`{shown}` has {total} lines; start_line {start} is past the end"
+                "`{shown_path}` has {total} lines; start_line {start} is past the end"
             )));
         }
         let wanted_end = optional_usize(args, "end_line")?
             .unwrap_or(start + READ_DEFAULT_LINES - 1)
             .max(start);
-        let end = wanted_end.min(total).min(start + READ_MAX_LINES - 1);
-        let mut content = format!("{shown} (lines {start}-{end} of {total})\n");
-        for (offset, line) in all[start - 1..end].iter().enumerate() {
-            let _ = writeln!(content, "{:>6}\t{}", start + offset, line);
+        let last = wanted_end.min(total).min(start + READ_MAX_LINES - 1);
+        let mut body = String::new();
+        let mut observations: Vec<Observation> = Vec::new();
+        let mut end = start - 1;
+        for (offset, line) in all[start - 1..last].iter().enumerate() {
+            let number = start + offset;
+            let (shown, cut) = cut_chars(line, READ_LINE_CHARS);
+            if number > start && body.len() + shown.len() > READ_MAX_BYTES {
+                break;
+            }
+            let _ = write!(body, "{number:>6}\t{shown}");
+            if let Some(left) = cut {
+                let _ = write!(body, " [line cut: {left} more characters]");
+            }
+            body.push('\n');
+            end = number;
+            match (observations.last_mut(), cut) {
+                (Some(Observation::Lines { end: e, .. }), None) if *e as usize + 1 == number => {
+                    *e = number as u32;
+                }
+                _ => {
+                    let part = cut.map(|_| READ_LINE_CHARS);
+                    observations.push(line_observation(call_id, &shown_path, number, part));
+                }
+            }
         }
+        let mut content = format!(
+            "{} (lines {start}-{end} of {total})\n{body}",
+            quote_path(&shown_path)
+        );
         if end < wanted_end.min(total) {
+            let why = if end < last {
+                "the output cap"
+            } else {
+                "the line cap"
+            };
             let _ = writeln!(
                 content,
-                "[stopped at line {end}: read the rest in another call]"
+                "[stopped at line {end} ({why}): read the rest from line {} in another call]",
+                end + 1
             );
         }
         Ok(ToolOutput {
             content,
-            observations: vec![Observation::Lines {
-                call_id: call_id.to_string(),
-                path: shown,
-                start: start as u32,
-                end: end as u32,
-            }],
+            observations,
         })
+    }
+}
+
+/// The first `limit` characters of `line`, and how many more there were when it was cut.
+fn cut_chars(line: &str, limit: usize) -> (&str, Option<usize>) {
+    match line.char_indices().nth(limit) {
+        Some((at, _)) => (&line[..at], Some(line[at..].chars().count())),
+        None => (line, None),
+    }
+}
+
+/// What showing one line records: the line, or only its first `part` characters when it was
+/// cut.
+fn line_observation(call_id: &str, path: &str, number: usize, part: Option<usize>) -> Observation {
+    match part {
+        None => Observation::Lines {
+            call_id: call_id.to_string(),
+            path: path.to_string(),
+            start: number as u32,
+            end: number as u32,
+        },
+        Some(chars) => Observation::LinePart {
+            call_id: call_id.to_string(),
+            path: path.to_string(),
+            line: number as u32,
+            chars: chars as u32,
+        },
     }
 }

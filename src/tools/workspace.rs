@@ -53,7 +53,16 @@ impl Workspace {
     /// Resolves a relative path inside the root, following symlinks, and refuses anything that
     /// is absolute, climbs above the root, or is a link that lands outside it.
     pub(crate) fn resolve(&self, relative: &str) -> Result<PathBuf, SandboxError> {
-        let trimmed = relative.trim();
+        // A path copied from a tool's output may be in the quoted form (`"a b.rs"`).
+        let unquoted = relative
+            .strip_prefix('"')
+            .and_then(|_| crate::source::leading_path(relative))
+            .filter(|(_, rest)| rest.is_empty())
+            .map(|(path, _)| path);
+        let trimmed = match &unquoted {
+            Some(path) => path.as_str(),
+            None => relative.trim(),
+        };
         let candidate = Path::new(trimmed);
         if candidate.is_absolute() || trimmed.starts_with('\\') {
             return Err(SandboxError::Absolute(trimmed.to_string()));

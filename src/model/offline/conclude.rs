@@ -2,7 +2,7 @@
 //! lines the explorer's own tool calls showed it; negative evidence for terms found nowhere.
 
 use crate::handoff::{Conclusion, ConclusionKind, Handoff, OpenItem};
-use crate::source::SourceId;
+use crate::source::{prose_path, SourceId};
 
 use super::follow::CallSite;
 use super::rank::{self, Candidate, Definition};
@@ -128,7 +128,7 @@ fn conclude(survey: &Survey, place: &Candidate, reads: &[&Exchange<'_>]) -> Opti
         return Some(Conclusion {
             claim: format!(
                 "{} line {} mentions {}",
-                place.path,
+                prose_path(&place.path),
                 place.line,
                 term_labels(survey, &place.terms)
             ),
@@ -142,19 +142,25 @@ fn conclude(survey: &Survey, place: &Candidate, reads: &[&Exchange<'_>]) -> Opti
         Some((i, def, end)) if i == hit_index => (
             format!(
                 "{} defines `{}` ({}) at line {}{hit_text}",
-                place.path, def.name, def.keyword, lines[i].0
+                prose_path(&place.path),
+                def.name,
+                def.keyword,
+                lines[i].0
             ),
             vec![file_source(&place.path, lines[i].0, end)],
         ),
         Some((i, def, end)) => (
             format!(
                 "In `{}` ({} in {}), line {}{hit_text}",
-                def.name, def.keyword, place.path, place.line
+                def.name,
+                def.keyword,
+                prose_path(&place.path),
+                place.line
             ),
             block_sources(&place.path, lines[i].0, end, place.line),
         ),
         None => (
-            format!("{} line {}{hit_text}", place.path, place.line),
+            format!("{} line {}{hit_text}", prose_path(&place.path), place.line),
             around(&place.path, &lines, place.line)?,
         ),
     };
@@ -180,14 +186,20 @@ fn conclude_call(site: &CallSite, reads: &[&Exchange<'_>]) -> Option<Conclusion>
         Some((i, def, end)) if i != hit_index => (
             format!(
                 "`{}` ({} in {}) calls `{}` at line {}{hit_text}",
-                def.name, def.keyword, site.path, site.callee, site.line
+                def.name,
+                def.keyword,
+                prose_path(&site.path),
+                site.callee,
+                site.line
             ),
             block_sources(&site.path, lines[i].0, end, site.line),
         ),
         _ => (
             format!(
                 "{} line {} calls `{}`{hit_text}",
-                site.path, site.line, site.callee
+                prose_path(&site.path),
+                site.line,
+                site.callee
             ),
             around(&site.path, &lines, site.line)?,
         ),

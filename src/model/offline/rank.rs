@@ -6,16 +6,17 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
+use crate::source::leading_path;
 pub(crate) use crate::source::path_factor;
 
-/// `path:count` lines of a count-mode grep.
+/// `path:count` lines of a count-mode grep (a path may be quoted).
 pub(crate) fn parse_counts(content: &str) -> Vec<(String, usize)> {
     content
         .lines()
         .filter(|l| !l.starts_with('['))
         .filter_map(|l| {
-            let (path, count) = l.rsplit_once(':')?;
-            Some((path.to_string(), count.trim().parse().ok()?))
+            let (path, rest) = leading_path(l)?;
+            Some((path, rest.strip_prefix(':')?.trim().parse().ok()?))
         })
         .collect()
 }
@@ -29,15 +30,14 @@ pub(crate) fn files_searched(content: &str) -> usize {
         .unwrap_or(0)
 }
 
-/// `path:line:text` lines of a content-mode grep.
+/// `path:line:text` lines of a content-mode grep (a path may be quoted).
 pub(crate) fn parse_hits(content: &str) -> Vec<(String, u32, String)> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| Regex::new(r"^(.+?):(\d+):(.*)$").expect("static regex"));
     content
         .lines()
         .filter_map(|l| {
-            let c = re.captures(l)?;
-            Some((c[1].to_string(), c[2].parse().ok()?, c[3].to_string()))
+            let (path, rest) = leading_path(l)?;
+            let (number, text) = rest.strip_prefix(':')?.split_once(':')?;
+            Some((path, number.parse().ok()?, text.to_string()))
         })
         .collect()
 }
@@ -46,7 +46,13 @@ pub(crate) fn parse_hits(content: &str) -> Vec<(String, u32, String)> {
 pub(crate) fn parse_read(content: &str) -> Option<(String, Vec<(u32, String)>)> {
     let mut lines = content.lines();
     let header = lines.next()?;
-    let path = header.rsplit_once(" (lines ")?.0.to_string();
+    // A quoted path ends where its quote does; a plain one holds no space.
+    let path = if header.starts_with('"') {
+        let (path, rest) = leading_path(header)?;
+        rest.starts_with(" (lines ").then_some(path)?
+    } else {
+        header.split_once(" (lines ")?.0.to_string()
+    };
     let numbered = lines
         .filter_map(|l| {
             let (number, text) = l.split_once('\t')?;

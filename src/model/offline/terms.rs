@@ -330,13 +330,14 @@ fn looks_like_identifier(token: &str) -> bool {
 }
 
 /// A regex matching every spelling of a compound: `file_type`, `FileType`, `file-type`,
-/// `file type`.
+/// `file type`, and the parts of a path or a qualified name (`etc/shadow`, `file::type`,
+/// `file.type`) — so that a compound found nowhere is not an absence a reader would misread.
 fn compound_pattern(parts: &[String]) -> String {
     parts
         .iter()
         .map(|p| regex::escape(p))
         .collect::<Vec<_>>()
-        .join("[_\\- ]?")
+        .join("[_\\-\\s./:]{0,2}")
 }
 
 /// A short word as a whole word or an identifier part: `env` in `add_env`, `EnvVar`,
@@ -390,7 +391,20 @@ fn literal_terms(question: &str) -> Vec<Term> {
         });
     }
     for token in question.split_whitespace() {
-        let t = token.trim_matches(|c: char| matches!(c, ',' | '?' | ')' | '(' | ';'));
+        let t = token.trim_matches(|c: char| matches!(c, ',' | '?' | ')' | '(' | ';' | '`'));
+        let t = t.trim_end_matches('.');
+        let is_path = t.contains('/')
+            && t.chars().filter(|c| c.is_alphanumeric()).count() >= 3
+            && !t.contains(['*', '"', '\'']);
+        if is_path {
+            out.push(Term {
+                kind: TermKind::Literal,
+                label: t.to_string(),
+                pattern: regex::escape(t),
+                example: false,
+                prior: 2.0,
+            });
+        }
         if t.contains('*') && t.len() > 2 && !t.contains('"') && !t.contains('\'') {
             out.push(Term {
                 kind: TermKind::Literal,

@@ -1,8 +1,15 @@
-//! Source identifiers (what a conclusion cites) and the observation log (what a subagent saw).
+//! Source identifiers (what a conclusion cites), their grammar with a quoted form for any file
+//! name, and the observation log (what a subagent's tools showed it).
 
+mod observation;
+
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+
+pub(crate) use observation::search_label;
+pub use observation::{Observation, ObservationLog, Shown};
 
 /// What a conclusion points at. The grammar (contracts/handoff.md, "Source identifiers"):
 ///
@@ -13,7 +20,10 @@ use serde::{Deserialize, Serialize};
 /// event  := "event:" ID                                  a checkpoint event
 /// record := KIND ":" ID                                  KIND = [a-z][a-z0-9_-]*, e.g. order:A-1234,
 ///                                                        call:sa1.3 (a tool call of the run)
-/// file   := PATH [":" LINE ["-" LINE]]                   root-relative, 1-based, inclusive
+/// file   := (PATH | QUOTED) [":" LINE ["-" LINE]]        root-relative, 1-based, inclusive
+/// QUOTED := a JSON string literal ("a, b.rs")            any name; required for names that
+///                                                        hold whitespace, a control character
+///                                                        or one of , ; : [ ] ( ) ` " ' # < > { } | \ – —
 /// ```
 ///
 /// `a:12` and `a:3-9` are files with lines (the part after the last `:` is a line range);
@@ -57,6 +67,88 @@ pub struct SourceParseError {
     why: &'static str,
 }
 
+/// Characters a file name cannot hold unquoted in a source identifier: they separate sources
+/// (`,` `;`), close a source group (`[` `]`), start a line range (`:`), quote (`` ` `` `"` `'`),
+/// mark a span (`#`), separate ranges and claims (`–` `—`), or confuse a reader of markdown.
+fn is_special(c: char) -> bool {
+    c.is_whitespace()
+        || c.is_control()
+        || matches!(
+            c,
+            ',' | ';'
+                | ':'
+                | '['
+                | ']'
+                | '('
+                | ')'
+                | '`'
+                | '"'
+                | '\''
+                | '#'
+                | '<'
+                | '>'
+                | '{'
+                | '}'
+                | '|'
+                | '\\'
+                | '\u{2013}'
+                | '\u{2014}'
+        )
+}
+
+/// Whether a path must be written in the quoted form: it is empty, holds a special character,
+/// or would read as another path (`./x` reads as `x`).
+pub(crate) fn needs_quoting(path: &str) -> bool {
+    path.is_empty() || path.chars().any(is_special) || path.starts_with("./")
+}
+
+/// A path as a source identifier writes it: as is, or quoted (a JSON string literal).
+pub(crate) fn quote_path(path: &str) -> Cow<'_, str> {
+    if needs_quoting(path) {
+        Cow::Owned(serde_json::to_string(path).unwrap_or_else(|_| format!("{path:?}")))
+    } else {
+        Cow::Borrowed(path)
+    }
+}
+
+/// A path as prose shows it (in a claim, where a backtick would open a quote): the source form,
+/// with a backtick written `\u0060` inside the quotes.
+pub(crate) fn prose_path(path: &str) -> String {
+    let written = quote_path(path);
+    if path.contains('`') {
+        written.replace('`', "\\u0060")
+    } else {
+        written.into_owned()
+    }
+}
+
+/// Reads a path written at the start of `text` as a tool prints it — quoted, or plain up to the
+/// first `:` or the end — and returns it with the rest of the text. A plain path holds no `:`
+/// (it would have been quoted), so the first `:` ends it.
+pub(crate) fn leading_path(text: &str) -> Option<(String, &str)> {
+    if text.starts_with('"') {
+        let end = quoted_end(text)?;
+        let path: String = serde_json::from_str(&text[..end]).ok()?;
+        return Some((path, &text[end..]));
+    }
+    let end = text.find(':').unwrap_or(text.len());
+    Some((text[..end].to_string(), &text[end..]))
+}
+
+/// The byte just past the closing quote of the JSON string literal `text` starts with.
+fn quoted_end(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut i = 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
 fn is_kind(word: &str) -> bool {
     let mut chars = word.chars();
     chars.next().is_some_and(|c| c.is_ascii_lowercase())
@@ -89,7 +181,12 @@ fn line_range(text: &str) -> Option<Result<(u32, u32), &'static str>> {
 impl SourceId {
     /// Parses one identifier (surrounding whitespace and backticks are ignored).
     pub fn parse(text: &str) -> Result<SourceId, SourceParseError> {
-        let t = text.trim().trim_matches('`').trim();
+        let trimmed = text.trim();
+        let t = if trimmed.starts_with('"') {
+            trimmed
+        } else {
+            trimmed.trim_matches('`').trim()
+        };
         let err = |why| SourceParseError {
             text: t.chars().take(120).collect(),
             why,
@@ -97,8 +194,13 @@ impl SourceId {
         if t.is_empty() {
             return Err(err("it is empty"));
         }
+        if t.starts_with('"') {
+            return SourceId::parse_quoted(t).map_err(err);
+        }
         if t.chars().any(char::is_whitespace) {
-            return Err(err("it contains whitespace"));
+            return Err(err(
+                "it contains whitespace (quote a file name that holds any: \"a b.rs\":3)",
+            ));
         }
         if let Some(rest) = t
             .strip_prefix("http://")
@@ -147,7 +249,7 @@ impl SourceId {
                 Some(Ok(lines)) => {
                     let path = path.trim_start_matches("./");
                     if path.is_empty() || path.contains(':') {
-                        return Err(err("a file source is PATH:LINE or PATH:START-END"));
+                        return Err(err("a file source is PATH:LINE or PATH:START-END (quote a file name that holds a `:`)"));
                     }
                     Ok(SourceId::File {
                         path: path.to_string(),
@@ -159,7 +261,7 @@ impl SourceId {
                     let (kind, id) = t.split_once(':').unwrap_or((t, ""));
                     if !is_kind(kind) {
                         return Err(err(
-                            "not a file (PATH:LINE), URL, doc:ID, event:ID or lower-case KIND:ID",
+                            "not a file (PATH:LINE, or \"QUOTED\":LINE), URL, doc:ID, event:ID or lower-case KIND:ID",
                         ));
                     }
                     if id.is_empty() {
@@ -172,6 +274,30 @@ impl SourceId {
                 }
             },
         }
+    }
+
+    /// `"QUOTED"` or `"QUOTED":LINES`.
+    fn parse_quoted(t: &str) -> Result<SourceId, &'static str> {
+        let end = quoted_end(t).ok_or("the quoted file name is not closed")?;
+        let path: String = serde_json::from_str(&t[..end])
+            .map_err(|_| "the quoted file name is not a JSON string literal")?;
+        if path.is_empty() {
+            return Err("the quoted file name is empty");
+        }
+        let lines = match &t[end..] {
+            "" => None,
+            rest => {
+                let tail = rest
+                    .strip_prefix(':')
+                    .ok_or("after a quoted file name comes nothing or :LINE or :START-END")?;
+                match line_range(tail) {
+                    Some(Ok(lines)) => Some(lines),
+                    Some(Err(why)) => return Err(why),
+                    None => return Err("after a quoted file name comes :LINE or :START-END"),
+                }
+            }
+        };
+        Ok(SourceId::File { path, lines })
     }
 
     /// The file path and line range of a file source with lines.
@@ -189,15 +315,15 @@ impl SourceId {
 impl fmt::Display for SourceId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SourceId::File { path, lines: None } => write!(f, "{path}"),
+            SourceId::File { path, lines: None } => write!(f, "{}", quote_path(path)),
             SourceId::File {
                 path,
                 lines: Some((a, b)),
-            } if a == b => write!(f, "{path}:{a}"),
+            } if a == b => write!(f, "{}:{a}", quote_path(path)),
             SourceId::File {
                 path,
                 lines: Some((a, b)),
-            } => write!(f, "{path}:{a}-{b}"),
+            } => write!(f, "{}:{a}-{b}", quote_path(path)),
             SourceId::Url(url) => write!(f, "{url}"),
             SourceId::Doc { id, span: None } => write!(f, "doc:{id}"),
             SourceId::Doc { id, span: Some(s) } => write!(f, "doc:{id}#{s}"),
@@ -255,113 +381,6 @@ pub(crate) fn path_factor(path: &str) -> f64 {
     }
 }
 
-/// One thing a tool call let its caller see.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Observation {
-    /// Lines of a file were shown (a read, or one grep hit).
-    Lines {
-        /// The call that showed them.
-        call_id: String,
-        /// Root-relative path.
-        path: String,
-        /// First line shown, 1-based.
-        start: u32,
-        /// Last line shown, inclusive.
-        end: u32,
-    },
-    /// A directory listing was shown.
-    Listed {
-        /// The call.
-        call_id: String,
-        /// Root-relative directory.
-        path: String,
-    },
-    /// A search ran: its pattern, where, and how many matches it had.
-    Searched {
-        /// The call.
-        call_id: String,
-        /// The pattern searched for.
-        pattern: String,
-        /// Paths searched.
-        scope: Vec<String>,
-        /// Matching lines (or files, for glob).
-        matches: usize,
-        /// Files searched.
-        files_searched: usize,
-    },
-}
-
-impl Observation {
-    /// The call that made this observation.
-    pub fn call_id(&self) -> &str {
-        match self {
-            Observation::Lines { call_id, .. }
-            | Observation::Listed { call_id, .. }
-            | Observation::Searched { call_id, .. } => call_id,
-        }
-    }
-}
-
-/// Everything one subagent's tool calls showed it, in order. A citation of lines that are not
-/// in here was never observed, and is not evidence.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ObservationLog {
-    entries: Vec<Observation>,
-}
-
-impl ObservationLog {
-    /// Appends what one call showed.
-    pub fn record(&mut self, observations: impl IntoIterator<Item = Observation>) {
-        self.entries.extend(observations);
-    }
-
-    /// All entries, oldest first.
-    pub fn entries(&self) -> &[Observation] {
-        &self.entries
-    }
-
-    /// Whether every line of `start..=end` of `path` was shown by some call.
-    pub fn saw_lines(&self, path: &str, start: u32, end: u32) -> bool {
-        let mut spans: Vec<(u32, u32)> = self
-            .entries
-            .iter()
-            .filter_map(|o| match o {
-                Observation::Lines {
-                    path: p,
-                    start: a,
-                    end: b,
-                    ..
-                } if p == path => Some((*a, *b)),
-                _ => None,
-            })
-            .collect();
-        spans.sort_unstable();
-        let mut covered_to = start.saturating_sub(1);
-        for (a, b) in spans {
-            if a > covered_to.saturating_add(1) {
-                break;
-            }
-            covered_to = covered_to.max(b);
-        }
-        covered_to >= end
-    }
-
-    /// Whether any lines of `path` were shown.
-    pub fn saw_file(&self, path: &str) -> bool {
-        self.entries
-            .iter()
-            .any(|o| matches!(o, Observation::Lines { path: p, .. } if p == path))
-    }
-
-    /// Whether a search call with this id ran.
-    pub fn searched(&self, call_id: &str) -> bool {
-        self.entries
-            .iter()
-            .any(|o| matches!(o, Observation::Searched { call_id: c, .. } if c == call_id))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -403,19 +422,38 @@ mod tests {
     }
 
     #[test]
-    fn coverage_needs_every_line() {
-        let mut log = ObservationLog::default();
-        let lines = |s, e| Observation::Lines {
-            call_id: "c".into(),
-            path: "a.rs".into(),
-            start: s,
-            end: e,
-        };
-        log.record([lines(10, 20), lines(21, 30), lines(40, 41)]);
-        assert!(log.saw_lines("a.rs", 12, 30));
-        assert!(!log.saw_lines("a.rs", 12, 35));
-        assert!(log.saw_lines("a.rs", 40, 40));
-        assert!(!log.saw_lines("a.rs", 5, 12));
-        assert!(!log.saw_lines("b.rs", 10, 10));
+    fn any_file_name_is_written_quoted_and_read_back() {
+        for (path, written) in [
+            ("src/a b.rs", r#""src/a b.rs""#),
+            ("we:ird,name[1].rs", r#""we:ird,name[1].rs""#),
+            ("tick`s.md", r#""tick`s.md""#),
+            ("new\nline", r#""new\nline""#),
+            ("dash – and — here", r#""dash – and — here""#),
+            ("src/unicode_ファイル.rs", "src/unicode_ファイル.rs"),
+            ("kebab-case/x-1.rs", "kebab-case/x-1.rs"),
+        ] {
+            let source = SourceId::File {
+                path: path.into(),
+                lines: Some((3, 9)),
+            };
+            assert_eq!(source.to_string(), format!("{written}:3-9"));
+            assert_eq!(SourceId::parse(&source.to_string()).unwrap(), source);
+        }
+        assert_eq!(
+            SourceId::parse(r#""src/a.rs":4"#).unwrap().to_string(),
+            "src/a.rs:4"
+        );
+        assert!(SourceId::parse(r#""open"#).is_err());
+        assert!(SourceId::parse(r#""a.rs" :4"#).is_err());
+        assert!(SourceId::parse(r#""a.rs":x"#).is_err());
+        assert!(SourceId::parse(r#""":1"#).is_err());
+        assert_eq!(
+            leading_path(r#""a:b.rs":12:text"#),
+            Some(("a:b.rs".to_string(), ":12:text"))
+        );
+        assert_eq!(
+            leading_path("src/a.rs:12:x: y"),
+            Some(("src/a.rs".to_string(), ":12:x: y"))
+        );
     }
 }

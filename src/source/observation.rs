@@ -1,0 +1,319 @@
+//! The observation log: a typed entry for each kind of thing a tool can show — lines of a file
+//! (whole, or the first characters of a long line), a directory listing, a search and its
+//! outcome, a document span, a fetched URL, a returned record — so the contract's observation
+//! layer can check any citation against what was really shown, and new tools plug in by
+//! recording the kind they show.
+
+use serde::{Deserialize, Serialize};
+
+/// One thing a tool call let its caller see.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Observation {
+    /// Whole lines of a file were shown (a read).
+    Lines {
+        /// The call that showed them.
+        call_id: String,
+        /// Root-relative path.
+        path: String,
+        /// First line shown, 1-based.
+        start: u32,
+        /// Last line shown, inclusive.
+        end: u32,
+    },
+    /// Only the first `chars` characters of one line were shown (a long line cut by a tool).
+    LinePart {
+        /// The call that showed it.
+        call_id: String,
+        /// Root-relative path.
+        path: String,
+        /// The line, 1-based.
+        line: u32,
+        /// How many characters of it were shown, from its start.
+        chars: u32,
+    },
+    /// A directory listing was shown.
+    Listed {
+        /// The call.
+        call_id: String,
+        /// Root-relative directory.
+        path: String,
+    },
+    /// A search ran: its pattern and flags, where, and how many matches it had.
+    Searched {
+        /// The call.
+        call_id: String,
+        /// The pattern searched for.
+        pattern: String,
+        /// Paths searched.
+        scope: Vec<String>,
+        /// Matching lines (or files, for glob).
+        matches: usize,
+        /// Files searched.
+        files_searched: usize,
+        /// The pattern ignored letter case.
+        #[serde(default, skip_serializing_if = "is_false")]
+        case_insensitive: bool,
+        /// The pattern was a literal string, not a regular expression.
+        #[serde(default, skip_serializing_if = "is_false")]
+        fixed_string: bool,
+    },
+    /// A corpus document, or one span of it, was shown.
+    Document {
+        /// The call.
+        call_id: String,
+        /// The document id.
+        doc: String,
+        /// The span shown; none when the whole document was.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        span: Option<String>,
+    },
+    /// A URL was fetched and its content shown.
+    Url {
+        /// The call.
+        call_id: String,
+        /// The URL as fetched.
+        url: String,
+    },
+    /// A record (an order, a ticket, …) was returned.
+    Record {
+        /// The call.
+        call_id: String,
+        /// Its kind, lower case (`order`).
+        record_kind: String,
+        /// Its id (`A-1234`).
+        id: String,
+    },
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+/// How a search is shown to a reader, flags included: `/regex/`, `/regex/i` when it ignored
+/// case, `"literal"` (and `"literal" (any case)`) for a fixed string.
+pub(crate) fn search_label(pattern: &str, case_insensitive: bool, fixed_string: bool) -> String {
+    match (fixed_string, case_insensitive) {
+        (true, false) => serde_json::to_string(pattern).unwrap_or_default(),
+        (true, true) => format!(
+            "{} (any case)",
+            serde_json::to_string(pattern).unwrap_or_default()
+        ),
+        (false, false) => format!("/{pattern}/"),
+        (false, true) => format!("/{pattern}/i"),
+    }
+}
+
+impl Observation {
+    /// The call that made this observation.
+    pub fn call_id(&self) -> &str {
+        match self {
+            Observation::Lines { call_id, .. }
+            | Observation::LinePart { call_id, .. }
+            | Observation::Listed { call_id, .. }
+            | Observation::Searched { call_id, .. }
+            | Observation::Document { call_id, .. }
+            | Observation::Url { call_id, .. }
+            | Observation::Record { call_id, .. } => call_id,
+        }
+    }
+}
+
+/// What of a cited range a subagent was shown: whole line spans, and lines of which only a
+/// prefix was shown, as (line, characters).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Shown {
+    /// Spans of whole lines, sorted and merged, clipped to the cited range.
+    pub spans: Vec<(u32, u32)>,
+    /// Lines shown only in part (not also whole), with the characters shown.
+    pub parts: Vec<(u32, u32)>,
+}
+
+impl Shown {
+    /// Whether the whole of `start..=end` was shown, every line whole.
+    pub fn is_whole(&self, start: u32, end: u32) -> bool {
+        self.parts.is_empty() && self.spans == [(start, end)]
+    }
+}
+
+/// Everything one subagent's tool calls showed it, in order. A citation of something that is
+/// not in here was never observed, and is not evidence.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObservationLog {
+    entries: Vec<Observation>,
+}
+
+/// Sorts and merges adjacent or overlapping inclusive spans.
+fn merged(mut spans: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+    spans.sort_unstable();
+    let mut out: Vec<(u32, u32)> = Vec::with_capacity(spans.len());
+    for (a, b) in spans {
+        match out.last_mut() {
+            Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
+/// A URL as compared: without its fragment and a trailing slash.
+fn url_key(url: &str) -> &str {
+    url.split('#').next().unwrap_or(url).trim_end_matches('/')
+}
+
+impl ObservationLog {
+    /// Appends what one call showed.
+    pub fn record(&mut self, observations: impl IntoIterator<Item = Observation>) {
+        self.entries.extend(observations);
+    }
+
+    /// All entries, oldest first.
+    pub fn entries(&self) -> &[Observation] {
+        &self.entries
+    }
+
+    /// What of `start..=end` of `path` was shown; None unless every line of it was shown, at
+    /// least in part.
+    pub fn shown(&self, path: &str, start: u32, end: u32) -> Option<Shown> {
+        let shown = self.shown_of_file(path, start, end);
+        let mut covered = merged(
+            shown
+                .spans
+                .iter()
+                .copied()
+                .chain(shown.parts.iter().map(|(line, _)| (*line, *line)))
+                .collect(),
+        );
+        covered.retain(|(a, b)| *b >= start && *a <= end);
+        (covered.len() == 1 && covered[0].0 <= start && covered[0].1 >= end).then_some(shown)
+    }
+
+    /// What of `path` was shown within `start..=end`, however little.
+    fn shown_of_file(&self, path: &str, start: u32, end: u32) -> Shown {
+        let mut spans = Vec::new();
+        let mut parts: Vec<(u32, u32)> = Vec::new();
+        for o in &self.entries {
+            match o {
+                Observation::Lines {
+                    path: p,
+                    start: a,
+                    end: b,
+                    ..
+                } if p == path && *b >= start && *a <= end => {
+                    spans.push(((*a).max(start), (*b).min(end)));
+                }
+                Observation::LinePart {
+                    path: p,
+                    line,
+                    chars,
+                    ..
+                } if p == path && (start..=end).contains(line) => {
+                    match parts.iter_mut().find(|(l, _)| l == line) {
+                        Some(part) => part.1 = part.1.max(*chars),
+                        None => parts.push((*line, *chars)),
+                    }
+                }
+                _ => {}
+            }
+        }
+        let spans = merged(spans);
+        parts.retain(|(line, _)| !spans.iter().any(|(a, b)| (a..=b).contains(&line)));
+        parts.sort_unstable();
+        Shown { spans, parts }
+    }
+
+    /// Whether every line of `start..=end` of `path` was shown by some call (a long line cut
+    /// short counts as shown; what a quote may rest on is only what was shown of it).
+    pub fn saw_lines(&self, path: &str, start: u32, end: u32) -> bool {
+        self.shown(path, start, end).is_some()
+    }
+
+    /// What was shown of `path` anywhere in it; None when nothing was.
+    pub fn shown_file(&self, path: &str) -> Option<Shown> {
+        let shown = self.shown_of_file(path, 1, u32::MAX);
+        (!shown.spans.is_empty() || !shown.parts.is_empty()).then_some(shown)
+    }
+
+    /// Whether any lines of `path` were shown.
+    pub fn saw_file(&self, path: &str) -> bool {
+        self.shown_file(path).is_some()
+    }
+
+    /// Whether a search call with this id ran.
+    pub fn searched(&self, call_id: &str) -> bool {
+        self.entries
+            .iter()
+            .any(|o| matches!(o, Observation::Searched { call_id: c, .. } if c == call_id))
+    }
+
+    /// Whether document `doc` was shown: the whole of it, or the cited span (a citation of the
+    /// whole document needs some part of it shown).
+    pub fn saw_document(&self, doc: &str, span: Option<&str>) -> bool {
+        self.entries.iter().any(|o| match o {
+            Observation::Document {
+                doc: d, span: s, ..
+            } if d == doc => s.is_none() || span.is_none() || s.as_deref() == span,
+            _ => false,
+        })
+    }
+
+    /// Whether `url` was fetched (a fragment and a trailing slash do not count).
+    pub fn saw_url(&self, url: &str) -> bool {
+        let wanted = url_key(url);
+        self.entries
+            .iter()
+            .any(|o| matches!(o, Observation::Url { url: u, .. } if url_key(u) == wanted))
+    }
+
+    /// Whether a record of this kind and id was returned.
+    pub fn saw_record(&self, kind: &str, id: &str) -> bool {
+        self.entries.iter().any(|o| {
+            matches!(o, Observation::Record { record_kind: k, id: i, .. } if k == kind && i == id)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(s: u32, e: u32) -> Observation {
+        Observation::Lines {
+            call_id: "c".into(),
+            path: "a.rs".into(),
+            start: s,
+            end: e,
+        }
+    }
+
+    #[test]
+    fn coverage_needs_every_line() {
+        let mut log = ObservationLog::default();
+        log.record([lines(10, 20), lines(21, 30), lines(40, 41)]);
+        assert!(log.saw_lines("a.rs", 12, 30));
+        assert!(!log.saw_lines("a.rs", 12, 35));
+        assert!(log.saw_lines("a.rs", 40, 40));
+        assert!(!log.saw_lines("a.rs", 5, 12));
+        assert!(!log.saw_lines("b.rs", 10, 10));
+    }
+
+    #[test]
+    fn a_line_shown_in_part_is_recorded_as_a_part() {
+        let mut log = ObservationLog::default();
+        log.record([
+            lines(1, 3),
+            Observation::LinePart {
+                call_id: "g".into(),
+                path: "a.rs".into(),
+                line: 4,
+                chars: 240,
+            },
+        ]);
+        let shown = log.shown("a.rs", 2, 4).unwrap();
+        assert_eq!(shown.spans, vec![(2, 3)]);
+        assert_eq!(shown.parts, vec![(4, 240)]);
+        assert!(!shown.is_whole(2, 4));
+        assert!(log.shown("a.rs", 2, 3).unwrap().is_whole(2, 3));
+        assert!(log.shown("a.rs", 4, 5).is_none());
+    }
+}
