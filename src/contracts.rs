@@ -3,3 +3,7 @@
 
 /// The handoff contract every subagent is given.
 pub(crate) const HANDOFF: &str = include_str!("../contracts/handoff.md");
+
+/// The line that opens a verifier's task in its first message (the claims are data, in the
+/// `doubts` field of its context).
+pub(crate) const VERIFY_TASK: &str = "Task: verify the doubted claims.";

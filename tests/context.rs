@@ -65,7 +65,8 @@ fn checkpoint(evidence_items: usize) -> Checkpoint {
                 settled_conclusions: conclusions,
                 ..Handoff::default()
             },
-            repairs: 0,
+            // Passed after a repair: its findings are doubted, for a verifier to reread.
+            repairs: 1,
             evidence_digests: BTreeMap::new(),
         },
     ];
@@ -191,17 +192,17 @@ fn mandatory_fields_over_the_budget_are_refused_not_truncated() {
     assert!(err.floor > 1000, "{err}");
     assert_eq!(err.budget, 1000);
     assert!(
-        err.fields.iter().any(|(f, t)| f == "evidence" && *t > 1000),
+        err.fields.iter().any(|(f, t)| f == "doubts" && *t > 1000),
         "{:?}",
         err.fields
     );
     assert!(err.to_string().contains("mandatory fields need"));
-    // At the floor it compiles, with every evidence item whole.
+    // At the floor it compiles, with every doubted claim whole.
     let ok = compile(&cp, None, verifier, err.floor + 200, &Bpe).unwrap();
     let whole = ok
         .manifest
         .iter()
-        .filter(|e| e.field == Field::Evidence && e.reason == Reason::Mandatory)
+        .filter(|e| e.field == Field::Doubts && e.reason == Reason::Mandatory)
         .count();
     assert_eq!(whole, 200);
 }

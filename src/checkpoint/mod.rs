@@ -182,6 +182,10 @@ pub struct AcceptedEntry {
     pub repairs: u32,
     /// Its settled conclusions.
     pub conclusions: usize,
+    /// The findings of a handoff that passed only after repair: doubted until a verifier
+    /// rereads them (empty for a handoff accepted as first sent).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub doubted: Vec<crate::handoff::Conclusion>,
     /// The event.
     pub event: u64,
 }

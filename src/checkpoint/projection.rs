@@ -252,6 +252,16 @@ pub fn project(run_id: &str, events: &[LoggedEvent]) -> Checkpoint {
                     subagent: subagent.clone(),
                     repairs: *repairs,
                     conclusions: handoff.settled_conclusions.len(),
+                    doubted: if *repairs > 0 {
+                        handoff
+                            .settled_conclusions
+                            .iter()
+                            .filter(|c| c.kind == ConclusionKind::Finding)
+                            .cloned()
+                            .collect()
+                    } else {
+                        Vec::new()
+                    },
                     event: at,
                 });
             }

@@ -32,6 +32,34 @@ pub const CONDITIONS_BEGIN: &str = "=== STANDING CONDITIONS — verbatim; they b
 /// Closes the standing conditions.
 pub const CONDITIONS_END: &str = "=== END STANDING CONDITIONS ===";
 
+/// Data as the context shows it: every line after an item's first is indented, so nothing
+/// inside an item can stand at the start of a line as a heading, an entry or a marker; a line
+/// that opens like a section marker (`===`) and any marker text elsewhere get a backslash, so
+/// no item can close the data section or open another.
+pub(crate) fn escape_data(text: String) -> String {
+    let inner_newline = text.trim_end_matches('\n').contains('\n');
+    if !inner_newline && !text.contains("===") {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        if i > 0 {
+            out.push_str("  ");
+        }
+        let mut line = line.to_string();
+        for marker in [DATA_BEGIN, DATA_END, CONDITIONS_BEGIN, CONDITIONS_END] {
+            if line.contains(marker) {
+                line = line.replace(marker, &format!("\\{marker}"));
+            }
+        }
+        if line.trim_start().starts_with("===") {
+            out.push('\\');
+        }
+        out.push_str(&line);
+    }
+    out
+}
+
 /// Why a field or item is in the manifest as it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -117,8 +145,19 @@ fn short(text: &str, n: usize) -> &str {
     }
 }
 
-/// The items of one field, rendered as lines.
+/// The items of one field, rendered as lines and escaped as data.
 fn render(field: Field, cp: &Checkpoint, delta: Option<&Delta>) -> Vec<Item> {
+    render_raw(field, cp, delta)
+        .into_iter()
+        .map(|item| Item {
+            text: escape_data(item.text),
+            identity: item.identity.map(escape_data),
+            ..item
+        })
+        .collect()
+}
+
+fn render_raw(field: Field, cp: &Checkpoint, delta: Option<&Delta>) -> Vec<Item> {
     let plain = |text: String| Item {
         id: None,
         text,
@@ -266,6 +305,24 @@ fn render(field: Field, cp: &Checkpoint, delta: Option<&Delta>) -> Vec<Item> {
                 identity: None,
                 tombstoned: false,
             }))
+            .collect(),
+        Field::Doubts => cp
+            .handoffs
+            .accepted
+            .iter()
+            .flat_map(|h| h.doubted.iter())
+            .map(|c| Item {
+                id: Some(
+                    c.sources
+                        .iter()
+                        .map(|s| s.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                ),
+                text: c.to_markdown(),
+                identity: None,
+                tombstoned: false,
+            })
             .collect(),
         Field::RecentEvents => delta
             .map(|d| {

@@ -36,13 +36,16 @@ pub enum Field {
     Plans,
     /// Handoffs accepted and rejected.
     Handoffs,
+    /// Claims the lead doubts (the findings of handoffs that passed only after repair), for a
+    /// verifier to reread.
+    Doubts,
     /// Events after the checkpoint.
     RecentEvents,
 }
 
 impl Field {
     /// Every field, in the order a context lists them.
-    pub const ALL: [Field; 13] = [
+    pub const ALL: [Field; 14] = [
         Field::Goal,
         Field::Root,
         Field::Constraints,
@@ -55,6 +58,7 @@ impl Field {
         Field::ToolRegistryRevision,
         Field::Plans,
         Field::Handoffs,
+        Field::Doubts,
         Field::RecentEvents,
     ];
 
@@ -73,6 +77,7 @@ impl Field {
             Field::ToolRegistryRevision => "tool_registry_revision",
             Field::Plans => "plans",
             Field::Handoffs => "handoffs",
+            Field::Doubts => "doubts",
             Field::RecentEvents => "recent_events",
         }
     }

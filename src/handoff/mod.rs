@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::source::SourceId;
 pub use codes::{Layer, ViolationCode};
+pub(crate) use validate::unsupported;
 pub use validate::{validate, Check, FileProblem, FileText, Files, MemoryFiles, WorkspaceFiles};
 
 /// Largest handoff text accepted (bytes); a larger one is one `too_large` violation, unparsed.
@@ -63,6 +64,22 @@ pub struct Conclusion {
     /// Finding (default) or negative evidence.
     #[serde(default, skip_serializing_if = "ConclusionKind::is_finding")]
     pub kind: ConclusionKind,
+}
+
+impl Conclusion {
+    /// The conclusion as one markdown bullet (its text on one line, sources in brackets).
+    pub fn to_markdown(&self) -> String {
+        let prefix = match self.kind {
+            ConclusionKind::Finding => "",
+            ConclusionKind::NegativeEvidence => "Negative evidence: ",
+        };
+        let sources: Vec<String> = self.sources.iter().map(|s| s.to_string()).collect();
+        format!(
+            "- {prefix}{} [{}]\n",
+            one_line(&self.claim),
+            sources.join(", ")
+        )
+    }
 }
 
 /// One open item.
@@ -310,17 +327,7 @@ impl Handoff {
     pub fn to_markdown(&self) -> String {
         let mut out = String::from("## Settled conclusions\n");
         for c in &self.settled_conclusions {
-            let prefix = match c.kind {
-                ConclusionKind::Finding => "",
-                ConclusionKind::NegativeEvidence => "Negative evidence: ",
-            };
-            let sources: Vec<String> = c.sources.iter().map(|s| s.to_string()).collect();
-            let _ = writeln!(
-                out,
-                "- {prefix}{} [{}]",
-                one_line(&c.claim),
-                sources.join(", ")
-            );
+            out.push_str(&c.to_markdown());
         }
         out.push_str("## Open items\n");
         for o in &self.open_items {

@@ -444,6 +444,72 @@ pub(crate) fn quotes(text: &str) -> Vec<&str> {
     out
 }
 
+/// Symbols a claim names outside its quotes: code-like tokens (`snake_case`, `CamelCase`,
+/// `a::b`, `call()`).
+fn symbols(claim: &str) -> Vec<&str> {
+    static SYMBOL: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = SYMBOL.get_or_init(|| {
+        regex::Regex::new(concat!(
+            r"[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)+",
+            r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b",
+            r"|\b[a-z]+(?:[A-Z][a-z0-9]*)+\b",
+            r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b",
+            r"|\b[A-Za-z_][A-Za-z0-9_]*\(\)",
+        ))
+        .expect("static regex")
+    });
+    // The claim with its quotes, paths and file names blanked out, byte for byte, so offsets
+    // stay the claim's: `tests/retry_test.rs` names a file, not a symbol.
+    static PATHS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let paths = PATHS.get_or_init(|| {
+        regex::Regex::new(r"[^\s`\[\]()]*/[^\s`\[\]()]*|\b[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4}\b")
+            .expect("static regex")
+    });
+    let mut outside = String::with_capacity(claim.len());
+    let mut inside = false;
+    for c in claim.chars() {
+        if c == '`' {
+            inside = !inside;
+        }
+        if c == '`' || inside {
+            outside.extend(std::iter::repeat_n(' ', c.len_utf8()));
+        } else {
+            outside.push(c);
+        }
+    }
+    for m in paths.find_iter(&outside.clone()) {
+        outside.replace_range(m.range(), &" ".repeat(m.len()));
+    }
+    let mut found: Vec<&str> = Vec::new();
+    for m in re.find_iter(&outside) {
+        let symbol = &claim[m.start()..m.end()];
+        let symbol = symbol.trim_end_matches("()");
+        if !found.contains(&symbol) {
+            found.push(symbol);
+        }
+    }
+    found
+}
+
+/// What a claim states that `lines` do not hold: each backticked quote (whitespace runs as one
+/// space) and each symbol it names must occur there. A claim that states nothing checkable —
+/// no quote, no symbol — is unsupported as a whole: a reread cannot confirm it. Empty when the
+/// lines support it.
+pub(crate) fn unsupported(claim: &str, lines: &str) -> Vec<String> {
+    let quoted = quotes(claim);
+    let named = symbols(claim);
+    if quoted.is_empty() && named.is_empty() {
+        return vec!["nothing in the claim (no quote, no symbol) can be checked".into()];
+    }
+    let folded = normalise(lines);
+    quoted
+        .into_iter()
+        .filter(|q| !lines.contains(q) && !folded.contains(&normalise(q)))
+        .chain(named.into_iter().filter(|s| !lines.contains(s)))
+        .map(str::to_string)
+        .collect()
+}
+
 /// Each quote must occur in the cited lines: as written within one cited range (the fast,
 /// common case), or else with whitespace runs taken as one space across all of them.
 fn check_quotes(claim: &str, cited: &[&str], line: usize, out: &mut Vec<Violation>) {
@@ -485,6 +551,23 @@ mod tests {
         assert_eq!(f.lines(3, 4), "");
         assert_eq!(FileText::new("x".into()).line_count(), 1);
         assert_eq!(FileText::new(String::new()).line_count(), 0);
+    }
+
+    #[test]
+    fn a_claim_is_supported_only_by_lines_holding_what_it_states() {
+        let lines =
+            "pub fn next_delay(&self, attempt: u32) -> Duration {\n    base.saturating_mul(2)\n";
+        assert!(unsupported("`next_delay` doubles via `saturating_mul(2)`", lines).is_empty());
+        assert!(
+            unsupported("RetryPolicy::next_delay calls saturating_mul", lines)
+                .contains(&"RetryPolicy::next_delay".to_string())
+        );
+        assert_eq!(
+            unsupported("`next_delay` uses `checked_pow`", lines),
+            vec!["checked_pow"]
+        );
+        assert_eq!(unsupported("it doubles the delay", lines).len(), 1);
+        assert!(unsupported("`nextDelay` is here", "nextDelay()").is_empty());
     }
 
     #[test]

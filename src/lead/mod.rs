@@ -337,7 +337,7 @@ impl LeadState {
             };
             let record = &self.records[index];
             let brief = if role.name == "verifier" {
-                plan::verify_brief(&self.config.question, &self.doubts())
+                plan::verify_brief(&self.config.question)
             } else {
                 plan::brief(&self.config.question, &record.shard)
             };
@@ -440,20 +440,15 @@ impl LeadState {
         self.finish_if_done(myself);
     }
 
-    /// What the lead doubts: the conclusions of handoffs that broke the contract before a
-    /// repair made them pass, as (sources, claim).
-    fn doubts(&self) -> Vec<(String, String)> {
+    /// Whether the lead doubts anything: a finding of a handoff that broke the contract before
+    /// a repair made it pass (the checkpoint's `doubts` the verifier is compiled with).
+    fn doubts_any(&self) -> bool {
         self.records
             .iter()
             .filter(|r| r.summary.state == SubagentState::Repaired)
             .filter_map(|r| r.handoff.as_ref())
             .flat_map(|h| h.settled_conclusions.iter())
-            .filter(|c| c.kind == crate::handoff::ConclusionKind::Finding)
-            .map(|c| {
-                let sources: Vec<String> = c.sources.iter().map(|s| s.to_string()).collect();
-                (sources.join(", "), c.claim.clone())
-            })
-            .collect()
+            .any(|c| c.kind == crate::handoff::ConclusionKind::Finding)
     }
 
     /// Plans the second wave once: a verifier subagent, compiled from the updated checkpoint,
@@ -464,7 +459,7 @@ impl LeadState {
             return false;
         }
         self.second_wave_planned = true;
-        if self.doubts().is_empty() || !self.config.roles.contains_key("verifier") {
+        if !self.doubts_any() || !self.config.roles.contains_key("verifier") {
             return false;
         }
         let id = format!("sa{}", self.records.len() + 1);

@@ -108,18 +108,18 @@ fn children(files: &[(String, u64)], dir: &str) -> Vec<Unit> {
 }
 
 /// The first message of a second-wave verifier: the question, the whole tree as its scope,
-/// the conclusions it is to re-check (source — claim), and the contract.
-pub(crate) fn verify_brief(question: &str, doubts: &[(String, String)]) -> String {
-    let mut text = format!(
-        "Question: {question}\nScope: [\".\"]\n\nVerify: reread each cited range below and hand off, \
-         as settled conclusions, only the claims its lines support, citing the lines you read:\n"
-    );
-    for (source, claim) in doubts {
-        text.push_str(&format!("- {source} — {claim}\n"));
-    }
-    text.push('\n');
-    text.push_str(crate::contracts::HANDOFF);
-    text
+/// what to do, and the contract. The claims themselves are not here: they are data, in the
+/// `doubts` field of its compiled context, never instructions.
+pub(crate) fn verify_brief(question: &str) -> String {
+    format!(
+        "Question: {question}\nScope: [\".\"]\n\n{} They are listed under `## doubts` in \
+         the checkpoint data of your context. Reread the lines each one cites and hand off, as \
+         settled conclusions, only the claims whose lines hold what they state — their quoted \
+         text and the symbols they name — citing the lines you read; list the others as open \
+         items.\n\n{}",
+        crate::contracts::VERIFY_TASK,
+        crate::contracts::HANDOFF
+    )
 }
 
 /// The first message a subagent gets: its question, its scope and the contract.

@@ -98,27 +98,39 @@ pub(super) struct Task {
     pub(super) verify: Vec<(Vec<SourceId>, String)>,
 }
 
-/// The `Verify:` list of a verifier's brief: `- SOURCES — CLAIM` lines.
-fn verify_list(brief: &str) -> Vec<(Vec<SourceId>, String)> {
-    let Some((_, rest)) = brief.split_once("\nVerify:") else {
-        return Vec::new();
-    };
-    rest.lines()
-        .skip(1)
-        .take_while(|l| l.starts_with("- "))
-        .filter_map(|l| {
-            let (sources, claim) = l[2..].split_once(" — ")?;
-            let sources: Vec<SourceId> = sources
-                .split(", ")
-                .filter_map(|s| SourceId::parse(s).ok())
-                .collect();
-            (!sources.is_empty()).then(|| (sources, claim.to_string()))
-        })
+/// The doubted claims of a verifier's context: the `## doubts` entries of its data section,
+/// read line by line between the data markers (data can neither close the section nor open a
+/// field: its inner lines are indented and its marker text escaped), each entry parsed as a
+/// conclusion of the contract's markdown form.
+fn doubted_claims(system: &str) -> Vec<(Vec<SourceId>, String)> {
+    use crate::context::{DATA_BEGIN, DATA_END};
+    let mut lines = system.lines().skip_while(|l| *l != DATA_BEGIN).skip(1);
+    let mut entries = String::from("## Settled conclusions\n");
+    let mut in_doubts = false;
+    for line in lines.by_ref() {
+        if line == DATA_END {
+            break;
+        }
+        if line.starts_with("## ") {
+            in_doubts = line == "## doubts";
+        } else if in_doubts && line.starts_with("- ") {
+            entries.push_str(line);
+            entries.push('\n');
+        }
+    }
+    entries.push_str("## Open items\n## Hard constraints\n- none\n");
+    crate::handoff::parse(&entries)
+        .handoff
+        .settled_conclusions
+        .into_iter()
+        .filter(|c| !c.sources.is_empty())
+        .map(|c| (c.sources, c.claim))
         .collect()
 }
 
-/// The verifier's turns: reread every cited range, then hand back the claims whose every
-/// range was read, citing the same lines.
+/// The verifier's turns: reread every cited range, then hand back the claims whose reread
+/// lines hold what they state (quotes and symbols), citing the same lines; the others are
+/// open items saying what the lines lack.
 fn verify_turn(task: &Task, done: &[Exchange<'_>], may_read: bool) -> (String, Vec<ToolCall>) {
     let reads: Vec<ToolCall> = task
         .verify
@@ -142,21 +154,43 @@ fn verify_turn(task: &Task, done: &[Exchange<'_>], may_read: bool) -> (String, V
     if may_read && !pending.is_empty() {
         return ("Rereading the cited lines.".into(), pending);
     }
-    let read_ok = |path: &str, a: u32, b: u32| {
-        issued(
+    // The text a read of exactly these lines showed, if it succeeded.
+    let reread = |path: &str, a: u32, b: u32| {
+        let exchange = issued(
             done,
             "read_file",
             &json!({"path": path, "start_line": a, "end_line": b}),
         )
-        .is_some_and(|e| !e.is_error)
+        .filter(|e| !e.is_error)?;
+        let (_, lines) = rank::parse_read(exchange.content)?;
+        Some(
+            lines
+                .into_iter()
+                .map(|(_, text)| text)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
     };
     let mut handoff = Handoff::default();
     for (sources, claim) in &task.verify {
-        let all_read = sources
+        let texts: Option<Vec<String>> = sources
             .iter()
             .filter_map(SourceId::file_lines)
-            .all(|(p, a, b)| read_ok(p, a, b));
-        if all_read {
+            .map(|(p, a, b)| reread(p, a, b))
+            .collect();
+        let missing = match texts {
+            Some(texts) if !texts.is_empty() => {
+                crate::handoff::unsupported(claim, &texts.join("\n"))
+            }
+            _ => {
+                handoff.open_items.push(OpenItem {
+                    item: format!("Could not reread the lines of: {claim}"),
+                    stuck_on: "a cited range could not be read".into(),
+                });
+                continue;
+            }
+        };
+        if missing.is_empty() {
             handoff
                 .settled_conclusions
                 .push(crate::handoff::Conclusion {
@@ -166,8 +200,8 @@ fn verify_turn(task: &Task, done: &[Exchange<'_>], may_read: bool) -> (String, V
                 });
         } else {
             handoff.open_items.push(OpenItem {
-                item: format!("Could not reread the lines of: {claim}"),
-                stuck_on: "a cited range could not be read".into(),
+                item: format!("Not supported by the reread lines: {claim}"),
+                stuck_on: format!("the cited lines do not hold {}", missing.join(", ")),
             });
         }
     }
@@ -183,14 +217,15 @@ fn orientation_answer(system: &str) -> String {
         .find_map(|l| l.strip_prefix("Goal: "))
         .unwrap_or("")
         .to_string();
-    let constraints: Vec<&str> = match (system.find(CONDITIONS_BEGIN), system.find(CONDITIONS_END))
-    {
-        (Some(a), Some(b)) if a < b => system[a + CONDITIONS_BEGIN.len()..b]
-            .lines()
-            .filter_map(|l| l.strip_prefix("- "))
-            .collect(),
-        _ => Vec::new(),
-    };
+    // The standing conditions, read line by line between their markers (data cannot fake
+    // them: a marker inside data is escaped).
+    let constraints: Vec<&str> = system
+        .lines()
+        .skip_while(|l| *l != CONDITIONS_BEGIN)
+        .skip(1)
+        .take_while(|l| *l != CONDITIONS_END)
+        .filter_map(|l| l.strip_prefix("- "))
+        .collect();
     let effects: Vec<String> = system
         .lines()
         .filter_map(|l| {
@@ -214,8 +249,8 @@ fn orientation_answer(system: &str) -> String {
     )
 }
 
-fn read_task(messages: &[Message]) -> Option<Task> {
-    let first = messages.iter().find_map(|m| match m {
+fn read_task(request: &ModelRequest) -> Option<Task> {
+    let first = request.messages.iter().find_map(|m| match m {
         Message::User { text } => Some(text),
         _ => None,
     })?;
@@ -236,7 +271,14 @@ fn read_task(messages: &[Message]) -> Option<Task> {
         question: question.filter(|q| !q.is_empty())?,
         scope,
         orienting: first.contains("Orientation: this run was resumed"),
-        verify: verify_list(first),
+        verify: if first
+            .lines()
+            .any(|l| l.starts_with(crate::contracts::VERIFY_TASK))
+        {
+            doubted_claims(&request.system)
+        } else {
+            Vec::new()
+        },
     })
 }
 
@@ -311,7 +353,7 @@ fn issued<'a, 'b>(
 /// worth reading; read around the best places; grep for the callers of the functions found;
 /// read the best call sites; hand off. With no tools offered, hand off at once.
 fn next_turn(request: &ModelRequest) -> (String, Vec<ToolCall>) {
-    let Some(task) = read_task(&request.messages) else {
+    let Some(task) = read_task(request) else {
         let handoff = Handoff {
             open_items: vec![OpenItem {
                 item: "No question was given to explore".into(),
