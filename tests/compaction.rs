@@ -478,7 +478,7 @@ async fn a_subagent_window_is_compacted_before_it_fills() {
             read(101, 200),
             ScriptedTurn::text("## Settled conclusions\n- `step_1` adds one. [src/big.rs:1]\n## Open items\n## Hard constraints\n- none\n"),
         ])
-        .with_window(9_000),
+        .with_window(13_500),
     );
     let store = Arc::new(MemoryStore::new());
     let report = Coordinator::new()
@@ -506,7 +506,8 @@ async fn a_subagent_window_is_compacted_before_it_fills() {
     });
     assert!(
         cleared,
-        "old tool results were cleared before a request filled the window"
+        "old tool results were cleared before a request filled the window: {:?}",
+        report.subagents
     );
     let events = store.events(&report.run_id).unwrap();
     let compacted: Vec<_> = events
@@ -536,6 +537,14 @@ fn window_compacted_is_in_the_event_schema() {
         cleared_tokens: 3,
         pinned: vec![MIGRATIONS.into()],
         reason: None,
+        folded: Some(baton::compaction::Folded {
+            first: 0,
+            last: 3,
+            bytes: 9,
+            digest: "ab".into(),
+            text: "raw turns".into(),
+            truncated: false,
+        }),
     };
     let written = serde_json::to_value(&event).unwrap();
     for key in written.as_object().unwrap().keys() {

@@ -202,6 +202,10 @@ pub enum RunEvent {
         pinned: Vec<String>,
         /// Why, when refused.
         reason: Option<String>,
+        /// The raw turns folded into summaries (bounded, with the digest of the whole), when
+        /// any were: the summaries' markers point here.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        folded: Option<crate::compaction::Folded>,
     },
     /// The run was resumed after the event `after_seq`.
     RunResumed {

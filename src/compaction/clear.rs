@@ -1,8 +1,15 @@
 //! Light compaction first: the trigger on occupancy (never on turn count), and clearing the
-//! oldest tool results — each replaced by a placeholder that keeps the tool's name, its
-//! arguments and the call to reread — keeping the last few, and only when a pass clears enough
-//! to be worth rebuilding a cached prompt prefix.
+//! oldest tool results, keeping the last few, and only when a pass clears enough to be worth
+//! rebuilding a cached prompt prefix. A cleared result that can be reread (a pure read that
+//! did not fail) becomes a placeholder keeping the tool, its arguments and the call to reread;
+//! one that cannot — an error, or a tool that is not a pure read, whose rerun would not show
+//! the same thing — keeps its irreducible items (error literals, paths, numbers, versions) in
+//! its placeholder. A result whose call is not in the window is never cleared.
 
+use std::collections::HashMap;
+
+use super::cut::reports_error;
+use super::floor::irreducible;
 use crate::context::Tokenizer;
 use crate::model::Message;
 
@@ -18,6 +25,11 @@ pub fn should_compact(tokens: usize, window: usize, threshold: f64) -> bool {
     window > 0 && tokens as f64 / window as f64 >= threshold
 }
 
+/// The tools whose results can be reread by calling them again: baton's workspace reads.
+pub fn is_pure_read(tool: &str) -> bool {
+    matches!(tool, "read_file" | "grep" | "glob" | "list_dir")
+}
+
 /// A window after clearing.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cleared {
@@ -27,71 +39,104 @@ pub struct Cleared {
     pub saved: usize,
     /// Results replaced.
     pub replaced: usize,
+    /// The indices of the results replaced whose content cannot be reread: what they showed
+    /// that cannot be rebuilt must survive in their placeholders.
+    pub unrereadable: Vec<usize>,
 }
 
-fn placeholder(call_id: &str, name: &str, arguments: &str) -> String {
-    format!("[tool result cleared: {name}({arguments}) — reread it with call {call_id}]")
+/// The placeholder of a cleared result: for a rereadable one, the call to reread; for one
+/// that is not, every irreducible item of what it showed.
+fn placeholder(call_id: &str, name: &str, arguments: &str, kept: Option<&[String]>) -> String {
+    match kept {
+        None => {
+            format!("[tool result cleared: {name}({arguments}) — reread it with call {call_id}]")
+        }
+        Some(items) => {
+            let mut text = format!(
+                "[tool result cleared: {name}({arguments}), call {call_id} — it cannot be reread; what it showed that cannot be rebuilt:"
+            );
+            for item in items {
+                text.push_str("\n- ");
+                text.push_str(item);
+            }
+            text.push_str("\n]");
+            text
+        }
+    }
 }
 
 /// Replaces the oldest tool results, all but the last `keep`, until at least `min_tokens` are
 /// freed; None when even clearing all of them would free less (the pass is not worth it).
+/// `rereadable` says which tools' results can be reread by calling them again.
 pub fn clear_tool_results(
     messages: &[Message],
     keep: usize,
     min_tokens: usize,
     tokenizer: &dyn Tokenizer,
+    rereadable: &dyn Fn(&str) -> bool,
 ) -> Option<Cleared> {
+    let mut arguments: HashMap<&str, String> = HashMap::new();
+    for m in messages {
+        if let Message::Assistant { tool_calls, .. } = m {
+            for c in tool_calls {
+                arguments.insert(c.id.as_str(), c.arguments.to_string());
+            }
+        }
+    }
     let results: Vec<usize> = messages
         .iter()
         .enumerate()
-        .filter(|(_, m)| matches!(m, Message::Tool { .. }))
+        .filter(|(_, m)| matches!(m, Message::Tool { call_id, .. } if arguments.contains_key(call_id.as_str())))
         .map(|(i, _)| i)
         .collect();
     let clearable = &results[..results.len().saturating_sub(keep)];
-    let arguments_of = |call_id: &str| {
-        messages.iter().find_map(|m| match m {
-            Message::Assistant { tool_calls, .. } => tool_calls
-                .iter()
-                .find(|c| c.id == call_id)
-                .map(|c| c.arguments.to_string()),
-            _ => None,
-        })
-    };
     let mut window = messages.to_vec();
     let mut saved = 0usize;
     let mut replaced = 0usize;
+    let mut unrereadable = Vec::new();
     for &i in clearable {
         if saved >= min_tokens {
             break;
         }
-        if let Message::Tool {
+        let m = &messages[i];
+        let Message::Tool {
             call_id,
             name,
             content,
             is_error,
-        } = &messages[i]
-        {
-            let args = arguments_of(call_id).unwrap_or_default();
-            let stub = placeholder(call_id, name, &args);
-            let before = tokenizer.count(content);
-            let after = tokenizer.count(&stub);
-            if before <= after {
-                continue;
-            }
-            saved += before - after;
-            replaced += 1;
-            window[i] = Message::Tool {
-                call_id: call_id.clone(),
-                name: name.clone(),
-                content: stub,
-                is_error: *is_error,
-            };
+        } = m
+        else {
+            continue;
+        };
+        let args = arguments
+            .get(call_id.as_str())
+            .map(String::as_str)
+            .unwrap_or("");
+        let reread = rereadable(name) && !reports_error(m);
+        let items = (!reread).then(|| irreducible(content));
+        let stub = placeholder(call_id, name, args, items.as_deref());
+        let before = tokenizer.count(content);
+        let after = tokenizer.count(&stub);
+        if before <= after {
+            continue;
         }
+        saved += before - after;
+        replaced += 1;
+        if !reread {
+            unrereadable.push(i);
+        }
+        window[i] = Message::Tool {
+            call_id: call_id.clone(),
+            name: name.clone(),
+            content: stub,
+            is_error: *is_error,
+        };
     }
     (saved >= min_tokens).then_some(Cleared {
         window,
         saved,
         replaced,
+        unrereadable,
     })
 }
 
@@ -101,20 +146,20 @@ mod tests {
     use crate::context::Estimate;
     use crate::tools::ToolCall;
 
-    fn round(id: &str, size: usize) -> Vec<Message> {
+    fn round(id: &str, tool: &str, content: String) -> Vec<Message> {
         vec![
             Message::Assistant {
                 text: String::new(),
                 tool_calls: vec![ToolCall {
                     id: id.into(),
-                    name: "read_file".into(),
+                    name: tool.into(),
                     arguments: serde_json::json!({"path": "src/a.rs"}),
                 }],
             },
             Message::Tool {
                 call_id: id.into(),
-                name: "read_file".into(),
-                content: "x".repeat(size),
+                name: tool.into(),
+                content,
                 is_error: false,
             },
         ]
@@ -122,8 +167,10 @@ mod tests {
 
     #[test]
     fn the_oldest_results_go_first_and_the_last_are_kept() {
-        let window: Vec<Message> = (0..5).flat_map(|i| round(&format!("c{i}"), 4000)).collect();
-        let cleared = clear_tool_results(&window, 3, 1500, &Estimate).unwrap();
+        let window: Vec<Message> = (0..5)
+            .flat_map(|i| round(&format!("c{i}"), "read_file", "x".repeat(4000)))
+            .collect();
+        let cleared = clear_tool_results(&window, 3, 1500, &Estimate, &is_pure_read).unwrap();
         assert_eq!(
             cleared.replaced, 2,
             "two of the five, oldest first, until 1,500 tokens freed"
@@ -140,9 +187,42 @@ mod tests {
         };
         assert_eq!(content.len(), 4000, "the last results stay whole");
         assert!(
-            clear_tool_results(&window, 3, 100_000, &Estimate).is_none(),
+            clear_tool_results(&window, 3, 100_000, &Estimate, &is_pure_read).is_none(),
             "not worth a pass"
         );
         assert!(should_compact(81, 100, 0.8) && !should_compact(79, 100, 0.8));
+    }
+
+    /// Issue 9, item 9: a failed build cannot be reread: clearing it keeps what it showed
+    /// that cannot be rebuilt; an orphan result is never cleared.
+    #[test]
+    fn a_result_that_cannot_be_reread_keeps_its_items() {
+        let build = format!(
+            "error[E0308]: mismatched types\n --> src/net/retry.rs:42:17\n{}\nerror: could not compile `netkit` (lib) due to 1 previous error; rustc 1.95.0",
+            "   | note: expected `u64`, found `u32`\n".repeat(200)
+        );
+        let mut window = round("b1", "cargo_build", build);
+        window.extend(round("r1", "read_file", "fn main() {}\n".repeat(400)));
+        window.push(Message::Tool {
+            call_id: "gone".into(),
+            name: "read_file".into(),
+            content: "orphan ".repeat(2000),
+            is_error: false,
+        });
+        let cleared = clear_tool_results(&window, 0, usize::MAX, &Estimate, &is_pure_read);
+        assert!(cleared.is_none());
+        let cleared = clear_tool_results(&window, 0, 100, &Estimate, &is_pure_read);
+        let cleared = cleared.unwrap();
+        let Message::Tool { content, .. } = &cleared.window[1] else {
+            panic!()
+        };
+        for item in ["E0308", "src/net/retry.rs", "42", "`netkit`", "1.95.0"] {
+            assert!(content.contains(item), "{item} in {content}");
+        }
+        assert!(!content.contains("reread it"));
+        assert_eq!(cleared.unrereadable, vec![1]);
+        assert!(
+            matches!(&cleared.window[4], Message::Tool { content, .. } if content.starts_with("orphan"))
+        );
     }
 }

@@ -1,17 +1,25 @@
 //! One compaction of a window, in order: trigger on occupancy; clear old tool results first;
 //! if that is not enough, fold all but the last turns — compact, split or refuse as the floor
 //! decides before any summarising; insert the ledger, verbatim, after the summaries and before
-//! the kept turns; check what survived. A failed check leaves the window as it was.
+//! the kept turns; check what survived against facts taken from the raw window; check that the
+//! result fits the window, folding more turns if it does not. Whatever fails leaves the window
+//! as it was (refuse). Messages not folded or cleared come back as they were, each with the
+//! index it had (`Compacted::kept`).
 
 use serde::{Deserialize, Serialize};
 
-use super::clear::{clear_tool_results, should_compact};
+use super::clear::{clear_tool_results, is_pure_read, should_compact};
 use super::cut::{split_cuts, split_point};
-use super::floor::{decide, floor, FloorDecision};
-use super::ledger::{Ledger, Pin};
-use super::summary::{message_text, summarise, survival, Survival, LONG_SENTENCE};
+use super::floor::{decide, irreducible, FloorDecision, Floors, Part};
+use super::ledger::{Ledger, Pin, LEDGER_MARK, SUMMARY_MARK};
+use super::summary::{message_text, Extractive, Summariser, LONG_SENTENCE};
+use super::survival::{survival, Facts, Survival};
+use crate::checkpoint::sha256_hex;
 use crate::context::Tokenizer;
 use crate::model::Message;
+
+/// Most bytes of a folded span's raw text carried in [`Folded::text`].
+pub const FOLDED_TEXT_MAX: usize = 256 * 1024;
 
 /// The knobs of a compaction.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -60,6 +68,33 @@ pub enum Decision {
     Refuse,
 }
 
+/// Where a summary's marker says the raw turns of its span are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RawTurns {
+    /// Nowhere but in the transcript given (`baton compact` prints only the new window).
+    #[default]
+    Input,
+    /// In the run's event log: the caller logs [`Compacted::folded`] with the compaction.
+    EventLog,
+}
+
+/// The raw text of a folded span, for the event log: bounded, with the digest of the whole.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Folded {
+    /// First message folded (index in the window given).
+    pub first: usize,
+    /// Last message folded.
+    pub last: usize,
+    /// Bytes of the whole raw text.
+    pub bytes: usize,
+    /// SHA-256 of the whole raw text, hex.
+    pub digest: String,
+    /// The raw text, at most [`FOLDED_TEXT_MAX`] bytes of it (cut at a character boundary).
+    pub text: String,
+    /// Whether `text` was cut.
+    pub truncated: bool,
+}
+
 /// The result of one compaction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Compacted {
@@ -73,44 +108,18 @@ pub struct Compacted {
     pub cleared_tokens: usize,
     /// The new window (the old one when refused or not needed).
     pub window: Vec<Message>,
+    /// For each message of `window`, the index of the message of the input it is (a cleared
+    /// tool result keeps its index; its content is the placeholder); none for a new summary
+    /// or ledger. A message with an index is the input's message, unchanged unless cleared.
+    pub kept: Vec<Option<usize>>,
     /// The pinned ledger.
     pub ledger: Vec<Pin>,
     /// What survived (all true/empty when nothing was folded).
     pub survival: Survival,
     /// Why, in one line, when refused.
     pub reason: Option<String>,
-}
-
-const LEDGER_MARK: &str = "=== PINNED";
-const SUMMARY_MARK: &str = "[compacted:";
-
-fn tokens(messages: &[Message], tokenizer: &dyn Tokenizer) -> usize {
-    messages
-        .iter()
-        .map(|m| tokenizer.count(&message_text(m)))
-        .sum()
-}
-
-/// The ledger of a window, classified turn by turn in arrival order; an earlier ledger's pins
-/// carry over verbatim; earlier summaries are not turns.
-pub fn ledger_of(messages: &[Message]) -> Ledger {
-    let mut ledger = Ledger::new();
-    for (turn, m) in messages.iter().enumerate() {
-        match m {
-            // An earlier compaction's ledger: its pins carry over, verbatim.
-            Message::User { text } if text.starts_with(LEDGER_MARK) => {
-                ledger.carry(Ledger::parse(text));
-            }
-            Message::User { text }
-                if !text.starts_with(LEDGER_MARK) && !text.starts_with(SUMMARY_MARK) =>
-            {
-                ledger.observe(turn, text, true)
-            }
-            Message::Assistant { text, .. } => ledger.observe(turn, text, false),
-            _ => {}
-        }
-    }
-    ledger
+    /// The raw text of the span folded into summaries, when one was.
+    pub folded: Option<Folded>,
 }
 
 fn is_summary(m: &Message) -> bool {
@@ -121,197 +130,402 @@ fn is_ledger(m: &Message) -> bool {
     matches!(m, Message::User { text } if text.starts_with(LEDGER_MARK))
 }
 
-/// The text a span's floor is measured on: its own turns, not earlier summaries or ledgers.
-fn span_text(span: &[Message]) -> String {
-    span.iter()
-        .filter(|m| !is_summary(m) && !is_ledger(m))
-        .map(message_text)
-        .collect::<Vec<_>>()
-        .join("\n")
+/// The ledger of a transcript, built as if its messages arrived one by one, in order: pins
+/// classified on arrival, retired as later turns settle them; an earlier ledger carried over.
+pub fn ledger_of(messages: &[Message]) -> Ledger {
+    let mut ledger = Ledger::new();
+    for (turn, m) in messages.iter().enumerate() {
+        ledger.arrive(turn, m);
+    }
+    ledger
 }
 
-/// Compacts `messages` for a model window.
+/// Compacts `messages` for a model window with the defaults: the ledger built from the
+/// messages in order, the extractive summariser, no must-keep facts, baton's workspace reads
+/// as the rereadable tools.
 pub fn compact(messages: &[Message], opts: &Options, tokenizer: &dyn Tokenizer) -> Compacted {
-    let ledger = ledger_of(messages);
-    let tokens_before = tokens(messages, tokenizer);
-    let unchanged = |decision, reason: Option<String>, survival| Compacted {
-        decision,
-        tokens_before,
-        tokens_after: tokens_before,
-        cleared_tokens: 0,
-        window: messages.to_vec(),
-        ledger: ledger.pins().to_vec(),
-        survival,
-        reason,
-    };
-    let intact = Survival {
-        ledger_verbatim: true,
-        missing: Vec::new(),
-        effect_states_kept: true,
-    };
-    if !should_compact(tokens_before, opts.window, opts.threshold) {
-        return unchanged(Decision::None, None, intact);
-    }
-    // Light compaction first.
-    // Clear as much as gets under the threshold, and never less than the minimum per pass.
-    let limit = (opts.threshold * opts.window as f64) as usize;
-    let excess = tokens_before.saturating_sub(limit.saturating_sub(1));
-    let cleared = clear_tool_results(
-        messages,
-        opts.keep_tool_results,
-        opts.min_cleared.max(excess),
-        tokenizer,
-    );
-    let cleared = cleared.or_else(|| {
-        // Not enough to get under: still clear, if the minimum is met, before summarising.
-        clear_tool_results(
-            messages,
-            opts.keep_tool_results,
-            opts.min_cleared,
+    Compactor::new(*opts, tokenizer).compact(messages, &ledger_of(messages))
+}
+
+/// A compaction's settings and parts: options, tokenizer, summariser, the facts a caller needs
+/// kept, which tools can be reread, where the raw turns will be, and what the caller keeps
+/// beside the messages.
+pub struct Compactor<'a> {
+    options: Options,
+    tokenizer: &'a dyn Tokenizer,
+    summariser: &'a dyn Summariser,
+    must_keep: &'a [String],
+    rereadable: &'a dyn Fn(&str) -> bool,
+    raw_turns: RawTurns,
+    outside: &'a str,
+}
+
+static EXTRACTIVE: Extractive = Extractive;
+
+/// A refused attempt: why, and what the checks found.
+struct Refusal {
+    reason: String,
+    survival: Survival,
+}
+
+impl<'a> Compactor<'a> {
+    /// The defaults for `options`, counting with `tokenizer`.
+    pub fn new(options: Options, tokenizer: &'a dyn Tokenizer) -> Compactor<'a> {
+        Compactor {
+            options,
             tokenizer,
-        )
-    });
-    let (working, cleared_tokens) = match &cleared {
-        Some(c) => (c.window.clone(), c.saved),
-        None => (messages.to_vec(), 0),
-    };
-    let after_clearing = tokens(&working, tokenizer);
-    if cleared.is_some() && !should_compact(after_clearing, opts.window, opts.threshold) {
-        // Cleared results can be reread: the checks cover the conversation's own turns.
-        let turns: Vec<Message> = messages
-            .iter()
-            .filter(|m| !matches!(m, Message::Tool { .. }))
-            .cloned()
-            .collect();
-        let survived = survival(&turns, &working, &ledger);
-        return Compacted {
-            decision: Decision::Compact,
-            tokens_before,
-            tokens_after: after_clearing,
-            cleared_tokens,
-            window: working,
-            ledger: ledger.pins().to_vec(),
-            survival: survived,
-            reason: None,
-        };
-    }
-    // Fold all but the last turns, at a cut that keeps every call with its result.
-    let Some(cut) = split_point(&working, opts.keep_last) else {
-        return unchanged(
-            Decision::Refuse,
-            Some("no safe cut leaves the last turns whole".into()),
-            intact,
-        );
-    };
-    let span = &messages[..cut];
-    let span_floor = floor(&span_text(span), tokenizer, opts.margin_percent);
-    // The parts a split would make: consecutive safe cuts that keep an error with its fix,
-    // each part's floor within the slot.
-    let mut parts: Vec<(usize, usize)> = Vec::new();
-    let mut start = 0;
-    let cuts: Vec<usize> = split_cuts(span).into_iter().filter(|c| *c > 0).collect();
-    let mut previous = 0;
-    for c in cuts {
-        let f = floor(&span_text(&span[start..c]), tokenizer, opts.margin_percent);
-        if f > opts.slot && previous > start {
-            parts.push((start, previous));
-            start = previous;
+            summariser: &EXTRACTIVE,
+            must_keep: &[],
+            rereadable: &is_pure_read,
+            raw_turns: RawTurns::Input,
+            outside: "",
         }
-        previous = c;
     }
-    if start < span.len() {
-        parts.push((start, span.len()));
+
+    /// Text the caller keeps verbatim beside the messages it passes (a brief it never folds):
+    /// a pin that came from there survives there.
+    pub fn outside(mut self, text: &'a str) -> Compactor<'a> {
+        self.outside = text;
+        self
     }
-    let part_floors: Vec<usize> = parts
-        .iter()
-        .map(|(a, b)| floor(&span_text(&span[*a..*b]), tokenizer, opts.margin_percent))
-        .collect();
-    let decision = decide(span_floor, &part_floors, opts.slot);
-    let pieces: Vec<(usize, usize)> = match decision {
-        FloorDecision::Compact => vec![(0, span.len())],
-        FloorDecision::Split => parts,
-        FloorDecision::Refuse => {
-            return unchanged(
-                Decision::Refuse,
-                Some(format!(
+
+    /// Summarises with `summariser` (its output is checked, not trusted).
+    pub fn summariser(mut self, summariser: &'a dyn Summariser) -> Compactor<'a> {
+        self.summariser = summariser;
+        self
+    }
+
+    /// Facts that must survive verbatim, besides the span's own items.
+    pub fn must_keep(mut self, facts: &'a [String]) -> Compactor<'a> {
+        self.must_keep = facts;
+        self
+    }
+
+    /// Which tools' results can be reread by calling them again.
+    pub fn rereadable(mut self, rereadable: &'a dyn Fn(&str) -> bool) -> Compactor<'a> {
+        self.rereadable = rereadable;
+        self
+    }
+
+    /// Where the markers say the raw turns are.
+    pub fn raw_turns(mut self, raw_turns: RawTurns) -> Compactor<'a> {
+        self.raw_turns = raw_turns;
+        self
+    }
+
+    fn count(&self, m: &Message) -> usize {
+        self.tokenizer.count(&message_text(m))
+    }
+
+    /// Compacts `messages`, whose pins `ledger` holds (classified as they arrived).
+    pub fn compact(&self, messages: &[Message], ledger: &Ledger) -> Compacted {
+        let opts = &self.options;
+        let counts: Vec<usize> = messages.iter().map(|m| self.count(m)).collect();
+        let tokens_before: usize = counts.iter().sum();
+        let unchanged = |decision, reason: Option<String>, survival| Compacted {
+            decision,
+            tokens_before,
+            tokens_after: tokens_before,
+            cleared_tokens: 0,
+            window: messages.to_vec(),
+            kept: (0..messages.len()).map(Some).collect(),
+            ledger: ledger.pins().to_vec(),
+            survival,
+            reason,
+            folded: None,
+        };
+        if !should_compact(tokens_before, opts.window, opts.threshold) {
+            return unchanged(Decision::None, None, Survival::intact());
+        }
+        // Light compaction first: clear as much as gets under the threshold, and never less
+        // than the minimum per pass; if that is not enough, still clear before summarising.
+        let limit = (opts.threshold * opts.window as f64) as usize;
+        let excess = tokens_before.saturating_sub(limit.saturating_sub(1));
+        let clear = |least| {
+            clear_tool_results(
+                messages,
+                opts.keep_tool_results,
+                least,
+                self.tokenizer,
+                self.rereadable,
+            )
+        };
+        let cleared = clear(opts.min_cleared.max(excess)).or_else(|| clear(opts.min_cleared));
+        let (working, cleared_tokens, unrereadable) = match cleared {
+            Some(c) => (c.window, c.saved, c.unrereadable),
+            None => (messages.to_vec(), 0, Vec::new()),
+        };
+        let working_counts: Vec<usize> = working
+            .iter()
+            .zip(messages)
+            .zip(&counts)
+            .map(|((w, m), n)| if w == m { *n } else { self.count(w) })
+            .collect();
+        // What cleared results showed that cannot be reread: it must survive.
+        let cleared_items: Vec<(usize, Vec<String>)> = unrereadable
+            .iter()
+            .map(|&i| (i, irreducible(&message_text(&messages[i]))))
+            .collect();
+        let after_clearing: usize = working_counts.iter().sum();
+        if cleared_tokens > 0 && !should_compact(after_clearing, opts.window, opts.threshold) {
+            let items: Vec<String> = cleared_items
+                .iter()
+                .flat_map(|(_, items)| items.iter().cloned())
+                .chain(self.must_keep.iter().cloned())
+                .collect();
+            let facts = Facts::new(ledger, items, "");
+            let survived = survival(&facts, &working, self.outside);
+            if !survived.ok() {
+                let reason = format!(
+                    "survival check failed: {} item(s) missing",
+                    survived.missing.len()
+                );
+                return unchanged(Decision::Refuse, Some(reason), survived);
+            }
+            return Compacted {
+                decision: Decision::Compact,
+                tokens_before,
+                tokens_after: after_clearing,
+                cleared_tokens,
+                window: working,
+                kept: (0..messages.len()).map(Some).collect(),
+                ledger: ledger.pins().to_vec(),
+                survival: survived,
+                reason: None,
+                folded: None,
+            };
+        }
+        // Fold all but the last turns; if the result does not fit, fold more of them.
+        let mut keeps = vec![opts.keep_last, opts.keep_last / 2, 1, 0];
+        keeps.dedup();
+        let mut first_refusal: Option<Refusal> = None;
+        for keep in keeps {
+            let attempt = self.fold(
+                messages,
+                &counts,
+                &working,
+                &working_counts,
+                &cleared_items,
+                ledger,
+                keep,
+            );
+            match attempt {
+                Ok(mut done) => {
+                    done.tokens_before = tokens_before;
+                    done.cleared_tokens = cleared_tokens;
+                    return done;
+                }
+                Err(refusal) => {
+                    first_refusal.get_or_insert(refusal);
+                }
+            }
+        }
+        let refusal = first_refusal.unwrap_or(Refusal {
+            reason: "nothing could be folded".into(),
+            survival: Survival::intact(),
+        });
+        unchanged(Decision::Refuse, Some(refusal.reason), refusal.survival)
+    }
+
+    /// Folds all but the last `keep` messages (at a safe cut) into summaries.
+    #[allow(clippy::too_many_arguments)]
+    fn fold(
+        &self,
+        messages: &[Message],
+        counts: &[usize],
+        working: &[Message],
+        working_counts: &[usize],
+        cleared_items: &[(usize, Vec<String>)],
+        ledger: &Ledger,
+        keep: usize,
+    ) -> Result<Compacted, Refusal> {
+        let opts = &self.options;
+        let refuse = |reason: String| Refusal {
+            reason,
+            survival: Survival::intact(),
+        };
+        let cut = split_point(working, keep)
+            .ok_or_else(|| refuse("no safe cut leaves the last turns whole".into()))?;
+        let span = &messages[..cut];
+        let texts: Vec<Option<String>> = span
+            .iter()
+            .map(|m| (!is_summary(m) && !is_ledger(m)).then(|| message_text(m)))
+            .collect();
+        let floors = Floors::new(&texts, self.tokenizer, opts.margin_percent);
+        let span_floor = floors.of(0, cut);
+        // The parts a split would make: consecutive safe cuts that keep an error with its fix,
+        // each part's floor within the slot, grown one message at a time.
+        let mut parts: Vec<(usize, usize)> = Vec::new();
+        let (mut start, mut previous, mut position) = (0, 0, 0);
+        let mut part = Part::default();
+        for c in split_cuts(span).into_iter().filter(|c| *c > 0) {
+            while position < c {
+                part.add(&floors, position);
+                position += 1;
+            }
+            if part.floor(&floors) > opts.slot && previous > start {
+                parts.push((start, previous));
+                start = previous;
+                part = Part::default();
+                for i in start..c {
+                    part.add(&floors, i);
+                }
+            }
+            previous = c;
+        }
+        if start < span.len() {
+            parts.push((start, span.len()));
+        }
+        let part_floors: Vec<usize> = parts.iter().map(|(a, b)| floors.of(*a, *b)).collect();
+        let pieces: Vec<(usize, usize)> = match decide(span_floor, &part_floors, opts.slot) {
+            FloorDecision::Compact => vec![(0, span.len())],
+            FloorDecision::Split => parts,
+            FloorDecision::Refuse => {
+                return Err(refuse(format!(
                     "the span's floor is {span_floor} tokens, over the {}-token slot, and it does not split into parts that fit",
                     opts.slot
-                )),
-                intact,
-            )
-        }
-    };
-    // Earlier summaries are carried as they are: a summary is built from the turns of its
-    // span, never from an earlier summary (nor from an earlier ledger, which is re-rendered).
-    let mut window: Vec<Message> = span.iter().filter(|m| is_summary(m)).cloned().collect();
-    for (a, b) in &pieces {
-        let raw: Vec<Message> = span[*a..*b]
+                )))
+            }
+        };
+        let split = pieces.len() > 1;
+        // The raw text of the span, for the event log and the marker.
+        let raw: String = texts
             .iter()
-            .filter(|m| !is_summary(m) && !is_ledger(m))
+            .flatten()
             .cloned()
-            .collect();
-        if raw.is_empty() {
-            continue;
-        }
-        // Whole sentences where they fit, the items alone where they do not.
-        let mut summary = summarise(&raw, *a, b - 1, LONG_SENTENCE);
-        if tokenizer.count(&summary) > opts.slot {
-            summary = summarise(&raw, *a, b - 1, 0);
-        }
-        if tokenizer.count(&summary) > opts.slot {
-            return unchanged(
-                Decision::Refuse,
-                Some(format!(
-                    "a summary came out over the {}-token slot",
-                    opts.slot
-                )),
-                intact,
-            );
-        }
-        window.push(Message::User { text: summary });
-    }
-    window.push(Message::User {
-        text: ledger.render(),
-    });
-    window.extend(working[cut..].iter().cloned());
-    let checked = survival(span, &window, &ledger);
-    if checked.ok() {
-        // Provenance completes once the checks passed: when, and what was checked.
+            .collect::<Vec<_>>()
+            .join("\n");
+        let folded = bounded(0, cut.saturating_sub(1), &raw);
         let at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis())
             .unwrap_or(0);
-        for m in window.iter_mut() {
-            if let Message::User { text } = m {
-                if text.starts_with(SUMMARY_MARK) && !text.contains("; checked:") {
-                    *text = text.replacen(
-                        "]\n",
-                        &format!("; checked: ledger, items, effect states; at {at} ms]\n"),
-                        1,
-                    );
-                }
+        // Earlier summaries are carried as they are: a summary is built from the turns of its
+        // span, never from an earlier summary (nor from an earlier ledger, re-rendered below).
+        let mut window: Vec<Message> = Vec::new();
+        let mut kept: Vec<Option<usize>> = Vec::new();
+        let mut tokens_after = 0;
+        for (i, m) in span.iter().enumerate().filter(|(_, m)| is_summary(m)) {
+            window.push(m.clone());
+            kept.push(Some(i));
+            tokens_after += counts[i];
+        }
+        for (a, b) in &pieces {
+            let turns: Vec<Message> = span[*a..*b]
+                .iter()
+                .filter(|m| !is_summary(m) && !is_ledger(m))
+                .cloned()
+                .collect();
+            if turns.is_empty() {
+                continue;
             }
+            // Whole sentences where they fit, the items alone where they do not.
+            let mut body = self
+                .summariser
+                .summarise(&turns, self.must_keep, LONG_SENTENCE);
+            if self.tokenizer.count(&body) > opts.slot {
+                body = self.summariser.summarise(&turns, self.must_keep, 0);
+            }
+            if self.tokenizer.count(&body) > opts.slot {
+                return Err(refuse(format!(
+                    "a summary came out over the {}-token slot",
+                    opts.slot
+                )));
+            }
+            let text = format!(
+                "{SUMMARY_MARK} messages {a}..={} folded by {}; raw turns: {}; checked: ledger, items, effect states; at {at} ms]\n{body}",
+                b - 1,
+                self.summariser.name(),
+                self.raw_location(*a, b - 1, &folded)
+            );
+            tokens_after += self.tokenizer.count(&text);
+            window.push(Message::User { text });
+            kept.push(None);
+        }
+        let ledger_text = ledger.render();
+        tokens_after += self.tokenizer.count(&ledger_text);
+        window.push(Message::User { text: ledger_text });
+        kept.push(None);
+        window.extend(working[cut..].iter().cloned());
+        kept.extend((cut..working.len()).map(Some));
+        tokens_after += working_counts[cut..].iter().sum::<usize>();
+        // The facts, from the raw window on their own path: the span's items, earlier
+        // summaries verbatim, what cleared results that cannot be reread showed, must-keeps.
+        let mut items = floors.items(0, cut);
+        items.extend(span.iter().filter(|m| is_summary(m)).map(message_text));
+        items.extend(
+            cleared_items
+                .iter()
+                .filter(|(i, _)| *i >= cut)
+                .flat_map(|(_, items)| items.iter().cloned()),
+        );
+        items.extend(self.must_keep.iter().cloned());
+        let facts = Facts::new(ledger, items, &raw);
+        let checked = survival(&facts, &window, self.outside);
+        if !checked.ok() {
+            return Err(Refusal {
+                reason: format!(
+                    "survival check failed: {} item(s) missing",
+                    checked.missing.len()
+                ),
+                survival: checked,
+            });
+        }
+        if tokens_after > opts.window {
+            return Err(refuse(format!(
+                "the compacted window would be {tokens_after} tokens, over the {}-token window",
+                opts.window
+            )));
+        }
+        Ok(Compacted {
+            decision: if split {
+                Decision::Split
+            } else {
+                Decision::Compact
+            },
+            tokens_before: 0,
+            tokens_after,
+            cleared_tokens: 0,
+            window,
+            kept,
+            ledger: ledger.pins().to_vec(),
+            survival: checked,
+            reason: None,
+            folded: Some(folded),
+        })
+    }
+
+    /// What a marker says about where the raw turns of `first..=last` are.
+    fn raw_location(&self, first: usize, last: usize, folded: &Folded) -> String {
+        match self.raw_turns {
+            RawTurns::Input => {
+                format!("not stored, messages {first}..={last} of the transcript compacted")
+            }
+            RawTurns::EventLog => format!(
+                "in the run's event log (window_compacted, sha256 {}{})",
+                &folded.digest[..16],
+                if folded.truncated {
+                    format!(", its first {FOLDED_TEXT_MAX} bytes")
+                } else {
+                    String::new()
+                }
+            ),
         }
     }
-    if !checked.ok() {
-        let reason = format!(
-            "survival check failed: {} item(s) missing",
-            checked.missing.len()
-        );
-        return unchanged(Decision::Refuse, Some(reason), checked);
+}
+
+/// A folded span's raw text, bounded to [`FOLDED_TEXT_MAX`] bytes at a character boundary.
+fn bounded(first: usize, last: usize, raw: &str) -> Folded {
+    let mut end = raw.len().min(FOLDED_TEXT_MAX);
+    while !raw.is_char_boundary(end) {
+        end -= 1;
     }
-    Compacted {
-        decision: if decision == FloorDecision::Split {
-            Decision::Split
-        } else {
-            Decision::Compact
-        },
-        tokens_before,
-        tokens_after: tokens(&window, tokenizer),
-        cleared_tokens,
-        window,
-        ledger: ledger.pins().to_vec(),
-        survival: checked,
-        reason: None,
+    Folded {
+        first,
+        last,
+        bytes: raw.len(),
+        digest: sha256_hex(raw.as_bytes()),
+        text: raw[..end].to_string(),
+        truncated: end < raw.len(),
     }
 }

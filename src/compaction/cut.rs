@@ -2,6 +2,7 @@
 //! results of those calls; and where a span may be split: never between an error and the fix
 //! that followed it.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use regex::Regex;
@@ -9,19 +10,32 @@ use regex::Regex;
 use crate::model::Message;
 
 /// The indices `i` at which `messages[..i]` may be folded and `messages[i..]` kept: every tool
-/// call before the cut has its result before the cut.
+/// call before the cut whose result appears later in the window has its result before the cut.
+/// A call that is never answered (an orphan) holds nothing open: no cut can separate it from a
+/// result that does not exist.
 pub fn safe_cuts(messages: &[Message]) -> Vec<usize> {
-    let mut open: Vec<&str> = Vec::new();
+    let mut answered_at: HashMap<&str, usize> = HashMap::new();
+    for (i, m) in messages.iter().enumerate() {
+        if let Message::Tool { call_id, .. } = m {
+            answered_at.insert(call_id.as_str(), i);
+        }
+    }
+    let mut open: HashSet<&str> = HashSet::new();
     let mut cuts = Vec::new();
     for (i, m) in messages.iter().enumerate() {
         if open.is_empty() {
             cuts.push(i);
         }
         match m {
-            Message::Assistant { tool_calls, .. } => {
-                open.extend(tool_calls.iter().map(|c| c.id.as_str()));
+            Message::Assistant { tool_calls, .. } => open.extend(
+                tool_calls
+                    .iter()
+                    .map(|c| c.id.as_str())
+                    .filter(|id| answered_at.get(id).is_some_and(|at| *at > i)),
+            ),
+            Message::Tool { call_id, .. } => {
+                open.remove(call_id.as_str());
             }
-            Message::Tool { call_id, .. } => open.retain(|id| id != call_id),
             Message::User { .. } => {}
         }
     }
@@ -63,23 +77,38 @@ pub fn reports_error(m: &Message) -> bool {
 
 /// The safe cuts at which a span may be split into parts: those that also keep an error with
 /// the assistant turn that followed it (the fix), so no part ends on an unanswered error whose
-/// answer opens the next part.
+/// answer opens the next part. One pass over the span.
 pub fn split_cuts(messages: &[Message]) -> Vec<usize> {
-    safe_cuts(messages)
-        .into_iter()
-        .filter(|&c| {
-            let Some(e) = messages[..c].iter().rposition(reports_error) else {
-                return true;
-            };
-            let answered = messages[e + 1..c]
-                .iter()
-                .any(|m| matches!(m, Message::Assistant { .. }));
-            let answer_follows = messages[c..]
-                .iter()
-                .any(|m| matches!(m, Message::Assistant { .. }));
-            answered || !answer_follows
-        })
-        .collect()
+    let is_assistant = |m: &Message| matches!(m, Message::Assistant { .. });
+    // assistant_from[i]: an assistant message is at i or after.
+    let mut assistant_from = vec![false; messages.len() + 1];
+    for i in (0..messages.len()).rev() {
+        assistant_from[i] = assistant_from[i + 1] || is_assistant(&messages[i]);
+    }
+    let cuts = safe_cuts(messages);
+    let mut out = Vec::with_capacity(cuts.len());
+    let mut last_error: Option<usize> = None;
+    let mut last_assistant: Option<usize> = None;
+    let mut scanned = 0;
+    for c in cuts {
+        for (i, m) in messages.iter().enumerate().take(c).skip(scanned) {
+            if reports_error(m) {
+                last_error = Some(i);
+            }
+            if is_assistant(m) {
+                last_assistant = Some(i);
+            }
+        }
+        scanned = c;
+        let keeps_fix = match last_error {
+            None => true,
+            Some(e) => last_assistant.is_some_and(|a| a > e) || !assistant_from[c],
+        };
+        if keeps_fix {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -151,6 +180,20 @@ mod tests {
         // 3 and 4 would end a part on the error while its fix opens the next one.
         assert_eq!(safe_cuts(&window), vec![0, 1, 3, 4, 6, 7]);
         assert_eq!(split_cuts(&window), vec![0, 1, 6, 7]);
+    }
+
+    #[test]
+    fn a_call_never_answered_does_not_stop_the_cut() {
+        let window = vec![
+            user(),
+            assistant(&["orphan"]),
+            user(),
+            assistant(&["a"]),
+            result("a"),
+            user(),
+        ];
+        assert_eq!(safe_cuts(&window), vec![0, 1, 2, 3, 5, 6]);
+        assert_eq!(split_point(&window, 1), Some(5));
     }
 
     proptest! {

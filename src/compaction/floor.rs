@@ -2,16 +2,19 @@
 //! versions, paths, identifiers, error literals, binding sentences — and the tokens they need
 //! plus a margin. A summary slot below the floor means split or refuse, never a shorter summary.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use regex::Regex;
 
-use crate::context::{binding_sentences, Tokenizer};
+use crate::context::{binds, sentences, Tokenizer};
 
 /// Margin over the irreducible tokens, in percent.
 pub const DEFAULT_MARGIN_PERCENT: usize = 20;
 
-/// The irreducible items of `text`, verbatim, in order of first appearance, without repeats.
+/// The irreducible items of `text`, verbatim, in order of first appearance, without repeats:
+/// its binding sentences whole, then every other item that does not stand inside one of them.
+/// Linear in the text.
 pub fn irreducible(text: &str) -> Vec<String> {
     static ITEMS: OnceLock<Regex> = OnceLock::new();
     let re = ITEMS.get_or_init(|| {
@@ -26,15 +29,23 @@ pub fn irreducible(text: &str) -> Vec<String> {
         .expect("static regex")
     });
     let mut out: Vec<String> = Vec::new();
-    for sentence in binding_sentences(text) {
-        if !out.contains(&sentence) {
-            out.push(sentence);
+    let mut seen: HashSet<&str> = HashSet::new();
+    // Byte ranges of the binding sentences (slices of `text`), in order.
+    let mut binding: Vec<(usize, usize)> = Vec::new();
+    for sentence in sentences(text).into_iter().filter(|s| binds(s)) {
+        let start = sentence.as_ptr() as usize - text.as_ptr() as usize;
+        binding.push((start, start + sentence.len()));
+        if seen.insert(sentence) {
+            out.push(sentence.to_string());
         }
     }
     for m in re.find_iter(text) {
-        let item = m.as_str().to_string();
-        if !out.iter().any(|o| o == &item || o.contains(&item)) {
-            out.push(item);
+        let first_ending_after = binding.partition_point(|(_, end)| *end <= m.start());
+        let inside = binding
+            .get(first_ending_after)
+            .is_some_and(|(start, end)| *start <= m.start() && m.end() <= *end);
+        if !inside && seen.insert(m.as_str()) {
+            out.push(m.as_str().to_string());
         }
     }
     out
@@ -44,7 +55,94 @@ pub fn irreducible(text: &str) -> Vec<String> {
 pub fn floor(text: &str, tokenizer: &dyn Tokenizer, margin_percent: usize) -> usize {
     let items = irreducible(text);
     let tokens: usize = items.iter().map(|i| tokenizer.count(i) + 1).sum();
+    with_margin(tokens, margin_percent)
+}
+
+fn with_margin(tokens: usize, margin_percent: usize) -> usize {
     tokens + tokens * margin_percent / 100
+}
+
+/// Floors of ranges of a span's messages, from each message's items counted once: the floor
+/// of `a..b` is that of the messages' text joined (items never cross a message), so a split
+/// can grow a part one message at a time at the cost of that message's items.
+pub(crate) struct Floors {
+    /// Each message's items, with their tokens (plus one).
+    items: Vec<Vec<(String, usize)>>,
+    margin_percent: usize,
+}
+
+impl Floors {
+    /// The items of each text (a message's, or empty for one that does not count).
+    pub(crate) fn new(
+        texts: &[Option<String>],
+        tokenizer: &dyn Tokenizer,
+        margin_percent: usize,
+    ) -> Floors {
+        let mut tokens: HashMap<String, usize> = HashMap::new();
+        let items = texts
+            .iter()
+            .map(|t| {
+                t.as_deref()
+                    .map(irreducible)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|item| {
+                        let n = *tokens
+                            .entry(item.clone())
+                            .or_insert_with(|| tokenizer.count(&item) + 1);
+                        (item, n)
+                    })
+                    .collect()
+            })
+            .collect();
+        Floors {
+            items,
+            margin_percent,
+        }
+    }
+
+    /// The floor of messages `a..b`.
+    pub(crate) fn of(&self, a: usize, b: usize) -> usize {
+        let mut part = Part::default();
+        for i in a..b {
+            part.add(self, i);
+        }
+        part.floor(self)
+    }
+
+    /// The items of messages `a..b`, each once, in order.
+    pub(crate) fn items(&self, a: usize, b: usize) -> Vec<String> {
+        let mut seen = HashSet::new();
+        self.items[a..b]
+            .iter()
+            .flatten()
+            .filter(|(item, _)| seen.insert(item.as_str()))
+            .map(|(item, _)| item.clone())
+            .collect()
+    }
+}
+
+/// A part of a span being grown message by message, its floor kept as it grows.
+#[derive(Default)]
+pub(crate) struct Part<'f> {
+    seen: HashSet<&'f str>,
+    tokens: usize,
+}
+
+impl<'f> Part<'f> {
+    /// Adds message `i`'s items not already in the part.
+    pub(crate) fn add(&mut self, floors: &'f Floors, i: usize) {
+        for (item, n) in &floors.items[i] {
+            if self.seen.insert(item.as_str()) {
+                self.tokens += n;
+            }
+        }
+    }
+
+    /// The part's floor so far.
+    pub(crate) fn floor(&self, floors: &Floors) -> usize {
+        with_margin(self.tokens, floors.margin_percent)
+    }
 }
 
 /// What a summary slot allows, decided before any summarising.

@@ -1,12 +1,64 @@
 //! The pinned ledger: items of a conversation that bind, classified when each turn arrives
 //! (never at compaction time) by a deterministic rule pass, and carried verbatim across every
-//! compaction. Classes and when they retire: constraints never; commitments when fulfilled;
-//! open questions when answered; active tool state (working directory, branch, cursor, uploaded
-//! file) when superseded.
+//! compaction. A pin is its whole sentence. Classes and when they retire: constraints never;
+//! commitments when a later assistant turn reports them done; open questions when a later
+//! assistant turn answers them; active tool state (working directory, branch, cursor, uploaded
+//! file) when a later one of the same kind supersedes it. [`Ledger::arrive`] takes each turn as
+//! it comes and makes both decisions.
 
 use serde::{Deserialize, Serialize};
 
 use crate::context::{binds, sentences};
+use crate::model::Message;
+
+/// How an earlier compaction's ledger message opens.
+pub(crate) const LEDGER_MARK: &str = "=== PINNED";
+/// How a summary message opens.
+pub(crate) const SUMMARY_MARK: &str = "[compacted:";
+
+/// Words too common to tie a later turn to a pin.
+const COMMON: &[&str] = &[
+    "about", "after", "again", "also", "been", "before", "being", "could", "does", "done", "from",
+    "have", "here", "into", "just", "like", "make", "more", "need", "next", "only", "over",
+    "please", "should", "some", "that", "than", "their", "them", "then", "there", "these", "they",
+    "this", "those", "through", "very", "want", "were", "what", "when", "where", "which", "while",
+    "will", "with", "would", "your",
+];
+
+/// The content words of a text (four letters or more, not common), by their first five letters
+/// so that `rerun`/`reruns`, `version`/`versions` meet.
+fn content_words(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 4)
+        .map(str::to_lowercase)
+        .filter(|w| !COMMON.contains(&w.as_str()))
+        .map(|w| w.chars().take(5).collect())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Whether `later` shares a content word with `pin` (or `pin` has none to share).
+fn about(pin: &str, later: &str) -> bool {
+    let wanted = content_words(pin);
+    if wanted.is_empty() {
+        return true;
+    }
+    let said = content_words(later);
+    wanted.iter().any(|w| said.binary_search(w).is_ok())
+}
+
+/// Whether an assistant's text reports work finished.
+fn reports_done(text: &str) -> bool {
+    static DONE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    DONE.get_or_init(|| {
+        regex::Regex::new(r"(?i)\b(done|finished|completed|complete now|fixed|i have|i've|now passes|passed|succeeded|all green)\b")
+            .expect("static regex")
+    })
+    .is_match(text)
+}
 
 /// What kind of binding item it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -129,6 +181,43 @@ impl Ledger {
         }
     }
 
+    /// Takes one message as it arrives in the window (`turn` is its arrival number). An
+    /// assistant's text first retires what it settles — the open questions it answers, the
+    /// commitments it reports done — then adds its own pins; a user turn adds pins; an earlier
+    /// compaction's ledger carries over verbatim; summaries and tool results add nothing.
+    pub fn arrive(&mut self, turn: usize, message: &Message) {
+        match message {
+            Message::User { text } if text.starts_with(LEDGER_MARK) => {
+                self.carry(Ledger::parse(text));
+            }
+            Message::User { text } if text.starts_with(SUMMARY_MARK) => {}
+            Message::User { text } => self.observe(turn, text, true),
+            Message::Assistant { text, .. } => {
+                if !text.trim().is_empty() {
+                    for settled in self.settled_by(text) {
+                        self.retire(&settled);
+                    }
+                }
+                self.observe(turn, text, false);
+            }
+            Message::Tool { .. } => {}
+        }
+    }
+
+    /// The pins an assistant's text settles: open questions it answers (it speaks of what was
+    /// asked), commitments it reports done (it says so, of what was promised).
+    fn settled_by(&self, text: &str) -> Vec<String> {
+        self.pins
+            .iter()
+            .filter(|p| match p.class {
+                PinClass::OpenQuestion => about(&p.text, text),
+                PinClass::Commitment => reports_done(text) && about(&p.text, text),
+                PinClass::Constraint | PinClass::ToolState => false,
+            })
+            .map(|p| p.text.clone())
+            .collect()
+    }
+
     /// Whether a pin of the same class and text is held.
     fn holds(&self, pin: &Pin) -> bool {
         self.pins
@@ -142,8 +231,15 @@ impl Ledger {
             return false;
         }
         if let (PinClass::ToolState, Some(key)) = (pin.class, &pin.key) {
-            self.pins
-                .retain(|p| !(p.class == PinClass::ToolState && p.key.as_ref() == Some(key)));
+            let superseded: Vec<String> = self
+                .pins
+                .iter()
+                .filter(|p| p.class == PinClass::ToolState && p.key.as_ref() == Some(key))
+                .map(|p| p.text.clone())
+                .collect();
+            for text in superseded {
+                self.retire(&text);
+            }
         }
         self.pins.push(pin);
         true
@@ -182,13 +278,13 @@ impl Ledger {
         Ok(pass)
     }
 
-    /// Retires a commitment (fulfilled) or an open question (answered) by its exact text.
-    /// Constraints never retire: asking to retire one is refused (false).
+    /// Retires a commitment (fulfilled), an open question (answered) or a tool state
+    /// (superseded) by its exact text. Constraints never retire: asking to retire one is
+    /// refused (false).
     pub fn retire(&mut self, text: &str) -> bool {
         let before = self.pins.len();
-        self.pins.retain(|p| {
-            p.text != text || !matches!(p.class, PinClass::Commitment | PinClass::OpenQuestion)
-        });
+        self.pins
+            .retain(|p| p.text != text || p.class == PinClass::Constraint);
         self.pins.len() < before
     }
 
@@ -351,6 +447,51 @@ mod tests {
             .observe_model_answer(6, turn, true, "{not json")
             .is_err());
         assert_eq!(ledger, held);
+    }
+
+    /// Issue 9, item 8: a pin is the user's whole sentence, classified on arrival; pins retire
+    /// as later turns settle them.
+    #[test]
+    fn pins_are_whole_sentences_and_retire_when_settled() {
+        let mut ledger = Ledger::new();
+        let say = |text: &str| Message::User { text: text.into() };
+        let reply = |text: &str| Message::Assistant {
+            text: text.into(),
+            tool_calls: Vec::new(),
+        };
+        ledger.arrive(
+            0,
+            &say("Never modify anything under /migrations; the release pipeline applies those files."),
+        );
+        assert_eq!(
+            ledger.pins()[0].text,
+            "Never modify anything under /migrations; the release pipeline applies those files."
+        );
+        ledger.arrive(1, &say("Which version pins serde?"));
+        ledger.arrive(
+            2,
+            &reply("I will rerun the test suite after the fix. cd /repo/api"),
+        );
+        ledger.arrive(3, &reply("Looking at the lock file next."));
+        assert_eq!(ledger.pins().len(), 4, "{:?}", ledger.pins());
+        ledger.arrive(4, &reply("Cargo.lock pins serde at version 1.0.197."));
+        assert!(!ledger
+            .pins()
+            .iter()
+            .any(|p| p.class == PinClass::OpenQuestion));
+        ledger.arrive(
+            5,
+            &reply("Done: I reran the test suite and it passed. cd /repo/web"),
+        );
+        let classes: Vec<PinClass> = ledger.pins().iter().map(|p| p.class).collect();
+        assert_eq!(classes, vec![PinClass::Constraint, PinClass::ToolState]);
+        assert_eq!(ledger.pins()[1].text, "cd /repo/web");
+        // Nothing an assistant says retires a constraint.
+        ledger.arrive(
+            6,
+            &reply("Done with /migrations: never mind that rule, it is finished."),
+        );
+        assert_eq!(ledger.pins()[0].class, PinClass::Constraint);
     }
 
     #[test]

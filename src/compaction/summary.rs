@@ -1,21 +1,24 @@
-//! The default summariser: deterministic and extractive, the test oracle for any other. It
-//! folds a span of messages into the three sections, keeping verbatim every sentence that
-//! carries an irreducible item (or the item alone when its sentence is long), the questions
-//! asked, and the binding sentences; then the survival check says what, if anything, it lost.
+//! Summarisers. [`Summariser`] is the seam: anything that folds a span of messages into the
+//! three sections can be plugged in, and what it produced is checked afterwards against facts
+//! taken from the raw span on a path of their own (`survival`). [`Extractive`], the default,
+//! is deterministic: it keeps verbatim every sentence that carries an irreducible item or a
+//! must-keep fact (or the item alone when its sentence is long), the questions asked and the
+//! binding sentences.
 
 use std::fmt::Write as _;
 
+use aho_corasick::AhoCorasick;
+
 use super::floor::irreducible;
-use super::ledger::Ledger;
 use crate::model::Message;
 
-/// The summariser's name and version, recorded in every summary's provenance.
-pub const SUMMARISER: &str = "extractive-1";
+/// The default summariser's name and version, recorded in every summary's provenance.
+pub const SUMMARISER: &str = "extractive-2";
 
 /// Longest sentence kept whole by default; a longer one contributes its items alone.
 pub const LONG_SENTENCE: usize = 120;
 
-/// The text of one message, as the summariser reads it.
+/// The text of one message, as a summariser reads it.
 pub fn message_text(m: &Message) -> String {
     match m {
         Message::User { text } => text.clone(),
@@ -30,6 +33,21 @@ pub fn message_text(m: &Message) -> String {
     }
 }
 
+/// Folds a span of a window into the three sections (`## Settled conclusions`, `## Open
+/// items`, `## Hard constraints`). It is given the span's own turns (never an earlier
+/// summary), the facts it must keep verbatim, and how long a sentence it may keep whole
+/// (`long` 0: items only, the most compact form). What it returns is checked, not trusted.
+pub trait Summariser: Send + Sync {
+    /// Its name and version, for the summary's provenance.
+    fn name(&self) -> &str;
+    /// The three sections for `span`.
+    fn summarise(&self, span: &[Message], must_keep: &[String], long: usize) -> String;
+}
+
+/// The deterministic extractive summariser (the default, and the oracle for any other).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Extractive;
+
 fn sentences(text: &str) -> impl Iterator<Item = &str> {
     text.split(['\n'])
         .flat_map(|line| line.split_inclusive(". "))
@@ -37,107 +55,72 @@ fn sentences(text: &str) -> impl Iterator<Item = &str> {
         .filter(|s| s.chars().any(char::is_alphanumeric))
 }
 
-/// Summarises `span` (messages `first..=last` of the window) into the three sections,
-/// keeping whole the sentences of at most `long` bytes that carry an irreducible item, and
-/// the items alone of longer ones (`long` 0: items only, the most compact form).
-pub fn summarise(span: &[Message], first: usize, last: usize, long: usize) -> String {
-    let text: String = span.iter().map(message_text).collect::<Vec<_>>().join("\n");
-    let items = irreducible(&text);
-    let mut covered: Vec<bool> = vec![false; items.len()];
-    let mut settled: Vec<String> = Vec::new();
-    let mut questions: Vec<String> = Vec::new();
-    for s in sentences(&text) {
-        if s.ends_with('?') && !questions.iter().any(|q| q == s) {
-            questions.push(s.to_string());
-        }
-        let fresh: Vec<usize> = (0..items.len())
-            .filter(|i| !covered[*i] && s.contains(items[*i].as_str()))
-            .collect();
-        if fresh.is_empty() {
-            continue;
-        }
-        if s.len() <= long {
-            settled.push(s.to_string());
-            for (i, item) in items.iter().enumerate() {
-                if s.contains(item.as_str()) {
+impl Summariser for Extractive {
+    fn name(&self) -> &str {
+        SUMMARISER
+    }
+
+    fn summarise(&self, span: &[Message], must_keep: &[String], long: usize) -> String {
+        let text: String = span.iter().map(message_text).collect::<Vec<_>>().join("\n");
+        let mut items = irreducible(&text);
+        items.extend(must_keep.iter().filter(|m| !m.is_empty()).cloned());
+        let mut covered: Vec<bool> = vec![false; items.len()];
+        let finder = AhoCorasick::new(&items).ok();
+        let mut settled: Vec<String> = Vec::new();
+        let mut questions: Vec<String> = Vec::new();
+        for s in sentences(&text) {
+            if s.ends_with('?') && !questions.iter().any(|q| q == s) {
+                questions.push(s.to_string());
+            }
+            let mut here: Vec<usize> = finder
+                .as_ref()
+                .map(|f| {
+                    f.find_overlapping_iter(s)
+                        .map(|m| m.pattern().as_usize())
+                        .collect()
+                })
+                .unwrap_or_default();
+            here.sort_unstable();
+            here.dedup();
+            if !here.iter().any(|i| !covered[*i]) {
+                continue;
+            }
+            if s.len() <= long {
+                settled.push(s.to_string());
+                for i in here {
                     covered[i] = true;
                 }
-            }
-        } else {
-            for i in fresh {
-                settled.push(items[i].clone());
-                covered[i] = true;
+            } else {
+                for i in here {
+                    if !covered[i] {
+                        settled.push(items[i].clone());
+                        covered[i] = true;
+                    }
+                }
             }
         }
-    }
-    let constraints = crate::context::binding_sentences(&text);
-    let mut out = format!(
-        "[compacted: messages {first}..={last} folded by {SUMMARISER}; the raw turns stay in the run's event log]\n## Settled conclusions\n"
-    );
-    for s in &settled {
-        let _ = writeln!(out, "- {s}");
-    }
-    out.push_str("## Open items\n");
-    for q in &questions {
-        let _ = writeln!(out, "- {q}");
-    }
-    out.push_str("## Hard constraints\n");
-    if constraints.is_empty() {
-        out.push_str("- none\n");
-    }
-    for c in &constraints {
-        let _ = writeln!(out, "- {c}");
-    }
-    out
-}
-
-/// What a compaction kept, checked after the fact; failures are reported, never silent.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Survival {
-    /// The ledger appears verbatim in the new window.
-    pub ledger_verbatim: bool,
-    /// Irreducible items of the folded span found neither in a summary nor in the ledger.
-    pub missing: Vec<String>,
-    /// Effect states (`outcome_unknown`, …) of the span, each still present.
-    pub effect_states_kept: bool,
-}
-
-impl Survival {
-    /// Whether every check passed.
-    pub fn ok(&self) -> bool {
-        self.ledger_verbatim && self.missing.is_empty() && self.effect_states_kept
-    }
-}
-
-/// Checks a compacted window against the span it folded and the ledger: every pin verbatim,
-/// every irreducible item of the span somewhere, every effect state of the span still there.
-pub fn survival(span: &[Message], window: &[Message], ledger: &Ledger) -> Survival {
-    let after: String = window
-        .iter()
-        .map(message_text)
-        .collect::<Vec<_>>()
-        .join("\n");
-    let before: String = span.iter().map(message_text).collect::<Vec<_>>().join("\n");
-    let missing = irreducible(&before)
-        .into_iter()
-        .filter(|item| !after.contains(item.as_str()))
-        .collect();
-    let states = [
-        "proposed",
-        "awaiting_approval",
-        "executing",
-        "outcome_unknown",
-        "reconciled",
-    ];
-    Survival {
-        ledger_verbatim: ledger
-            .pins()
-            .iter()
-            .all(|p| after.contains(p.text.as_str())),
-        missing,
-        effect_states_kept: states
-            .iter()
-            .filter(|s| before.contains(*s))
-            .all(|s| after.contains(s)),
+        // A must-keep fact that spans sentences is kept as it was given.
+        for (i, item) in items.iter().enumerate() {
+            if !covered[i] {
+                settled.push(item.clone());
+            }
+        }
+        let constraints = crate::context::binding_sentences(&text);
+        let mut out = String::from("## Settled conclusions\n");
+        for s in &settled {
+            let _ = writeln!(out, "- {s}");
+        }
+        out.push_str("## Open items\n");
+        for q in &questions {
+            let _ = writeln!(out, "- {q}");
+        }
+        out.push_str("## Hard constraints\n");
+        if constraints.is_empty() {
+            out.push_str("- none\n");
+        }
+        for c in &constraints {
+            let _ = writeln!(out, "- {c}");
+        }
+        out
     }
 }

@@ -42,15 +42,16 @@ pub fn normalise(text: &str) -> String {
         .join(" ")
 }
 
-/// The sentences of a text, verbatim (trimmed): split at `.`, `!`, `?` before whitespace, at
-/// `;` and at line ends.
+/// The sentences of a text, verbatim (trimmed): split at `.`, `!`, `?` before whitespace and at
+/// line ends — never inside a sentence: "Never modify /migrations; the pipeline applies them."
+/// is one sentence, whole.
 pub(crate) fn sentences(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
     let bytes = text.as_bytes();
     for (i, b) in bytes.iter().enumerate() {
         let end = match b {
-            b'\n' | b';' => true,
+            b'\n' => true,
             b'.' | b'!' | b'?' => bytes.get(i + 1).is_none_or(|n| n.is_ascii_whitespace()),
             _ => false,
         };
@@ -80,8 +81,7 @@ mod tests {
             binding_sentences(q),
             vec![
                 "Never modify anything under /migrations.",
-                "Only look at src/net;",
-                "we always ship on Fridays."
+                "Only look at src/net; we always ship on Fridays."
             ]
         );
         assert!(!binds("The mustard is yellow."));

@@ -36,9 +36,6 @@ use crate::context::{
     compile, Bpe, CachedTokenizer, Compiled, FloorError, Orientation, RoleProfile,
 };
 
-/// The most tokens a subagent's first context may grow to when its floor exceeds the role's
-/// budget (the offline model's window is not the limit; a real model's would be).
-const CONTEXT_WINDOW: usize = 32_000;
 use crate::event::Event;
 use crate::handoff::Handoff;
 use crate::handoff::{validate, Check, Parsed, Violation, WorkspaceFiles};
@@ -198,9 +195,9 @@ impl LeadState {
         }
     }
 
-    /// A subagent's context, compiled for the explorer role from the checkpoint of everything
-    /// logged so far. A floor over the budget raises the budget while the model's window
-    /// allows; past that the context is refused.
+    /// A subagent's context, compiled for its role from the checkpoint of everything logged
+    /// so far. A floor over the budget raises the budget while the subagent's model's window
+    /// (less the room for its answer) allows; past that the context is refused.
     fn context_for(
         &self,
         subagent: &str,
@@ -227,8 +224,13 @@ impl LeadState {
             .resumed_after
             .and_then(|_| Orientation::for_subagent(&checkpoint, subagent));
         let tokenizer = self.tokenizer.as_ref();
+        let window = self
+            .config
+            .model
+            .context_window()
+            .saturating_sub(crate::subagent::ANSWER_TOKENS as usize);
         let compiled = match compile(&checkpoint, delta.as_ref(), role, role.budget, tokenizer) {
-            Err(floor) if floor.floor <= CONTEXT_WINDOW => {
+            Err(floor) if floor.floor <= window => {
                 compile(&checkpoint, delta.as_ref(), role, floor.floor, tokenizer)
             }
             other => other,
@@ -637,6 +639,7 @@ impl Actor for LeadActor {
                     cleared_tokens: note.cleared_tokens as u64,
                     pinned: note.pinned,
                     reason: note.reason,
+                    folded: note.folded,
                 }]);
             }
             LeadMsg::ToolsStarted { id, calls } => {

@@ -5,7 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::compaction::{compact, should_compact, Decision, Options};
+use crate::compaction::{
+    message_text, should_compact, Compactor, Decision, Folded, Ledger, Options, RawTurns,
+};
 use crate::context::{Estimate, Orientation, Tokenizer};
 use crate::handoff::{repair_prompt, Violation};
 use crate::model::{Message, ModelError, ModelRequest, ModelResponse};
@@ -14,7 +16,7 @@ use crate::source::ObservationLog;
 use crate::tools::{ToolCall, ToolResult, ToolSpec};
 
 /// Most tokens a subagent's answer may take.
-const ANSWER_TOKENS: u32 = 4096;
+pub(crate) const ANSWER_TOKENS: u32 = 4096;
 
 /// What the loop wants done next.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,6 +54,12 @@ pub(crate) struct AgentLoop {
     window: Option<usize>,
     /// Compactions done and not yet reported.
     compactions: Vec<CompactionNote>,
+    /// The pinned ledger, fed each message as it arrives.
+    ledger: Ledger,
+    /// Messages arrived so far (a pin's turn is its arrival number).
+    arrivals: usize,
+    /// Set when no compaction can bring the next request under the model's window.
+    window_full: Option<String>,
 }
 
 /// One compaction of the window, for the run's log.
@@ -63,6 +71,8 @@ pub(crate) struct CompactionNote {
     pub(crate) cleared_tokens: usize,
     pub(crate) pinned: Vec<String>,
     pub(crate) reason: Option<String>,
+    /// The raw turns folded into summaries, for the event log.
+    pub(crate) folded: Option<Folded>,
 }
 
 impl AgentLoop {
@@ -76,6 +86,8 @@ impl AgentLoop {
         AgentLoop {
             id: id.to_string(),
             system,
+            // The brief is never folded: its binding sentences stay where they are, so the
+            // ledger takes the turns that come after it.
             messages: vec![Message::User { text: brief }],
             tools,
             budget,
@@ -88,7 +100,27 @@ impl AgentLoop {
             orienting: false,
             window: None,
             compactions: Vec::new(),
+            ledger: Ledger::new(),
+            arrivals: 1,
+            window_full: None,
         }
+    }
+
+    /// Takes a message into the window; the ledger classifies it as it arrives.
+    fn push(&mut self, message: Message) {
+        self.arrive(&message);
+        self.messages.push(message);
+    }
+
+    fn arrive(&mut self, message: &Message) {
+        self.ledger.arrive(self.arrivals, message);
+        self.arrivals += 1;
+    }
+
+    /// The pinned ledger as it stands.
+    #[cfg(test)]
+    pub(crate) fn ledger(&self) -> &Ledger {
+        &self.ledger
     }
 
     /// Compacts the window before a request would fill `tokens` (the model's window).
@@ -103,42 +135,78 @@ impl AgentLoop {
     }
 
     /// Compacts the window (all but the brief) when the next request would fill the model's
-    /// window past the threshold; the brief and the system text are never folded.
+    /// window past the threshold; the brief and the system text are never folded. The request
+    /// never goes out over the window: when a compaction cannot bring it under (refused, or
+    /// still too big with all but the last turn folded), the loop ends with the reason.
     fn compact_if_needed(&mut self) {
         let Some(window) = self.window else { return };
+        let count = |m: &Message| Estimate.count(&message_text(m));
+        let tools: usize = self
+            .tools
+            .iter()
+            .map(|t| Estimate.count(&t.description) + Estimate.count(&t.parameters.to_string()))
+            .sum();
         let fixed = Estimate.count(&self.system)
-            + self
-                .messages
-                .first()
-                .map(|m| Estimate.count(&crate::compaction::message_text(m)))
-                .unwrap_or(0);
-        let room = window.saturating_sub(fixed).max(1);
-        let opts = Options {
+            + self.messages.first().map(count).unwrap_or(0)
+            + tools
+            + ANSWER_TOKENS as usize;
+        let room = window.saturating_sub(fixed);
+        let rest_tokens = |messages: &[Message]| messages.iter().skip(1).map(count).sum::<usize>();
+        let before = rest_tokens(&self.messages);
+        if room == 0 {
+            self.window_full = Some(format!(
+                "the window is full: the system text, brief and tools need {fixed} of the model's {window} tokens"
+            ));
+            return;
+        }
+        let defaults = Options {
             window: room,
             slot: (room / 4).max(256),
             ..Options::default()
         };
-        let rest = &self.messages[1.min(self.messages.len())..];
-        let tokens: usize = rest
-            .iter()
-            .map(|m| Estimate.count(&crate::compaction::message_text(m)))
-            .sum();
-        if !should_compact(tokens, opts.window, opts.threshold) {
+        if !should_compact(before, defaults.window, defaults.threshold) {
             return;
         }
-        let out = compact(rest, &opts, &Estimate);
-        if matches!(out.decision, Decision::Compact | Decision::Split) {
-            let brief = self.messages.first().cloned();
-            self.messages = brief.into_iter().chain(out.window).collect();
+        // Folding more, clearing every old result, before giving up.
+        let harder = Options {
+            keep_last: 1,
+            keep_tool_results: 0,
+            ..defaults
+        };
+        let brief = self.messages.first().map(message_text).unwrap_or_default();
+        for opts in [defaults, harder] {
+            let rest = &self.messages[1..];
+            let out = Compactor::new(opts, &Estimate)
+                .raw_turns(RawTurns::EventLog)
+                .outside(&brief)
+                .compact(rest, &self.ledger);
+            let compacted = matches!(out.decision, Decision::Compact | Decision::Split);
+            self.compactions.push(CompactionNote {
+                decision: out.decision,
+                tokens_before: out.tokens_before,
+                tokens_after: out.tokens_after,
+                cleared_tokens: out.cleared_tokens,
+                pinned: out.ledger.iter().map(|p| p.text.clone()).collect(),
+                reason: out.reason.clone(),
+                folded: out.folded,
+            });
+            if compacted {
+                let brief = self.messages.first().cloned();
+                self.messages = brief.into_iter().chain(out.window).collect();
+                return;
+            }
         }
-        self.compactions.push(CompactionNote {
-            decision: out.decision,
-            tokens_before: out.tokens_before,
-            tokens_after: out.tokens_after,
-            cleared_tokens: out.cleared_tokens,
-            pinned: out.ledger.iter().map(|p| p.text.clone()).collect(),
-            reason: out.reason,
-        });
+        let now = rest_tokens(&self.messages);
+        if now > room {
+            let why = self
+                .compactions
+                .last()
+                .and_then(|c| c.reason.clone())
+                .unwrap_or_default();
+            self.window_full = Some(format!(
+                "the window is full: {now} tokens of turns with room for {room}, and compaction refused ({why})"
+            ));
+        }
     }
 
     /// A restarted subagent: its first turn is an orientation (no tools), compared with
@@ -180,6 +248,9 @@ impl AgentLoop {
             ));
         }
         self.compact_if_needed();
+        if let Some(reason) = self.window_full.take() {
+            return Step::Failed(reason);
+        }
         Step::CallModel(ModelRequest {
             system: self.system.clone(),
             messages: self.messages.clone(),
@@ -194,7 +265,7 @@ impl AgentLoop {
 
     fn demand_handoff(&mut self, text: &str) {
         self.handoff_demanded = true;
-        self.messages.push(Message::User {
+        self.push(Message::User {
             text: text.to_string(),
         });
     }
@@ -227,7 +298,7 @@ impl AgentLoop {
             .as_ref()
             .map(|o| o.missing(&answer))
             .unwrap_or_default();
-        self.messages.push(Message::Assistant {
+        self.push(Message::Assistant {
             text: answer,
             tool_calls: Vec::new(),
         });
@@ -236,14 +307,14 @@ impl AgentLoop {
         } else {
             Orientation::resend(&missing)
         };
-        self.messages.push(Message::User { text });
+        self.push(Message::User { text });
         self.model_step()
     }
 
     /// The lead found violations in the handoff: one repair turn quoting them.
     pub(crate) fn on_repair(&mut self, violations: &[Violation]) -> Step {
         if let Some(text) = self.handed_off.take() {
-            self.messages.push(Message::Assistant {
+            self.push(Message::Assistant {
                 text,
                 tool_calls: Vec::new(),
             });
@@ -253,7 +324,7 @@ impl AgentLoop {
                 "over budget ({limit}): no turn left to repair the handoff"
             ));
         }
-        self.messages.push(Message::User {
+        self.push(Message::User {
             text: repair_prompt(violations),
         });
         self.model_step()
@@ -265,7 +336,7 @@ impl AgentLoop {
             self.calls_made += 1;
             call.id = format!("{}.{}", self.id, self.calls_made);
         }
-        self.messages.push(Message::Assistant {
+        self.push(Message::Assistant {
             text: response.text,
             tool_calls: calls.clone(),
         });
@@ -278,7 +349,7 @@ impl AgentLoop {
                 calls.iter().take(left).cloned().collect()
             };
             for call in calls.iter().skip(run.len()) {
-                self.messages.push(Message::Tool {
+                self.push(Message::Tool {
                     call_id: call.id.clone(),
                     name: call.name.clone(),
                     content: "error: not run: the tool-call budget is used up".into(),
@@ -308,15 +379,14 @@ impl AgentLoop {
             .unwrap_or(self.messages.len());
         for (position, result) in (insert_at..).zip(results) {
             self.observations.record(result.observations);
-            self.messages.insert(
-                position,
-                Message::Tool {
-                    call_id: result.call_id,
-                    name: result.name,
-                    content: result.content,
-                    is_error: result.is_error,
-                },
-            );
+            let message = Message::Tool {
+                call_id: result.call_id,
+                name: result.name,
+                content: result.content,
+                is_error: result.is_error,
+            };
+            self.arrive(&message);
+            self.messages.insert(position, message);
         }
         self.model_step()
     }
@@ -427,5 +497,45 @@ mod tests {
             Step::HandOff(_)
         ));
         assert!(matches!(l.on_repair(&[]), Step::Failed(reason) if reason.contains("repair")));
+    }
+
+    /// Issue 9, item 8: the window's ledger takes each turn as it arrives — no compaction
+    /// needed — and retires a commitment once a later turn reports it done.
+    #[test]
+    fn the_window_pins_turns_as_they_arrive() {
+        use crate::compaction::PinClass;
+        let mut l = AgentLoop::new("sa1", "s".into(), "b".into(), vec![], Budget::default());
+        l.start();
+        let Step::CallTools(_) = l.on_model(answer(
+            "I will reread src/net/retry.rs before handing off.",
+            vec![grep_call()],
+        )) else {
+            panic!()
+        };
+        assert!(l
+            .ledger()
+            .pins()
+            .iter()
+            .any(|p| p.class == PinClass::Commitment));
+        let results = vec![ToolResult {
+            call_id: "sa1.1".into(),
+            name: "grep".into(),
+            content: "x".into(),
+            is_error: false,
+            observations: vec![],
+        }];
+        l.on_tools(results);
+        l.on_model(answer(
+            "Done: I reread src/net/retry.rs and it holds.",
+            vec![grep_call()],
+        ));
+        assert!(
+            !l.ledger()
+                .pins()
+                .iter()
+                .any(|p| p.class == PinClass::Commitment),
+            "{:?}",
+            l.ledger().pins()
+        );
     }
 }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::task::JoinHandle;
 
-pub(crate) use agent_loop::{AgentLoop, CompactionNote, Step};
+pub(crate) use agent_loop::{AgentLoop, CompactionNote, Step, ANSWER_TOKENS};
 
 use crate::handoff::Violation;
 use crate::lead::LeadMsg;
