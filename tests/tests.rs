@@ -13,3 +13,4 @@ mod properties;
 mod repair;
 mod sandbox;
 mod supervision;
+mod window;

@@ -1,8 +1,14 @@
 //! `baton compact FILE`: compacts a transcript in OpenAI chat format (JSONL, one message per
-//! line: role system/user/assistant/tool, content, tool_calls, tool_call_id) and prints the
-//! compacted window in the same format, or with `--json` one document with the decision,
-//! tokens, window, ledger and survival. Exit 0, 2 for unusable input, 3 when refused.
+//! line: role system/developer/user/assistant/tool, content, tool_calls, tool_call_id) and
+//! prints the compacted window in the same format, or with `--json` one document with the
+//! decision, tokens, window, ledger and survival. What is not compacted passes through as it
+//! was: every kept line is printed as the JSON value it was read as (a cleared tool result
+//! keeps every field but its content). Leading system messages stay first and are never
+//! folded; a system or developer message later on is a turn like a user's. Input over
+//! [`MAX_TRANSCRIPT_BYTES`] or that is not a regular file is refused. Exit 0, 2 for unusable
+//! input, 3 when refused.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -15,6 +21,9 @@ use super::{EXIT_DONE, EXIT_FAILED, EXIT_USAGE};
 
 /// Exit code: compaction refused (the window is unchanged).
 const EXIT_REFUSED: i32 = 3;
+
+/// The largest transcript `baton compact` reads.
+pub(crate) const MAX_TRANSCRIPT_BYTES: usize = 64 * 1024 * 1024;
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct CompactArgs {
@@ -40,8 +49,9 @@ pub(crate) struct CompactArgs {
     json: bool,
 }
 
-/// One line of the transcript as a message (system messages are returned apart).
-fn read_line(value: &Value, names: &[(String, String)]) -> Result<Option<Message>, String> {
+/// One line of the transcript as a message; `system` and `developer` messages are user-side
+/// turns (the caller keeps the leading ones apart).
+fn read_line(value: &Value, names: &HashMap<String, String>) -> Result<Message, String> {
     let role = value
         .get("role")
         .and_then(Value::as_str)
@@ -57,8 +67,7 @@ fn read_line(value: &Value, names: &[(String, String)]) -> Result<Option<Message
         Some(_) => return Err("`content` is not text".into()),
     };
     Ok(match role {
-        "system" => None,
-        "user" => Some(Message::User { text: content }),
+        "system" | "developer" | "user" => Message::User { text: content },
         "assistant" => {
             let mut tool_calls = Vec::new();
             for call in value
@@ -91,27 +100,23 @@ fn read_line(value: &Value, names: &[(String, String)]) -> Result<Option<Message
                     arguments,
                 });
             }
-            Some(Message::Assistant {
+            Message::Assistant {
                 text: content,
                 tool_calls,
-            })
+            }
         }
         "tool" => {
             let call_id = value
                 .get("tool_call_id")
                 .and_then(Value::as_str)
                 .ok_or("a tool message without `tool_call_id`")?;
-            let name = names
-                .iter()
-                .find(|(id, _)| id == call_id)
-                .map(|(_, n)| n.clone())
-                .unwrap_or_default();
-            Some(Message::Tool {
+            let name = names.get(call_id).cloned().unwrap_or_default();
+            Message::Tool {
                 call_id: call_id.into(),
                 name,
                 content,
                 is_error: false,
-            })
+            }
         }
         other => return Err(format!("unknown role `{other}`")),
     })
@@ -163,29 +168,20 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
         return EXIT_USAGE;
     }
     let shown = args.file.display().to_string();
-    let text = match std::fs::read(&args.file) {
-        Ok(bytes) => match String::from_utf8(bytes) {
-            Ok(t) => t,
-            Err(_) => {
-                eprintln!("baton: {shown}: not UTF-8");
-                return EXIT_USAGE;
-            }
-        },
+    let text = match super::read_input(&args.file, MAX_TRANSCRIPT_BYTES, "a transcript") {
+        Ok(t) => t,
         Err(e) => {
-            eprintln!(
-                "baton: {shown}: {}",
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    "no such file".to_string()
-                } else {
-                    e.to_string()
-                }
-            );
+            eprintln!("baton: {e}");
             return EXIT_USAGE;
         }
     };
-    let mut system = Vec::new();
-    let mut messages = Vec::new();
-    let mut names: Vec<(String, String)> = Vec::new();
+    // Leading system messages stay apart; every other line is a message, kept with the JSON
+    // value it was read as.
+    let mut system: Vec<String> = Vec::new();
+    let mut messages: Vec<Message> = Vec::new();
+    // Each message's line as it was written, and its value.
+    let mut originals: Vec<(&str, Value)> = Vec::new();
+    let mut names: HashMap<String, String> = HashMap::new();
     for (i, line) in text
         .lines()
         .enumerate()
@@ -198,14 +194,23 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
                 return EXIT_USAGE;
             }
         };
+        let leading_system = messages.is_empty()
+            && matches!(
+                value.get("role").and_then(Value::as_str),
+                Some("system" | "developer")
+            );
+        if leading_system {
+            system.push(line.trim().to_string());
+            continue;
+        }
         match read_line(&value, &names) {
-            Ok(Some(m)) => {
+            Ok(m) => {
                 if let Message::Assistant { tool_calls, .. } = &m {
                     names.extend(tool_calls.iter().map(|c| (c.id.clone(), c.name.clone())));
                 }
                 messages.push(m);
+                originals.push((line.trim(), value));
             }
-            Ok(None) => system.push(value),
             Err(e) => {
                 eprintln!("baton: {shown}:{}: not a chat message: {e}", i + 1);
                 return EXIT_USAGE;
@@ -221,12 +226,38 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
         ..Options::default()
     };
     let out = compact(&messages, &opts, &Bpe);
-    let window: Vec<Value> = system
+    // Every line of the new window as JSON text: a kept message as it was written, byte for
+    // byte; a cleared tool result with every field as it was but its content; a summary or
+    // the ledger as a new user message.
+    let window: Vec<String> = system
         .iter()
         .cloned()
-        .chain(out.window.iter().map(write_message))
+        .chain(out.window.iter().zip(&out.kept).map(|(m, kept)| {
+            match kept.and_then(|i| Some((i, originals.get(i)?))) {
+                Some((i, (line, _))) if messages.get(i) == Some(m) => line.to_string(),
+                Some((_, (_, value))) => {
+                    let mut value = value.clone();
+                    if let (Some(object), Message::Tool { content, .. }) =
+                        (value.as_object_mut(), m)
+                    {
+                        object.insert("content".into(), Value::String(content.clone()));
+                    }
+                    value.to_string()
+                }
+                None => write_message(m).to_string(),
+            }
+        }))
         .collect();
     let printed = if args.json {
+        let window = serde_json::value::RawValue::from_string(format!("[{}]", window.join(",")))
+            .map_err(|e| e.to_string());
+        let window = match window {
+            Ok(w) => w,
+            Err(e) => {
+                eprintln!("baton: {e}");
+                return EXIT_FAILED;
+            }
+        };
         let ledger: Vec<Value> = out
             .ledger
             .iter()
@@ -246,7 +277,7 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
             })
         )
     } else {
-        window.iter().map(|v| format!("{v}\n")).collect()
+        window.iter().map(|line| format!("{line}\n")).collect()
     };
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = stdout

@@ -53,6 +53,51 @@ enum Command {
     Context(runs::ContextArgs),
 }
 
+/// Reads an input file of at most `limit` bytes as UTF-8, refusing — before opening it, so
+/// nothing blocks — anything that is not a regular file (a FIFO, a socket, a device), and
+/// reading at most `limit + 1` bytes, so a huge file costs bounded memory. The error is one
+/// line naming the file.
+pub(crate) fn read_input(
+    path: &std::path::Path,
+    limit: usize,
+    what: &str,
+) -> Result<String, String> {
+    use std::io::Read;
+    let shown = path.display();
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!("{shown}: no such file"),
+        _ => format!("{shown}: {e}"),
+    })?;
+    if meta.is_dir() {
+        return Err(format!("{shown}: is a directory"));
+    }
+    if !meta.is_file() {
+        return Err(format!(
+            "{shown}: not a regular file (a FIFO, socket or device is not read)"
+        ));
+    }
+    if meta.len() > limit as u64 {
+        return Err(format!(
+            "{shown}: {} bytes, over the {limit}-byte limit for {what}",
+            meta.len()
+        ));
+    }
+    let file = std::fs::File::open(path).map_err(|e| format!("{shown}: {e}"))?;
+    let mut bytes = Vec::new();
+    file.take(limit as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{shown}: {e}"))?;
+    if bytes.len() > limit {
+        return Err(format!("{shown}: over the {limit}-byte limit for {what}"));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "{shown}: not UTF-8 (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
 /// Where runs are logged.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct StateArg {

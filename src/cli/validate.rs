@@ -2,8 +2,8 @@
 //! detected) against a workspace — structure, resolution and quotation; there is no
 //! observation log outside a run. Exit 0 valid, 1 invalid, 2 unusable input.
 
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::PathBuf;
 
 use baton::{validate, Check, Form, Workspace, WorkspaceFiles, MAX_HANDOFF_BYTES};
 use serde_json::json;
@@ -22,35 +22,8 @@ pub(crate) struct ValidateArgs {
     json: bool,
 }
 
-/// Reads at most the size limit plus one byte, so a huge file costs bounded memory.
-fn read_bounded(path: &Path) -> Result<String, String> {
-    let shown = path.display();
-    let file = std::fs::File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => format!("{shown}: no such file"),
-        _ => format!("{shown}: {e}"),
-    })?;
-    if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-        return Err(format!("{shown}: is a directory"));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_HANDOFF_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("{shown}: {e}"))?;
-    if bytes.len() > MAX_HANDOFF_BYTES {
-        return Err(format!(
-            "{shown}: over the {MAX_HANDOFF_BYTES}-byte limit for a handoff"
-        ));
-    }
-    String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "{shown}: not UTF-8 (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        )
-    })
-}
-
 pub(crate) fn run(args: ValidateArgs) -> i32 {
-    let text = match read_bounded(&args.file) {
+    let text = match super::read_input(&args.file, MAX_HANDOFF_BYTES, "a handoff") {
         Ok(t) => t,
         Err(e) => {
             eprintln!("baton: {e}");

@@ -75,6 +75,18 @@ pub fn clear_tool_results(
     tokenizer: &dyn Tokenizer,
     rereadable: &dyn Fn(&str) -> bool,
 ) -> Option<Cleared> {
+    clear_counted(messages, None, keep, min_tokens, tokenizer, rereadable)
+}
+
+/// [`clear_tool_results`], with each message's tokens already counted when `counts` is given.
+pub(crate) fn clear_counted(
+    messages: &[Message],
+    counts: Option<&[usize]>,
+    keep: usize,
+    min_tokens: usize,
+    tokenizer: &dyn Tokenizer,
+    rereadable: &dyn Fn(&str) -> bool,
+) -> Option<Cleared> {
     let mut arguments: HashMap<&str, String> = HashMap::new();
     for m in messages {
         if let Message::Assistant { tool_calls, .. } = m {
@@ -115,7 +127,9 @@ pub fn clear_tool_results(
         let reread = rereadable(name) && !reports_error(m);
         let items = (!reread).then(|| irreducible(content));
         let stub = placeholder(call_id, name, args, items.as_deref());
-        let before = tokenizer.count(content);
+        let before = counts
+            .and_then(|c| c.get(i).copied())
+            .unwrap_or_else(|| tokenizer.count(content));
         let after = tokenizer.count(&stub);
         if before <= after {
             continue;

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::clear::{clear_tool_results, is_pure_read, should_compact};
+use super::clear::{clear_counted, is_pure_read, should_compact};
 use super::cut::{split_cuts, split_point};
 use super::floor::{decide, irreducible, FloorDecision, Floors, Part};
 use super::ledger::{Ledger, Pin, LEDGER_MARK, SUMMARY_MARK};
@@ -162,10 +162,12 @@ pub struct Compactor<'a> {
 
 static EXTRACTIVE: Extractive = Extractive;
 
-/// A refused attempt: why, and what the checks found.
+/// A refused attempt: why, what the checks found, and whether folding more turns could help
+/// (it cannot when the summaries alone are over the window: more turns only add to them).
 struct Refusal {
     reason: String,
     survival: Survival,
+    hopeless: bool,
 }
 
 impl<'a> Compactor<'a> {
@@ -242,8 +244,9 @@ impl<'a> Compactor<'a> {
         let limit = (opts.threshold * opts.window as f64) as usize;
         let excess = tokens_before.saturating_sub(limit.saturating_sub(1));
         let clear = |least| {
-            clear_tool_results(
+            clear_counted(
                 messages,
+                Some(&counts),
                 opts.keep_tool_results,
                 least,
                 self.tokenizer,
@@ -295,13 +298,20 @@ impl<'a> Compactor<'a> {
                 folded: None,
             };
         }
-        // Fold all but the last turns; if the result does not fit, fold more of them.
+        // Fold all but the last turns; if the result does not fit, fold more of them. The
+        // floors of every turn are taken once, for every attempt.
+        let texts: Vec<Option<String>> = messages
+            .iter()
+            .map(|m| (!is_summary(m) && !is_ledger(m)).then(|| message_text(m)))
+            .collect();
+        let floors = Floors::new(&texts, self.tokenizer, opts.margin_percent);
         let mut keeps = vec![opts.keep_last, opts.keep_last / 2, 1, 0];
         keeps.dedup();
         let mut first_refusal: Option<Refusal> = None;
         for keep in keeps {
             let attempt = self.fold(
                 messages,
+                (&texts, &floors),
                 &counts,
                 &working,
                 &working_counts,
@@ -316,13 +326,18 @@ impl<'a> Compactor<'a> {
                     return done;
                 }
                 Err(refusal) => {
+                    let hopeless = refusal.hopeless;
                     first_refusal.get_or_insert(refusal);
+                    if hopeless {
+                        break;
+                    }
                 }
             }
         }
         let refusal = first_refusal.unwrap_or(Refusal {
             reason: "nothing could be folded".into(),
             survival: Survival::intact(),
+            hopeless: true,
         });
         unchanged(Decision::Refuse, Some(refusal.reason), refusal.survival)
     }
@@ -332,6 +347,7 @@ impl<'a> Compactor<'a> {
     fn fold(
         &self,
         messages: &[Message],
+        (texts, floors): (&[Option<String>], &Floors),
         counts: &[usize],
         working: &[Message],
         working_counts: &[usize],
@@ -343,15 +359,12 @@ impl<'a> Compactor<'a> {
         let refuse = |reason: String| Refusal {
             reason,
             survival: Survival::intact(),
+            hopeless: false,
         };
         let cut = split_point(working, keep)
             .ok_or_else(|| refuse("no safe cut leaves the last turns whole".into()))?;
         let span = &messages[..cut];
-        let texts: Vec<Option<String>> = span
-            .iter()
-            .map(|m| (!is_summary(m) && !is_ledger(m)).then(|| message_text(m)))
-            .collect();
-        let floors = Floors::new(&texts, self.tokenizer, opts.margin_percent);
+        let texts = &texts[..cut];
         let span_floor = floors.of(0, cut);
         // The parts a split would make: consecutive safe cuts that keep an error with its fix,
         // each part's floor within the slot, grown one message at a time.
@@ -360,15 +373,15 @@ impl<'a> Compactor<'a> {
         let mut part = Part::default();
         for c in split_cuts(span).into_iter().filter(|c| *c > 0) {
             while position < c {
-                part.add(&floors, position);
+                part.add(floors, position);
                 position += 1;
             }
-            if part.floor(&floors) > opts.slot && previous > start {
+            if part.floor(floors) > opts.slot && previous > start {
                 parts.push((start, previous));
                 start = previous;
                 part = Part::default();
                 for i in start..c {
-                    part.add(&floors, i);
+                    part.add(floors, i);
                 }
             }
             previous = c;
@@ -469,13 +482,18 @@ impl<'a> Compactor<'a> {
                     checked.missing.len()
                 ),
                 survival: checked,
+                hopeless: false,
             });
         }
         if tokens_after > opts.window {
-            return Err(refuse(format!(
-                "the compacted window would be {tokens_after} tokens, over the {}-token window",
-                opts.window
-            )));
+            let kept_turns: usize = working_counts[cut..].iter().sum();
+            return Err(Refusal {
+                hopeless: tokens_after - kept_turns > opts.window,
+                ..refuse(format!(
+                    "the compacted window would be {tokens_after} tokens, over the {}-token window",
+                    opts.window
+                ))
+            });
         }
         Ok(Compacted {
             decision: if split {

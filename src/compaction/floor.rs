@@ -13,8 +13,8 @@ use crate::context::{binds, sentences, Tokenizer};
 pub const DEFAULT_MARGIN_PERCENT: usize = 20;
 
 /// The irreducible items of `text`, verbatim, in order of first appearance, without repeats:
-/// its binding sentences whole, then every other item that does not stand inside one of them.
-/// Linear in the text.
+/// its binding sentences and its questions whole, then every other item that does not stand
+/// inside one of them. Linear in the text.
 pub fn irreducible(text: &str) -> Vec<String> {
     static ITEMS: OnceLock<Regex> = OnceLock::new();
     let re = ITEMS.get_or_init(|| {
@@ -32,7 +32,10 @@ pub fn irreducible(text: &str) -> Vec<String> {
     let mut seen: HashSet<&str> = HashSet::new();
     // Byte ranges of the binding sentences (slices of `text`), in order.
     let mut binding: Vec<(usize, usize)> = Vec::new();
-    for sentence in sentences(text).into_iter().filter(|s| binds(s)) {
+    for sentence in sentences(text)
+        .into_iter()
+        .filter(|s| binds(s) || s.ends_with('?'))
+    {
         let start = sentence.as_ptr() as usize - text.as_ptr() as usize;
         binding.push((start, start + sentence.len()));
         if seen.insert(sentence) {
@@ -51,10 +54,16 @@ pub fn irreducible(text: &str) -> Vec<String> {
     out
 }
 
-/// The floor of a span: the tokens of its irreducible items plus `margin_percent`.
+/// What one item costs in a summary: its tokens, its bullet and its line end.
+fn item_tokens(item: &str, tokenizer: &dyn Tokenizer) -> usize {
+    tokenizer.count(item) + 2
+}
+
+/// The floor of a span: the tokens of its irreducible items as a summary lists them, plus
+/// `margin_percent`.
 pub fn floor(text: &str, tokenizer: &dyn Tokenizer, margin_percent: usize) -> usize {
     let items = irreducible(text);
-    let tokens: usize = items.iter().map(|i| tokenizer.count(i) + 1).sum();
+    let tokens: usize = items.iter().map(|i| item_tokens(i, tokenizer)).sum();
     with_margin(tokens, margin_percent)
 }
 
@@ -89,7 +98,7 @@ impl Floors {
                     .map(|item| {
                         let n = *tokens
                             .entry(item.clone())
-                            .or_insert_with(|| tokenizer.count(&item) + 1);
+                            .or_insert_with(|| item_tokens(&item, tokenizer));
                         (item, n)
                     })
                     .collect()

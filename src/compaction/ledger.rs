@@ -40,14 +40,11 @@ fn content_words(text: &str) -> Vec<String> {
     out
 }
 
-/// Whether `later` shares a content word with `pin` (or `pin` has none to share).
-fn about(pin: &str, later: &str) -> bool {
+/// Whether a later turn whose content words are `said` (sorted) speaks of `pin` (or `pin` has
+/// no content word to share).
+fn about(pin: &str, said: &[String]) -> bool {
     let wanted = content_words(pin);
-    if wanted.is_empty() {
-        return true;
-    }
-    let said = content_words(later);
-    wanted.iter().any(|w| said.binary_search(w).is_ok())
+    wanted.is_empty() || wanted.iter().any(|w| said.binary_search(w).is_ok())
 }
 
 /// Whether an assistant's text reports work finished.
@@ -207,13 +204,18 @@ impl Ledger {
     /// The pins an assistant's text settles: open questions it answers (it speaks of what was
     /// asked), commitments it reports done (it says so, of what was promised).
     fn settled_by(&self, text: &str) -> Vec<String> {
+        let done = reports_done(text);
+        let open = |p: &&Pin| {
+            p.class == PinClass::OpenQuestion || (done && p.class == PinClass::Commitment)
+        };
+        if !self.pins.iter().any(|p| open(&p)) {
+            return Vec::new();
+        }
+        let said = content_words(text);
         self.pins
             .iter()
-            .filter(|p| match p.class {
-                PinClass::OpenQuestion => about(&p.text, text),
-                PinClass::Commitment => reports_done(text) && about(&p.text, text),
-                PinClass::Constraint | PinClass::ToolState => false,
-            })
+            .filter(open)
+            .filter(|p| about(&p.text, &said))
             .map(|p| p.text.clone())
             .collect()
     }

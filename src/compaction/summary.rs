@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use aho_corasick::AhoCorasick;
 
 use super::floor::irreducible;
+use crate::context::sentences;
 use crate::model::Message;
 
 /// The default summariser's name and version, recorded in every summary's provenance.
@@ -48,13 +49,6 @@ pub trait Summariser: Send + Sync {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Extractive;
 
-fn sentences(text: &str) -> impl Iterator<Item = &str> {
-    text.split(['\n'])
-        .flat_map(|line| line.split_inclusive(". "))
-        .map(str::trim)
-        .filter(|s| s.chars().any(char::is_alphanumeric))
-}
-
 impl Summariser for Extractive {
     fn name(&self) -> &str {
         SUMMARISER
@@ -64,12 +58,15 @@ impl Summariser for Extractive {
         let text: String = span.iter().map(message_text).collect::<Vec<_>>().join("\n");
         let mut items = irreducible(&text);
         items.extend(must_keep.iter().filter(|m| !m.is_empty()).cloned());
-        let mut covered: Vec<bool> = vec![false; items.len()];
+        // Binding sentences go under Hard constraints, questions under Open items, each once.
+        let constraints = crate::context::binding_sentences(&text);
+        let mut questions: Vec<String> = Vec::new();
+        let mut covered: Vec<bool> = items.iter().map(|i| constraints.contains(i)).collect();
         let finder = AhoCorasick::new(&items).ok();
         let mut settled: Vec<String> = Vec::new();
-        let mut questions: Vec<String> = Vec::new();
         for s in sentences(&text) {
-            if s.ends_with('?') && !questions.iter().any(|q| q == s) {
+            let question = s.ends_with('?') && !crate::context::binds(s);
+            if question && !questions.iter().any(|q| q == s) {
                 questions.push(s.to_string());
             }
             let mut here: Vec<usize> = finder
@@ -82,6 +79,13 @@ impl Summariser for Extractive {
                 .unwrap_or_default();
             here.sort_unstable();
             here.dedup();
+            if question {
+                // Kept whole among the open items: what it holds is kept with it.
+                for i in here {
+                    covered[i] = true;
+                }
+                continue;
+            }
             if !here.iter().any(|i| !covered[*i]) {
                 continue;
             }
@@ -105,7 +109,6 @@ impl Summariser for Extractive {
                 settled.push(item.clone());
             }
         }
-        let constraints = crate::context::binding_sentences(&text);
         let mut out = String::from("## Settled conclusions\n");
         for s in &settled {
             let _ = writeln!(out, "- {s}");

@@ -22,16 +22,21 @@ pub fn binding_sentences(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Whether one sentence binds.
+/// Whether one sentence binds: it holds one of the binding words or phrases, as words (not
+/// inside another word), in any letter case, with either apostrophe.
 pub fn binds(sentence: &str) -> bool {
-    let lower = sentence.to_lowercase().replace('\u{2019}', "'");
-    BINDING.iter().any(|phrase| {
-        lower.match_indices(phrase).any(|(at, _)| {
-            let before = lower[..at].chars().next_back();
-            let after = lower[at + phrase.len()..].chars().next();
-            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    static BINDS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    BINDS
+        .get_or_init(|| {
+            let alternation = BINDING
+                .iter()
+                .map(|p| regex::escape(p).replace('\'', "['\u{2019}]").replace(' ', r"\s+"))
+                .collect::<Vec<_>>()
+                .join("|");
+            regex::Regex::new(&format!(r"(?i)(?:^|[^\p{{Alphabetic}}\p{{N}}])(?:{alternation})(?:$|[^\p{{Alphabetic}}\p{{N}}])"))
+                .expect("static regex")
         })
-    })
+        .is_match(sentence)
 }
 
 /// The normalised form of a constraint: lower case, whitespace runs as one space.

@@ -538,4 +538,71 @@ mod tests {
             l.ledger().pins()
         );
     }
+
+    /// Issue 9, item 13: a subagent's summary marker points to the raw turns it folded, which
+    /// the compaction note carries for the event log, with the digest the marker names.
+    #[test]
+    fn the_marker_names_the_digest_of_the_folded_turns_it_logs() {
+        let budget = Budget {
+            model_turns: 100,
+            tool_calls: 100,
+            tokens: 10_000_000,
+        };
+        let mut l =
+            AgentLoop::new("sa1", "s".into(), "b".into(), vec![], budget).with_window(8_000);
+        l.start();
+        let mut folded = None;
+        for round in 0..30 {
+            let text = format!(
+                "Shard {round} keeps its blocks at /data/shard{round}/blocks.bin with checksum {}. {}",
+                9000 + round,
+                "The writer flushes them in order and the reader checks every block. ".repeat(6)
+            );
+            let Step::CallTools(calls) = l.on_model(answer(&text, vec![grep_call()])) else {
+                panic!()
+            };
+            let results = calls
+                .iter()
+                .map(|c| ToolResult {
+                    call_id: c.id.clone(),
+                    name: "grep".into(),
+                    content: "no matches".into(),
+                    is_error: false,
+                    observations: vec![],
+                })
+                .collect();
+            let Step::CallModel(request) = l.on_tools(results) else {
+                panic!("round {round}")
+            };
+            if let Some(note) = l
+                .take_compactions()
+                .into_iter()
+                .find(|n| n.folded.is_some())
+            {
+                folded = Some((note.folded.unwrap(), request));
+                break;
+            }
+        }
+        let (folded, request) = folded.expect("a span was folded");
+        assert_eq!(
+            crate::checkpoint::sha256_hex(folded.text.as_bytes()),
+            folded.digest
+        );
+        assert!(folded.text.contains("/data/shard0/blocks.bin"));
+        let marker = request
+            .messages
+            .iter()
+            .find_map(|m| match m {
+                Message::User { text } if text.starts_with("[compacted:") => Some(text.clone()),
+                _ => None,
+            })
+            .unwrap();
+        assert!(
+            marker.contains(&format!(
+                "raw turns: in the run's event log (window_compacted, sha256 {}",
+                &folded.digest[..16]
+            )),
+            "{marker}"
+        );
+    }
 }

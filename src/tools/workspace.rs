@@ -134,6 +134,13 @@ pub(crate) fn read_text_file(path: &Path, shown: &str) -> Result<String, Sandbox
             reason: "it is a directory".to_string(),
         });
     }
+    if !meta.is_file() {
+        // A FIFO would block the read; a device could be endless.
+        return Err(SandboxError::Unreadable {
+            path: shown.to_string(),
+            reason: "it is not a regular file".to_string(),
+        });
+    }
     if meta.len() > MAX_FILE_BYTES {
         return Err(SandboxError::TooLarge {
             path: shown.to_string(),
@@ -143,8 +150,15 @@ pub(crate) fn read_text_file(path: &Path, shown: &str) -> Result<String, Sandbox
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     fs::File::open(path)
-        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
         .map_err(unreadable)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(SandboxError::TooLarge {
+            path: shown.to_string(),
+            size: bytes.len() as u64,
+            limit: MAX_FILE_BYTES,
+        });
+    }
     if looks_binary(&bytes) {
         return Err(SandboxError::Binary(shown.to_string()));
     }
