@@ -77,199 +77,163 @@ const ABBREVIATIONS: &[(&str, &str)] = &[
     ("variable", "var"),
 ];
 
+/// A general English stop-word list: NLTK's `english` list (179 words; the forms with an
+/// apostrophe are left out, as the question is split at apostrophes). Nothing is added for a
+/// particular question.
 const STOP_WORDS: &[&str] = &[
     "a",
     "about",
-    "across",
+    "above",
     "after",
     "again",
+    "against",
+    "ain",
     "all",
-    "already",
-    "also",
+    "am",
     "an",
     "and",
     "any",
     "are",
+    "aren",
     "as",
     "at",
-    "back",
     "be",
+    "because",
     "been",
     "before",
     "being",
+    "below",
     "between",
     "both",
     "but",
     "by",
     "can",
-    "could",
-    "crate",
-    "crates",
-    "declared",
-    "define",
-    "defined",
-    "definition",
+    "couldn",
+    "d",
     "did",
+    "didn",
     "do",
     "does",
+    "doesn",
     "doing",
-    "done",
+    "don",
+    "down",
+    "during",
     "each",
-    "else",
-    "end",
-    "ends",
-    "every",
-    "example",
-    "find",
+    "few",
     "for",
-    "forever",
     "from",
-    "get",
-    "gets",
-    "give",
-    "given",
-    "gives",
-    "go",
-    "goes",
-    "got",
+    "further",
     "had",
-    "happen",
-    "happens",
+    "hadn",
     "has",
+    "hasn",
     "have",
+    "haven",
+    "having",
     "he",
     "her",
     "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
     "his",
     "how",
-    "however",
     "i",
     "if",
     "in",
-    "inside",
-    "instead",
     "into",
     "is",
+    "isn",
     "it",
     "its",
     "itself",
     "just",
-    "keep",
-    "keeps",
-    "kept",
-    "know",
-    "least",
-    "let",
-    "like",
-    "locate",
-    "located",
-    "made",
-    "make",
-    "makes",
-    "many",
-    "may",
+    "ll",
+    "m",
+    "ma",
     "me",
-    "might",
+    "mightn",
     "more",
     "most",
-    "much",
-    "must",
+    "mustn",
     "my",
-    "need",
-    "needs",
+    "myself",
+    "needn",
     "no",
+    "nor",
     "not",
-    "notice",
+    "now",
+    "o",
     "of",
     "off",
     "on",
     "once",
-    "one",
-    "ones",
     "only",
     "or",
     "other",
     "our",
+    "ours",
+    "ourselves",
     "out",
     "over",
     "own",
-    "part",
-    "parts",
-    "piece",
-    "pieces",
-    "place",
-    "places",
-    "put",
-    "rather",
-    "really",
-    "said",
+    "re",
+    "s",
     "same",
-    "say",
-    "says",
-    "see",
+    "shan",
     "she",
     "should",
+    "shouldn",
     "so",
     "some",
-    "someone",
-    "something",
     "such",
-    "take",
-    "takes",
-    "tell",
-    "tells",
+    "t",
     "than",
     "that",
     "the",
     "their",
+    "theirs",
     "them",
+    "themselves",
     "then",
     "there",
     "these",
     "they",
-    "thing",
-    "things",
     "this",
     "those",
     "through",
     "to",
     "too",
-    "turn",
-    "turned",
-    "turns",
-    "two",
     "under",
+    "until",
     "up",
-    "us",
-    "use",
-    "used",
-    "uses",
-    "using",
+    "ve",
     "very",
-    "via",
-    "want",
     "was",
-    "way",
-    "ways",
+    "wasn",
     "we",
     "were",
+    "weren",
     "what",
     "when",
     "where",
-    "whether",
     "which",
     "while",
     "who",
     "whom",
-    "whose",
     "why",
     "will",
     "with",
-    "within",
-    "without",
-    "would",
+    "won",
+    "wouldn",
+    "y",
     "you",
     "your",
+    "yours",
+    "yourself",
+    "yourselves",
 ];
 
 fn is_stop(word: &str) -> bool {
@@ -450,9 +414,15 @@ pub(crate) fn terms(question: &str) -> Vec<Term> {
             }
         }
     }
-    // Plain words, in order; stop words break compounds.
+    // Plain words, in order; stop words break compounds. The phrases that introduce an
+    // example (`for example`, `such as`, `like`) are the question's syntax, not its content.
+    static MARKERS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let markers = MARKERS.get_or_init(|| {
+        regex::Regex::new(&format!(r"(?i)\b(?:{EXAMPLE_MARKERS})")).expect("static regex")
+    });
+    let content = markers.replace_all(question, " ");
     let mut words: Vec<Option<String>> = Vec::new();
-    for token in question.split(|c: char| !c.is_alphanumeric() && c != '_' && c != '-') {
+    for token in content.split(|c: char| !c.is_alphanumeric() && c != '_' && c != '-') {
         for piece in token.split('-') {
             let lower = piece.to_ascii_lowercase();
             if lower.is_empty() || lower.contains('_') {
@@ -505,14 +475,19 @@ pub(crate) fn terms(question: &str) -> Vec<Term> {
     out
 }
 
+/// The phrases that introduce an example, as a regex alternation.
+const EXAMPLE_MARKERS: &str = r"like|such as|for example|for instance|e\.g\.";
+
 /// The words and literals of the examples a question gives: the text after `like`, `such as`,
 /// `for example`, `for instance`, `e.g.` up to the next `)`, `;`, `?`, sentence end, or `,` (unless a list of quoted
 /// strings goes on).
 fn examples(question: &str) -> (Vec<String>, Vec<String>) {
     static MARKER: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let marker = MARKER.get_or_init(|| {
-        regex::Regex::new(r#"(?i)\b(?:like|such as|for example|for instance|e\.g\.)[\s:]+((?:[^),;?]|,\s*["'])+)"#)
-            .expect("static regex")
+        regex::Regex::new(&format!(
+            r#"(?i)\b(?:{EXAMPLE_MARKERS})[\s:]+((?:[^),;?]|,\s*["'])+)"#
+        ))
+        .expect("static regex")
     });
     let mut words = Vec::new();
     let mut literals = Vec::new();
@@ -555,6 +530,13 @@ mod tests {
         let t = terms("Which spellings (like \"on\", \"off\") are accepted?");
         assert!(t.iter().filter(|t| t.example).count() >= 2);
         assert!(terms("Where is the parser?").iter().all(|t| !t.example));
+        // The phrase that introduces an example is not searched for.
+        let t = terms("Does it draw bars, for example with the OSC escape, or such as spinners?");
+        assert!(!t.iter().any(
+            |t| ["example", "such", "for example"].contains(&t.label.as_str())
+                || t.label.contains("example")
+        ));
+        assert!(t.iter().any(|t| t.label == "spinners" && t.example));
     }
 
     #[test]
