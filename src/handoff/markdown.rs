@@ -116,6 +116,14 @@ fn group_start(text: &str) -> Option<usize> {
 
 /// Splits the inside of a source group at `,` and `;` outside quoted file names.
 fn split_group(group: &str) -> Vec<String> {
+    if !group.contains('"') {
+        return group
+            .split([',', ';'])
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+    }
     let mut ids = Vec::new();
     let mut current = String::new();
     let mut quoted = false;
@@ -151,7 +159,7 @@ fn split_sources(text: &str) -> (String, Vec<String>) {
     let open_of =
         |t: &str| group_start(t).or_else(|| t.ends_with(']').then(|| t.rfind('[')).flatten());
     while let Some(open) = open_of(rest) {
-        groups.push(rest[open + 1..rest.len() - 1].to_string());
+        groups.push(&rest[open + 1..rest.len() - 1]);
         rest = rest[..open].trim_end();
     }
     groups.reverse();

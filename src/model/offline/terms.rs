@@ -518,6 +518,23 @@ mod tests {
         assert_eq!(sorted, STOP_WORDS);
     }
 
+    /// Issue 9, item 16: the stop list is general English: the words of a question about code
+    /// ("defined", "crate", "place") are searched for; only function words are dropped.
+    #[test]
+    fn a_general_stop_list_keeps_the_questions_content_words() {
+        let labels: Vec<String> =
+            terms("Where is the crate's place defined, and how does it keep them?")
+                .into_iter()
+                .map(|t| t.label)
+                .collect();
+        for word in ["crate", "place", "defined", "keep"] {
+            assert!(labels.iter().any(|l| l == word), "{word} in {labels:?}");
+        }
+        for word in ["where", "the", "and", "how", "does", "them"] {
+            assert!(!labels.iter().any(|l| l == word), "{word} in {labels:?}");
+        }
+    }
+
     #[test]
     fn examples_are_marked() {
         let t = terms("Does it watch directories for changes (like inotify) as files change?");
