@@ -38,7 +38,8 @@ pub const CONDITIONS_END: &str = "=== END STANDING CONDITIONS ===";
 /// no item can close the data section or open another.
 pub(crate) fn escape_data(text: String) -> String {
     let inner_newline = text.trim_end_matches('\n').contains('\n');
-    if !inner_newline && !(text.contains('=') && text.contains("===")) {
+    let marker_like = text.contains('=') && text.contains("===");
+    if !inner_newline && !marker_like {
         return text;
     }
     let mut out = String::with_capacity(text.len() + 16);
