@@ -43,22 +43,37 @@
 //!   become outcome_unknown. The report goes out only after every event is durable. Every
 //!   subagent's first context is compiled for its role (explorer, or verifier in the second
 //!   wave) from the checkpoint of all events so far (`LeadState::context_for`); its manifest
-//!   goes to the log, and its tool set is its profile's. `LeadState::advance` plans the second
-//!   wave once the first has ended: a verifier over the conclusions of repaired handoffs.
+//!   goes to the log, and its tool set is its profile's; a floor over the role's budget is
+//!   raised up to the subagent's model's window (`Model::context_window`), no further.
+//!   `LeadState::advance` plans the second wave once the first has ended: a verifier over the
+//!   conclusions of repaired handoffs, which reach it as data (the checkpoint's `doubts`
+//!   field), never in its brief (`lead::plan::verify_brief`). `lead::merge` says "the whole
+//!   tree" for a pattern's negative evidence only when every shard ran that same search
+//!   (pattern and flags) over its whole share.
 //! - `subagent` — `SubagentActor`, `SubagentMsg`; `subagent::agent_loop::AgentLoop` is the
-//!   sans-IO loop (`start` / `on_model` / `on_tools` / `on_repair` → `Step`); it compacts its
-//!   window before a request would fill the model's context window. **Invariant:**
-//!   budgets (turns, tool calls, tokens) are enforced: over budget, a subagent is asked once to
-//!   hand off, then stopped; every tool call gets a result message, even one that was not run.
+//!   sans-IO loop (`start` / `on_model` / `on_tools` / `on_repair` → `Step`); its pinned
+//!   ledger takes each message as it arrives; it compacts its window before a request would
+//!   fill the model's context window, logging the folded turns. **Invariant:** budgets (turns,
+//!   tool calls, tokens) are enforced: over budget, a subagent is asked once to hand off, then
+//!   stopped; every tool call gets a result message, even one that was not run; no request
+//!   goes out over the model's window — when compaction cannot bring it under, the loop ends
+//!   with the reason.
 //! - `handoff` — the contract: [`Handoff`], the markdown form (`handoff::markdown`), the JSON
 //!   form (`handoff::json`), [`ViolationCode`]s with their [`Layer`] (`handoff::codes`, a wire
 //!   format), and [`validate`] (`handoff::validate`: resolution against [`Files`], observation
-//!   against an [`ObservationLog`], quotation), [`repair_prompt`]. **Invariant:** parsing and
-//!   validating never panic and stay bounded ([`MAX_HANDOFF_BYTES`], JSON nesting 128); every
-//!   violation is returned at once with its line.
-//! - `source` — [`SourceId`] and its grammar (file, line range, URL, `doc:ID#span`,
-//!   `event:ID`, `KIND:ID` records such as `call:sa1.3`) and the [`ObservationLog`] of what a
-//!   subagent's tools showed it.
+//!   against an [`ObservationLog`], quotation — also under a whole-file citation, and only
+//!   against what was shown), [`repair_prompt`]; `handoff::unsupported` says what a claim
+//!   states (quotes, symbols) that given lines do not hold (the offline verifier's test).
+//!   **Invariant:** parsing and validating never panic and stay bounded
+//!   ([`MAX_HANDOFF_BYTES`], JSON nesting 128); every violation is returned at once with its
+//!   line; a backticked quote is checked whatever form the citation takes.
+//! - `source` — [`SourceId`] and its grammar (file — any name, in a quoted form when it holds
+//!   a separator —, line range, URL, `doc:ID#span`, `event:ID`, `KIND:ID` records such as
+//!   `call:sa1.3`); `source::observation`: the [`ObservationLog`] of what a subagent's tools
+//!   showed it, one typed [`Observation`] per kind a tool can show (whole lines, the part of a
+//!   cut line, a listing, a search with its flags, a document span, a URL, a record).
+//!   **Invariant:** a source written and read back is the same source; a citation is observed
+//!   only by an observation of its own kind.
 //! - `checkpoint` (public) — the durable run: [`checkpoint::RunEvent`]s in an append-only,
 //!   digest-chained log ([`checkpoint::EventStore`]: [`checkpoint::SqliteStore`] in WAL mode
 //!   with `synchronous=FULL` and one group-commit writer thread, [`checkpoint::MemoryStore`] for
@@ -68,16 +83,20 @@
 //!   head; a checkpoint is rebuilt from events only and an invalid one is never used;
 //!   `outcome_unknown` never becomes `failed` without a reconciling observation.
 //! - `compaction` (public) — a subagent window's compaction: occupancy trigger and
-//!   tool-result clearing (`compaction::clear`), the pinned ledger classified as turns arrive
-//!   by rules, plus an optional small model's answer kept only where verbatim, and carried
-//!   verbatim (`compaction::ledger`), irreducible items, the floor and the
+//!   tool-result clearing, keeping the items of results that cannot be reread
+//!   (`compaction::clear`), the pinned ledger — whole sentences, classified as each turn
+//!   arrives and retired when a later turn settles them, plus an optional small model's answer
+//!   kept only where verbatim (`compaction::ledger`), irreducible items, the floor and the
 //!   compact / split / refuse decision made before any summarising (`compaction::floor`), safe
-//!   cut and split points (`compaction::cut`), the extractive summariser and survival checks
-//!   (`compaction::summary`), and [`compaction::compact`] tying them together (used by
-//!   `AgentLoop` before every model request and by `baton compact`). **Invariant:** pins are
-//!   verbatim and byte-identical across compactions, constraints never retire; no cut separates
-//!   a tool call from its result, no split an error from its fix; a summary is never built
-//!   from an earlier summary; a failed survival check leaves the window unchanged.
+//!   cut and split points (`compaction::cut`), the [`compaction::Summariser`] seam and the
+//!   extractive one (`compaction::summary`), survival checks against facts taken from the raw
+//!   window (`compaction::survival`), and [`compaction::Compactor`] tying them together (used
+//!   by `AgentLoop` before every model request and by `baton compact`), linear in the window.
+//!   **Invariant:** pins are verbatim and byte-identical across compactions, constraints never
+//!   retire; no cut separates a tool call from its result, no split an error from its fix; a
+//!   summary is never built from an earlier summary; a result is under the window or refused;
+//!   a failed check leaves the window unchanged; what is not compacted comes back unchanged,
+//!   with its index (`Compacted::kept`).
 //! - `context` (public) — role profiles ([`context::RoleProfile`], `contracts/roles/*.toml`,
 //!   `--roles DIR`), the pure compiler [`context::compile`] from (checkpoint, delta, role,
 //!   budget, tokenizer) to a [`context::Compiled`] context with its manifest, the floor
@@ -85,27 +104,34 @@
 //!   per-block cache), binding sentences (`context::constraints`) and orientation on resume
 //!   (`context::orientation`). **Invariant:** mandatory fields are never truncated — the
 //!   compiler refuses instead; data cannot add a tool or a standing condition (tools come from
-//!   the profile, constraints only from the checkpoint's `constraint_stated` events).
+//!   the profile, constraints only from the checkpoint's `constraint_stated` events), nor close
+//!   the data section or add an entry (`context::escape_data`: inner lines indented, marker
+//!   text escaped).
 //! - `model` — the [`Model`] trait and its request/response types; `model::offline` is the
 //!   deterministic local explorer ([`OfflineModel`]), each turn a pure function of the
 //!   transcript: `terms` (question → identifiers, compounds, literals, stems, abbreviations,
 //!   examples), `survey` (count greps → line-based rarity of each term, files to read), `rank`
 //!   (definitions, scoring hit lines, block ends), `follow` (callers of what was found),
-//!   `conclude` (claims citing only lines it read; negative evidence). **Invariant:** it cites
-//!   nothing its own tool calls did not show it, and settles no location when too little of the
-//!   question occurs. `model::scripted` ([`ScriptedModel`]) plays a script for tests. Nothing
+//!   `conclude` (claims citing only lines it read; negative evidence); as a verifier it reads
+//!   the doubted claims from its context's data section and confirms one only when the reread
+//!   lines hold its quotes and symbols. **Invariant:** it cites nothing its own tool calls did
+//!   not show it, and settles no location when too little of the question occurs. `model::scripted` ([`ScriptedModel`]) plays a script for tests. Nothing
 //!   outside `model` knows a wire format.
 //! - `tools` — the [`Tool`] trait, [`ToolRegistry`], [`Workspace`] (the sandbox) and the
 //!   read-only workspace tools list_dir, glob, grep, read_file. **Invariant:** every path is
 //!   resolved inside the root; `..` above it, absolute paths and symlinks leading out are
-//!   refused; binary files are skipped; output is capped and says so.
+//!   refused; only regular files are read, within a byte cap; binary files are skipped; output
+//!   is capped and says so; what a tool records as seen is what it printed; file names are
+//!   printed in the source grammar's form.
 //! - `policy` — [`Budget`] and [`Spent`], the pure budget decision.
 //! - `report` — [`Report`], [`SubagentSummary`], [`SubagentState`], [`RunUsage`]: the
 //!   `--json` wire format (fields may be added, never renamed).
 //! - `event` — [`Event`], the stream a run emits (progress display, embedding apps).
 //! - `contracts` — the texts of `contracts/` compiled in (handoff contract, role system text).
 //! - `cli` (binary only) — argument parsing, `explore` / `resume` with the progress display,
-//!   `validate`, `runs` / `brief`, the `--state` directory, exit codes.
+//!   `validate`, `runs` / `brief` / `context`, `compact` (kept lines passed through byte for
+//!   byte), the `--state` directory, reading input files (`cli::read_input`: regular files
+//!   only, bounded), exit codes.
 //!
 //! # Cross-cutting
 //! - Errors: library errors are typed ([`RunError`], [`ToolError`], [`ModelError`]); tool
