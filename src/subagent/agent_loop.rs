@@ -410,6 +410,16 @@ mod tests {
         })
     }
 
+    fn grep_result(call_id: &str) -> ToolResult {
+        ToolResult {
+            call_id: call_id.into(),
+            name: "grep".into(),
+            content: "x".into(),
+            is_error: false,
+            observations: vec![],
+        }
+    }
+
     fn grep_call() -> ToolCall {
         ToolCall {
             id: "x".into(),
@@ -457,13 +467,7 @@ mod tests {
             panic!()
         };
         assert_eq!(calls[0].id, "sa1.1");
-        let results = vec![ToolResult {
-            call_id: "sa1.1".into(),
-            name: "grep".into(),
-            content: "x".into(),
-            is_error: false,
-            observations: vec![],
-        }];
+        let results = vec![grep_result("sa1.1")];
         assert!(matches!(l.on_tools(results.clone()), Step::CallModel(_)));
         // Second turn uses up the budget: the next request carries the demand and no tools.
         let Step::CallTools(_) = l.on_model(answer("", vec![grep_call()])) else {
@@ -517,14 +521,7 @@ mod tests {
             .pins()
             .iter()
             .any(|p| p.class == PinClass::Commitment));
-        let results = vec![ToolResult {
-            call_id: "sa1.1".into(),
-            name: "grep".into(),
-            content: "x".into(),
-            is_error: false,
-            observations: vec![],
-        }];
-        l.on_tools(results);
+        l.on_tools(vec![grep_result("sa1.1")]);
         l.on_model(answer(
             "Done: I reread src/net/retry.rs and it holds.",
             vec![grep_call()],

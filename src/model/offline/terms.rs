@@ -357,19 +357,12 @@ fn literal_terms(question: &str) -> Vec<Term> {
     for token in question.split_whitespace() {
         let t = token.trim_matches(|c: char| matches!(c, ',' | '?' | ')' | '(' | ';' | '`'));
         let t = t.trim_end_matches('.');
+        let quoted = t.contains(['"', '\'']);
         let is_path = t.contains('/')
             && t.chars().filter(|c| c.is_alphanumeric()).count() >= 3
-            && !t.contains(['*', '"', '\'']);
-        if is_path {
-            out.push(Term {
-                kind: TermKind::Literal,
-                label: t.to_string(),
-                pattern: regex::escape(t),
-                example: false,
-                prior: 2.0,
-            });
-        }
-        if t.contains('*') && t.len() > 2 && !t.contains('"') && !t.contains('\'') {
+            && !t.contains('*');
+        let is_glob = t.contains('*') && t.len() > 2;
+        if (is_path || is_glob) && !quoted {
             out.push(Term {
                 kind: TermKind::Literal,
                 label: t.to_string(),
