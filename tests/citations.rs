@@ -135,6 +135,9 @@ const ODD_NAMES: &[&str] = &[
     "src/new\nline.rs",
     "src/unicode_ファイル.rs",
     "src/quo\"te.rs",
+    "src/ lead.rs",
+    "src/trail.rs ",
+    "\"whole.rs\"",
 ];
 
 /// Issue 9, item 4: the tools print odd names in the quoted form, and what they print reads

@@ -52,17 +52,28 @@ impl Workspace {
 
     /// Resolves a relative path inside the root, following symlinks, and refuses anything that
     /// is absolute, climbs above the root, or is a link that lands outside it.
+    /// The path is taken as written first (a name may begin or end with a space, or be
+    /// quoted itself); when no such file exists, a path copied from a tool's output in the
+    /// quoted form (`"a b.rs"`) is unquoted, and surrounding whitespace is dropped.
     pub(crate) fn resolve(&self, relative: &str) -> Result<PathBuf, SandboxError> {
-        // A path copied from a tool's output may be in the quoted form (`"a b.rs"`).
+        let exact = self.resolve_exact(relative);
+        if !matches!(exact, Err(SandboxError::NotFound(_))) {
+            return exact;
+        }
         let unquoted = relative
+            .trim()
             .strip_prefix('"')
-            .and_then(|_| crate::source::leading_path(relative))
+            .and_then(|_| crate::source::leading_path(relative.trim()))
             .filter(|(_, rest)| rest.is_empty())
             .map(|(path, _)| path);
-        let trimmed = match &unquoted {
-            Some(path) => path.as_str(),
-            None => relative.trim(),
-        };
+        match unquoted {
+            Some(path) => self.resolve_exact(&path),
+            None if relative.trim() != relative => self.resolve_exact(relative.trim()),
+            None => exact,
+        }
+    }
+
+    fn resolve_exact(&self, trimmed: &str) -> Result<PathBuf, SandboxError> {
         let candidate = Path::new(trimmed);
         if candidate.is_absolute() || trimmed.starts_with('\\') {
             return Err(SandboxError::Absolute(trimmed.to_string()));
