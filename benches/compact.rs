@@ -1,9 +1,11 @@
 //! Compaction cost as a transcript grows: sessions of 2,000, 5,000, 10,000 and 50,000 messages
-//! (tool rounds reading 20-line results, user follow-ups with a question, assistant notes with
-//! versions and order ids, one constraint at the start) compacted with `baton compact`'s
-//! defaults and the o200k_base tokenizer. One JSON line per size:
-//! `{"bench": "compact", "messages", "bytes", "seconds", "decision", "tokens_before",
-//! "tokens_after"}`.
+//! compacted with `baton compact`'s defaults and the o200k_base tokenizer, of two kinds —
+//! `tool_rounds` (tool rounds reading 20-line results, user follow-ups with a question,
+//! assistant notes with versions and order ids, one constraint at the start) and `pins` (every
+//! user turn states ten constraints, every assistant turn a commitment: the ledger grows with
+//! the transcript). One JSON line per session:
+//! `{"bench": "compact", "kind", "messages", "bytes", "seconds", "decision", "tokens_before",
+//! "tokens_after", "pins"}`.
 //!
 //!     cargo bench --bench compact
 
@@ -66,26 +68,53 @@ fn session(n: usize) -> Vec<Message> {
     out
 }
 
+/// Every user turn states ten constraints; every assistant turn makes a commitment.
+fn pinned_session(n: usize) -> Vec<Message> {
+    (0..n)
+        .map(|i| {
+            if i % 2 == 0 {
+                Message::User {
+                    text: (0..10)
+                        .map(|k| format!("Never touch file{i}_{k}."))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                }
+            } else {
+                Message::Assistant {
+                    text: format!("I will check module {i} next."),
+                    tool_calls: Vec::new(),
+                }
+            }
+        })
+        .collect()
+}
+
 fn main() {
     // The BPE vocabulary loads once per process; not part of any measurement.
     let _ = baton::context::Tokenizer::count(&Bpe, "warm");
-    for n in [2_000, 5_000, 10_000, 50_000] {
-        let messages = session(n);
-        let bytes: usize = messages.iter().map(Message::text_len).sum();
-        let started = Instant::now();
-        let out = compact(&messages, &Options::default(), &Bpe);
-        let seconds = started.elapsed().as_secs_f64();
-        println!(
-            "{}",
-            serde_json::json!({
-                "bench": "compact",
-                "messages": n,
-                "bytes": bytes,
-                "seconds": (seconds * 1000.0).round() / 1000.0,
-                "decision": out.decision,
-                "tokens_before": out.tokens_before,
-                "tokens_after": out.tokens_after,
-            })
-        );
+    let kinds: [(&str, fn(usize) -> Vec<Message>); 2] =
+        [("tool_rounds", session), ("pins", pinned_session)];
+    for (kind, make) in kinds {
+        for n in [2_000, 5_000, 10_000, 50_000] {
+            let messages = make(n);
+            let bytes: usize = messages.iter().map(Message::text_len).sum();
+            let started = Instant::now();
+            let out = compact(&messages, &Options::default(), &Bpe);
+            let seconds = started.elapsed().as_secs_f64();
+            println!(
+                "{}",
+                serde_json::json!({
+                    "bench": "compact",
+                    "kind": kind,
+                    "pins": out.ledger.len(),
+                    "messages": n,
+                    "bytes": bytes,
+                    "seconds": (seconds * 1000.0).round() / 1000.0,
+                    "decision": out.decision,
+                    "tokens_before": out.tokens_before,
+                    "tokens_after": out.tokens_after,
+                })
+            );
+        }
     }
 }

@@ -66,7 +66,9 @@
 //!   states (quotes, symbols) that given lines do not hold (the offline verifier's test).
 //!   **Invariant:** parsing and validating never panic and stay bounded
 //!   ([`MAX_HANDOFF_BYTES`], JSON nesting 128); every violation is returned at once with its
-//!   line; a backticked quote is checked whatever form the citation takes.
+//!   line; a backticked quote is checked against the files its conclusion cites, whatever
+//!   form the file citation takes (lines, or the whole file) — URL, document and record
+//!   sources keep no text a quote could be checked against yet.
 //! - `source` — [`SourceId`] and its grammar (file — any name, in a quoted form when it holds
 //!   a separator —, line range, URL, `doc:ID#span`, `event:ID`, `KIND:ID` records such as
 //!   `call:sa1.3`); `source::observation`: the [`ObservationLog`] of what a subagent's tools

@@ -334,3 +334,27 @@ fn the_json_schema_matches_the_parser() {
         assert!(baton::SourceId::parse(source).is_ok(), "{source}");
     }
 }
+
+/// Issue 9, item 2: in a run there is no corpus to resolve against, so a `doc:` citation
+/// stands on what the subagent's tools showed: a span read passes, a span never read fails.
+#[test]
+fn without_a_corpus_a_doc_citation_stands_on_its_observation() {
+    let files = files();
+    let log = log();
+    let check = Check {
+        files: Some(&files),
+        observations: Some(&log),
+        docs: None,
+    };
+    let read = validate(
+        &with_settled("- The guide's intro covers retries. [doc:guide#intro]\n"),
+        &check,
+    );
+    assert!(read.violations.is_empty(), "{:?}", read.violations);
+    let unread = validate(
+        &with_settled("- The manual covers retries. [doc:manual#2]\n"),
+        &check,
+    );
+    let codes: Vec<V> = unread.violations.iter().map(|v| v.code).collect();
+    assert_eq!(codes, vec![V::DocNotObserved]);
+}

@@ -249,4 +249,21 @@ async fn a_compound_of_the_question_is_not_a_false_absence() {
             report.handoff
         );
     }
+    // A quoted phrase is not absent where it occurs unquoted.
+    let dir = crate::support::tree(&[(
+        "src/net.rs",
+        "/// The retry delay doubles on each attempt.\npub fn backoff(attempt: u32) -> u64 {\n    10 << attempt\n}\n",
+    )]);
+    let report = Coordinator::new()
+        .run(Task::new(
+            "where is the \"retry delay\" computed?",
+            dir.path(),
+        ))
+        .await
+        .unwrap();
+    for c in &report.handoff.settled_conclusions {
+        if c.kind == baton::ConclusionKind::NegativeEvidence {
+            assert!(!c.claim.contains("retry delay"), "{}", c.claim);
+        }
+    }
 }

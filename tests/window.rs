@@ -174,6 +174,7 @@ async fn a_subagent_never_sends_a_request_over_its_window() {
         )
     };
     let window = 12_000;
+    let store = Arc::new(baton::checkpoint::MemoryStore::new());
     let model = Arc::new(
         ScriptedModel::new([
             read(1, 200),
@@ -188,6 +189,7 @@ async fn a_subagent_never_sends_a_request_over_its_window() {
     );
     let report = Coordinator::new()
         .model(model.clone())
+        .store(store.clone())
         .agents(1)
         .max_subagents(1)
         .run(Task::new("What data is there?", tree.path()))
@@ -195,6 +197,18 @@ async fn a_subagent_never_sends_a_request_over_its_window() {
         .unwrap();
     let requests = model.requests();
     assert!(requests.len() >= 3, "{:?}", report.subagents);
+    // The default compaction refused (the last results are kept whole); the harder one ran.
+    let events = baton::checkpoint::EventStore::events(store.as_ref(), &report.run_id).unwrap();
+    let decisions: Vec<String> = events
+        .iter()
+        .filter(|e| e.event.kind() == "window_compacted")
+        .map(|e| serde_json::to_value(&e.event).unwrap()["decision"].to_string())
+        .collect();
+    assert!(decisions.iter().any(|d| d == "\"refuse\""), "{decisions:?}");
+    assert!(
+        decisions.iter().any(|d| d == "\"compact\""),
+        "{decisions:?}"
+    );
     for request in &requests {
         let tokens = request.estimated_tokens() as usize + 4096;
         assert!(
@@ -233,10 +247,65 @@ fn without_a_log_the_marker_says_the_raw_turns_are_not_kept() {
     assert!(marker.contains("raw turns: not stored"), "{marker}");
     assert!(!marker.contains("event log"));
     let folded = out.folded.unwrap();
-    assert_eq!(
-        baton::checkpoint::sha256_hex(folded.text.as_bytes()),
-        folded.digest
+    // The digest, computed here on its own, is of the raw turns folded.
+    use sha2::Digest;
+    let digest: String = sha2::Sha256::digest(folded.text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(digest, folded.digest);
+    for m in &window[folded.first..=folded.last] {
+        if let Message::Assistant { text, .. } = m {
+            assert!(folded.text.contains(text.as_str()), "{text}");
+        }
+    }
+}
+
+/// Issue 9, item 11: `baton compact` counts the leading system messages against the window:
+/// they are never folded, but they take their share, and the result fits with them.
+#[test]
+fn baton_compact_counts_the_system_messages_against_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let system = "You are a careful storage auditor. ".repeat(600);
+    let mut lines = vec![json!({"role": "system", "content": system}).to_string()];
+    for m in session(60) {
+        let line = match m {
+            Message::User { text } => json!({"role": "user", "content": text}),
+            Message::Assistant { text, .. } => json!({"role": "assistant", "content": text}),
+            Message::Tool { .. } => unreachable!(),
+        };
+        lines.push(line.to_string());
+    }
+    let file = dir.path().join("s.jsonl");
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let out = baton()
+        .arg("compact")
+        .arg(&file)
+        .args(["--window", "8000", "--slot", "2000", "--json"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        doc["decision"] == "compact" || doc["decision"] == "split",
+        "the system text fills most of the window: {}",
+        doc["reason"]
     );
+    if doc["decision"] != "refuse" {
+        let counted: usize = doc["window"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| baton::context::Tokenizer::count(&Bpe, m["content"].as_str().unwrap_or("")))
+            .sum();
+        assert!(counted <= 8000, "{counted} tokens in an 8,000-token window");
+        assert_eq!(doc["window"][0]["content"], system.as_str());
+    }
+    // A system text larger than the window is refused at once, the window unchanged.
+    let huge = json!({"role": "system", "content": "word ".repeat(20_000)}).to_string();
+    std::fs::write(&file, format!("{huge}\n{}", lines[1..].join("\n"))).unwrap();
+    let out = baton().arg("compact").arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("system messages alone"));
 }
 
 /// Issue 9, item 14: a subagent's window is its model's: a context whose floor is over 32k

@@ -12,7 +12,9 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 
-use baton::compaction::{compact, Decision, Options};
+use baton::compaction::{
+    ledger_of, message_text, Compacted, Compactor, Decision, Options, Survival,
+};
 use baton::context::Bpe;
 use baton::{Message, ToolCall};
 use serde_json::{json, Value};
@@ -217,15 +219,58 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
             }
         }
     }
+    // The leading system messages are never folded, but they take their share of the window:
+    // the rest is compacted into what they leave, triggered when the whole window reaches the
+    // threshold.
+    let system_text: String = system
+        .iter()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter_map(|v| v.get("content").and_then(Value::as_str).map(str::to_string))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let system_tokens = baton::context::Tokenizer::count(&Bpe, &system_text);
+    let room = args.window.saturating_sub(system_tokens).max(1);
     let opts = Options {
-        window: args.window,
-        threshold: args.threshold,
+        window: room,
+        threshold: ((args.threshold * args.window as f64 - system_tokens as f64) / room as f64)
+            .clamp(f64::MIN_POSITIVE, 1.0),
         keep_last: args.keep_last,
         keep_tool_results: args.keep_tool_results,
         slot: args.slot,
         ..Options::default()
     };
-    let out = compact(&messages, &opts, &Bpe);
+    let ledger = ledger_of(&messages);
+    let mut out = if system_tokens >= args.window {
+        let tokens: usize = messages
+            .iter()
+            .map(|m| baton::context::Tokenizer::count(&Bpe, &message_text(m)))
+            .sum();
+        Compacted {
+            decision: Decision::Refuse,
+            tokens_before: tokens,
+            tokens_after: tokens,
+            cleared_tokens: 0,
+            window: messages.clone(),
+            kept: (0..messages.len()).map(Some).collect(),
+            ledger: ledger.pins(),
+            survival: Survival {
+                ledger_verbatim: true,
+                missing: Vec::new(),
+                effect_states_kept: true,
+            },
+            reason: Some(format!(
+                "the system messages alone take {system_tokens} tokens of the {}-token window",
+                args.window
+            )),
+            folded: None,
+        }
+    } else {
+        Compactor::new(opts, &Bpe)
+            .outside(&system_text)
+            .compact(&messages, &ledger)
+    };
+    out.tokens_before += system_tokens;
+    out.tokens_after += system_tokens;
     // Every line of the new window as JSON text: a kept message as it was written, byte for
     // byte; a cleared tool result with every field as it was but its content; a summary or
     // the ledger as a new user message.

@@ -30,6 +30,40 @@ pub fn is_pure_read(tool: &str) -> bool {
     matches!(tool, "read_file" | "grep" | "glob" | "list_dir")
 }
 
+/// Most error lines a cleared result keeps whole, and the longest such line.
+const ERROR_LINES: usize = 40;
+const ERROR_LINE_CHARS: usize = 400;
+
+/// What a result that cannot be reread keeps when it is cleared: its error lines whole (an
+/// error, a failure, a panic, a denial, an errno, a `file:line:col` location — up to 40 lines
+/// of up to 400 characters),
+/// then every irreducible item (error literals, paths, numbers, versions) not already in them.
+pub(crate) fn kept_items(content: &str) -> Vec<String> {
+    static ERROR_LINE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let error_line = ERROR_LINE.get_or_init(|| {
+        regex::Regex::new(r"(?i)\b(error|errno|fatal|panic|panicked|exception|traceback|failed|failure|denied|no such file|cannot|could not|refused|timed out|aborted|segmentation fault|killed)\b|(?-i:\bE[A-Z]{3,}\b)|[\w./-]+\.\w+:\d+(:\d+)?")
+            .expect("static regex")
+    });
+    let mut kept: Vec<String> = content
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && error_line.is_match(l))
+        .map(|l| match l.char_indices().nth(ERROR_LINE_CHARS) {
+            Some((at, _)) => l[..at].to_string(),
+            None => l.to_string(),
+        })
+        .take(ERROR_LINES)
+        .collect();
+    kept.dedup();
+    let lines = kept.join("\n");
+    kept.extend(
+        irreducible(content)
+            .into_iter()
+            .filter(|item| !lines.contains(item.as_str())),
+    );
+    kept
+}
+
 /// A window after clearing.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cleared {
@@ -125,7 +159,7 @@ pub(crate) fn clear_counted(
             .map(String::as_str)
             .unwrap_or("");
         let reread = rereadable(name) && !reports_error(m);
-        let items = (!reread).then(|| irreducible(content));
+        let items = (!reread).then(|| kept_items(content));
         let stub = placeholder(call_id, name, args, items.as_deref());
         let before = counts
             .and_then(|c| c.get(i).copied())
@@ -230,8 +264,15 @@ mod tests {
         let Message::Tool { content, .. } = &cleared.window[1] else {
             panic!()
         };
-        for item in ["E0308", "src/net/retry.rs", "42", "`netkit`", "1.95.0"] {
-            assert!(content.contains(item), "{item} in {content}");
+        for item in [
+            "error[E0308]: mismatched types",
+            "error: could not compile `netkit` (lib) due to 1 previous error; rustc 1.95.0",
+            "--> src/net/retry.rs:42:17",
+        ] {
+            assert!(
+                content.contains(&format!("\n- {item}\n")),
+                "{item} in {content}"
+            );
         }
         assert!(!content.contains("reread it"));
         assert_eq!(cleared.unrereadable, vec![1]);

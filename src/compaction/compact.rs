@@ -8,9 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::clear::{clear_counted, is_pure_read, should_compact};
+use super::clear::{clear_counted, is_pure_read, kept_items, should_compact};
 use super::cut::{split_cuts, split_point};
-use super::floor::{decide, irreducible, FloorDecision, Floors, Part};
+use super::floor::{decide, FloorDecision, Floors, Part};
 use super::ledger::{Ledger, Pin, LEDGER_MARK, SUMMARY_MARK};
 use super::summary::{message_text, Extractive, Summariser, LONG_SENTENCE};
 use super::survival::{survival, Facts, Survival};
@@ -267,7 +267,7 @@ impl<'a> Compactor<'a> {
         // What cleared results showed that cannot be reread: it must survive.
         let cleared_items: Vec<(usize, Vec<String>)> = unrereadable
             .iter()
-            .map(|&i| (i, irreducible(&message_text(&messages[i]))))
+            .map(|&i| (i, kept_items(&message_text(&messages[i]))))
             .collect();
         let after_clearing: usize = working_counts.iter().sum();
         if cleared_tokens > 0 && !should_compact(after_clearing, opts.window, opts.threshold) {

@@ -6,6 +6,8 @@
 //! file) when a later one of the same kind supersedes it. [`Ledger::arrive`] takes each turn as
 //! it comes and makes both decisions.
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::context::{binds, sentences};
@@ -40,22 +42,49 @@ fn content_words(text: &str) -> Vec<String> {
     out
 }
 
-/// Whether a later turn whose content words are `said` (sorted) speaks of `pin` (or `pin` has
-/// no content word to share).
+/// Whether a later text whose content words are `said` (sorted) speaks of what `pin` is
+/// about: it holds at least half of the pin's content words. A pin with none to share is never
+/// settled by rule (it stays pinned: keeping a pin is safe, losing one is not).
 fn about(pin: &str, said: &[String]) -> bool {
     let wanted = content_words(pin);
-    wanted.is_empty() || wanted.iter().any(|w| said.binary_search(w).is_ok())
+    let shared = wanted
+        .iter()
+        .filter(|w| said.binary_search(w).is_ok())
+        .count();
+    !wanted.is_empty() && shared * 2 >= wanted.len()
 }
 
-/// Whether an assistant's text reports work finished.
-fn reports_done(text: &str) -> bool {
+/// Whether one sentence reports work finished, and does not deny it ("I have not …", "not
+/// done yet").
+fn reports_done(sentence: &str) -> bool {
     static DONE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    DONE.get_or_init(|| {
-        regex::Regex::new(r"(?i)\b(done|finished|completed|complete now|fixed|i have|i've|now passes|passed|succeeded|all green)\b")
+    static DENIED: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let done = DONE.get_or_init(|| {
+        regex::Regex::new(r"(?i)\b(done|finished|completed|fixed|i have|i've|now passes|passed|succeeded|all green)\b")
             .expect("static regex")
-    })
-    .is_match(text)
+    });
+    let denied = DENIED.get_or_init(|| {
+        regex::Regex::new(r"(?i)\b(not|no|never|yet|cannot|can't|couldn't|didn't|haven't|hasn't|isn't|wasn't|won't|failed|unable)\b|n['’]t\b")
+            .expect("static regex")
+    });
+    done.is_match(sentence) && !denied.is_match(sentence)
 }
+
+/// Whether one sentence defers rather than answers ("let me look", "I will check", a question).
+fn defers(sentence: &str) -> bool {
+    static DEFERS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    sentence.trim_end().ends_with('?')
+        || DEFERS
+            .get_or_init(|| {
+                regex::Regex::new(r"(?i)\b(let me|i will|i'll|i am going to|i'm going to|first|not sure|don't know|do not know|looking)\b")
+                    .expect("static regex")
+            })
+            .is_match(sentence)
+}
+
+/// The most recent open pins (questions, commitments) a turn is checked against; older ones
+/// stay pinned (a bound that keeps every turn's cost flat).
+const OPEN_PINS_CHECKED: usize = 256;
 
 /// What kind of binding item it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -76,7 +105,8 @@ pub enum PinClass {
 pub struct Pin {
     /// Its class.
     pub class: PinClass,
-    /// Verbatim, a substring of its turn.
+    /// Its whole sentence, verbatim but for line breaks inside it (a wrapped line), which are
+    /// single spaces.
     pub text: String,
     /// The turn (0-based message index) it came from.
     pub turn: usize,
@@ -85,11 +115,52 @@ pub struct Pin {
     pub key: Option<String>,
 }
 
-/// The ledger: pins in the order they arrived; retired ones are dropped.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The ledger: pins in the order they arrived; retired ones are dropped. Indexed so that a
+/// turn costs the same however many pins are held.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(from = "LedgerPins", into = "LedgerPins")]
 pub struct Ledger {
+    /// Every pin that arrived, in order; retired ones are `None`.
+    slots: Vec<Option<Pin>>,
+    /// Where each held pin is, by class and text.
+    held: HashMap<(PinClass, String), usize>,
+    /// The tool state pin of each key.
+    tool_states: HashMap<String, usize>,
+    /// Open questions and commitments, oldest first.
+    open: Vec<usize>,
+}
+
+/// A ledger as stored: its pins in force.
+#[derive(Serialize, Deserialize)]
+struct LedgerPins {
     pins: Vec<Pin>,
 }
+
+impl From<LedgerPins> for Ledger {
+    fn from(stored: LedgerPins) -> Ledger {
+        let mut ledger = Ledger::default();
+        for pin in stored.pins {
+            ledger.add(pin);
+        }
+        ledger
+    }
+}
+
+impl From<Ledger> for LedgerPins {
+    fn from(ledger: Ledger) -> LedgerPins {
+        LedgerPins {
+            pins: ledger.pins(),
+        }
+    }
+}
+
+impl PartialEq for Ledger {
+    fn eq(&self, other: &Ledger) -> bool {
+        self.pins() == other.pins()
+    }
+}
+
+impl Eq for Ledger {}
 
 const COMMITMENT: &[&str] = &[
     "i will ",
@@ -133,6 +204,20 @@ fn tool_state(sentence: &str) -> Option<&'static str> {
     }
 }
 
+/// A sentence wrapped over lines, on one line: each line break and the indentation after it
+/// become one space.
+fn one_line(sentence: &str) -> String {
+    if !sentence.contains('\n') {
+        return sentence.to_string();
+    }
+    sentence
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Classifies one turn's text (a user or assistant message) into pins, by rules.
 pub fn classify(turn: usize, text: &str, from_user: bool) -> Vec<Pin> {
     let mut out = Vec::new();
@@ -156,7 +241,7 @@ pub fn classify(turn: usize, text: &str, from_user: bool) -> Vec<Pin> {
         if let Some((class, key)) = class {
             out.push(Pin {
                 class,
-                text: s.to_string(),
+                text: one_line(s),
                 turn,
                 key,
             });
@@ -201,30 +286,39 @@ impl Ledger {
         }
     }
 
-    /// The pins an assistant's text settles: open questions it answers (it speaks of what was
-    /// asked), commitments it reports done (it says so, of what was promised).
+    /// The pins an assistant's text settles: open questions a sentence of it answers (it
+    /// speaks of what was asked, and does not defer), commitments a sentence reports done (it
+    /// says so, undenied, of what was promised). Only the most recent open pins are checked.
     fn settled_by(&self, text: &str) -> Vec<String> {
-        let done = reports_done(text);
-        let open = |p: &&Pin| {
-            p.class == PinClass::OpenQuestion || (done && p.class == PinClass::Commitment)
-        };
-        if !self.pins.iter().any(|p| open(&p)) {
+        if self.open.is_empty() {
             return Vec::new();
         }
-        let said = content_words(text);
-        self.pins
-            .iter()
-            .filter(open)
-            .filter(|p| about(&p.text, &said))
-            .map(|p| p.text.clone())
-            .collect()
+        let checked = &self.open[self.open.len().saturating_sub(OPEN_PINS_CHECKED)..];
+        let mut settled = Vec::new();
+        for sentence in sentences(text) {
+            let answers = !defers(sentence);
+            let done = reports_done(sentence);
+            if !answers && !done {
+                continue;
+            }
+            let said = content_words(sentence);
+            for pin in checked.iter().filter_map(|i| self.slots[*i].as_ref()) {
+                let settles = match pin.class {
+                    PinClass::OpenQuestion => answers,
+                    PinClass::Commitment => done,
+                    PinClass::Constraint | PinClass::ToolState => false,
+                };
+                if settles && about(&pin.text, &said) && !settled.contains(&pin.text) {
+                    settled.push(pin.text.clone());
+                }
+            }
+        }
+        settled
     }
 
     /// Whether a pin of the same class and text is held.
     fn holds(&self, pin: &Pin) -> bool {
-        self.pins
-            .iter()
-            .any(|p| p.class == pin.class && p.text == pin.text)
+        self.held.contains_key(&(pin.class, pin.text.clone()))
     }
 
     /// Adds one pin unless held already; a tool state supersedes the one of the same key.
@@ -233,17 +327,27 @@ impl Ledger {
             return false;
         }
         if let (PinClass::ToolState, Some(key)) = (pin.class, &pin.key) {
-            let superseded: Vec<String> = self
-                .pins
-                .iter()
-                .filter(|p| p.class == PinClass::ToolState && p.key.as_ref() == Some(key))
-                .map(|p| p.text.clone())
-                .collect();
-            for text in superseded {
+            let superseded = self
+                .tool_states
+                .get(key)
+                .and_then(|i| self.slots[*i].as_ref())
+                .map(|p| p.text.clone());
+            if let Some(text) = superseded {
                 self.retire(&text);
             }
         }
-        self.pins.push(pin);
+        let index = self.slots.len();
+        self.held.insert((pin.class, pin.text.clone()), index);
+        match pin.class {
+            PinClass::ToolState => {
+                if let Some(key) = &pin.key {
+                    self.tool_states.insert(key.clone(), index);
+                }
+            }
+            PinClass::OpenQuestion | PinClass::Commitment => self.open.push(index),
+            PinClass::Constraint => {}
+        }
+        self.slots.push(Some(pin));
         true
     }
 
@@ -284,22 +388,37 @@ impl Ledger {
     /// (superseded) by its exact text. Constraints never retire: asking to retire one is
     /// refused (false).
     pub fn retire(&mut self, text: &str) -> bool {
-        let before = self.pins.len();
-        self.pins
-            .retain(|p| p.text != text || p.class == PinClass::Constraint);
-        self.pins.len() < before
+        let mut retired = false;
+        for class in [
+            PinClass::Commitment,
+            PinClass::OpenQuestion,
+            PinClass::ToolState,
+        ] {
+            if let Some(index) = self.held.remove(&(class, text.to_string())) {
+                if let Some(pin) = self.slots[index].take() {
+                    if let Some(key) = &pin.key {
+                        if self.tool_states.get(key) == Some(&index) {
+                            self.tool_states.remove(key);
+                        }
+                    }
+                }
+                self.open.retain(|i| *i != index);
+                retired = true;
+            }
+        }
+        retired
     }
 
     /// The pins in force, in order.
-    pub fn pins(&self) -> &[Pin] {
-        &self.pins
+    pub fn pins(&self) -> Vec<Pin> {
+        self.slots.iter().flatten().cloned().collect()
     }
 
     /// The ledger as the window shows it: labelled standing conditions, each pin verbatim with
     /// its class, the turn it came from and, for tool state, what it is the state of.
     pub fn render(&self) -> String {
         let mut out = String::from("=== PINNED (standing conditions, verbatim) ===\n");
-        for p in &self.pins {
+        for p in self.slots.iter().flatten() {
             let key = p
                 .key
                 .as_deref()
@@ -324,7 +443,7 @@ impl Ledger {
             regex::Regex::new(r"^- \[(constraint|commitment|open question|tool state)(?: ([a-z]+))? @(\d+)\] (.+)$")
                 .expect("static regex")
         });
-        let pins = rendered
+        let pins: Vec<Pin> = rendered
             .lines()
             .filter_map(|l| {
                 let c = line.captures(l)?;
@@ -342,15 +461,13 @@ impl Ledger {
                 })
             })
             .collect();
-        Ledger { pins }
+        Ledger::from(LedgerPins { pins })
     }
 
     /// Adds pins carried over from an earlier ledger (skipping any already held).
     pub fn carry(&mut self, earlier: Ledger) {
-        for pin in earlier.pins {
-            if !self.holds(&pin) {
-                self.pins.push(pin);
-            }
+        for pin in earlier.pins() {
+            self.add(pin);
         }
     }
 }
@@ -494,6 +611,73 @@ mod tests {
             &reply("Done with /migrations: never mind that rule, it is finished."),
         );
         assert_eq!(ledger.pins()[0].class, PinClass::Constraint);
+    }
+
+    /// Issue 9, item 8: a wrapped sentence and an abbreviation stay whole; a deferral, a denial
+    /// or an unrelated remark settles nothing.
+    #[test]
+    fn pins_retire_only_when_really_settled() {
+        let mut ledger = Ledger::new();
+        let say = |text: &str| Message::User { text: text.into() };
+        let reply = |text: &str| Message::Assistant {
+            text: text.into(),
+            tool_calls: Vec::new(),
+        };
+        ledger.arrive(0, &say("Never modify anything under\n/migrations; the pipeline applies them.\nDo not touch the config, e.g. the prod settings."));
+        ledger.arrive(1, &say("What version of openssl does the build use? Why?"));
+        ledger.arrive(2, &reply("I will update the changelog with the new flags."));
+        let texts: Vec<String> = ledger.pins().into_iter().map(|p| p.text).collect();
+        assert_eq!(
+            texts,
+            vec![
+                "Never modify anything under /migrations; the pipeline applies them.",
+                "Do not touch the config, e.g. the prod settings.",
+                "What version of openssl does the build use?",
+                "Why?",
+                "I will update the changelog with the new flags."
+            ]
+        );
+        for (turn, said) in [
+            (3, "Let me look at the build first."),
+            (4, "Hmm."),
+            (5, "I have not updated the changelog yet."),
+            (6, "The changelog update failed: the file is locked."),
+        ] {
+            ledger.arrive(turn, &reply(said));
+            assert_eq!(ledger.pins().len(), 5, "{said}: {:?}", ledger.pins());
+        }
+        ledger.arrive(7, &reply("The build uses openssl version 3.0.13."));
+        ledger.arrive(
+            8,
+            &reply("Done: I updated the changelog with the new flags."),
+        );
+        let left: Vec<PinClass> = ledger.pins().into_iter().map(|p| p.class).collect();
+        assert_eq!(
+            left,
+            vec![
+                PinClass::Constraint,
+                PinClass::Constraint,
+                PinClass::OpenQuestion
+            ],
+            "only the question with nothing to match (`Why?`) stays open"
+        );
+    }
+
+    /// Issue 9, item 15: a ledger of many pins costs the same per turn.
+    #[test]
+    fn many_pins_cost_the_same_per_turn() {
+        let mut ledger = Ledger::new();
+        for turn in 0..20_000 {
+            ledger.arrive(
+                turn,
+                &Message::User {
+                    text: format!("Never touch file{turn}. Which file holds record {turn}?"),
+                },
+            );
+        }
+        assert_eq!(ledger.pins().len(), 40_000);
+        let parsed = Ledger::parse(&ledger.render());
+        assert_eq!(parsed, ledger);
     }
 
     #[test]

@@ -47,31 +47,73 @@ pub fn normalise(text: &str) -> String {
         .join(" ")
 }
 
-/// The sentences of a text, verbatim (trimmed): split at `.`, `!`, `?` before whitespace and at
-/// line ends — never inside a sentence: "Never modify /migrations; the pipeline applies them."
-/// is one sentence, whole.
+/// Words after which a `.` does not end a sentence when the text goes on in lower case.
+const ABBREVIATIONS: &[&str] = &[
+    "approx", "cf", "dr", "e.g", "eg", "esp", "etc", "fig", "i.e", "ie", "inc", "incl", "jr",
+    "ltd", "mr", "mrs", "ms", "no", "pp", "sr", "st", "viz", "vol", "vs",
+];
+
+/// Whether a line opens a new item of its own: a list bullet, a numbered item, a heading, a
+/// quote or a fence.
+fn opens_item(line: &str) -> bool {
+    let t = line.trim_start();
+    let digits = t.chars().take_while(char::is_ascii_digit).count();
+    ["- ", "* ", "+ ", "> ", "#", "```", "|"]
+        .iter()
+        .any(|b| t.starts_with(b))
+        || (digits > 0 && (t[digits..].starts_with(". ") || t[digits..].starts_with(") ")))
+}
+
+/// The sentences of a text, verbatim (trimmed). A sentence ends at `.`, `!` or `?` before
+/// whitespace — not at an abbreviation (`e.g.`, `etc.`, `vs.`) the text goes on from in lower
+/// case — at a blank line, and at a line break before a line that opens an item (a bullet, a
+/// numbered item, a heading), starts with a capital letter, or after a line ending in `:`. A
+/// line break inside a sentence (a wrapped line) does not end it: "Never modify anything
+/// under\n/migrations; the pipeline applies them." is one sentence, whole.
 pub(crate) fn sentences(text: &str) -> Vec<&str> {
+    fn push<'t>(text: &'t str, from: usize, to: usize, out: &mut Vec<&'t str>) {
+        let s = text[from..to].trim();
+        if !s.trim_matches(|c: char| !c.is_alphanumeric()).is_empty() {
+            out.push(s);
+        }
+    }
     let mut out = Vec::new();
     let mut start = 0;
     let bytes = text.as_bytes();
     for (i, b) in bytes.iter().enumerate() {
         let end = match b {
-            b'\n' => true,
-            b'.' | b'!' | b'?' => bytes.get(i + 1).is_none_or(|n| n.is_ascii_whitespace()),
+            b'\n' => {
+                let line = text[start..i].rsplit('\n').next().unwrap_or("");
+                let next = text[i + 1..].split('\n').next().unwrap_or("");
+                next.trim().is_empty()
+                    || line.trim().is_empty()
+                    || line.trim_end().ends_with(':')
+                    || opens_item(next)
+                    || opens_item(line)
+                    || next.trim_start().starts_with(|c: char| c.is_uppercase())
+            }
+            b'.' | b'!' | b'?' => {
+                let before_space = bytes.get(i + 1).is_none_or(|n| n.is_ascii_whitespace());
+                let word = text[start..i]
+                    .rsplit(|c: char| c.is_whitespace() || c == '(')
+                    .next()
+                    .unwrap_or("")
+                    .to_ascii_lowercase();
+                let goes_on_lower = text[i + 1..]
+                    .trim_start()
+                    .starts_with(|c: char| c.is_lowercase() || c.is_ascii_digit());
+                let abbreviation =
+                    *b == b'.' && ABBREVIATIONS.contains(&word.as_str()) && goes_on_lower;
+                before_space && !abbreviation
+            }
             _ => false,
         };
         if end {
-            let s = text[start..=i].trim();
-            if !s.trim_matches(|c: char| !c.is_alphanumeric()).is_empty() {
-                out.push(s);
-            }
+            push(text, start, i + 1, &mut out);
             start = i + 1;
         }
     }
-    let rest = text[start..].trim();
-    if !rest.is_empty() {
-        out.push(rest);
-    }
+    push(text, start, text.len(), &mut out);
     out
 }
 
@@ -90,6 +132,16 @@ mod tests {
             ]
         );
         assert!(!binds("The mustard is yellow."));
+        // A wrapped line and an abbreviation do not end a sentence; a new item does.
+        assert_eq!(
+            sentences("Never modify anything under\n/migrations; the pipeline applies them.\n- Keep the config, e.g. the prod settings.\nWhy? Because."),
+            vec![
+                "Never modify anything under\n/migrations; the pipeline applies them.",
+                "- Keep the config, e.g. the prod settings.",
+                "Why?",
+                "Because."
+            ]
+        );
         assert!(binds("Don't touch the cache."));
         assert!(binds("From now on, cite every line."));
         assert_eq!(normalise("  Never   Modify "), "never modify");

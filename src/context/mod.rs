@@ -320,7 +320,15 @@ fn render_raw(field: Field, cp: &Checkpoint, delta: Option<&Delta>) -> Vec<Item>
                         .collect::<Vec<_>>()
                         .join(", "),
                 ),
-                text: c.to_markdown(),
+                // One JSON object a line: the claim and its sources exactly as handed off
+                // (a claim's newlines, brackets or prefixes cannot change them), with `=` runs
+                // that could read as a section marker escaped inside the string.
+                text: format!(
+                    "- {}\n",
+                    serde_json::to_string(c)
+                        .unwrap_or_default()
+                        .replace("===", "\\u003d==")
+                ),
                 identity: None,
                 tombstoned: false,
             })

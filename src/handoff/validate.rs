@@ -151,7 +151,8 @@ pub struct Check<'a> {
     pub files: Option<&'a dyn Files>,
     /// What the subagent's tool calls showed it.
     pub observations: Option<&'a ObservationLog>,
-    /// The corpus's document ids (none: every `doc:` citation is unknown).
+    /// The corpus's document ids (none: no corpus to resolve a `doc:` citation against, which
+    /// then stands on its observation alone).
     pub docs: Option<&'a HashSet<String>>,
 }
 
@@ -311,7 +312,8 @@ fn check_source(
             None
         }
         SourceId::Doc { id, span } => {
-            if !check.docs.is_some_and(|d| d.contains(id)) {
+            // Resolution needs a corpus; with none, the observation layer alone decides.
+            if check.docs.is_some_and(|d| !d.contains(id)) {
                 say(
                     ViolationCode::DocUnknown,
                     format!("`doc:{id}` is not a document of the corpus"),

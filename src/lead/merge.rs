@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::relevance::Rarity;
 use crate::handoff::{Conclusion, ConclusionKind, Handoff, HardConstraint, OpenItem};
-use crate::source::{path_factor, search_label, Observation, ObservationLog, SourceId};
+use crate::source::{path_factor, search_label, shadowed, Observation, ObservationLog, SourceId};
 
 /// One subagent's accepted work.
 pub(crate) struct Accepted<'a> {
@@ -36,18 +36,23 @@ pub(crate) struct Unexplored<'a> {
 pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) -> Handoff {
     let mut out = Handoff::default();
     // Findings, taken in turn from each subagent, duplicates merged.
-    // What an accepted verifier confirmed (by source); doubted findings it did not confirm are
-    // open items, not settled.
-    let confirmed: Option<Vec<&SourceId>> = accepted.iter().any(|a| a.verifier).then(|| {
-        accepted
-            .iter()
-            .filter(|a| a.verifier)
-            .flat_map(|a| a.handoff.settled_conclusions.iter())
-            .flat_map(|c| c.sources.iter())
-            .collect()
-    });
+    // What an accepted verifier confirmed: a claim (its words) with the sources it cites. A
+    // doubted finding stands only if the verifier settled that same claim on a source it
+    // cites — confirming one claim on a range confirms no other claim on it.
+    let words = |claim: &str| claim.split_whitespace().collect::<Vec<_>>().join(" ");
+    let confirmed: Option<Vec<(String, &[SourceId])>> =
+        accepted.iter().any(|a| a.verifier).then(|| {
+            accepted
+                .iter()
+                .filter(|a| a.verifier)
+                .flat_map(|a| a.handoff.settled_conclusions.iter())
+                .map(|c| (words(&c.claim), c.sources.as_slice()))
+                .collect()
+        });
     let stands = |a: &Accepted<'_>, c: &Conclusion| match (&confirmed, a.doubted) {
-        (Some(ok), true) => c.sources.iter().any(|s| ok.contains(&s)),
+        (Some(ok), true) => ok.iter().any(|(claim, sources)| {
+            *claim == words(&c.claim) && c.sources.iter().any(|s| sources.contains(s))
+        }),
         _ => true,
     };
     let findings: Vec<Vec<&Conclusion>> = accepted
@@ -259,10 +264,20 @@ fn negative_evidence(accepted: &[Accepted<'_>], all_handed_off: bool) -> Vec<Con
             }
         }
     }
+    // What matched somewhere: an empty search whose words a matching one spells out is not
+    // evidence of absence.
+    let matched: Vec<&str> = groups
+        .iter()
+        .filter(|((pattern, _, _), g)| g.found && !pattern.starts_with("glob:"))
+        .map(|((pattern, _, _), _)| *pattern)
+        .collect();
     // Patterns that found nothing, grouped by where they were searched and how many files.
     type Place = (bool, String, usize);
     let mut by_place: BTreeMap<Place, (Vec<String>, Vec<String>)> = BTreeMap::new();
     for ((pattern, insensitive, fixed), g) in groups.iter().filter(|(_, g)| !g.found) {
+        if !pattern.starts_with("glob:") && shadowed(pattern, &matched) {
+            continue;
+        }
         let everywhere = all_handed_off
             && !explorers.is_empty()
             && explorers.iter().all(|i| g.shards.contains(i));
@@ -511,5 +526,54 @@ mod tests {
         assert!(claims
             .iter()
             .any(|c| c.contains("/deflate/") && c.contains("in tests ")));
+    }
+
+    /// Issue 9, item 6: confirming one doubted claim on a range confirms no other claim on
+    /// the same range.
+    #[test]
+    fn a_verifier_confirms_claims_not_ranges() {
+        let explorer = Handoff {
+            settled_conclusions: vec![
+                finding("`next_delay` doubles the delay", "a.rs:1-5"),
+                finding("`next_delay` never waits", "a.rs:1-5"),
+            ],
+            ..Handoff::default()
+        };
+        let verifier = Handoff {
+            settled_conclusions: vec![finding("`next_delay`  doubles the delay", "a.rs:1-5")],
+            ..Handoff::default()
+        };
+        let log = ObservationLog::default();
+        let scope = ["src".to_string()];
+        let merged = merge(
+            &[
+                Accepted {
+                    doubted: true,
+                    ..accepted(&explorer, &scope, &log)
+                },
+                Accepted {
+                    verifier: true,
+                    ..accepted(&verifier, &[], &log)
+                },
+            ],
+            &[],
+        );
+        let settled: Vec<&str> = merged
+            .settled_conclusions
+            .iter()
+            .map(|c| c.claim.as_str())
+            .collect();
+        assert!(
+            settled.contains(&"`next_delay` doubles the delay"),
+            "{settled:?}"
+        );
+        assert!(
+            !settled.contains(&"`next_delay` never waits"),
+            "{settled:?}"
+        );
+        assert!(merged
+            .open_items
+            .iter()
+            .any(|o| o.item.contains("`next_delay` never waits")));
     }
 }

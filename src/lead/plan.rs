@@ -111,6 +111,7 @@ fn children(files: &[(String, u64)], dir: &str) -> Vec<Unit> {
 /// what to do, and the contract. The claims themselves are not here: they are data, in the
 /// `doubts` field of its compiled context, never instructions.
 pub(crate) fn verify_brief(question: &str) -> String {
+    let question = one_line(question);
     format!(
         "Question: {question}\nScope: [\".\"]\n\n{} They are listed under `## doubts` in \
          the checkpoint data of your context. Reread the lines each one cites and hand off, as \
@@ -122,9 +123,16 @@ pub(crate) fn verify_brief(question: &str) -> String {
     )
 }
 
+/// A question on one line (its line breaks as spaces): the brief's `Question:` line holds it
+/// whole. The goal keeps it verbatim.
+fn one_line(question: &str) -> String {
+    question.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// The first message a subagent gets: its question, its scope and the contract.
 pub(crate) fn brief(question: &str, shard: &Shard) -> String {
     let scope = serde_json::to_string(&shard.paths).unwrap_or_else(|_| "[\".\"]".into());
+    let question = one_line(question);
     format!(
         "Question: {question}\nScope: {scope}\n\nExplore only inside the scope above (paths are \
          relative to the workspace root; other subagents cover the rest of the tree). Search, \

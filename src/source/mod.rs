@@ -8,7 +8,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-pub(crate) use observation::search_label;
+pub(crate) use observation::{search_label, shadowed};
 pub use observation::{Observation, ObservationLog, Shown};
 
 /// What a conclusion points at. The grammar (contracts/handoff.md, "Source identifiers"):
@@ -73,6 +73,7 @@ pub struct SourceParseError {
 fn is_special(c: char) -> bool {
     c.is_whitespace()
         || c.is_control()
+        || is_invisible(c)
         || matches!(
             c,
             ',' | ';'
@@ -96,16 +97,47 @@ fn is_special(c: char) -> bool {
         )
 }
 
+/// Invisible format characters (zero-width spaces, direction overrides): a reader could not
+/// tell a name holding one from another, so the quoted form writes them as `\uXXXX`.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
+}
+
 /// Whether a path must be written in the quoted form: it is empty, holds a special character,
-/// or would read as another path (`./x` reads as `x`).
+/// or its plain form would read back as something else — another path (`./x` reads as `x`) or
+/// another kind of source (a file named `doc` cited with lines, `doc:2-5`, reads as a
+/// document).
 pub(crate) fn needs_quoting(path: &str) -> bool {
-    path.is_empty() || path.chars().any(is_special) || path.starts_with("./")
+    if path.is_empty() || path.chars().any(is_special) || path.starts_with("./") {
+        return true;
+    }
+    let plain = |lines| SourceId::File {
+        path: path.to_string(),
+        lines,
+    };
+    SourceId::parse(path).ok() != Some(plain(None))
+        || SourceId::parse(&format!("{path}:1")).ok() != Some(plain(Some((1, 1))))
 }
 
 /// A path as a source identifier writes it: as is, or quoted (a JSON string literal).
 pub(crate) fn quote_path(path: &str) -> Cow<'_, str> {
     if needs_quoting(path) {
-        Cow::Owned(serde_json::to_string(path).unwrap_or_else(|_| format!("{path:?}")))
+        let quoted = serde_json::to_string(path).unwrap_or_else(|_| format!("{path:?}"));
+        if !quoted.chars().any(is_invisible) {
+            return Cow::Owned(quoted);
+        }
+        Cow::Owned(
+            quoted
+                .chars()
+                .map(|c| {
+                    if is_invisible(c) {
+                        format!("\\u{:04x}", c as u32)
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect(),
+        )
     } else {
         Cow::Borrowed(path)
     }
@@ -430,6 +462,9 @@ mod tests {
             ("new\nline", r#""new\nline""#),
             ("dash – and — here", r#""dash – and — here""#),
             ("src/unicode_ファイル.rs", "src/unicode_ファイル.rs"),
+            ("doc", r#""doc""#),
+            ("event", r#""event""#),
+            ("bidi\u{202E}x.rs", r#""bidi\u202ex.rs""#),
             ("kebab-case/x-1.rs", "kebab-case/x-1.rs"),
         ] {
             let source = SourceId::File {

@@ -90,6 +90,70 @@ fn is_false(value: &bool) -> bool {
     !*value
 }
 
+/// The words a search pattern spells out: its runs of three or more letters and digits, with
+/// regex escapes (`\s`, `\b`, `\-`) taken out, lower case.
+fn pattern_words(pattern: &str) -> Vec<String> {
+    let mut plain = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            chars.next();
+            plain.push(' ');
+        } else {
+            plain.push(c);
+        }
+    }
+    let mut words: Vec<String> = plain
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3)
+        .map(str::to_lowercase)
+        .collect();
+    words.sort();
+    words.dedup();
+    words
+}
+
+/// The top-level alternatives of a regex (`a|b(c|d)` → `a`, `b(c|d)`), escapes, groups and
+/// classes respected.
+fn alternatives(pattern: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut in_class, mut escaped, mut start) = (0usize, false, false, 0);
+    for (i, c) in pattern.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '(' if !in_class => depth += 1,
+            ')' if !in_class => depth = depth.saturating_sub(1),
+            '|' if !in_class && depth == 0 => {
+                out.push(&pattern[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&pattern[start..]);
+    out
+}
+
+/// Whether a search that found nothing is shadowed by one that matched: every alternative of
+/// the matching pattern spells out every word of the empty one, so whichever alternative
+/// matched, those words occur. Such an empty search is not evidence that what it looked for
+/// is absent — only that this spelling of it is (the question's `etc shadow` as
+/// `/etc[_-]?shadow/` while `/etc/shadow` occurs) — so it is not reported as negative
+/// evidence.
+pub(crate) fn shadowed(empty: &str, matched: &[&str]) -> bool {
+    let words = pattern_words(empty);
+    !words.is_empty()
+        && matched.iter().any(|m| {
+            alternatives(m).iter().all(|alternative| {
+                let found = pattern_words(alternative);
+                words.iter().all(|w| found.binary_search(w).is_ok())
+            })
+        })
+}
+
 /// How a search is shown to a reader, flags included: `/regex/`, `/regex/i` when it ignored
 /// case, `"literal"` (and `"literal" (any case)`) for a fixed string.
 pub(crate) fn search_label(pattern: &str, case_insensitive: bool, fixed_string: bool) -> String {
@@ -295,6 +359,22 @@ mod tests {
         assert!(log.saw_lines("a.rs", 40, 40));
         assert!(!log.saw_lines("a.rs", 5, 12));
         assert!(!log.saw_lines("b.rs", 10, 10));
+    }
+
+    #[test]
+    fn an_empty_search_spelled_out_by_a_matching_one_is_shadowed() {
+        let compound = "etc[_\\-\\s./:]{0,2}shadow|shadow[_\\-\\s./:]{0,2}etc";
+        assert!(shadowed(compound, &["/etc/shadow"]));
+        assert!(shadowed(
+            "[\"']retry delay[\"']",
+            &[compound, "retry[_\\-\\s./:]{0,2}delay"]
+        ));
+        assert!(!shadowed("comput", &["delay"]));
+        assert!(!shadowed("delay[_\\-\\s./:]{0,2}comput", &["delay"]));
+        assert!(
+            !shadowed("x", &["x"]),
+            "a pattern with no word to compare stands"
+        );
     }
 
     #[test]

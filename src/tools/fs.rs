@@ -63,8 +63,8 @@ fn scope_args(args: &Value) -> Result<Vec<String>, ToolError> {
 }
 
 /// Every non-ignored regular file under the given scopes, sorted, as (absolute, relative).
-/// Respects .gitignore (inside or outside a git repository), skips hidden entries and never
-/// follows a symbolic link.
+/// Respects .gitignore (inside or outside a git repository), skips hidden entries and names
+/// that are not UTF-8 (no citation could name them), and never follows a symbolic link.
 pub(crate) fn walk_files(
     workspace: &Workspace,
     scopes: &[String],
@@ -83,7 +83,8 @@ pub(crate) fn walk_files(
             .build();
         for entry in walker.flatten() {
             let is_file = entry.file_type().is_some_and(|t| t.is_file());
-            if is_file {
+            // A name that is not UTF-8 cannot be written in a citation: it is left out.
+            if is_file && entry.path().to_str().is_some() {
                 let path = entry.into_path();
                 let rel = workspace.relative(&path);
                 files.push((path, rel));
@@ -125,7 +126,10 @@ impl Tool for ListDir {
             .build();
         let mut lines = Vec::new();
         let mut total = 0usize;
-        for entry in walker.flatten().filter(|e| e.depth() == 1) {
+        for entry in walker
+            .flatten()
+            .filter(|e| e.depth() == 1 && e.path().to_str().is_some())
+        {
             total += 1;
             if lines.len() >= LIST_MAX_ENTRIES {
                 continue;

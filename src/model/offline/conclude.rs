@@ -2,7 +2,7 @@
 //! lines the explorer's own tool calls showed it; negative evidence for terms found nowhere.
 
 use crate::handoff::{Conclusion, ConclusionKind, Handoff, OpenItem};
-use crate::source::{prose_path, SourceId};
+use crate::source::{prose_path, shadowed, SourceId};
 
 use super::follow::CallSite;
 use super::rank::{self, Candidate, Definition};
@@ -254,8 +254,15 @@ pub(super) fn write_handoff(
             }
         }
     }
+    // Terms searched and found nowhere — but not one whose words a term that was found spells
+    // out (`"retry delay"` is not absent where `retry delay` occurs).
+    let found: Vec<&str> = (0..survey.terms.len())
+        .filter(|t| !survey.counts[*t].is_empty())
+        .map(|t| survey.terms[t].pattern.as_str())
+        .collect();
     let absent: Vec<usize> = (0..survey.terms.len())
         .filter(|t| survey.counts[*t].is_empty() && survey.count_calls[*t].is_some())
+        .filter(|t| !shadowed(&survey.terms[*t].pattern, &found))
         .collect();
     if !absent.is_empty() {
         let sources = absent
@@ -283,6 +290,12 @@ pub(super) fn write_handoff(
                 "{scope}: the question's example ({}) occurs nowhere there",
                 term_labels(survey, &examples)
             ),
+        });
+    } else if !survey.counted() {
+        // No search of the scope succeeded: nothing is known about it, least of all an absence.
+        handoff.open_items.push(OpenItem {
+            item: format!("{scope} was not searched"),
+            stuck_on: "every search of it failed (see the tool errors)".into(),
         });
     } else if picks.is_empty() {
         handoff.open_items.push(OpenItem {

@@ -100,32 +100,29 @@ pub(super) struct Task {
 
 /// The doubted claims of a verifier's context: the `## doubts` entries of its data section,
 /// read line by line between the data markers (data can neither close the section nor open a
-/// field: its inner lines are indented and its marker text escaped), each entry parsed as a
-/// conclusion of the contract's markdown form.
+/// field: its inner lines are indented and its marker text escaped), each entry one JSON
+/// conclusion.
 fn doubted_claims(system: &str) -> Vec<(Vec<SourceId>, String)> {
     use crate::context::{DATA_BEGIN, DATA_END};
-    let mut lines = system.lines().skip_while(|l| *l != DATA_BEGIN).skip(1);
-    let mut entries = String::from("## Settled conclusions\n");
     let mut in_doubts = false;
-    for line in lines.by_ref() {
-        if line == DATA_END {
-            break;
-        }
+    let mut out = Vec::new();
+    for line in system
+        .lines()
+        .skip_while(|l| *l != DATA_BEGIN)
+        .skip(1)
+        .take_while(|l| *l != DATA_END)
+    {
         if line.starts_with("## ") {
             in_doubts = line == "## doubts";
-        } else if in_doubts && line.starts_with("- ") {
-            entries.push_str(line);
-            entries.push('\n');
+        } else if let Some(entry) = line.strip_prefix("- ").filter(|_| in_doubts) {
+            if let Ok(c) = serde_json::from_str::<crate::handoff::Conclusion>(entry) {
+                if !c.sources.is_empty() {
+                    out.push((c.sources, c.claim));
+                }
+            }
         }
     }
-    entries.push_str("## Open items\n## Hard constraints\n- none\n");
-    crate::handoff::parse(&entries)
-        .handoff
-        .settled_conclusions
-        .into_iter()
-        .filter(|c| !c.sources.is_empty())
-        .map(|c| (c.sources, c.claim))
-        .collect()
+    out
 }
 
 /// The verifier's turns: reread every cited range, then hand back the claims whose reread

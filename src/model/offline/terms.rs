@@ -469,7 +469,7 @@ pub(crate) fn terms(question: &str) -> Vec<Term> {
 }
 
 /// The phrases that introduce an example, as a regex alternation.
-const EXAMPLE_MARKERS: &str = r"like|such as|for example|for instance|e\.g\.";
+const EXAMPLE_MARKERS: &str = r"(?:like|such as|for example|for instance)\b|e\.g\.";
 
 /// The words and literals of the examples a question gives: the text after `like`, `such as`,
 /// `for example`, `for instance`, `e.g.` up to the next `)`, `;`, `?`, sentence end, or `,` (unless a list of quoted
@@ -540,6 +540,10 @@ mod tests {
         let t = terms("Which spellings (like \"on\", \"off\") are accepted?");
         assert!(t.iter().filter(|t| t.example).count() >= 2);
         assert!(terms("Where is the parser?").iter().all(|t| !t.example));
+        // A word that only begins like a marker is a word.
+        assert!(terms("where is the likelihood computed?")
+            .iter()
+            .any(|t| t.label == "likelihood"));
         // The phrase that introduces an example is not searched for.
         let t = terms("Does it draw bars, for example with the OSC escape, or such as spinners?");
         assert!(!t.iter().any(
