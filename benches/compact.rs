@@ -68,6 +68,9 @@ fn session(n: usize) -> Vec<Message> {
     out
 }
 
+/// A session of `n` messages.
+type Session = fn(usize) -> Vec<Message>;
+
 /// Every user turn states ten constraints; every assistant turn makes a commitment.
 fn pinned_session(n: usize) -> Vec<Message> {
     (0..n)
@@ -92,8 +95,7 @@ fn pinned_session(n: usize) -> Vec<Message> {
 fn main() {
     // The BPE vocabulary loads once per process; not part of any measurement.
     let _ = baton::context::Tokenizer::count(&Bpe, "warm");
-    let kinds: [(&str, fn(usize) -> Vec<Message>); 2] =
-        [("tool_rounds", session), ("pins", pinned_session)];
+    let kinds: [(&str, Session); 2] = [("tool_rounds", session), ("pins", pinned_session)];
     for (kind, make) in kinds {
         for n in [2_000, 5_000, 10_000, 50_000] {
             let messages = make(n);
