@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use super::relevance::Rarity;
 use crate::handoff::{Conclusion, ConclusionKind, Handoff, HardConstraint, OpenItem};
-use crate::source::{path_factor, search_label, shadowed, Observation, ObservationLog, SourceId};
+use crate::source::{
+    path_factor, prose_path, search_label, shadowed, Observation, ObservationLog, SourceId,
+};
 
 /// One subagent's accepted work.
 pub(crate) struct Accepted<'a> {
@@ -286,7 +288,11 @@ fn negative_evidence(accepted: &[Accepted<'_>], all_handed_off: bool) -> Vec<Con
         } else {
             let mut scopes = g.scopes.clone();
             scopes.sort();
-            scopes.join(", ")
+            scopes
+                .iter()
+                .map(|s| prose_path(s))
+                .collect::<Vec<_>>()
+                .join(", ")
         };
         let (glob, label) = match pattern.strip_prefix("glob:") {
             Some(glob) => (true, search_label(glob, *insensitive, true)),

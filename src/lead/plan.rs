@@ -13,8 +13,13 @@ pub(crate) struct Shard {
 }
 
 impl Shard {
+    /// The shard's paths as prose shows them: each in the source grammar's form.
     pub(crate) fn label(&self) -> String {
-        self.paths.join(", ")
+        self.paths
+            .iter()
+            .map(|p| crate::source::prose_path(p))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 

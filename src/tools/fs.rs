@@ -203,7 +203,7 @@ impl Tool for Glob {
             }
         }
         let mut content = if found.is_empty() {
-            format!("no files match `{pattern}` in {}", scopes.join(", "))
+            format!("no files match `{pattern}` in {}", listed(&scopes))
         } else {
             found.join("\n")
         };
@@ -324,7 +324,7 @@ impl Tool for Grep {
         if total == 0 {
             content = format!(
                 "no matches for {label} in {} ({files_searched} files searched)",
-                scopes.join(", ")
+                listed(&scopes)
             );
         } else if count_only {
             let _ = write!(
@@ -439,6 +439,15 @@ impl Tool for ReadFile {
             observations,
         })
     }
+}
+
+/// Scopes as a tool prints them: each in the source grammar's form, comma-separated.
+fn listed(scopes: &[String]) -> String {
+    scopes
+        .iter()
+        .map(|s| quote_path(s).into_owned())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The first `limit` characters of `line`, and how many more there were when it was cut.

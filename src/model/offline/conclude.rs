@@ -218,7 +218,12 @@ pub(super) fn write_handoff(
     sites: &[CallSite],
     reads: &[&Exchange<'_>],
 ) -> Handoff {
-    let scope = task.scope.join(", ");
+    let scope = task
+        .scope
+        .iter()
+        .map(|p| prose_path(p))
+        .collect::<Vec<_>>()
+        .join(", ");
     let mut handoff = Handoff::default();
     let mut add = |c: Conclusion| {
         if !handoff
