@@ -50,6 +50,7 @@ fn log() -> ObservationLog {
             scope: vec![".".into()],
             matches: 0,
             files_searched: 9,
+            files_skipped: 0,
             case_insensitive: false,
             fixed_string: false,
         },
@@ -59,6 +60,7 @@ fn log() -> ObservationLog {
             scope: vec![".".into()],
             matches: 5,
             files_searched: 9,
+            files_skipped: 0,
             case_insensitive: false,
             fixed_string: false,
         },
@@ -93,6 +95,11 @@ fn log() -> ObservationLog {
             call_id: "sa1.9".into(),
             record_kind: "ticket".into(),
             id: "T-7".into(),
+        },
+        Observation::Record {
+            call_id: "sa1.10".into(),
+            record_kind: "event".into(),
+            id: "12".into(),
         },
     ]);
     log
@@ -186,6 +193,8 @@ fn cases() -> Vec<Case> {
         case("url fetched", with_settled("- The page says retries back off. [https://example.com/fetched#top]\n"), &[]),
         case("record returned", with_settled("- Ticket T-7 reports slow retries. [ticket:T-7]\n"), &[]),
         case("other record of a kind returned", with_settled("- Ticket T-8 reports slow retries. [ticket:T-8]\n"), &[V::RecordNotObserved]),
+        case("event shown", with_settled("- The run planned two shards. [event:12]\n"), &[]),
+        case("event never shown", with_settled("- The run planned two shards. [event:made-up]\n"), &[V::RecordNotObserved]),
         // Observation.
         case("citation of a file never read", with_settled("- `pub mod net;` is declared. [src/lib.rs:2]\n"), &[V::NotObserved]),
         case("citation of lines never read, in a file read in part", with_settled("- The README says `netkit`. [README.md:1-2]\n"), &[V::LineOutOfRange]),

@@ -345,6 +345,7 @@ fn event() -> impl Strategy<Value = RunEvent> {
                     scope: vec![".".into()],
                     matches: m,
                     files_searched: 3,
+                    files_skipped: 0,
                     case_insensitive: false,
                     fixed_string: false,
                 }],

@@ -267,3 +267,29 @@ async fn a_compound_of_the_question_is_not_a_false_absence() {
         }
     }
 }
+
+/// Issue 9, item 5: a file the searches could not read (over 4 MiB) leaves no "whole tree"
+/// absence and no claim that its shard holds none of the terms.
+#[tokio::test]
+async fn a_file_no_search_could_read_makes_no_absence() {
+    let huge = format!(
+        "// the retry delay is computed here\npub fn compute_retry_delay() -> u64 {{ 5 }}\n{}",
+        "// padding\n".repeat(500_000)
+    );
+    let dir = crate::support::tree(&[
+        ("big/huge.rs", huge.as_str()),
+        ("small/lib.rs", "pub fn unrelated() {}\n"),
+    ]);
+    let report = Coordinator::new()
+        .agents(2)
+        .run(Task::new("where is the retry delay computed?", dir.path()))
+        .await
+        .unwrap();
+    let text = report.handoff.to_markdown();
+    assert!(!text.contains("the whole tree"), "{text}");
+    assert!(
+        !text.contains("big: none of the question's terms"),
+        "{text}"
+    );
+    assert!(text.contains("could not be searched"), "{text}");
+}

@@ -425,3 +425,43 @@ fn baton_compact_refuses_fifos_devices_and_oversized_input() {
         assert!(started.elapsed() < std::time::Duration::from_secs(20));
     }
 }
+
+/// Issue 9, items 8 and 10: a constraint wrapped over two lines is one pin, and clearing tool
+/// results alone still passes the check that it survived.
+#[test]
+fn a_wrapped_constraint_survives_a_clearing_only_compaction() {
+    let rule =
+        "Never modify anything under\n/migrations; the release pipeline applies those files.";
+    let mut window = vec![user(rule)];
+    for r in 0..8 {
+        let id = format!("r{r}");
+        window.push(Message::Assistant {
+            text: String::new(),
+            tool_calls: vec![ToolCall {
+                id: id.clone(),
+                name: "read_file".into(),
+                arguments: json!({"path": format!("src/p{r}.rs")}),
+            }],
+        });
+        window.push(Message::Tool {
+            call_id: id,
+            name: "read_file".into(),
+            content: (0..120)
+                .map(|i| format!("{i:>6}\tlet step_{i} = compute({i}, {r});\n"))
+                .collect(),
+            is_error: false,
+        });
+    }
+    let o = Options {
+        window: 8_000,
+        ..Options::default()
+    };
+    let out = compact(&window, &o, &Bpe);
+    assert_eq!(out.decision, Decision::Compact, "{:?}", out.reason);
+    assert!(out.cleared_tokens > 0);
+    assert!(out.survival.ok(), "{:?}", out.survival);
+    assert_eq!(
+        out.ledger[0].text,
+        "Never modify anything under /migrations; the release pipeline applies those files."
+    );
+}

@@ -76,6 +76,9 @@ pub struct NegativeEntry {
     pub scope: Vec<String>,
     /// Coverage: files searched.
     pub files_searched: usize,
+    /// Files in the scope that could not be searched.
+    #[serde(default)]
+    pub files_skipped: usize,
     /// The pattern ignored letter case.
     #[serde(default)]
     pub case_insensitive: bool,

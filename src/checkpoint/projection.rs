@@ -179,6 +179,7 @@ pub fn project(run_id: &str, events: &[LoggedEvent]) -> Checkpoint {
                         scope,
                         matches: 0,
                         files_searched,
+                        files_skipped,
                         case_insensitive,
                         fixed_string,
                     } = o
@@ -199,6 +200,7 @@ pub fn project(run_id: &str, events: &[LoggedEvent]) -> Checkpoint {
                             pattern: pattern.clone(),
                             scope: scope.clone(),
                             files_searched: *files_searched,
+                            files_skipped: *files_skipped,
                             case_insensitive: *case_insensitive,
                             fixed_string: *fixed_string,
                             event: at,

@@ -51,14 +51,9 @@ pub(crate) struct CompactArgs {
     json: bool,
 }
 
-/// One line of the transcript as a message; `system` and `developer` messages are user-side
-/// turns (the caller keeps the leading ones apart).
-fn read_line(value: &Value, names: &HashMap<String, String>) -> Result<Message, String> {
-    let role = value
-        .get("role")
-        .and_then(Value::as_str)
-        .ok_or("no `role`")?;
-    let content = match value.get("content") {
+/// The text of a message's `content`: a string, or the `text` of each part of an array.
+fn content_text(value: &Value) -> Result<String, String> {
+    Ok(match value.get("content") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Null) | None => String::new(),
         Some(Value::Array(parts)) => parts
@@ -67,7 +62,17 @@ fn read_line(value: &Value, names: &HashMap<String, String>) -> Result<Message, 
             .collect::<Vec<_>>()
             .join("\n"),
         Some(_) => return Err("`content` is not text".into()),
-    };
+    })
+}
+
+/// One line of the transcript as a message; `system` and `developer` messages are user-side
+/// turns (the caller keeps the leading ones apart).
+fn read_line(value: &Value, names: &HashMap<String, String>) -> Result<Message, String> {
+    let role = value
+        .get("role")
+        .and_then(Value::as_str)
+        .ok_or("no `role`")?;
+    let content = content_text(value)?;
     Ok(match role {
         "system" | "developer" | "user" => Message::User { text: content },
         "assistant" => {
@@ -180,9 +185,10 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
     // Leading system messages stay apart; every other line is a message, kept with the JSON
     // value it was read as.
     let mut system: Vec<String> = Vec::new();
+    let mut system_texts: Vec<String> = Vec::new();
     let mut messages: Vec<Message> = Vec::new();
-    // Each message's line as it was written, and its value.
-    let mut originals: Vec<(&str, Value)> = Vec::new();
+    // Each message's line as it was written.
+    let mut originals: Vec<&str> = Vec::new();
     let mut names: HashMap<String, String> = HashMap::new();
     for (i, line) in text
         .lines()
@@ -202,6 +208,13 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
                 Some("system" | "developer")
             );
         if leading_system {
+            match content_text(&value) {
+                Ok(text) => system_texts.push(text),
+                Err(e) => {
+                    eprintln!("baton: {shown}:{}: not a chat message: {e}", i + 1);
+                    return EXIT_USAGE;
+                }
+            }
             system.push(line.trim().to_string());
             continue;
         }
@@ -211,7 +224,7 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
                     names.extend(tool_calls.iter().map(|c| (c.id.clone(), c.name.clone())));
                 }
                 messages.push(m);
-                originals.push((line.trim(), value));
+                originals.push(line.trim());
             }
             Err(e) => {
                 eprintln!("baton: {shown}:{}: not a chat message: {e}", i + 1);
@@ -222,12 +235,7 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
     // The leading system messages are never folded, but they take their share of the window:
     // the rest is compacted into what they leave, triggered when the whole window reaches the
     // threshold.
-    let system_text: String = system
-        .iter()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter_map(|v| v.get("content").and_then(Value::as_str).map(str::to_string))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let system_text = system_texts.join("\n");
     let system_tokens = baton::context::Tokenizer::count(&Bpe, &system_text);
     let room = args.window.saturating_sub(system_tokens).max(1);
     let opts = Options {
@@ -267,6 +275,7 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
     } else {
         Compactor::new(opts, &Bpe)
             .outside(&system_text)
+            .offset(system.len())
             .compact(&messages, &ledger)
     };
     out.tokens_before += system_tokens;
@@ -278,10 +287,10 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
         .iter()
         .cloned()
         .chain(out.window.iter().zip(&out.kept).map(|(m, kept)| {
-            match kept.and_then(|i| Some((i, originals.get(i)?))) {
-                Some((i, (line, _))) if messages.get(i) == Some(m) => line.to_string(),
-                Some((_, (_, value))) => {
-                    let mut value = value.clone();
+            match kept.and_then(|i| Some((i, *originals.get(i)?))) {
+                Some((i, line)) if messages.get(i) == Some(m) => line.to_string(),
+                Some((_, line)) => {
+                    let mut value: Value = serde_json::from_str(line).unwrap_or(Value::Null);
                     if let (Some(object), Message::Tool { content, .. }) =
                         (value.as_object_mut(), m)
                     {

@@ -158,6 +158,7 @@ pub struct Compactor<'a> {
     rereadable: &'a dyn Fn(&str) -> bool,
     raw_turns: RawTurns,
     outside: &'a str,
+    offset: usize,
 }
 
 static EXTRACTIVE: Extractive = Extractive;
@@ -181,7 +182,16 @@ impl<'a> Compactor<'a> {
             rereadable: &is_pure_read,
             raw_turns: RawTurns::Input,
             outside: "",
+            offset: 0,
         }
+    }
+
+    /// How many messages come before the ones passed (kept apart by the caller, such as
+    /// leading system messages or a brief): markers and [`Folded`] number messages from the
+    /// start of the whole window.
+    pub fn offset(mut self, before: usize) -> Compactor<'a> {
+        self.offset = before;
+        self
     }
 
     /// Text the caller keeps verbatim beside the messages it passes (a brief it never folds):
@@ -408,7 +418,7 @@ impl<'a> Compactor<'a> {
             .cloned()
             .collect::<Vec<_>>()
             .join("\n");
-        let folded = bounded(0, cut.saturating_sub(1), &raw);
+        let folded = bounded(self.offset, self.offset + cut.saturating_sub(1), &raw);
         let at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis())
@@ -445,11 +455,11 @@ impl<'a> Compactor<'a> {
                     opts.slot
                 )));
             }
+            let (first, last) = (a + self.offset, b - 1 + self.offset);
             let text = format!(
-                "{SUMMARY_MARK} messages {a}..={} folded by {}; raw turns: {}; checked: ledger, items, effect states; at {at} ms]\n{body}",
-                b - 1,
+                "{SUMMARY_MARK} messages {first}..={last} folded by {}; raw turns: {}; checked: ledger, items, effect states; at {at} ms]\n{body}",
                 self.summariser.name(),
-                self.raw_location(*a, b - 1, &folded)
+                self.raw_location(first, last, &folded)
             );
             tokens_after += self.tokenizer.count(&text);
             window.push(Message::User { text });

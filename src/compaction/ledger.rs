@@ -6,7 +6,7 @@
 //! file) when a later one of the same kind supersedes it. [`Ledger::arrive`] takes each turn as
 //! it comes and makes both decisions.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -42,11 +42,11 @@ fn content_words(text: &str) -> Vec<String> {
     out
 }
 
-/// Whether a later text whose content words are `said` (sorted) speaks of what `pin` is
-/// about: it holds at least half of the pin's content words. A pin with none to share is never
-/// settled by rule (it stays pinned: keeping a pin is safe, losing one is not).
-fn about(pin: &str, said: &[String]) -> bool {
-    let wanted = content_words(pin);
+/// Whether a later sentence whose content words are `said` (sorted) speaks of what a pin
+/// whose content words are `wanted` is about: it holds at least half of them. A pin with none
+/// to share is never settled by rule (it stays pinned: keeping a pin is safe, losing one is
+/// not).
+fn about(wanted: &[String], said: &[String]) -> bool {
     let shared = wanted
         .iter()
         .filter(|w| said.binary_search(w).is_ok())
@@ -54,32 +54,43 @@ fn about(pin: &str, said: &[String]) -> bool {
     !wanted.is_empty() && shared * 2 >= wanted.len()
 }
 
-/// Whether one sentence reports work finished, and does not deny it ("I have not …", "not
-/// done yet").
-fn reports_done(sentence: &str) -> bool {
-    static DONE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+/// Whether a sentence denies, doubts or disowns what it speaks of ("I have not …", "could not
+/// find", "is unknown", "you asked …").
+fn denies(sentence: &str) -> bool {
     static DENIED: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let done = DONE.get_or_init(|| {
-        regex::Regex::new(r"(?i)\b(done|finished|completed|fixed|i have|i've|now passes|passed|succeeded|all green)\b")
-            .expect("static regex")
-    });
-    let denied = DENIED.get_or_init(|| {
-        regex::Regex::new(r"(?i)\b(not|no|never|yet|cannot|can't|couldn't|didn't|haven't|hasn't|isn't|wasn't|won't|failed|unable)\b|n['’]t\b")
-            .expect("static regex")
-    });
-    done.is_match(sentence) && !denied.is_match(sentence)
+    DENIED
+        .get_or_init(|| {
+            regex::Regex::new(r"(?i)\b(not|no|never|yet|cannot|failed|unable|unknown|unclear|asked|ask|question|wonder)\b|n['’]t\b")
+                .expect("static regex")
+        })
+        .is_match(sentence)
 }
 
-/// Whether one sentence defers rather than answers ("let me look", "I will check", a question).
-fn defers(sentence: &str) -> bool {
+/// Whether one sentence reports work finished, and does not deny it.
+fn reports_done(sentence: &str) -> bool {
+    static DONE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    DONE.get_or_init(|| {
+        regex::Regex::new(
+            r"(?i)\b(done|finished|completed|fixed|now passes|passed|succeeded|all green)\b",
+        )
+        .expect("static regex")
+    })
+    .is_match(sentence)
+        && !denies(sentence)
+}
+
+/// Whether one sentence answers rather than defers or denies ("let me look", "I will check", a
+/// question, "could not find").
+fn answers(sentence: &str) -> bool {
     static DEFERS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    sentence.trim_end().ends_with('?')
+    let defers = sentence.trim_end().ends_with('?')
         || DEFERS
             .get_or_init(|| {
-                regex::Regex::new(r"(?i)\b(let me|i will|i'll|i am going to|i'm going to|first|not sure|don't know|do not know|looking)\b")
+                regex::Regex::new(r"(?i)\b(let me|i will|i'll|i am going to|i'm going to|first|not sure|looking)\b")
                     .expect("static regex")
             })
-            .is_match(sentence)
+            .is_match(sentence);
+    !defers && !denies(sentence)
 }
 
 /// The most recent open pins (questions, commitments) a turn is checked against; older ones
@@ -126,8 +137,10 @@ pub struct Ledger {
     held: HashMap<(PinClass, String), usize>,
     /// The tool state pin of each key.
     tool_states: HashMap<String, usize>,
-    /// Open questions and commitments, oldest first.
-    open: Vec<usize>,
+    /// Open questions and commitments, by arrival.
+    open: BTreeSet<usize>,
+    /// The content words of each open pin, taken once when it arrives.
+    words: HashMap<usize, Vec<String>>,
 }
 
 /// A ledger as stored: its pins in force.
@@ -293,22 +306,27 @@ impl Ledger {
         if self.open.is_empty() {
             return Vec::new();
         }
-        let checked = &self.open[self.open.len().saturating_sub(OPEN_PINS_CHECKED)..];
         let mut settled = Vec::new();
         for sentence in sentences(text) {
-            let answers = !defers(sentence);
-            let done = reports_done(sentence);
-            if !answers && !done {
+            let said = content_words(sentence);
+            if said.is_empty() {
                 continue;
             }
-            let said = content_words(sentence);
-            for pin in checked.iter().filter_map(|i| self.slots[*i].as_ref()) {
+            let (answer, done) = (answers(sentence), reports_done(sentence));
+            if !answer && !done {
+                continue;
+            }
+            for index in self.open.iter().rev().take(OPEN_PINS_CHECKED) {
+                let Some(pin) = self.slots[*index].as_ref() else {
+                    continue;
+                };
                 let settles = match pin.class {
-                    PinClass::OpenQuestion => answers,
+                    PinClass::OpenQuestion => answer,
                     PinClass::Commitment => done,
                     PinClass::Constraint | PinClass::ToolState => false,
                 };
-                if settles && about(&pin.text, &said) && !settled.contains(&pin.text) {
+                let wanted = self.words.get(index).map(Vec::as_slice).unwrap_or(&[]);
+                if settles && about(wanted, &said) && !settled.contains(&pin.text) {
                     settled.push(pin.text.clone());
                 }
             }
@@ -344,7 +362,10 @@ impl Ledger {
                     self.tool_states.insert(key.clone(), index);
                 }
             }
-            PinClass::OpenQuestion | PinClass::Commitment => self.open.push(index),
+            PinClass::OpenQuestion | PinClass::Commitment => {
+                self.open.insert(index);
+                self.words.insert(index, content_words(&pin.text));
+            }
             PinClass::Constraint => {}
         }
         self.slots.push(Some(pin));
@@ -402,7 +423,8 @@ impl Ledger {
                         }
                     }
                 }
-                self.open.retain(|i| *i != index);
+                self.open.remove(&index);
+                self.words.remove(&index);
                 retired = true;
             }
         }
@@ -642,6 +664,9 @@ mod tests {
             (4, "Hmm."),
             (5, "I have not updated the changelog yet."),
             (6, "The changelog update failed: the file is locked."),
+            (6, "I have a question about the changelog flags."),
+            (6, "I could not find which openssl version the build uses."),
+            (6, "You asked what version of openssl the build uses."),
         ] {
             ledger.arrive(turn, &reply(said));
             assert_eq!(ledger.pins().len(), 5, "{said}: {:?}", ledger.pins());

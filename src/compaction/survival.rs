@@ -92,8 +92,14 @@ fn found(needles: &[String], haystack: &str) -> Vec<bool> {
     seen
 }
 
+/// A text with every run of whitespace as one space: a fact survives however its line
+/// breaks fall (a pin is its sentence with a wrapped line joined).
+fn folded(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// Checks a compacted window (and `outside`, text the caller keeps beside it verbatim) against
-/// the facts taken before compacting.
+/// the facts taken before compacting. Whitespace runs count as one space on both sides.
 pub fn survival(facts: &Facts, window: &[Message], outside: &str) -> Survival {
     let mut after: String = window
         .iter()
@@ -102,8 +108,10 @@ pub fn survival(facts: &Facts, window: &[Message], outside: &str) -> Survival {
         .join("\n");
     after.push('\n');
     after.push_str(outside);
-    let items = found(&facts.items, &after);
-    let pins = found(&facts.pins, &after);
+    let after = folded(&after);
+    let fold_all = |texts: &[String]| texts.iter().map(|t| folded(t)).collect::<Vec<_>>();
+    let items = found(&fold_all(&facts.items), &after);
+    let pins = found(&fold_all(&facts.pins), &after);
     Survival {
         ledger_verbatim: pins.iter().all(|p| *p),
         missing: facts

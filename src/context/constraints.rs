@@ -47,7 +47,7 @@ pub fn normalise(text: &str) -> String {
         .join(" ")
 }
 
-/// Words after which a `.` does not end a sentence when the text goes on in lower case.
+/// Words after which a `.` does not end a sentence.
 const ABBREVIATIONS: &[&str] = &[
     "approx", "cf", "dr", "e.g", "eg", "esp", "etc", "fig", "i.e", "ie", "inc", "incl", "jr",
     "ltd", "mr", "mrs", "ms", "no", "pp", "sr", "st", "viz", "vol", "vs",
@@ -65,11 +65,11 @@ fn opens_item(line: &str) -> bool {
 }
 
 /// The sentences of a text, verbatim (trimmed). A sentence ends at `.`, `!` or `?` before
-/// whitespace — not at an abbreviation (`e.g.`, `etc.`, `vs.`) the text goes on from in lower
-/// case — at a blank line, and at a line break before a line that opens an item (a bullet, a
-/// numbered item, a heading), starts with a capital letter, or after a line ending in `:`. A
-/// line break inside a sentence (a wrapped line) does not end it: "Never modify anything
-/// under\n/migrations; the pipeline applies them." is one sentence, whole.
+/// whitespace — never at an abbreviation (`e.g.`, `etc.`, `vs.`) — at a blank line, and at a
+/// line break before or after a line that opens an item (a bullet, a numbered item, a
+/// heading) or after a line ending in `:`. Any other line break is inside a sentence (a
+/// wrapped line): "Never modify anything under\n/migrations; the pipeline applies them." is
+/// one sentence, whole. Where in doubt, a sentence is longer, never cut.
 pub(crate) fn sentences(text: &str) -> Vec<&str> {
     fn push<'t>(text: &'t str, from: usize, to: usize, out: &mut Vec<&'t str>) {
         let s = text[from..to].trim();
@@ -90,7 +90,6 @@ pub(crate) fn sentences(text: &str) -> Vec<&str> {
                     || line.trim_end().ends_with(':')
                     || opens_item(next)
                     || opens_item(line)
-                    || next.trim_start().starts_with(|c: char| c.is_uppercase())
             }
             b'.' | b'!' | b'?' => {
                 let before_space = bytes.get(i + 1).is_none_or(|n| n.is_ascii_whitespace());
@@ -99,11 +98,7 @@ pub(crate) fn sentences(text: &str) -> Vec<&str> {
                     .next()
                     .unwrap_or("")
                     .to_ascii_lowercase();
-                let goes_on_lower = text[i + 1..]
-                    .trim_start()
-                    .starts_with(|c: char| c.is_lowercase() || c.is_ascii_digit());
-                let abbreviation =
-                    *b == b'.' && ABBREVIATIONS.contains(&word.as_str()) && goes_on_lower;
+                let abbreviation = *b == b'.' && ABBREVIATIONS.contains(&word.as_str());
                 before_space && !abbreviation
             }
             _ => false,
@@ -132,6 +127,13 @@ mod tests {
             ]
         );
         assert!(!binds("The mustard is yellow."));
+        assert_eq!(
+            sentences("Do not modify the files under /src unless\nThe owner agrees. Never write to shared paths, e.g. /tmp."),
+            vec![
+                "Do not modify the files under /src unless\nThe owner agrees.",
+                "Never write to shared paths, e.g. /tmp."
+            ]
+        );
         // A wrapped line and an abbreviation do not end a sentence; a new item does.
         assert_eq!(
             sentences("Never modify anything under\n/migrations; the pipeline applies them.\n- Keep the config, e.g. the prod settings.\nWhy? Because."),

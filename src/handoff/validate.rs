@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use super::{parse, ConclusionKind, Parsed, Violation, ViolationCode};
-use crate::source::{Observation, ObservationLog, Shown, SourceId};
+use crate::source::{quote_path, Observation, ObservationLog, Shown, SourceId};
 use crate::tools::{read_text_file, SandboxError, Workspace};
 
 /// A file's text with its line starts, for cheap line ranges.
@@ -251,14 +251,14 @@ fn check_source(
                     Err(FileProblem::NotFound) => {
                         say(
                             ViolationCode::FileNotFound,
-                            format!("`{path}` does not exist in the workspace"),
+                            format!("`{}` does not exist in the workspace", quote_path(path)),
                         );
                         return None;
                     }
                     Err(FileProblem::OutsideRoot(why)) => {
                         say(
                             ViolationCode::PathOutsideRoot,
-                            format!("`{path}`: {why}; cite root-relative paths"),
+                            format!("`{}`: {why}; cite root-relative paths", quote_path(path)),
                         );
                         return None;
                     }
@@ -272,7 +272,10 @@ fn check_source(
                             if *b as usize > count {
                                 say(
                                     ViolationCode::LineOutOfRange,
-                                    format!("`{source}`: `{path}` has {count} lines; cite lines that exist"),
+                                    format!(
+                                        "`{source}`: `{}` has {count} lines; cite lines that exist",
+                                        quote_path(path)
+                                    ),
                                 );
                                 return None;
                             }
@@ -329,7 +332,19 @@ fn check_source(
             }
             None
         }
-        SourceId::Event(_) => None,
+        // An event is evidence only once a tool showed it: in a run, like any record.
+        SourceId::Event(id) => {
+            if check
+                .observations
+                .is_some_and(|log| !log.saw_record("event", id))
+            {
+                say(
+                    ViolationCode::RecordNotObserved,
+                    format!("`{source}` was not shown to you by any of your tool calls"),
+                );
+            }
+            None
+        }
         SourceId::Record { kind: record, id } if record == "call" => {
             let log = check.observations?;
             let searched = log.entries().iter().find_map(|o| match o {

@@ -228,6 +228,8 @@ fn negative_evidence(accepted: &[Accepted<'_>], all_handed_off: bool) -> Vec<Con
         scopes: Vec<String>,
         /// Files searched, the most of any one call per subagent.
         files: BTreeMap<usize, usize>,
+        /// Files that could not be searched, the most of any one call per subagent.
+        skipped: BTreeMap<usize, usize>,
         /// Which shards ran it over their whole shard.
         shards: Vec<usize>,
     }
@@ -243,6 +245,7 @@ fn negative_evidence(accepted: &[Accepted<'_>], all_handed_off: bool) -> Vec<Con
                 scope,
                 matches,
                 files_searched,
+                files_skipped,
                 case_insensitive,
                 fixed_string,
             } = o
@@ -256,6 +259,8 @@ fn negative_evidence(accepted: &[Accepted<'_>], all_handed_off: bool) -> Vec<Con
             g.calls.push(call_id.clone());
             let files = g.files.entry(index).or_default();
             *files = (*files).max(*files_searched);
+            let skipped = g.skipped.entry(index).or_default();
+            *skipped = (*skipped).max(*files_skipped);
             if !a.scope.is_empty() && covers(scope, a.scope) && !g.shards.contains(&index) {
                 g.shards.push(index);
             }
@@ -274,13 +279,15 @@ fn negative_evidence(accepted: &[Accepted<'_>], all_handed_off: bool) -> Vec<Con
         .map(|((pattern, _, _), _)| *pattern)
         .collect();
     // Patterns that found nothing, grouped by where they were searched and how many files.
-    type Place = (bool, String, usize);
+    type Place = (bool, String, usize, usize);
     let mut by_place: BTreeMap<Place, (Vec<String>, Vec<String>)> = BTreeMap::new();
     for ((pattern, insensitive, fixed), g) in groups.iter().filter(|(_, g)| !g.found) {
         if !pattern.starts_with("glob:") && shadowed(pattern, &matched) {
             continue;
         }
+        let skipped: usize = g.skipped.values().sum();
         let everywhere = all_handed_off
+            && skipped == 0
             && !explorers.is_empty()
             && explorers.iter().all(|i| g.shards.contains(i));
         let place = if everywhere {
@@ -299,16 +306,21 @@ fn negative_evidence(accepted: &[Accepted<'_>], all_handed_off: bool) -> Vec<Con
             None => (false, search_label(pattern, *insensitive, *fixed)),
         };
         let files = g.files.values().sum();
-        let entry = by_place.entry((glob, place, files)).or_default();
+        let entry = by_place.entry((glob, place, files, skipped)).or_default();
         entry.0.push(label);
         entry.1.extend(g.calls.iter().cloned());
     }
     by_place
         .into_iter()
-        .map(|((glob, place, files), (labels, calls))| Conclusion {
+        .map(|((glob, place, files, skipped), (labels, calls))| Conclusion {
             claim: if glob {
                 format!(
                     "no file name matches the glob {} in {place}",
+                    labels.join(", ")
+                )
+            } else if skipped > 0 {
+                format!(
+                    "no line matches {} in {place} (searched {files} files; {skipped} could not be searched: binary, over 4 MiB or unreadable)",
                     labels.join(", ")
                 )
             } else {
@@ -348,6 +360,7 @@ mod tests {
             scope: vec![format!("dir-{id}")],
             matches,
             files_searched: 3,
+            files_skipped: 0,
             case_insensitive: false,
             fixed_string: false,
         }]);
@@ -482,6 +495,7 @@ mod tests {
             scope: vec![scope.into()],
             matches: 0,
             files_searched: 4,
+            files_skipped: 0,
             case_insensitive: insensitive,
             fixed_string: fixed,
         }

@@ -91,6 +91,7 @@ mod tests {
             scope: vec![".".into()],
             matches,
             files_searched: 1,
+            files_skipped: 0,
             case_insensitive: false,
             fixed_string: false,
         }

@@ -51,6 +51,9 @@ pub enum Observation {
         matches: usize,
         /// Files searched.
         files_searched: usize,
+        /// Files in the scope that could not be searched (binary, too large, unreadable).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        files_skipped: usize,
         /// The pattern ignored letter case.
         #[serde(default, skip_serializing_if = "is_false")]
         case_insensitive: bool,
@@ -90,6 +93,10 @@ fn is_false(value: &bool) -> bool {
     !*value
 }
 
+fn is_zero(value: &usize) -> bool {
+    *value == 0
+}
+
 /// The words a search pattern spells out: its runs of three or more letters and digits, with
 /// regex escapes (`\s`, `\b`, `\-`) taken out, lower case.
 fn pattern_words(pattern: &str) -> Vec<String> {
@@ -113,20 +120,24 @@ fn pattern_words(pattern: &str) -> Vec<String> {
     words
 }
 
-/// The top-level alternatives of a regex (`a|b(c|d)` → `a`, `b(c|d)`), escapes, groups and
-/// classes respected.
-fn alternatives(pattern: &str) -> Vec<&str> {
+/// The top-level alternatives of a regex (`a|b|c`), escapes and classes respected; None when
+/// any alternative holds a group or a quantifier that can drop what precedes it (`(`, `?`,
+/// `*`, `{0`), whose words a match need not spell.
+fn alternatives(pattern: &str) -> Option<Vec<&str>> {
     let mut out = Vec::new();
-    let (mut depth, mut in_class, mut escaped, mut start) = (0usize, false, false, 0);
+    let (mut in_class, mut escaped, mut start) = (false, false, 0);
     for (i, c) in pattern.char_indices() {
         match c {
             _ if escaped => escaped = false,
             '\\' => escaped = true,
             '[' if !in_class => in_class = true,
             ']' if in_class => in_class = false,
-            '(' if !in_class => depth += 1,
-            ')' if !in_class => depth = depth.saturating_sub(1),
-            '|' if !in_class && depth == 0 => {
+            '(' | ')' | '?' | '*' if !in_class => return None,
+            // `[…]{0,2}` may drop its class, never a word; `x{0,…}` may drop a word.
+            '{' if !in_class && pattern[i..].starts_with("{0") && !pattern[..i].ends_with(']') => {
+                return None
+            }
+            '|' if !in_class => {
                 out.push(&pattern[start..i]);
                 start = i + 1;
             }
@@ -134,7 +145,7 @@ fn alternatives(pattern: &str) -> Vec<&str> {
         }
     }
     out.push(&pattern[start..]);
-    out
+    Some(out)
 }
 
 /// Whether a search that found nothing is shadowed by one that matched: every alternative of
@@ -147,9 +158,11 @@ pub(crate) fn shadowed(empty: &str, matched: &[&str]) -> bool {
     let words = pattern_words(empty);
     !words.is_empty()
         && matched.iter().any(|m| {
-            alternatives(m).iter().all(|alternative| {
-                let found = pattern_words(alternative);
-                words.iter().all(|w| found.binary_search(w).is_ok())
+            alternatives(m).is_some_and(|all| {
+                all.iter().all(|alternative| {
+                    let found = pattern_words(alternative);
+                    words.iter().all(|w| found.binary_search(w).is_ok())
+                })
             })
         })
 }

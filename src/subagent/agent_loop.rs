@@ -179,6 +179,7 @@ impl AgentLoop {
             let out = Compactor::new(opts, &Estimate)
                 .raw_turns(RawTurns::EventLog)
                 .outside(&brief)
+                .offset(1)
                 .compact(rest, &self.ledger);
             let compacted = matches!(out.decision, Decision::Compact | Decision::Split);
             self.compactions.push(CompactionNote {

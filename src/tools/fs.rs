@@ -71,7 +71,7 @@ pub(crate) fn walk_files(
 ) -> Result<Vec<(PathBuf, String)>, ToolError> {
     let mut files = Vec::new();
     for scope in scopes {
-        let start = workspace.resolve(scope)?;
+        let start = workspace.resolve_argument(scope)?;
         if start.is_file() {
             files.push((start.clone(), workspace.relative(&start)));
             continue;
@@ -84,7 +84,7 @@ pub(crate) fn walk_files(
         for entry in walker.flatten() {
             let is_file = entry.file_type().is_some_and(|t| t.is_file());
             // A name that is not UTF-8 cannot be written in a citation: it is left out.
-            if is_file && entry.path().to_str().is_some() {
+            if is_file && workspace.citable(entry.path()) {
                 let path = entry.into_path();
                 let rel = workspace.relative(&path);
                 files.push((path, rel));
@@ -114,7 +114,7 @@ impl Tool for ListDir {
 
     fn call(&self, ws: &Workspace, call_id: &str, args: &Value) -> Result<ToolOutput, ToolError> {
         let rel = args.get("path").and_then(Value::as_str).unwrap_or(".");
-        let dir = ws.resolve(rel)?;
+        let dir = ws.resolve_argument(rel)?;
         if !dir.is_dir() {
             return Err(ToolError::invalid(format!("`{rel}` is not a directory")));
         }
@@ -128,7 +128,7 @@ impl Tool for ListDir {
         let mut total = 0usize;
         for entry in walker
             .flatten()
-            .filter(|e| e.depth() == 1 && e.path().to_str().is_some())
+            .filter(|e| e.depth() == 1 && ws.citable(e.path()))
         {
             total += 1;
             if lines.len() >= LIST_MAX_ENTRIES {
@@ -218,6 +218,7 @@ impl Tool for Glob {
                 scope: scopes,
                 matches: total,
                 files_searched: 0,
+                files_skipped: 0,
                 case_insensitive: false,
                 fixed_string: true,
             }],
@@ -289,9 +290,11 @@ impl Tool for Grep {
         let mut observations = Vec::new();
         let mut total = 0usize;
         let mut files_searched = 0usize;
+        let mut files_skipped = 0usize;
         let mut files_matched = 0usize;
         for (path, rel) in &files {
             let Ok(text) = super::read_text_file(path, rel) else {
+                files_skipped += 1;
                 continue;
             };
             let written = quote_path(rel);
@@ -323,13 +326,15 @@ impl Tool for Grep {
         let mut content = lines.join("\n");
         if total == 0 {
             content = format!(
-                "no matches for {label} in {} ({files_searched} files searched)",
-                listed(&scopes)
+                "no matches for {label} in {} ({files_searched} files searched{})",
+                listed(&scopes),
+                skipped_note(files_skipped)
             );
         } else if count_only {
             let _ = write!(
                 content,
-                "\n[{total} matching lines in {files_matched} files; {files_searched} files searched]"
+                "\n[{total} matching lines in {files_matched} files; {files_searched} files searched{}]",
+                skipped_note(files_skipped)
             );
         } else if total > cap {
             let _ = write!(
@@ -343,6 +348,7 @@ impl Tool for Grep {
             scope: scopes,
             matches: total,
             files_searched,
+            files_skipped,
             case_insensitive: insensitive,
             fixed_string: fixed,
         });
@@ -438,6 +444,15 @@ impl Tool for ReadFile {
             content,
             observations,
         })
+    }
+}
+
+/// What a search says of the files it could not search.
+fn skipped_note(skipped: usize) -> String {
+    if skipped == 0 {
+        String::new()
+    } else {
+        format!("; {skipped} files could not be searched (binary, over 4 MiB or unreadable)")
     }
 }
 

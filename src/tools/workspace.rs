@@ -50,13 +50,12 @@ impl Workspace {
         &self.root
     }
 
-    /// Resolves a relative path inside the root, following symlinks, and refuses anything that
-    /// is absolute, climbs above the root, or is a link that lands outside it.
-    /// The path is taken as written first (a name may begin or end with a space, or be
-    /// quoted itself); when no such file exists, a path copied from a tool's output in the
-    /// quoted form (`"a b.rs"`) is unquoted, and surrounding whitespace is dropped.
-    pub(crate) fn resolve(&self, relative: &str) -> Result<PathBuf, SandboxError> {
-        let exact = self.resolve_exact(relative);
+    /// Resolves a path a model gave as a tool argument: as written first (a name may begin or
+    /// end with a space, or be quoted itself); when no such file exists, a path copied from a
+    /// tool's output in the quoted form (`"a b.rs"`) is unquoted, and surrounding whitespace
+    /// is dropped. A citation is never resolved this leniently (`Workspace::resolve`).
+    pub(crate) fn resolve_argument(&self, relative: &str) -> Result<PathBuf, SandboxError> {
+        let exact = self.resolve(relative);
         if !matches!(exact, Err(SandboxError::NotFound(_))) {
             return exact;
         }
@@ -67,13 +66,15 @@ impl Workspace {
             .filter(|(_, rest)| rest.is_empty())
             .map(|(path, _)| path);
         match unquoted {
-            Some(path) => self.resolve_exact(&path),
-            None if relative.trim() != relative => self.resolve_exact(relative.trim()),
+            Some(path) => self.resolve(&path),
+            None if relative.trim() != relative => self.resolve(relative.trim()),
             None => exact,
         }
     }
 
-    fn resolve_exact(&self, trimmed: &str) -> Result<PathBuf, SandboxError> {
+    /// Resolves a path exactly as written inside the root, following symlinks, and refuses
+    /// anything that is absolute, climbs above the root, or is a link that lands outside it.
+    pub(crate) fn resolve(&self, trimmed: &str) -> Result<PathBuf, SandboxError> {
         let candidate = Path::new(trimmed);
         if candidate.is_absolute() || trimmed.starts_with('\\') {
             return Err(SandboxError::Absolute(trimmed.to_string()));
@@ -107,6 +108,14 @@ impl Workspace {
         Ok(real)
     }
 
+    /// Whether a path inside the root can be cited: its part below the root is UTF-8.
+    pub(crate) fn citable(&self, absolute: &Path) -> bool {
+        absolute
+            .strip_prefix(&self.root)
+            .map(|rel| rel.to_str().is_some())
+            .unwrap_or(false)
+    }
+
     /// The root-relative form of an absolute path inside the root, with `/` separators.
     pub(crate) fn relative(&self, absolute: &Path) -> String {
         let rel = absolute.strip_prefix(&self.root).unwrap_or(absolute);
@@ -125,7 +134,7 @@ impl Workspace {
     /// Reads a text file inside the root: refuses binary files, oversized files and invalid
     /// UTF-8 is replaced lossily.
     pub(crate) fn read_text(&self, relative: &str) -> Result<(PathBuf, String), SandboxError> {
-        let path = self.resolve(relative)?;
+        let path = self.resolve_argument(relative)?;
         let shown = self.relative(&path);
         let text = read_text_file(&path, &shown)?;
         Ok((path, text))

@@ -266,6 +266,7 @@ pub(super) fn write_handoff(
         .map(|t| survey.terms[t].pattern.as_str())
         .collect();
     let absent: Vec<usize> = (0..survey.terms.len())
+        .filter(|_| survey.files_searched > 0)
         .filter(|t| survey.counts[*t].is_empty() && survey.count_calls[*t].is_some())
         .filter(|t| !shadowed(&survey.terms[*t].pattern, &found))
         .collect();
@@ -280,9 +281,14 @@ pub(super) fn write_handoff(
             .collect();
         handoff.settled_conclusions.push(Conclusion {
             claim: format!(
-                "no line in {scope} matches {} (case-insensitive grep over {} files)",
+                "no line in {scope} matches {} (case-insensitive grep over {} files{})",
                 term_labels(survey, &absent),
-                survey.files_searched
+                survey.files_searched,
+                if survey.files_skipped > 0 {
+                    format!("; {} could not be searched", survey.files_skipped)
+                } else {
+                    String::new()
+                }
             ),
             sources,
             kind: ConclusionKind::NegativeEvidence,
@@ -296,11 +302,16 @@ pub(super) fn write_handoff(
                 term_labels(survey, &examples)
             ),
         });
-    } else if !survey.counted() {
-        // No search of the scope succeeded: nothing is known about it, least of all an absence.
+    } else if !survey.counted() || survey.files_searched == 0 {
+        // No search of the scope read a file: nothing is known about it, least of all an
+        // absence.
         handoff.open_items.push(OpenItem {
             item: format!("{scope} was not searched"),
-            stuck_on: "every search of it failed (see the tool errors)".into(),
+            stuck_on: if survey.counted() {
+                "no file in it could be searched (binary, over 4 MiB or unreadable)".into()
+            } else {
+                "every search of it failed (see the tool errors)".into()
+            },
         });
     } else if picks.is_empty() {
         handoff.open_items.push(OpenItem {

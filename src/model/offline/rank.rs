@@ -30,6 +30,16 @@ pub(crate) fn files_searched(content: &str) -> usize {
         .unwrap_or(0)
 }
 
+/// The `N files could not be searched` figure a grep reports (0 when it says none).
+pub(crate) fn files_skipped(content: &str) -> usize {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re =
+        RE.get_or_init(|| Regex::new(r"(\d+) files could not be searched").expect("static regex"));
+    re.captures(content)
+        .and_then(|c| c[1].parse().ok())
+        .unwrap_or(0)
+}
+
 /// `path:line:text` lines of a content-mode grep (a path may be quoted).
 pub(crate) fn parse_hits(content: &str) -> Vec<(String, u32, String)> {
     content

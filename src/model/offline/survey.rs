@@ -20,6 +20,8 @@ pub(super) struct Survey {
     /// Per term: the call that counted it.
     pub(super) count_calls: Vec<Option<String>>,
     pub(super) files_searched: usize,
+    /// Files of the scope the counting searches could not read (binary, too large).
+    pub(super) files_skipped: usize,
     /// Lines in the scope (from counting `^`), the collection each term's rarity is
     /// measured against: every line is a document.
     pub(super) lines: usize,
@@ -44,6 +46,7 @@ impl Survey {
         let mut counts = vec![BTreeMap::new(); terms.len()];
         let mut count_calls = vec![None; terms.len()];
         let mut files_searched = 0;
+        let mut files_skipped = 0;
         let mut lines = 0;
         for ex in done
             .iter()
@@ -63,6 +66,7 @@ impl Survey {
             counts[index] = rank::parse_counts(ex.content).into_iter().collect();
             count_calls[index] = Some(ex.id.to_string());
             files_searched = files_searched.max(rank::files_searched(ex.content));
+            files_skipped = files_skipped.max(rank::files_skipped(ex.content));
         }
         let n = lines.max(files_searched).max(1) as f64;
         let weights = terms
@@ -87,6 +91,7 @@ impl Survey {
             counts,
             count_calls,
             files_searched,
+            files_skipped,
             lines,
         }
     }
