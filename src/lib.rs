@@ -49,7 +49,8 @@
 //!   conclusions of repaired handoffs, which reach it as data (the checkpoint's `doubts`
 //!   field), never in its brief (`lead::plan::verify_brief`). `lead::merge` says "the whole
 //!   tree" for a pattern's negative evidence only when every shard ran that same search
-//!   (pattern and flags) over its whole share.
+//!   (pattern and flags) over its whole share and no file was skipped, and leaves out an
+//!   empty search whose words a matching search spells out (`source::shadowed`).
 //! - `subagent` — `SubagentActor`, `SubagentMsg`; `subagent::agent_loop::AgentLoop` is the
 //!   sans-IO loop (`start` / `on_model` / `on_tools` / `on_repair` → `Step`); its pinned
 //!   ledger takes each message as it arrives; it compacts its window before a request would
