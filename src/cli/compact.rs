@@ -12,9 +12,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 
-use baton::compaction::{
-    ledger_of, message_text, Compacted, Compactor, Decision, Options, Survival,
-};
+use baton::compaction::{ledger_of, message_text, Compacted, Compactor, Decision, Options};
 use baton::context::Bpe;
 use baton::{Message, ToolCall};
 use serde_json::{json, Value};
@@ -255,22 +253,11 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
             .sum();
         Compacted {
             decision: Decision::Refuse,
-            tokens_before: tokens,
-            tokens_after: tokens,
-            cleared_tokens: 0,
-            window: messages.clone(),
-            kept: (0..messages.len()).map(Some).collect(),
-            ledger: ledger.pins(),
-            survival: Survival {
-                ledger_verbatim: true,
-                missing: Vec::new(),
-                effect_states_kept: true,
-            },
             reason: Some(format!(
                 "the system messages alone take {system_tokens} tokens of the {}-token window",
                 args.window
             )),
-            folded: None,
+            ..Compacted::unchanged(&messages, &ledger, tokens)
         }
     } else {
         Compactor::new(opts, &Bpe)

@@ -122,6 +122,33 @@ pub struct Compacted {
     pub folded: Option<Folded>,
 }
 
+impl Compacted {
+    /// `messages` left as they are (`tokens` of them, `ledger` their pins): nothing to do —
+    /// or, with a reason set, refused.
+    pub fn unchanged(messages: &[Message], ledger: &Ledger, tokens: usize) -> Compacted {
+        Compacted {
+            decision: Decision::None,
+            tokens_before: tokens,
+            tokens_after: tokens,
+            cleared_tokens: 0,
+            window: messages.to_vec(),
+            kept: (0..messages.len()).map(Some).collect(),
+            ledger: ledger.pins(),
+            survival: Survival::intact(),
+            reason: None,
+            folded: None,
+        }
+    }
+}
+
+/// Why a compaction whose survival check failed was refused.
+fn survival_failed(checked: &Survival) -> String {
+    format!(
+        "survival check failed: {} item(s) missing",
+        checked.missing.len()
+    )
+}
+
 fn is_summary(m: &Message) -> bool {
     matches!(m, Message::User { text } if text.starts_with(SUMMARY_MARK))
 }
@@ -236,15 +263,9 @@ impl<'a> Compactor<'a> {
         let tokens_before: usize = counts.iter().sum();
         let unchanged = |decision, reason: Option<String>, survival| Compacted {
             decision,
-            tokens_before,
-            tokens_after: tokens_before,
-            cleared_tokens: 0,
-            window: messages.to_vec(),
-            kept: (0..messages.len()).map(Some).collect(),
-            ledger: ledger.pins().to_vec(),
-            survival,
             reason,
-            folded: None,
+            survival,
+            ..Compacted::unchanged(messages, ledger, tokens_before)
         };
         if !should_compact(tokens_before, opts.window, opts.threshold) {
             return unchanged(Decision::None, None, Survival::intact());
@@ -289,11 +310,7 @@ impl<'a> Compactor<'a> {
             let facts = Facts::new(ledger, items, "");
             let survived = survival(&facts, &working, self.outside);
             if !survived.ok() {
-                let reason = format!(
-                    "survival check failed: {} item(s) missing",
-                    survived.missing.len()
-                );
-                return unchanged(Decision::Refuse, Some(reason), survived);
+                return unchanged(Decision::Refuse, Some(survival_failed(&survived)), survived);
             }
             return Compacted {
                 decision: Decision::Compact,
@@ -302,7 +319,7 @@ impl<'a> Compactor<'a> {
                 cleared_tokens,
                 window: working,
                 kept: (0..messages.len()).map(Some).collect(),
-                ledger: ledger.pins().to_vec(),
+                ledger: ledger.pins(),
                 survival: survived,
                 reason: None,
                 folded: None,
@@ -487,10 +504,7 @@ impl<'a> Compactor<'a> {
         let checked = survival(&facts, &window, self.outside);
         if !checked.ok() {
             return Err(Refusal {
-                reason: format!(
-                    "survival check failed: {} item(s) missing",
-                    checked.missing.len()
-                ),
+                reason: survival_failed(&checked),
                 survival: checked,
                 hopeless: false,
             });
@@ -516,7 +530,7 @@ impl<'a> Compactor<'a> {
             cleared_tokens: 0,
             window,
             kept,
-            ledger: ledger.pins().to_vec(),
+            ledger: ledger.pins(),
             survival: checked,
             reason: None,
             folded: Some(folded),

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ledger::Ledger;
 use super::summary::message_text;
+use crate::handoff::one_line;
 use crate::model::Message;
 
 /// Effect states a window may name; each one named before must be named after.
@@ -92,12 +93,6 @@ fn found(needles: &[String], haystack: &str) -> Vec<bool> {
     seen
 }
 
-/// A text with every run of whitespace as one space: a fact survives however its line
-/// breaks fall (a pin is its sentence with a wrapped line joined).
-fn folded(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
 /// Checks a compacted window (and `outside`, text the caller keeps beside it verbatim) against
 /// the facts taken before compacting. Whitespace runs count as one space on both sides.
 pub fn survival(facts: &Facts, window: &[Message], outside: &str) -> Survival {
@@ -108,8 +103,10 @@ pub fn survival(facts: &Facts, window: &[Message], outside: &str) -> Survival {
         .join("\n");
     after.push('\n');
     after.push_str(outside);
-    let after = folded(&after);
-    let fold_all = |texts: &[String]| texts.iter().map(|t| folded(t)).collect::<Vec<_>>();
+    // A fact survives however its line breaks fall (a pin is its sentence, a wrapped line
+    // joined): whitespace runs count as one space on both sides.
+    let after = one_line(&after);
+    let fold_all = |texts: &[String]| texts.iter().map(|t| one_line(t)).collect::<Vec<_>>();
     let items = found(&fold_all(&facts.items), &after);
     let pins = found(&fold_all(&facts.pins), &after);
     Survival {

@@ -381,7 +381,8 @@ pub fn repair_prompt(violations: &[Violation]) -> String {
     text
 }
 
-fn one_line(text: &str) -> String {
+/// A text on one line: every run of whitespace as one space, none at the ends.
+pub(crate) fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

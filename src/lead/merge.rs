@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 
 use super::relevance::Rarity;
-use crate::handoff::{Conclusion, ConclusionKind, Handoff, HardConstraint, OpenItem};
+use crate::handoff::{one_line, Conclusion, ConclusionKind, Handoff, HardConstraint, OpenItem};
 use crate::source::{
-    path_factor, prose_path, search_label, shadowed, Observation, ObservationLog, SourceId,
+    path_factor, prose_list, search_label, shadowed, Observation, ObservationLog, SourceId,
 };
 
 /// One subagent's accepted work.
@@ -41,19 +41,18 @@ pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) ->
     // What an accepted verifier confirmed: a claim (its words) with the sources it cites. A
     // doubted finding stands only if the verifier settled that same claim on a source it
     // cites — confirming one claim on a range confirms no other claim on it.
-    let words = |claim: &str| claim.split_whitespace().collect::<Vec<_>>().join(" ");
     let confirmed: Option<Vec<(String, &[SourceId])>> =
         accepted.iter().any(|a| a.verifier).then(|| {
             accepted
                 .iter()
                 .filter(|a| a.verifier)
                 .flat_map(|a| a.handoff.settled_conclusions.iter())
-                .map(|c| (words(&c.claim), c.sources.as_slice()))
+                .map(|c| (one_line(&c.claim), c.sources.as_slice()))
                 .collect()
         });
     let stands = |a: &Accepted<'_>, c: &Conclusion| match (&confirmed, a.doubted) {
         (Some(ok), true) => ok.iter().any(|(claim, sources)| {
-            *claim == words(&c.claim) && c.sources.iter().any(|s| sources.contains(s))
+            *claim == one_line(&c.claim) && c.sources.iter().any(|s| sources.contains(s))
         }),
         _ => true,
     };
@@ -295,11 +294,7 @@ fn negative_evidence(accepted: &[Accepted<'_>], all_handed_off: bool) -> Vec<Con
         } else {
             let mut scopes = g.scopes.clone();
             scopes.sort();
-            scopes
-                .iter()
-                .map(|s| prose_path(s))
-                .collect::<Vec<_>>()
-                .join(", ")
+            prose_list(&scopes)
         };
         let (glob, label) = match pattern.strip_prefix("glob:") {
             Some(glob) => (true, search_label(glob, *insensitive, true)),

@@ -3,6 +3,10 @@
 
 use std::collections::BTreeMap;
 
+// A question goes on one line: the brief's `Question:` line holds it whole (the goal keeps it
+// verbatim).
+use crate::handoff::one_line;
+
 /// One subagent's share of the tree: root-relative files and directories.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Shard {
@@ -15,11 +19,7 @@ pub(crate) struct Shard {
 impl Shard {
     /// The shard's paths as prose shows them: each in the source grammar's form.
     pub(crate) fn label(&self) -> String {
-        self.paths
-            .iter()
-            .map(|p| crate::source::prose_path(p))
-            .collect::<Vec<_>>()
-            .join(", ")
+        crate::source::prose_list(&self.paths)
     }
 }
 
@@ -126,12 +126,6 @@ pub(crate) fn verify_brief(question: &str) -> String {
         crate::contracts::VERIFY_TASK,
         crate::contracts::HANDOFF
     )
-}
-
-/// A question on one line (its line breaks as spaces): the brief's `Question:` line holds it
-/// whole. The goal keeps it verbatim.
-fn one_line(question: &str) -> String {
-    question.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The first message a subagent gets: its question, its scope and the contract.

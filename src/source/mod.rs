@@ -159,6 +159,15 @@ pub(crate) fn prose_path(path: &str) -> String {
     }
 }
 
+/// Paths as prose lists them: each as [`prose_path`] writes it, comma-separated.
+pub(crate) fn prose_list(paths: &[String]) -> String {
+    paths
+        .iter()
+        .map(|p| prose_path(p))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Reads a path written at the start of `text` as a tool prints it — quoted, or plain up to the
 /// first `:` or the end — and returns it with the rest of the text. A plain path holds no `:`
 /// (it would have been quoted), so the first `:` ends it.

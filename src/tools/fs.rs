@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use super::{Tool, ToolError, ToolOutput, ToolSpec, Workspace};
-use crate::source::{quote_path, search_label, Observation};
+use crate::source::{prose_list, quote_path, search_label, Observation};
 
 /// Most matches grep prints; the rest are counted and a note says so.
 const GREP_DEFAULT_MATCHES: usize = 200;
@@ -203,7 +203,7 @@ impl Tool for Glob {
             }
         }
         let mut content = if found.is_empty() {
-            format!("no files match `{pattern}` in {}", listed(&scopes))
+            format!("no files match `{pattern}` in {}", prose_list(&scopes))
         } else {
             found.join("\n")
         };
@@ -327,7 +327,7 @@ impl Tool for Grep {
         if total == 0 {
             content = format!(
                 "no matches for {label} in {} ({files_searched} files searched{})",
-                listed(&scopes),
+                prose_list(&scopes),
                 skipped_note(files_skipped)
             );
         } else if count_only {
@@ -454,15 +454,6 @@ fn skipped_note(skipped: usize) -> String {
     } else {
         format!("; {skipped} files could not be searched (binary, over 4 MiB or unreadable)")
     }
-}
-
-/// Scopes as a tool prints them: each in the source grammar's form, comma-separated.
-fn listed(scopes: &[String]) -> String {
-    scopes
-        .iter()
-        .map(|s| quote_path(s).into_owned())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// The first `limit` characters of `line`, and how many more there were when it was cut.

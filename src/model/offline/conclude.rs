@@ -2,7 +2,7 @@
 //! lines the explorer's own tool calls showed it; negative evidence for terms found nowhere.
 
 use crate::handoff::{Conclusion, ConclusionKind, Handoff, OpenItem};
-use crate::source::{prose_path, shadowed, SourceId};
+use crate::source::{prose_list, prose_path, shadowed, SourceId};
 
 use super::follow::CallSite;
 use super::rank::{self, Candidate, Definition};
@@ -218,12 +218,7 @@ pub(super) fn write_handoff(
     sites: &[CallSite],
     reads: &[&Exchange<'_>],
 ) -> Handoff {
-    let scope = task
-        .scope
-        .iter()
-        .map(|p| prose_path(p))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let scope = prose_list(&task.scope);
     let mut handoff = Handoff::default();
     let mut add = |c: Conclusion| {
         if !handoff
