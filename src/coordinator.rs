@@ -69,7 +69,10 @@ impl RunError {
     pub fn is_bad_input(&self) -> bool {
         match self {
             RunError::Runtime(_) => false,
-            RunError::Store(e) => matches!(e, StoreError::UnknownRun(_) | StoreError::Open { .. }),
+            RunError::Store(e) => matches!(
+                e,
+                StoreError::UnknownRun(_) | StoreError::Open { .. } | StoreError::Missing { .. }
+            ),
             _ => true,
         }
     }
@@ -202,6 +205,15 @@ impl Coordinator {
         self
     }
 
+    /// Claims a run in the store for this process, if runs are logged.
+    fn claim(&self, run_id: &str) -> Result<Option<Arc<crate::checkpoint::RunClaim>>, RunError> {
+        self.store
+            .as_ref()
+            .map(|store| store.claim(run_id).map(Arc::new))
+            .transpose()
+            .map_err(RunError::Store)
+    }
+
     /// Starts a run; events go to `events` while it works.
     pub async fn start(
         &self,
@@ -236,8 +248,10 @@ impl Coordinator {
                 .into_iter()
                 .map(|s| (s, "question".to_string())),
         );
+        let run_id = new_run_id();
+        let claim = self.claim(&run_id)?;
         let config = RunConfig {
-            run_id: new_run_id(),
+            run_id,
             question,
             workspace,
             model: Arc::clone(&self.model),
@@ -250,6 +264,7 @@ impl Coordinator {
             constraints,
             roles: self.role_profiles()?,
             log: None,
+            _claim: claim,
         };
         self.launch(config, events, None).await
     }
@@ -286,6 +301,10 @@ impl Coordinator {
         events: Option<UnboundedSender<Event>>,
     ) -> Result<RunHandle, RunError> {
         let store = self.store.as_ref().ok_or(RunError::NoStore)?;
+        // The run must exist before a lock file is made for it; then the claim keeps another
+        // process from resuming it while this one reads and continues it.
+        store.events(run_id).map_err(RunError::Store)?;
+        let claim = self.claim(run_id)?;
         let logged = store.events(run_id).map_err(RunError::Store)?;
         let resumption = restore(&logged).map_err(|e| {
             RunError::Store(StoreError::Damaged {
@@ -314,6 +333,7 @@ impl Coordinator {
             constraints: Vec::new(),
             roles: self.role_profiles()?,
             log: None,
+            _claim: claim,
         };
         self.launch(config, events, Some(resumption)).await
     }
@@ -328,7 +348,7 @@ impl Coordinator {
 pub struct RunHandle {
     lead: LeadHandle,
     join: tokio::task::JoinHandle<()>,
-    report: tokio::task::JoinHandle<Result<Report, String>>,
+    report: tokio::task::JoinHandle<Result<Report, RunError>>,
 }
 
 impl std::fmt::Debug for RunHandle {
@@ -353,7 +373,7 @@ impl RunHandle {
     /// Waits for the report.
     pub async fn wait(self) -> Result<Report, RunError> {
         let report = match self.report.await {
-            Ok(result) => result.map_err(RunError::Runtime),
+            Ok(result) => result,
             Err(e) => Err(RunError::Runtime(format!("the run task ended: {e}"))),
         };
         let _ = self.join.await;

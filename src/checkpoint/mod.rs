@@ -23,7 +23,7 @@ pub use event::{sha256_hex, LoggedEvent, Manifest, PlannedSubagent, RunEvent};
 pub use log::{Ack, RunLog};
 pub use projection::{delta, project, Delta};
 pub use sqlite::SqliteStore;
-pub use store::{EventStore, MemoryStore, RunRow, StoreError};
+pub use store::{EventStore, MemoryStore, RunClaim, RunRow, StoreError};
 
 use crate::handoff::ViolationCode;
 use crate::policy::{Budget, Spent};

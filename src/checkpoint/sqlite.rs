@@ -13,7 +13,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::oneshot;
 
 use super::event::{LoggedEvent, RunEvent};
-use super::store::{seal, verify, EventStore, Head, RunRow, StoreError, StoredRow};
+use super::store::{seal, verify, EventStore, Head, RunClaim, RunRow, StoreError, StoredRow};
 use super::Checkpoint;
 
 /// Most appends folded into one commit.
@@ -72,20 +72,56 @@ impl std::fmt::Debug for SqliteStore {
     }
 }
 
-fn open_connection(path: &Path) -> Result<Connection, StoreError> {
-    let fail = |e: rusqlite::Error| StoreError::Open {
-        path: path.display().to_string(),
-        reason: e.to_string(),
-    };
-    let conn = Connection::open(path).map_err(fail)?;
-    conn.busy_timeout(std::time::Duration::from_secs(10))
-        .map_err(fail)?;
-    conn.pragma_update(None, "journal_mode", "WAL")
-        .map_err(fail)?;
-    conn.pragma_update(None, "synchronous", "FULL")
-        .map_err(fail)?;
-    conn.execute_batch(SCHEMA).map_err(fail)?;
-    Ok(conn)
+/// What a failure to open the database means: a file that is not (or no longer) a database is
+/// damaged state; anything else is state that cannot be opened.
+fn open_failure(path: &Path, e: &rusqlite::Error) -> StoreError {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt) => {
+            StoreError::Corrupt {
+                path: path.display().to_string(),
+                detail: e.to_string(),
+            }
+        }
+        _ => StoreError::Open {
+            path: path.display().to_string(),
+            reason: sqlite_reason(e),
+        },
+    }
+}
+
+/// Opens a connection in WAL mode with `synchronous=FULL`; `create` makes the file and its
+/// tables when missing. Another process opening the same file at once is waited for.
+fn open_connection(path: &Path, create: bool) -> Result<Connection, StoreError> {
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    loop {
+        let attempt = (|| {
+            let flags = if create {
+                rusqlite::OpenFlags::default()
+            } else {
+                rusqlite::OpenFlags::default() - rusqlite::OpenFlags::SQLITE_OPEN_CREATE
+            };
+            let conn = Connection::open_with_flags(path, flags)?;
+            conn.busy_timeout(std::time::Duration::from_secs(10))?;
+            if create {
+                conn.pragma_update(None, "journal_mode", "WAL")?;
+            }
+            conn.pragma_update(None, "synchronous", "FULL")?;
+            if create {
+                conn.execute_batch(SCHEMA)?;
+            } else {
+                // Reads the header and the schema now, so a damaged file is told at open.
+                conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
+            }
+            Ok(conn)
+        })();
+        match attempt {
+            Ok(conn) => return Ok(conn),
+            Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => return Err(open_failure(path, &e)),
+        }
+    }
 }
 
 impl SqliteStore {
@@ -96,12 +132,15 @@ impl SqliteStore {
             reason: e.to_string(),
         })?;
         let path = dir.join("baton.db");
-        let writer_conn = open_connection(&path)?;
-        let reader = open_connection(&path)?;
+        let writer_conn = open_connection(&path, true)?;
+        let reader = open_connection(&path, true)?;
         let (tx, rx) = mpsc::channel::<Append>();
         let thread = std::thread::Builder::new()
             .name("baton-event-writer".into())
-            .spawn(move || writer_loop(writer_conn, rx))
+            .spawn({
+                let path = path.clone();
+                move || writer_loop(writer_conn, rx, path)
+            })
             .map_err(|e| StoreError::Open {
                 path: path.display().to_string(),
                 reason: e.to_string(),
@@ -110,6 +149,38 @@ impl SqliteStore {
             path,
             writer: Mutex::new(Some(tx)),
             thread: Mutex::new(Some(thread)),
+            reader: Mutex::new(reader),
+        })
+    }
+
+    /// Opens the store in `dir` for reading, creating nothing: a missing directory or database
+    /// is [`StoreError::Missing`]. Appends to it fail.
+    pub fn open_existing(dir: &Path) -> Result<SqliteStore, StoreError> {
+        let path = dir.join("baton.db");
+        let missing = || StoreError::Missing {
+            path: dir.display().to_string(),
+        };
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_file() => {}
+            Ok(_) => {
+                return Err(StoreError::Open {
+                    path: path.display().to_string(),
+                    reason: "not a regular file".into(),
+                })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(missing()),
+            Err(e) => {
+                return Err(StoreError::Open {
+                    path: path.display().to_string(),
+                    reason: e.to_string(),
+                })
+            }
+        }
+        let reader = open_connection(&path, false)?;
+        Ok(SqliteStore {
+            path,
+            writer: Mutex::new(None),
+            thread: Mutex::new(None),
             reader: Mutex::new(reader),
         })
     }
@@ -145,10 +216,86 @@ fn load_head(conn: &Connection, run_id: &str) -> rusqlite::Result<Option<Head>> 
     .optional()
 }
 
+/// How long a write waits for another process's write lock in all (the busy timeout covers
+/// each attempt; retries cover the lock being taken again between attempts).
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// True when SQLite refused because another connection holds the lock.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+/// Runs `work` in an immediate transaction — the write lock taken up front, so a reader's
+/// snapshot can never turn into a BUSY at the first write — retrying on BUSY for at most
+/// [`LOCK_WAIT`]. Anything else fails at once.
+pub(super) fn write_locked<T>(
+    conn: &mut Connection,
+    mut work: impl FnMut(&rusqlite::Transaction<'_>) -> Result<T, WriteFailure>,
+) -> Result<T, WriteFailure> {
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    let mut pause = std::time::Duration::from_millis(5);
+    loop {
+        let attempt = (|| {
+            let tx = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(WriteFailure::Sqlite)?;
+            let value = work(&tx)?;
+            tx.commit().map_err(WriteFailure::Sqlite)?;
+            Ok(value)
+        })();
+        match attempt {
+            Err(WriteFailure::Sqlite(e)) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(200));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Why a write did not happen.
+#[derive(Debug)]
+pub(super) enum WriteFailure {
+    /// SQLite refused (disk full, I/O error, lock held past the wait …).
+    Sqlite(rusqlite::Error),
+    /// The append itself cannot be written (another process moved the run on, a run without
+    /// `run_started` …); nothing of it was written.
+    Refused(String),
+}
+
+impl WriteFailure {
+    fn into_store_error(self, path: &Path) -> StoreError {
+        match self {
+            WriteFailure::Sqlite(e) => {
+                StoreError::Write(format!("{}: {}", path.display(), sqlite_reason(&e)))
+            }
+            WriteFailure::Refused(why) => StoreError::Write(why),
+        }
+    }
+}
+
+/// SQLite's error in words a user can act on.
+fn sqlite_reason(e: &rusqlite::Error) -> String {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DiskFull) => format!("the disk is full ({e})"),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => format!(
+            "another process held the write lock for over {} s ({e})",
+            LOCK_WAIT.as_secs()
+        ),
+        _ => e.to_string(),
+    }
+}
+
 /// The writer: waits for an append, takes every other one already queued, commits them in one
-/// transaction, then acknowledges each.
-fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Append>) {
+/// transaction, then acknowledges each. A batch that fails is retried one append per
+/// transaction, so one run's failure never fails another's append. A run whose append failed
+/// takes no more appends from this process: its log must not go on with a hole in it.
+fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Append>, path: PathBuf) {
     let mut heads: HashMap<String, Head> = HashMap::new();
+    let mut failed: HashMap<String, StoreError> = HashMap::new();
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < GROUP {
@@ -157,85 +304,143 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Append>) {
                 Err(_) => break,
             }
         }
-        let before = heads.clone();
-        match write_batch(&mut conn, &mut heads, &batch) {
+        // A resume reads the log afresh: it may write again.
+        for append in &batch {
+            if matches!(append.events.first(), Some((_, RunEvent::RunResumed { .. }))) {
+                failed.remove(&append.run_id);
+            }
+        }
+        let (refused, batch): (Vec<Append>, Vec<Append>) = batch
+            .into_iter()
+            .partition(|a| failed.contains_key(&a.run_id));
+        for append in refused {
+            let why = failed[&append.run_id].clone();
+            let _ = append.ack.send(Err(why));
+        }
+        if batch.is_empty() {
+            continue;
+        }
+        let mut staged = heads.clone();
+        match write_locked(&mut conn, |tx| {
+            staged = heads.clone();
+            batch
+                .iter()
+                .map(|append| write_append(tx, &mut staged, append))
+                .collect::<Result<Vec<_>, _>>()
+        }) {
             Ok(results) => {
+                heads = staged;
                 for (append, logged) in batch.into_iter().zip(results) {
                     let _ = append.ack.send(Ok(logged));
                 }
             }
-            Err(e) => {
-                heads = before;
+            Err(_) if batch.len() > 1 => {
                 for append in batch {
-                    let _ = append.ack.send(Err(StoreError::Write(e.clone())));
+                    let mut staged = heads.clone();
+                    let result = write_locked(&mut conn, |tx| {
+                        staged = heads.clone();
+                        write_append(tx, &mut staged, &append)
+                    });
+                    match result {
+                        Ok(logged) => {
+                            heads = staged;
+                            let _ = append.ack.send(Ok(logged));
+                        }
+                        Err(e) => {
+                            let e = e.into_store_error(&path);
+                            failed.insert(append.run_id.clone(), e.clone());
+                            let _ = append.ack.send(Err(e));
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                let e = e.into_store_error(&path);
+                for append in batch {
+                    failed.insert(append.run_id.clone(), e.clone());
+                    let _ = append.ack.send(Err(e.clone()));
                 }
             }
         }
     }
 }
 
-fn write_batch(
-    conn: &mut Connection,
+/// Writes one append inside a write transaction: the run's head is read under the write lock
+/// and must be where this process left it (or, for a resume, where the resume read it), so two
+/// processes can never interleave one run's chain.
+fn write_append(
+    tx: &rusqlite::Transaction<'_>,
     heads: &mut HashMap<String, Head>,
-    batch: &[Append],
-) -> Result<Vec<Vec<LoggedEvent>>, String> {
-    let tx = conn.transaction().map_err(|e| e.to_string())?;
-    let mut results = Vec::with_capacity(batch.len());
+    append: &Append,
+) -> Result<Vec<LoggedEvent>, WriteFailure> {
+    let run_id = append.run_id.as_str();
+    let stored = load_head(tx, run_id).map_err(WriteFailure::Sqlite)?;
+    let mut head = match (stored, heads.get(run_id), append.events.first()) {
+        (None, _, Some((at, RunEvent::RunStarted { question, root, .. }))) => {
+            tx.execute(
+                "INSERT INTO runs (run_id, started_ms, question, root, last_seq, last_digest) VALUES (?1, ?2, ?3, ?4, 0, '')",
+                params![run_id, *at as i64, question, root],
+            )
+            .map_err(WriteFailure::Sqlite)?;
+            Head::default()
+        }
+        (None, _, _) => {
+            return Err(WriteFailure::Refused(format!(
+                "run {run_id} must start with run_started"
+            )))
+        }
+        (Some(stored), _, Some((_, RunEvent::RunStarted { .. }))) => {
+            return Err(WriteFailure::Refused(format!(
+                "run {run_id} already exists (its log is at seq {})",
+                stored.seq
+            )))
+        }
+        (Some(stored), _, Some((_, RunEvent::RunResumed { after_seq, .. }))) => {
+            if stored.seq != *after_seq {
+                return Err(WriteFailure::Refused(format!(
+                    "run {run_id} is being resumed by another process: its log moved on from seq {after_seq} to seq {}",
+                    stored.seq
+                )));
+            }
+            stored
+        }
+        (Some(stored), Some(mine), _) if *mine != stored => {
+            return Err(WriteFailure::Refused(format!(
+                "run {run_id} was written by another process: its log is at seq {}, this process left it at seq {}",
+                stored.seq, mine.seq
+            )))
+        }
+        (Some(stored), _, _) => stored,
+    };
+    let sealed = seal(run_id, &mut head, append.events.clone())
+        .map_err(|e| WriteFailure::Refused(e.to_string()))?;
     {
         let mut insert = tx
             .prepare_cached(
                 "INSERT INTO events (run_id, seq, at_ms, kind, payload, prev, digest) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )
-            .map_err(|e| e.to_string())?;
-        for append in batch {
-            let run_id = append.run_id.as_str();
-            if !heads.contains_key(run_id) {
-                let head = load_head(&tx, run_id).map_err(|e| e.to_string())?;
-                match head {
-                    Some(h) => {
-                        heads.insert(run_id.to_string(), h);
-                    }
-                    None => {
-                        let (started, question, root) = match append.events.first() {
-                            Some((at, RunEvent::RunStarted { question, root, .. })) => {
-                                (*at, question.clone(), root.clone())
-                            }
-                            _ => return Err(format!("run {run_id} must start with run_started")),
-                        };
-                        tx.execute(
-                            "INSERT INTO runs (run_id, started_ms, question, root, last_seq, last_digest) VALUES (?1, ?2, ?3, ?4, 0, '')",
-                            params![run_id, started as i64, question, root],
-                        )
-                        .map_err(|e| e.to_string())?;
-                        heads.insert(run_id.to_string(), Head::default());
-                    }
-                }
-            }
-            let head = heads.get_mut(run_id).ok_or("no head")?;
-            let sealed = seal(run_id, head, append.events.clone()).map_err(|e| e.to_string())?;
-            for (logged, payload) in &sealed {
-                insert
-                    .execute(params![
-                        run_id,
-                        logged.seq as i64,
-                        logged.at_ms as i64,
-                        logged.event.kind(),
-                        payload,
-                        logged.prev,
-                        logged.digest
-                    ])
-                    .map_err(|e| e.to_string())?;
-            }
-            tx.execute(
-                "UPDATE runs SET last_seq = ?2, last_digest = ?3 WHERE run_id = ?1",
-                params![run_id, head.seq as i64, head.digest],
-            )
-            .map_err(|e| e.to_string())?;
-            results.push(sealed.into_iter().map(|(e, _)| e).collect());
+            .map_err(WriteFailure::Sqlite)?;
+        for (logged, payload) in &sealed {
+            insert
+                .execute(params![
+                    run_id,
+                    logged.seq as i64,
+                    logged.at_ms as i64,
+                    logged.event.kind(),
+                    payload,
+                    logged.prev,
+                    logged.digest
+                ])
+                .map_err(WriteFailure::Sqlite)?;
         }
     }
-    tx.commit().map_err(|e| e.to_string())?;
-    Ok(results)
+    tx.execute(
+        "UPDATE runs SET last_seq = ?2, last_digest = ?3 WHERE run_id = ?1",
+        params![run_id, head.seq as i64, head.digest],
+    )
+    .map_err(WriteFailure::Sqlite)?;
+    heads.insert(run_id.to_string(), head);
+    Ok(sealed.into_iter().map(|(e, _)| e).collect())
 }
 
 impl EventStore for SqliteStore {
@@ -250,16 +455,20 @@ impl EventStore for SqliteStore {
             events,
             ack,
         };
-        let sent = self
-            .writer
-            .lock()
-            .ok()
-            .and_then(|w| w.as_ref().map(|tx| tx.send(message)));
-        if let Some(Err(mpsc::SendError(message))) = sent {
-            let _ = message
-                .ack
-                .send(Err(StoreError::Write("the writer has stopped".into())));
-        }
+        let (message, why) = match self.writer.lock() {
+            Ok(writer) => match writer.as_ref() {
+                Some(tx) => match tx.send(message) {
+                    Ok(()) => return rx,
+                    Err(mpsc::SendError(message)) => (message, "the event writer has stopped"),
+                },
+                None => (message, "the state was opened read-only"),
+            },
+            Err(_) => (message, "the event writer's lock is poisoned"),
+        };
+        let _ = message.ack.send(Err(StoreError::Write(format!(
+            "{}: {why}",
+            self.path.display()
+        ))));
         rx
     }
 
@@ -268,17 +477,21 @@ impl EventStore for SqliteStore {
             .reader
             .lock()
             .map_err(|e| StoreError::Write(e.to_string()))?;
-        let damaged = |detail: String| StoreError::Damaged {
+        let damaged = |last_intact: u64, detail: String| StoreError::Damaged {
             run_id: run_id.to_string(),
-            last_intact: 0,
+            last_intact,
             detail,
         };
-        let head = load_head(&conn, run_id)
-            .map_err(|e| damaged(format!("the run table is unreadable: {e}")))?
-            .ok_or_else(|| StoreError::UnknownRun(run_id.to_string()))?;
+        // An unreadable run table does not hide the events that still read: the error names
+        // the last of them.
+        let (head_seq, head_problem) = match load_head(&conn, run_id) {
+            Ok(Some(head)) => (head.seq, None),
+            Ok(None) => return Err(StoreError::UnknownRun(run_id.to_string())),
+            Err(e) => (0, Some(format!("the run table is unreadable: {e}"))),
+        };
         let mut statement = conn
             .prepare("SELECT seq, at_ms, payload, prev, digest FROM events WHERE run_id = ?1 ORDER BY seq")
-            .map_err(|e| damaged(e.to_string()))?;
+            .map_err(|e| damaged(0, format!("the event table is unreadable: {e}")))?;
         let rows = statement
             .query_map(params![run_id], |row| {
                 Ok(StoredRow {
@@ -289,8 +502,12 @@ impl EventStore for SqliteStore {
                     digest: row.get(4)?,
                 })
             })
-            .map_err(|e| damaged(e.to_string()))?;
-        verify(run_id, rows.map(|r| r.map_err(|e| e.to_string())), head.seq)
+            .map_err(|e| damaged(0, format!("the event table is unreadable: {e}")))?;
+        let events = verify(run_id, rows.map(|r| r.map_err(|e| e.to_string())), head_seq)?;
+        match head_problem {
+            None => Ok(events),
+            Some(problem) => Err(damaged(events.last().map_or(0, |e| e.seq), problem)),
+        }
     }
 
     fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
@@ -298,10 +515,7 @@ impl EventStore for SqliteStore {
             .reader
             .lock()
             .map_err(|e| StoreError::Write(e.to_string()))?;
-        let unreadable = |e: rusqlite::Error| StoreError::Open {
-            path: self.path.display().to_string(),
-            reason: e.to_string(),
-        };
+        let unreadable = |e: rusqlite::Error| open_failure(&self.path, &e);
         let mut statement = conn
             .prepare("SELECT run_id, question, root, started_ms, last_seq FROM runs ORDER BY started_ms DESC, run_id DESC")
             .map_err(unreadable)?;
@@ -322,22 +536,50 @@ impl EventStore for SqliteStore {
     fn put_checkpoint(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
         let body =
             serde_json::to_string(checkpoint).map_err(|e| StoreError::Write(e.to_string()))?;
-        let conn = self
+        let mut conn = self
             .reader
             .lock()
             .map_err(|e| StoreError::Write(e.to_string()))?;
-        conn.execute(
-            "INSERT OR REPLACE INTO checkpoints (run_id, last_seq, first_seq, schema_version, body) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![
-                checkpoint.run_id,
-                checkpoint.last_seq as i64,
-                checkpoint.first_seq as i64,
-                checkpoint.schema_version,
-                body
-            ],
-        )
-        .map_err(|e| StoreError::Write(e.to_string()))?;
-        Ok(())
+        write_locked(&mut conn, |tx| {
+            tx.execute(
+                "INSERT OR REPLACE INTO checkpoints (run_id, last_seq, first_seq, schema_version, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![
+                    checkpoint.run_id,
+                    checkpoint.last_seq as i64,
+                    checkpoint.first_seq as i64,
+                    checkpoint.schema_version,
+                    body
+                ],
+            )
+            .map_err(WriteFailure::Sqlite)
+        })
+        .map(|_| ())
+        .map_err(|e| e.into_store_error(&self.path))
+    }
+
+    /// A lock on `locks/<digest of the run id>.lock` beside the database, held while the claim
+    /// lives; the system releases it when the process dies, so a killed run can be resumed at
+    /// once.
+    fn claim(&self, run_id: &str) -> Result<RunClaim, StoreError> {
+        let dir = self
+            .path
+            .parent()
+            .unwrap_or_else(|| Path::new("."))
+            .join("locks");
+        let failed = |e: std::io::Error| StoreError::Write(format!("{}: {e}", dir.display()));
+        std::fs::create_dir_all(&dir).map_err(failed)?;
+        let digest = super::sha256_hex(run_id.as_bytes());
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(format!("{}.lock", &digest[..32])))
+            .map_err(failed)?;
+        match file.try_lock() {
+            Ok(()) => Ok(RunClaim::locked(file)),
+            Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::InUse(run_id.to_string())),
+            Err(std::fs::TryLockError::Error(e)) => Err(failed(e)),
+        }
     }
 
     fn latest_checkpoint(&self, run_id: &str) -> Result<Option<Checkpoint>, StoreError> {

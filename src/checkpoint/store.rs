@@ -34,9 +34,26 @@ pub enum StoreError {
         /// What is wrong.
         detail: String,
     },
-    /// A write failed; nothing of the batch was acknowledged.
+    /// A write failed; nothing of the append was written.
     #[error("writing the event log failed: {0}")]
     Write(String),
+    /// Another process holds the run (it is running or being resumed there).
+    #[error("run {0} is in use by another process (running or being resumed); try again once it ends")]
+    InUse(String),
+    /// No state at that path (a read-only command creates none).
+    #[error("no state at {path} (no baton.db there; runs are logged with --state)")]
+    Missing {
+        /// The state directory.
+        path: String,
+    },
+    /// The database file itself is damaged: not a database, or its pages do not read.
+    #[error("the state at {path} is damaged: {detail}")]
+    Corrupt {
+        /// The database file.
+        path: String,
+        /// What SQLite said.
+        detail: String,
+    },
 }
 
 /// One run as listed by `baton runs`.
@@ -71,6 +88,25 @@ pub trait EventStore: Send + Sync {
     fn put_checkpoint(&self, checkpoint: &Checkpoint) -> Result<(), StoreError>;
     /// The latest valid checkpoint of a run; an invalid one is skipped for the one before.
     fn latest_checkpoint(&self, run_id: &str) -> Result<Option<Checkpoint>, StoreError>;
+    /// Claims a run for this process while the claim lives, so no other process resumes it
+    /// meanwhile ([`StoreError::InUse`] if one holds it). A store only one process can open
+    /// need not claim: the default claims nothing.
+    fn claim(&self, _run_id: &str) -> Result<RunClaim, StoreError> {
+        Ok(RunClaim::default())
+    }
+}
+
+/// A process's hold on a run; released when dropped (or when the process dies).
+#[derive(Debug, Default)]
+pub struct RunClaim {
+    _lock: Option<std::fs::File>,
+}
+
+impl RunClaim {
+    /// A claim held by a locked file.
+    pub(crate) fn locked(file: std::fs::File) -> RunClaim {
+        RunClaim { _lock: Some(file) }
+    }
 }
 
 /// A run's head: its last sequence number and digest.

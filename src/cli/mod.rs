@@ -9,6 +9,7 @@ mod validate;
 use std::io::Write;
 use std::time::Duration;
 
+use baton::checkpoint::StoreError;
 use baton::{Budget, Coordinator, OfflineModel, Report, RunError, SqliteStore, Task};
 use clap::{Parser, Subcommand};
 
@@ -107,12 +108,51 @@ pub(crate) struct StateArg {
 }
 
 impl StateArg {
-    /// Opens the store; a one-line error on failure.
-    pub(crate) fn open(&self) -> Result<std::sync::Arc<SqliteStore>, String> {
-        SqliteStore::open(&self.state)
-            .map(std::sync::Arc::new)
-            .map_err(|e| e.to_string())
+    /// Opens the store, creating it if needed (a run writes); a one-line error on failure.
+    pub(crate) fn open(&self) -> Result<std::sync::Arc<SqliteStore>, StoreError> {
+        SqliteStore::open(&self.state).map(std::sync::Arc::new)
     }
+
+    /// Opens a store that must exist (reading, or resuming a run in it): nothing is created.
+    pub(crate) fn open_existing(&self) -> Result<std::sync::Arc<SqliteStore>, StoreError> {
+        SqliteStore::open_existing(&self.state).map(std::sync::Arc::new)
+    }
+}
+
+/// The exit code of a store error, after printing it as one line: what the user gave is wrong
+/// (no such state or run, a state that cannot be opened) exits 2; damaged or unwritable state,
+/// or a run held by another process, exits 1.
+pub(crate) fn store_error(e: &StoreError) -> i32 {
+    eprintln!("baton: {}", terminal_safe(&e.to_string()));
+    match e {
+        StoreError::UnknownRun(_) | StoreError::Open { .. } | StoreError::Missing { .. } => {
+            EXIT_USAGE
+        }
+        _ => EXIT_FAILED,
+    }
+}
+
+/// Text from a run (a question, a claim, a path, a model's words) made safe for a terminal:
+/// control characters other than newline and tab, and the bidirectional overrides, are written
+/// as `\u{..}` escapes, so nothing printed can move the cursor, retitle the window or reorder
+/// what is shown.
+pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// How the model plays (shared by explore and resume).
@@ -235,12 +275,10 @@ fn coordinator(model: &ModelArgs, store: std::sync::Arc<SqliteStore>) -> Coordin
 }
 
 async fn resume(args: ResumeArgs) -> i32 {
-    let store = match args.state.open() {
+    // A mistyped state is not created: the run must already be in it.
+    let store = match args.state.open_existing().and_then(|_| args.state.open()) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("baton: {e}");
-            return EXIT_USAGE;
-        }
+        Err(e) => return store_error(&e),
     };
     let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
     let display = progress::spawn(receiver, !args.model.no_progress);
@@ -266,10 +304,7 @@ async fn explore(args: ExploreArgs) -> i32 {
     }
     let store = match args.state.open() {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("baton: {e}");
-            return EXIT_USAGE;
-        }
+        Err(e) => return store_error(&e),
     };
     let mut coordinator = coordinator(&args.model, store);
     if let Some(shards) = args.shards {
@@ -324,7 +359,7 @@ async fn finish(
         Ok(report) => report,
         Err(e) => return report_error(&e),
     };
-    eprintln!("{}", report.summary_line());
+    eprintln!("{}", terminal_safe(&report.summary_line()));
     if let Err(e) = print_report(&report, json) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             eprintln!("baton: could not write the report: {e}");
@@ -341,7 +376,7 @@ async fn finish(
 }
 
 fn report_error(e: &RunError) -> i32 {
-    eprintln!("baton: {e}");
+    eprintln!("baton: {}", terminal_safe(&e.to_string()));
     if e.is_bad_input() {
         EXIT_USAGE
     } else {
@@ -355,7 +390,7 @@ fn print_report(report: &Report, json: bool) -> std::io::Result<()> {
         let text = serde_json::to_string(report).map_err(std::io::Error::other)?;
         writeln!(out, "{text}")?;
     } else {
-        write!(out, "{}", report.handoff.to_markdown())?;
+        write!(out, "{}", terminal_safe(&report.handoff.to_markdown()))?;
     }
     out.flush()
 }

@@ -7,7 +7,12 @@ use baton::checkpoint::{brief as make_brief, project, EventStore, StoreError};
 use baton::HandoffCounts;
 use serde_json::json;
 
-use super::{StateArg, EXIT_DONE, EXIT_FAILED, EXIT_USAGE};
+use super::{store_error, terminal_safe, StateArg, EXIT_DONE, EXIT_FAILED, EXIT_USAGE};
+
+/// A question on one line: line breaks shown as spaces, so a listing stays one line per run.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct RunsArgs {
@@ -29,7 +34,13 @@ pub(crate) struct BriefArgs {
     state: StateArg,
 }
 
-fn write_out(text: &str) -> i32 {
+/// Writes to stdout: JSON as it is (its strings are escaped), text made terminal-safe.
+fn write_out(text: &str, json: bool) -> i32 {
+    let text = if json {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        terminal_safe(text)
+    };
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
@@ -40,8 +51,9 @@ fn write_out(text: &str) -> i32 {
     }
 }
 
-/// Opens the state and reads a run's events (chain checked); on failure, the exit code after a
-/// one-line error.
+/// Opens the state (creating nothing) and reads a run's events (chain checked); on failure,
+/// the exit code after a one-line error. A database too damaged to open is reported for the
+/// run asked about.
 fn run_events(
     state: &StateArg,
     run: &str,
@@ -52,29 +64,22 @@ fn run_events(
     ),
     i32,
 > {
-    let store = state.open().map_err(|e| {
-        eprintln!("baton: {e}");
-        EXIT_USAGE
+    let store = state.open_existing().map_err(|e| match e {
+        StoreError::Corrupt { .. } => store_error(&StoreError::Damaged {
+            run_id: run.to_string(),
+            last_intact: 0,
+            detail: e.to_string(),
+        }),
+        e => store_error(&e),
     })?;
     let events = store.events(run).map_err(|e| store_error(&e))?;
     Ok((store, events))
 }
 
-fn store_error(e: &StoreError) -> i32 {
-    eprintln!("baton: {e}");
-    match e {
-        StoreError::UnknownRun(_) | StoreError::Open { .. } => EXIT_USAGE,
-        _ => EXIT_FAILED,
-    }
-}
-
 pub(crate) fn list(args: RunsArgs) -> i32 {
-    let store = match args.state.open() {
+    let store = match args.state.open_existing() {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("baton: {e}");
-            return EXIT_USAGE;
-        }
+        Err(e) => return store_error(&e),
     };
     let rows = match store.runs() {
         Ok(rows) => rows,
@@ -119,18 +124,27 @@ pub(crate) fn list(args: RunsArgs) -> i32 {
             .collect();
         format!("{}\n", json!({ "runs": runs }))
     } else if listed.is_empty() {
-        format!("no runs in {}\n", args.state.state.display())
+        format!(
+            "no runs in {}\n",
+            terminal_safe(&args.state.state.display().to_string())
+        )
     } else {
         let mut text = String::new();
         for (row, state, accepted, rejected, tokens) in &listed {
             text.push_str(&format!(
                 "{}  {:<12} accepted {} rejected {}  {} tokens  {}  {}\n",
-                row.run_id, state, accepted, rejected, tokens, row.root, row.question
+                terminal_safe(&row.run_id),
+                state,
+                accepted,
+                rejected,
+                tokens,
+                terminal_safe(&row.root),
+                terminal_safe(&one_line(&row.question))
             ));
         }
         text
     };
-    write_out(&text)
+    write_out(&text, args.json)
 }
 
 pub(crate) fn brief(args: BriefArgs) -> i32 {
@@ -149,7 +163,7 @@ pub(crate) fn brief(args: BriefArgs) -> i32 {
     } else {
         brief.render()
     };
-    write_out(&text)
+    write_out(&text, args.json)
 }
 
 #[derive(clap::Args, Debug)]
@@ -248,11 +262,11 @@ pub(crate) fn context(args: ContextArgs) -> i32 {
                 }
                 text
             };
-            write_out(&text)
+            write_out(&text, args.json)
         }
         Err(floor) => {
             if args.json {
-                let _ = write_out(&format!("{}\n", json!({ "floor_error": floor })));
+                let _ = write_out(&format!("{}\n", json!({ "floor_error": floor })), true);
             }
             eprintln!("baton: {floor}");
             EXIT_FLOOR

@@ -89,7 +89,7 @@ pub(crate) fn run(args: ValidateArgs) -> i32 {
                 parsed.violations.len()
             ));
         }
-        out.write_all(text.as_bytes())
+        out.write_all(super::terminal_safe(&text).as_bytes())
     };
     if let Err(e) = written.and_then(|_| out.flush()) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {

@@ -4,6 +4,7 @@
 use ractor::{Actor, ActorRef};
 
 use super::{LeadActor, LeadArgs, LeadMsg};
+use crate::coordinator::RunError;
 use crate::report::{Report, SubagentSummary};
 
 /// The handle callers hold: start the run, ask its status, cancel it.
@@ -23,11 +24,11 @@ impl LeadHandle {
     }
 
     /// Runs to the end (or to cancellation) and returns the report.
-    pub(crate) async fn run(&self) -> Result<Report, String> {
+    pub(crate) async fn run(&self) -> Result<Report, RunError> {
         match self.actor.call(LeadMsg::Run, None).await {
-            Ok(ractor::rpc::CallResult::Success(report)) => Ok(report),
-            Ok(_) => Err("the lead stopped without a report".into()),
-            Err(e) => Err(format!("the lead is gone: {e}")),
+            Ok(ractor::rpc::CallResult::Success(report)) => report.map_err(RunError::Store),
+            Ok(_) => Err(RunError::Runtime("the lead stopped without a report".into())),
+            Err(e) => Err(RunError::Runtime(format!("the lead is gone: {e}"))),
         }
     }
 

@@ -3,8 +3,12 @@
 
 use std::sync::Arc;
 
+use ractor::ActorRef;
+use tokio::sync::mpsc::UnboundedSender;
+
 use crate::checkpoint::{
-    project, sha256_hex, EffectState, Manifest, PlannedSubagent, RunEvent, RunLog,
+    project, sha256_hex, Ack, EffectState, Manifest, PlannedSubagent, RunEvent, RunLog,
+    StoreError,
 };
 use crate::context::Compiled;
 use crate::model::estimate_tokens;
@@ -12,7 +16,7 @@ use crate::policy::{Budget, Spent};
 use crate::report::SubagentState;
 use crate::tools::{ToolCall, ToolResult};
 
-use super::RunConfig;
+use super::{LeadMsg, RunConfig};
 
 pub(super) fn started(config: &RunConfig) -> RunEvent {
     RunEvent::RunStarted {
@@ -135,16 +139,44 @@ pub(super) fn cut_off(calls: &[String]) -> Vec<RunEvent> {
 }
 
 /// Projects the run's durable events and stores the checkpoint (blocking: call off the actor).
-/// A checkpoint that fails its check is not stored; the previous one stays current.
-pub(super) fn write_checkpoint(log: &RunLog) {
+/// A projection that fails its check is not stored (the previous checkpoint stays current); a
+/// log that cannot be read or a checkpoint that cannot be written is an error.
+pub(super) fn write_checkpoint(log: &RunLog) -> Result<(), StoreError> {
     let store = Arc::clone(log.store());
-    if let Ok(events) = store.events(log.run_id()) {
-        if events.is_empty() {
-            return;
-        }
-        let checkpoint = project(log.run_id(), &events);
-        if checkpoint.check().is_ok() {
-            let _ = store.put_checkpoint(&checkpoint);
-        }
+    let events = store.events(log.run_id())?;
+    if events.is_empty() {
+        return Ok(());
     }
+    let checkpoint = project(log.run_id(), &events);
+    if checkpoint.check().is_ok() {
+        store.put_checkpoint(&checkpoint)?;
+    }
+    Ok(())
+}
+
+/// Checks every acknowledgement of the run's appends, in order: the first failure is told to
+/// the lead at once (the run stops) and is the watcher's result once the lead drops the sender.
+pub(super) fn watch_acks(
+    lead: ActorRef<LeadMsg>,
+) -> (
+    UnboundedSender<Ack>,
+    tokio::task::JoinHandle<Result<(), StoreError>>,
+) {
+    let (acks, mut pending) = tokio::sync::mpsc::unbounded_channel::<Ack>();
+    let watcher = tokio::spawn(async move {
+        let mut first: Option<StoreError> = None;
+        while let Some(ack) = pending.recv().await {
+            let failure = match ack.await {
+                Ok(Ok(_)) => continue,
+                Ok(Err(e)) => e,
+                Err(_) => StoreError::Write("the event writer stopped before acknowledging".into()),
+            };
+            if first.is_none() {
+                let _ = lead.cast(LeadMsg::LogFailed(failure.clone()));
+                first = Some(failure);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    });
+    (acks, watcher)
 }

@@ -31,7 +31,7 @@ use std::time::Instant;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::checkpoint::{project, Delta, LoggedEvent, RunEvent, RunLog};
+use crate::checkpoint::{project, Delta, LoggedEvent, RunEvent, RunLog, StoreError};
 use crate::context::{
     compile, Bpe, CachedTokenizer, Compiled, FloorError, Orientation, RoleProfile,
 };
@@ -71,12 +71,17 @@ pub(crate) struct RunConfig {
     pub(crate) roles: BTreeMap<String, RoleProfile>,
     /// Where the run's events go (none: the run is not logged).
     pub(crate) log: Option<RunLog>,
+    /// This process's hold on the run, released when the lead stops.
+    pub(crate) _claim: Option<Arc<crate::checkpoint::RunClaim>>,
 }
 
 /// What the lead is told.
 pub(crate) enum LeadMsg {
-    /// Start the run; the report comes back on the port.
-    Run(RpcReplyPort<Report>),
+    /// Start the run; the report comes back on the port (an error when the run's log could
+    /// not be written: no report is given as if it were logged).
+    Run(RpcReplyPort<Result<Report, StoreError>>),
+    /// An append to the run's log (or a checkpoint) failed: the run stops.
+    LogFailed(StoreError),
     /// Planning finished.
     Planned(Result<Vec<Shard>, String>),
     /// A subagent's running totals.
@@ -141,7 +146,7 @@ struct SubagentRecord {
 pub(crate) struct LeadState {
     config: RunConfig,
     events: Option<UnboundedSender<Event>>,
-    reply: Option<RpcReplyPort<Report>>,
+    reply: Option<RpcReplyPort<Result<Report, StoreError>>>,
     started: Instant,
     planned: bool,
     records: Vec<SubagentRecord>,
@@ -151,8 +156,12 @@ pub(crate) struct LeadState {
     planning_error: Option<String>,
     /// The workspace's files, read once per run for checking citations.
     files: Arc<WorkspaceFiles>,
-    /// The acknowledgement of the latest append (the writer acknowledges in order).
-    last_ack: Option<crate::checkpoint::Ack>,
+    /// Where each append's acknowledgement goes to be checked (none: the run is not logged).
+    acks: Option<UnboundedSender<crate::checkpoint::Ack>>,
+    /// The watcher of the acknowledgements: the first failure, once every one has come.
+    acked: Option<tokio::task::JoinHandle<Result<(), StoreError>>>,
+    /// Set when the run's log could not be written: the run stops and reports this instead.
+    log_failed: Option<StoreError>,
     /// The resumption this lead starts from, taken when the run starts.
     resume: Option<Resumption>,
     /// Set once the report is on its way.
@@ -190,8 +199,14 @@ impl LeadState {
                 digest: String::new(),
             });
         }
-        if let Some(log) = &self.config.log {
-            self.last_ack = Some(log.append(events));
+        if let (Some(log), Some(acks)) = (&self.config.log, &self.acks) {
+            // The watcher outlives every send but the last, which drops it; a send that fails
+            // leaves the append unchecked, so it is reported like a failed one.
+            if acks.send(log.append(events)).is_err() && self.log_failed.is_none() {
+                self.log_failed = Some(StoreError::Write(
+                    "the acknowledgement watcher stopped".into(),
+                ));
+            }
         }
     }
 
@@ -238,11 +253,31 @@ impl LeadState {
         Ok((compiled, orientation))
     }
 
-    /// A checkpoint of what is durable now, built off the actor.
-    fn checkpoint_soon(&self) {
+    /// A checkpoint of what is durable now, built off the actor; a failure stops the run.
+    fn checkpoint_soon(&self, myself: &ActorRef<LeadMsg>) {
         if let Some(log) = self.config.log.clone() {
-            tokio::task::spawn_blocking(move || journal::write_checkpoint(&log));
+            let me = myself.clone();
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = journal::write_checkpoint(&log) {
+                    let _ = me.cast(LeadMsg::LogFailed(e));
+                }
+            });
         }
+    }
+
+    /// Stops spawning and stops the running subagents; the run finishes with what was handed
+    /// off.
+    fn cancel(&mut self, myself: &ActorRef<LeadMsg>) {
+        self.cancelled = true;
+        while let Some(index) = self.queue.pop_front() {
+            self.end(index, SubagentState::Cancelled, None, myself);
+        }
+        for record in self.records.iter().filter(|r| r.alive) {
+            if let Some(actor) = &record.actor {
+                actor.stop(Some("run cancelled".into()));
+            }
+        }
+        self.finish_if_done(myself);
     }
 
     /// Takes a plan: a record per shard, restored from the log where its subagent had ended
@@ -323,7 +358,7 @@ impl LeadState {
                 .cloned()
             else {
                 let why = format!("no role profile `{}`", self.records[index].shard.role);
-                self.end(index, SubagentState::Failed, Some(why));
+                self.end(index, SubagentState::Failed, Some(why), myself);
                 continue;
             };
             let (context, orientation) = match self.context_for(&id, &role) {
@@ -333,6 +368,7 @@ impl LeadState {
                         index,
                         SubagentState::Failed,
                         Some(format!("context refused: {refused}")),
+                        myself,
                     );
                     continue;
                 }
@@ -380,12 +416,19 @@ impl LeadState {
                     index,
                     SubagentState::Failed,
                     Some(format!("could not spawn: {e}")),
+                    myself,
                 ),
             }
         }
     }
 
-    fn end(&mut self, index: usize, state: SubagentState, error: Option<String>) {
+    fn end(
+        &mut self,
+        index: usize,
+        state: SubagentState,
+        error: Option<String>,
+        myself: &ActorRef<LeadMsg>,
+    ) {
         let record = &mut self.records[index];
         record.summary.state = state;
         if error.is_some() {
@@ -398,7 +441,7 @@ impl LeadState {
             record.spent,
         );
         self.log(ended);
-        self.checkpoint_soon();
+        self.checkpoint_soon(myself);
         let record = &self.records[index];
         let event = Event::SubagentEnded {
             id: record.summary.id.clone(),
@@ -503,19 +546,34 @@ impl LeadState {
             cancelled: self.cancelled,
         }]);
         let reply = self.reply.take();
-        let ack = self.last_ack.take();
+        // Dropping the sender lets the watcher end once it has checked every acknowledgement.
+        self.acks.take();
+        let acked = self.acked.take();
+        let failed = self.log_failed.clone();
         let log = self.config.log.clone();
         let me = myself.clone();
-        // The report goes out only once every event is durable and the final checkpoint built.
+        // The report goes out only once every event is durable and the final checkpoint built;
+        // if any append failed, the error goes out instead.
         tokio::spawn(async move {
-            if let Some(ack) = ack {
-                let _ = ack.await;
-            }
-            if let Some(log) = log {
-                let _ = tokio::task::spawn_blocking(move || journal::write_checkpoint(&log)).await;
-            }
+            let outcome = async {
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                if let Some(acked) = acked {
+                    acked.await.map_err(|e| {
+                        StoreError::Write(format!("the acknowledgement watcher failed: {e}"))
+                    })??;
+                }
+                if let Some(log) = log {
+                    tokio::task::spawn_blocking(move || journal::write_checkpoint(&log))
+                        .await
+                        .map_err(|e| StoreError::Write(format!("the checkpoint failed: {e}")))??;
+                }
+                Ok(report)
+            };
+            let outcome = outcome.await;
             if let Some(reply) = reply {
-                let _ = reply.send(report);
+                let _ = reply.send(outcome);
             }
             me.stop(None);
         });
@@ -531,10 +589,17 @@ impl Actor for LeadActor {
 
     async fn pre_start(
         &self,
-        _myself: ActorRef<LeadMsg>,
+        myself: ActorRef<LeadMsg>,
         args: LeadArgs,
     ) -> Result<LeadState, ActorProcessingErr> {
         let files = Arc::new(WorkspaceFiles::new(args.config.workspace.clone()));
+        let (acks, acked) = match args.config.log {
+            Some(_) => {
+                let (acks, acked) = journal::watch_acks(myself.clone());
+                (Some(acks), Some(acked))
+            }
+            None => (None, None),
+        };
         Ok(LeadState {
             config: args.config,
             events: args.events,
@@ -547,7 +612,9 @@ impl Actor for LeadActor {
             cancelled: false,
             planning_error: None,
             files,
-            last_ack: None,
+            acks,
+            acked,
+            log_failed: None,
             mirror: args
                 .resume
                 .as_ref()
@@ -747,7 +814,7 @@ impl Actor for LeadActor {
                         } else {
                             SubagentState::Repaired
                         };
-                        state.end(index, ended, None);
+                        state.end(index, ended, None, &myself);
                     }
                     Verdict::Repair(violations) => {
                         record.summary.repairs += 1;
@@ -765,7 +832,7 @@ impl Actor for LeadActor {
                         record.pending = None;
                         state.stop_actor(index);
                         let why = format!("contract unmet after {used} repair turn(s)");
-                        state.end(index, SubagentState::Rejected, Some(why));
+                        state.end(index, SubagentState::Rejected, Some(why), &myself);
                     }
                 }
             }
@@ -783,22 +850,19 @@ impl Actor for LeadActor {
                 match state.records[index].pending.take() {
                     Some(violations) => {
                         state.records[index].summary.violations = violations;
-                        state.end(index, SubagentState::Rejected, Some(reason));
+                        state.end(index, SubagentState::Rejected, Some(reason), &myself);
                     }
-                    None => state.end(index, SubagentState::Failed, Some(reason)),
+                    None => state.end(index, SubagentState::Failed, Some(reason), &myself),
                 }
             }
-            LeadMsg::Cancel => {
-                state.cancelled = true;
-                while let Some(index) = state.queue.pop_front() {
-                    state.end(index, SubagentState::Cancelled, None);
+            LeadMsg::Cancel => state.cancel(&myself),
+            LeadMsg::LogFailed(error) => {
+                if state.log_failed.is_none() {
+                    state.log_failed = Some(error);
                 }
-                for record in state.records.iter().filter(|r| r.alive) {
-                    if let Some(actor) = &record.actor {
-                        actor.stop(Some("run cancelled".into()));
-                    }
+                if !state.finished {
+                    state.cancel(&myself);
                 }
-                state.finish_if_done(&myself);
             }
             LeadMsg::Status(reply) => {
                 let _ = reply.send(state.records.iter().map(|r| r.summary.clone()).collect());
@@ -830,7 +894,7 @@ impl Actor for LeadActor {
                 }
                 None => (SubagentState::Failed, "stopped without a handoff".into()),
             };
-            state.end(index, ended, Some(why));
+            state.end(index, ended, Some(why), &myself);
         }
         state.advance(&myself).await;
         Ok(())
