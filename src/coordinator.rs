@@ -319,6 +319,15 @@ impl Coordinator {
                 path: settings.root.clone(),
                 reason: e.to_string(),
             })?;
+        // What was accepted is rechecked against the files as they are now, off the runtime.
+        let files = crate::handoff::WorkspaceFiles::new(workspace.clone());
+        let resumption = tokio::task::spawn_blocking(move || {
+            let mut resumption = resumption;
+            resumption.recheck(&files);
+            resumption
+        })
+        .await
+        .map_err(|e| RunError::Runtime(format!("rechecking the evidence failed: {e}")))?;
         let config = RunConfig {
             run_id: run_id.to_string(),
             question: settings.question,

@@ -64,11 +64,15 @@ pub fn brief(cp: &Checkpoint) -> Brief {
         .evidence
         .iter()
         .map(|e| BriefItem {
-            text: match &e.excerpt {
-                Some(x) => format!("{} — {}", e.source, x),
-                None => format!("{} (tombstone)", e.source),
+            text: match (&e.excerpt, e.stale) {
+                (_, Some(at)) => format!(
+                    "{} (stale: the cited text changed since it was accepted; found at event {at})",
+                    e.source
+                ),
+                (Some(x), None) => format!("{} — {}", e.source, x),
+                (None, None) => format!("{} (tombstone)", e.source),
             },
-            event: e.event,
+            event: e.stale.unwrap_or(e.event),
         })
         .collect();
     let unresolved: Vec<BriefItem> = cp

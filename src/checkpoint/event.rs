@@ -212,6 +212,16 @@ pub enum RunEvent {
         /// The last event before the resume.
         after_seq: u64,
     },
+    /// On resume, cited text had changed since a handoff was accepted: the conclusions
+    /// resting on it are no longer settled (they are open items, marked stale).
+    EvidenceStale {
+        /// The subagent whose handoff cited it.
+        subagent: String,
+        /// The sources whose text changed (or can no longer be read).
+        sources: Vec<String>,
+        /// The claims moved to open items.
+        claims: Vec<String>,
+    },
     /// The run ended.
     RunFinished {
         /// Whether it was cancelled.
@@ -237,6 +247,7 @@ impl RunEvent {
             RunEvent::SubagentEnded { .. } => "subagent_ended",
             RunEvent::WindowCompacted { .. } => "window_compacted",
             RunEvent::RunResumed { .. } => "run_resumed",
+            RunEvent::EvidenceStale { .. } => "evidence_stale",
             RunEvent::RunFinished { .. } => "run_finished",
         }
     }

@@ -57,6 +57,10 @@ pub struct EvidenceEntry {
     pub excerpt: Option<String>,
     /// True when the excerpt was dropped (the identity and digest stay).
     pub tombstone: bool,
+    /// The event that found the cited text changed since it was accepted, if one did: the
+    /// evidence no longer holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale: Option<u64>,
     /// The subagent that cited it.
     pub subagent: String,
     /// The event that accepted it.

@@ -245,6 +245,7 @@ pub fn project(run_id: &str, events: &[LoggedEvent]) -> Checkpoint {
                             source: id,
                             excerpt: Some(excerpt(&c.claim)),
                             tombstone: false,
+                            stale: None,
                             subagent: subagent.clone(),
                             event: at,
                         });
@@ -310,6 +311,17 @@ pub fn project(run_id: &str, events: &[LoggedEvent]) -> Checkpoint {
                     }
                 }
                 cp.finished = None;
+            }
+            RunEvent::EvidenceStale {
+                subagent, sources, ..
+            } => {
+                for entry in cp
+                    .evidence
+                    .iter_mut()
+                    .filter(|e| &e.subagent == subagent && sources.contains(&e.source))
+                {
+                    entry.stale = Some(at);
+                }
             }
             RunEvent::RunFinished { cancelled } => cp.finished = Some(*cancelled),
         }

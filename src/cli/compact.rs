@@ -30,19 +30,19 @@ pub(crate) struct CompactArgs {
     /// The transcript: JSONL, one OpenAI chat message per line.
     file: PathBuf,
     /// The model's window, in tokens.
-    #[arg(long, default_value_t = Options::default().window)]
+    #[arg(long, default_value_t = Options::default().window, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000_000))]
     window: usize,
     /// Occupancy (tokens of the window / window) that triggers compaction.
     #[arg(long, default_value_t = Options::default().threshold)]
     threshold: f64,
     /// Turns kept verbatim at the end.
-    #[arg(long, default_value_t = Options::default().keep_last)]
+    #[arg(long, default_value_t = Options::default().keep_last, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=100_000))]
     keep_last: usize,
     /// Tool results kept whole when clearing.
-    #[arg(long, default_value_t = Options::default().keep_tool_results)]
+    #[arg(long, default_value_t = Options::default().keep_tool_results, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=100_000))]
     keep_tool_results: usize,
     /// The summary slot, in tokens.
-    #[arg(long, default_value_t = Options::default().slot)]
+    #[arg(long, default_value_t = Options::default().slot, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000_000))]
     slot: usize,
     /// Print one JSON document instead of the window.
     #[arg(long)]

@@ -161,8 +161,9 @@ struct ModelArgs {
     /// The model playing the subagents (only `offline` for now).
     #[arg(long, default_value = "offline", value_parser = ["offline"])]
     model: String,
-    /// Milliseconds added to every offline model call (demos, tests, benchmarks).
-    #[arg(long, default_value_t = 0)]
+    /// Milliseconds added to every offline model call (demos, tests, benchmarks), at most a
+    /// minute.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     offline_latency_ms: u64,
     /// No live progress display on stderr (the summary line is still printed).
     #[arg(long)]
@@ -198,16 +199,16 @@ struct ExploreArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     shards: Option<u32>,
     /// Most model turns per subagent.
-    #[arg(long, default_value_t = Budget::default().model_turns)]
+    #[arg(long, default_value_t = Budget::default().model_turns, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     max_turns: u32,
     /// Most tool calls per subagent.
-    #[arg(long, default_value_t = Budget::default().tool_calls)]
+    #[arg(long, default_value_t = Budget::default().tool_calls, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     max_tool_calls: u32,
     /// Most tokens (input plus output, all turns) per subagent.
-    #[arg(long, default_value_t = Budget::default().tokens)]
+    #[arg(long, default_value_t = Budget::default().tokens, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     max_tokens: u64,
     /// Repair turns a subagent gets when its handoff breaks the contract.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=10))]
     repairs: u32,
     /// A constraint the run must respect, verbatim (repeatable).
     #[arg(long = "constraint", value_name = "TEXT")]
@@ -225,14 +226,22 @@ struct ExploreArgs {
 pub(crate) fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
-            let code = if e.use_stderr() {
-                EXIT_USAGE
-            } else {
-                EXIT_DONE
-            };
+        // Help and version print in full; a usage error is one line.
+        Err(e) if !e.use_stderr() => {
             let _ = e.print();
-            return code;
+            return EXIT_DONE;
+        }
+        Err(e) => {
+            // clap's first paragraph, its lines joined (the usage and hints after it dropped).
+            let text = e.to_string();
+            let first: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .skip_while(|l| l.is_empty())
+                .take_while(|l| !l.is_empty())
+                .collect();
+            eprintln!("baton: {}", first.join(" ").trim_start_matches("error: "));
+            return EXIT_USAGE;
         }
     };
     let job = match cli.command {

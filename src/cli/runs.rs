@@ -174,8 +174,8 @@ pub(crate) struct ContextArgs {
     /// --roles).
     #[arg(long)]
     role: String,
-    /// Token budget (default: the role's).
-    #[arg(long)]
+    /// Token budget (default: the role's), at most 10,000,000.
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000_000))]
     budget: Option<usize>,
     /// Extra role profiles (`*.toml`).
     #[arg(long)]

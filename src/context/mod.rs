@@ -189,9 +189,14 @@ fn render_raw(field: Field, cp: &Checkpoint, delta: Option<&Delta>) -> Vec<Item>
                 );
                 Item {
                     id: Some(e.source.clone()),
-                    text: match &e.excerpt {
-                        Some(x) => format!("- {} [sha256 {digest}] {x}\n", e.source),
-                        None => identity.clone(),
+                    text: match (&e.excerpt, e.stale) {
+                        // Text that changed since is not evidence: only where to reread.
+                        (_, Some(_)) => format!(
+                            "- {} [sha256 {digest}] (stale: the text changed since it was accepted; reread it)\n",
+                            e.source
+                        ),
+                        (Some(x), None) => format!("- {} [sha256 {digest}] {x}\n", e.source),
+                        (None, None) => identity.clone(),
                     },
                     identity: Some(identity),
                     tombstoned: e.tombstone || e.excerpt.is_none(),

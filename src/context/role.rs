@@ -214,7 +214,8 @@ pub fn load_roles(dir: Option<&Path>) -> Result<BTreeMap<String, RoleProfile>, R
     paths.sort();
     for path in paths {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(&path).map_err(|e| RoleError {
+        // Only a regular file of bounded size is read: a FIFO named `x.toml` never blocks.
+        let text = crate::tools::read_text_file(&path, &file).map_err(|e| RoleError {
             file: file.clone(),
             message: e.to_string(),
         })?;

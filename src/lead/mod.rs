@@ -645,6 +645,11 @@ impl Actor for LeadActor {
                         after_seq: resumption.after_seq,
                     }];
                     events.extend(journal::cut_off(&resumption.cut_off));
+                    events.extend(resumption.stale.iter().map(|s| RunEvent::EvidenceStale {
+                        subagent: s.subagent.clone(),
+                        sources: s.sources.clone(),
+                        claims: s.claims.clone(),
+                    }));
                     state.log(events);
                     if !resumption.plan.is_empty() {
                         state.adopt_plan(resumption.plan, resumption.subagents);
@@ -750,7 +755,7 @@ impl Actor for LeadActor {
                     };
                     let parsed = validate(&text, &check);
                     let digests = if parsed.violations.is_empty() {
-                        evidence_digests(&parsed.handoff, files.as_ref())
+                        evidence_digests(&parsed.handoff, files.as_ref() as &dyn crate::handoff::Files)
                     } else {
                         BTreeMap::new()
                     };

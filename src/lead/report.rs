@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::{merge, plan, plan::Shard, LeadState};
-use crate::handoff::{Handoff, OpenItem, WorkspaceFiles};
+use crate::handoff::{Files, Handoff, OpenItem};
 use crate::report::{HandoffCounts, Report, RunUsage, SubagentState};
 use crate::tools::Workspace;
 
@@ -79,11 +79,7 @@ impl LeadState {
 }
 
 /// SHA-256 of the text of every file range an accepted handoff cites, by source id.
-pub(super) fn evidence_digests(
-    handoff: &Handoff,
-    files: &WorkspaceFiles,
-) -> BTreeMap<String, String> {
-    use crate::handoff::Files;
+pub(super) fn evidence_digests(handoff: &Handoff, files: &dyn Files) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for source in handoff
         .settled_conclusions

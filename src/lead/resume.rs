@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::checkpoint::{project, EffectState, LoggedEvent, RunEvent};
-use crate::handoff::{Handoff, Violation};
+use crate::handoff::{Files, Handoff, OpenItem, Violation};
 use crate::policy::{Budget, Spent};
 use crate::report::SubagentState;
 use crate::source::ObservationLog;
@@ -35,6 +35,8 @@ pub(crate) struct Restored {
     pub(crate) repairs: u32,
     pub(crate) observations: ObservationLog,
     pub(crate) spent: Spent,
+    /// The digests of the text its accepted handoff cited, when it was accepted.
+    pub(crate) evidence_digests: BTreeMap<String, String>,
 }
 
 impl Restored {
@@ -64,6 +66,69 @@ pub(crate) struct Resumption {
     pub(crate) cut_off: Vec<String>,
     /// The events as logged.
     pub(crate) events: Vec<LoggedEvent>,
+    /// Accepted conclusions whose cited text changed since (set by [`Resumption::recheck`]).
+    pub(crate) stale: Vec<Stale>,
+}
+
+/// What a resume found stale in one accepted handoff.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Stale {
+    pub(crate) subagent: String,
+    /// The sources whose text changed or no longer reads.
+    pub(crate) sources: Vec<String>,
+    /// The claims moved from settled conclusions to open items.
+    pub(crate) claims: Vec<String>,
+}
+
+impl Resumption {
+    /// Rechecks every accepted handoff's evidence against the files as they are now (blocking:
+    /// it reads them). A conclusion citing text whose digest changed — or that no longer reads —
+    /// leaves the settled conclusions for the open items, marked stale; [`Resumption::stale`]
+    /// says which, for the log.
+    pub(crate) fn recheck(&mut self, files: &dyn Files) {
+        for (id, restored) in &mut self.subagents {
+            let Some(handoff) = restored.handoff.as_mut() else {
+                continue;
+            };
+            if restored.evidence_digests.is_empty() {
+                continue;
+            }
+            let now = super::report::evidence_digests(handoff, files);
+            let changed: Vec<String> = restored
+                .evidence_digests
+                .iter()
+                .filter(|(source, digest)| now.get(*source) != Some(*digest))
+                .map(|(source, _)| source.clone())
+                .collect();
+            if changed.is_empty() {
+                continue;
+            }
+            let (stale, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut handoff.settled_conclusions)
+                .into_iter()
+                .partition(|c| c.sources.iter().any(|s| changed.contains(&s.to_string())));
+            handoff.settled_conclusions = kept;
+            for c in &stale {
+                let cited: Vec<String> = c
+                    .sources
+                    .iter()
+                    .map(|s| s.to_string())
+                    .filter(|s| changed.contains(s))
+                    .collect();
+                handoff.open_items.push(OpenItem {
+                    item: format!("Stale since the resume: {}", c.claim),
+                    stuck_on: format!(
+                        "{} changed after the handoff was accepted; reread it before relying on this",
+                        cited.join(", ")
+                    ),
+                });
+            }
+            self.stale.push(Stale {
+                subagent: id.clone(),
+                sources: changed,
+                claims: stale.into_iter().map(|c| c.claim).collect(),
+            });
+        }
+    }
 }
 
 /// Reads a run's events back into what a resume needs.
@@ -129,11 +194,12 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
                 subagent,
                 handoff,
                 repairs,
-                ..
+                evidence_digests,
             } => {
                 let r = subagents.entry(subagent.clone()).or_default();
                 r.handoff = Some(handoff.clone());
                 r.repairs = *repairs;
+                r.evidence_digests = evidence_digests.clone();
             }
             RunEvent::HandoffRepairRequested { subagent, .. } => {
                 subagents.entry(subagent.clone()).or_default().repairs += 1;
@@ -178,6 +244,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
         after_seq: events.last().map(|e| e.seq).unwrap_or(0),
         cut_off,
         events: events.to_vec(),
+        stale: Vec::new(),
     })
 }
 

@@ -24,7 +24,7 @@ use crate::handoff::Violation;
 use crate::lead::LeadMsg;
 use crate::model::{Model, ModelError, ModelResponse};
 use crate::policy::{Budget, Spent};
-use crate::tools::{ToolRegistry, ToolResult, Workspace};
+use crate::tools::{ToolCall, ToolRegistry, ToolResult, Workspace};
 
 /// What the subagent actor is told.
 pub(crate) enum SubagentMsg {
@@ -68,6 +68,39 @@ pub(crate) struct SubagentState {
 pub(crate) struct SubagentActor;
 
 /// Runs `work` on the runtime; its value comes back as a message, a panic as `WorkPanicked`.
+/// The longest a model call may take before it is an error.
+pub(crate) const MODEL_CALL_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
+/// The longest a tool call may take before it is an error the model sees.
+pub(crate) const TOOL_CALL_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Runs one tool call on a blocking thread; past `limit` it is a tool error the model sees
+/// (the thread is left to finish, its result dropped). A panicking tool panics here, so the
+/// subagent's supervision sees it.
+pub(crate) async fn run_tool(
+    tools: &ToolRegistry,
+    workspace: &Workspace,
+    call: ToolCall,
+    limit: std::time::Duration,
+) -> ToolResult {
+    let (id, name) = (call.id.clone(), call.name.clone());
+    let (tools, workspace) = (tools.clone(), workspace.clone());
+    let run = tokio::task::spawn_blocking(move || tools.execute(&workspace, &call));
+    match tokio::time::timeout(limit, run).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(e)) => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => ToolResult {
+            call_id: id,
+            name,
+            content: format!(
+                "error: the tool ran past its {} s limit; narrow the call (a smaller path, a more specific pattern)",
+                limit.as_secs_f64()
+            ),
+            is_error: true,
+            observations: Vec::new(),
+        },
+    }
+}
+
 fn spawn_work<T, F>(myself: &ActorRef<SubagentMsg>, work: F, into_msg: fn(T) -> SubagentMsg) -> Work
 where
     T: Send + 'static,
@@ -132,7 +165,19 @@ impl SubagentState {
                 let model = Arc::clone(&self.model);
                 self.work = Some(spawn_work(
                     myself,
-                    async move { model.complete(request).await },
+                    async move {
+                        match tokio::time::timeout(MODEL_CALL_LIMIT, model.complete(request)).await
+                        {
+                            Ok(reply) => reply,
+                            Err(_) => Err(ModelError {
+                                message: format!(
+                                    "the model call ran past its {} s limit",
+                                    MODEL_CALL_LIMIT.as_secs()
+                                ),
+                                retryable: true,
+                            }),
+                        }
+                    },
                     SubagentMsg::ModelReplied,
                 ));
             }
@@ -143,19 +188,14 @@ impl SubagentState {
                 });
                 let tools = self.tools.clone();
                 let workspace = self.workspace.clone();
-                let run = tokio::task::spawn_blocking(move || {
-                    calls
-                        .iter()
-                        .map(|call| tools.execute(&workspace, call))
-                        .collect::<Vec<_>>()
-                });
                 self.work = Some(spawn_work(
                     myself,
                     async move {
-                        match run.await {
-                            Ok(results) => results,
-                            Err(e) => std::panic::resume_unwind(e.into_panic()),
+                        let mut results = Vec::with_capacity(calls.len());
+                        for call in calls {
+                            results.push(run_tool(&tools, &workspace, call, TOOL_CALL_LIMIT).await);
                         }
+                        results
                     },
                     SubagentMsg::ToolsReturned,
                 ));
