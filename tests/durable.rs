@@ -61,6 +61,21 @@ fn without_timing(report: &str) -> Value {
     v
 }
 
+/// What a report says about the question: the handoff, the counts, each subagent's scope,
+/// state and repairs — not what the work cost.
+fn essentials(report: &str) -> Value {
+    let v = without_timing(report);
+    let subagents: Vec<Value> = v["subagents"]
+        .as_array()
+        .expect("subagents")
+        .iter()
+        .map(|s| {
+            serde_json::json!([s["id"], s["role"], s["scope"], s["state"], s["repairs"], s["error"]])
+        })
+        .collect();
+    serde_json::json!([v["handoff"], v["handoffs"], v["cancelled"], v["question"], subagents])
+}
+
 fn count(events: &[baton::checkpoint::LoggedEvent], kind: &str, subagent: &str) -> usize {
     events
         .iter()
@@ -186,6 +201,117 @@ fn a_run_killed_mid_flight_resumes_to_the_same_report() {
         .iter()
         .all(|e| e.state != baton::checkpoint::EffectState::Executing));
     assert_eq!(cp.finished, Some(false));
+}
+
+/// SIGKILL at random moments — the run, then each resume of it — until a process finishes:
+/// the report equals the uninterrupted run's, every subagent's handoff is accepted exactly
+/// once, and the chain verifies. The seed is printed, so a failure can be replayed with
+/// `BATON_KILL_SEED`.
+#[cfg(unix)]
+#[test]
+fn a_kill_loop_always_resumes_to_the_uninterrupted_report() {
+    let tree = wide_tree();
+    let latency = ["--offline-latency-ms", "15"];
+    let clean_state = tempfile::tempdir().unwrap();
+    let began = Instant::now();
+    let clean = baton()
+        .args(explore_args(tree.path(), clean_state.path()))
+        .args(latency)
+        .output()
+        .unwrap();
+    let wall_ms = began.elapsed().as_millis() as u64;
+    assert_eq!(clean.status.code(), Some(0), "{clean:?}");
+    let seed: u64 = std::env::var("BATON_KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(7)
+        });
+    eprintln!("kill loop: BATON_KILL_SEED={seed}, an uninterrupted run takes {wall_ms} ms");
+    let mut rng = seed;
+    let mut below = |bound: u64| {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (rng >> 33) % bound.max(1)
+    };
+    let mut kills = 0;
+    for _ in 0..3 {
+        let state = tempfile::tempdir().unwrap();
+        let mut attempts = 0;
+        let finished = loop {
+            attempts += 1;
+            assert!(attempts < 30, "no process finished in 30 attempts");
+            // Resume the run if any of it is logged; start it otherwise.
+            let logged = SqliteStore::open_existing(state.path())
+                .ok()
+                .and_then(|store| store.runs().ok())
+                .and_then(|runs| runs.into_iter().next());
+            let mut command = baton();
+            match &logged {
+                Some(run) => {
+                    command
+                        .args(["resume", &run.run_id, "--json", "--no-progress", "--state"])
+                        .arg(state.path());
+                }
+                None => {
+                    command.args(explore_args(tree.path(), state.path()));
+                }
+            }
+            let mut child = command
+                .args(latency)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            // Late attempts are left to finish, so the loop ends.
+            let kill_at = Instant::now() + Duration::from_millis(below(wall_ms * 4 / 5));
+            let exited = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break Some(status);
+                }
+                if attempts < 6 && Instant::now() >= kill_at {
+                    break None;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            };
+            match exited {
+                Some(_) => break child.wait_with_output().unwrap(),
+                None => {
+                    child.kill().unwrap(); // SIGKILL
+                    let _ = child.wait();
+                    kills += 1;
+                }
+            }
+        };
+        assert_eq!(
+            finished.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&finished.stderr)
+        );
+        // A subagent restarted after a kill is told what was cut off, so its token count may
+        // differ; everything the report says about the question may not.
+        assert_eq!(
+            essentials(&String::from_utf8_lossy(&finished.stdout)),
+            essentials(&String::from_utf8_lossy(&clean.stdout)),
+            "seed {seed}: the resumed report equals the uninterrupted one"
+        );
+        let store = SqliteStore::open_existing(state.path()).unwrap();
+        let run = store.runs().unwrap().remove(0);
+        let events = store.events(&run.run_id).expect("the chain verifies");
+        for subagent in (1..=8).map(|i| format!("sa{i}")) {
+            assert_eq!(
+                count(&events, "handoff_accepted", &subagent),
+                1,
+                "seed {seed}: {subagent} accepted exactly once"
+            );
+        }
+    }
+    assert!(kills >= 3, "seed {seed}: only {kills} kills");
 }
 
 async fn logged_run(dir: &Path) -> String {

@@ -10,6 +10,7 @@ mod contract;
 mod durable;
 mod explore;
 mod properties;
+mod reliability;
 mod repair;
 mod sandbox;
 mod supervision;

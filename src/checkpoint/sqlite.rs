@@ -62,6 +62,9 @@ pub struct SqliteStore {
     writer: Mutex<Option<mpsc::Sender<Append>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
     reader: Mutex<Connection>,
+    /// False for an existing file without baton's tables (a WAL that held them was lost):
+    /// it holds no runs.
+    tables: bool,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -150,6 +153,7 @@ impl SqliteStore {
             writer: Mutex::new(Some(tx)),
             thread: Mutex::new(Some(thread)),
             reader: Mutex::new(reader),
+            tables: true,
         })
     }
 
@@ -177,11 +181,19 @@ impl SqliteStore {
             }
         }
         let reader = open_connection(&path, false)?;
+        let tables: i64 = reader
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('runs', 'events')",
+                [],
+                |row| row.get(0),
+            )
+            .map_err(|e| open_failure(&path, &e))?;
         Ok(SqliteStore {
             path,
             writer: Mutex::new(None),
             thread: Mutex::new(None),
             reader: Mutex::new(reader),
+            tables: tables == 2,
         })
     }
 
@@ -473,6 +485,9 @@ impl EventStore for SqliteStore {
     }
 
     fn events(&self, run_id: &str) -> Result<Vec<LoggedEvent>, StoreError> {
+        if !self.tables {
+            return Err(StoreError::UnknownRun(run_id.to_string()));
+        }
         let conn = self
             .reader
             .lock()
@@ -511,6 +526,9 @@ impl EventStore for SqliteStore {
     }
 
     fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
+        if !self.tables {
+            return Ok(Vec::new());
+        }
         let conn = self
             .reader
             .lock()
@@ -583,6 +601,9 @@ impl EventStore for SqliteStore {
     }
 
     fn latest_checkpoint(&self, run_id: &str) -> Result<Option<Checkpoint>, StoreError> {
+        if !self.tables {
+            return Ok(None);
+        }
         let conn = self
             .reader
             .lock()

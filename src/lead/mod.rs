@@ -429,6 +429,19 @@ impl LeadState {
         error: Option<String>,
         myself: &ActorRef<LeadMsg>,
     ) {
+        self.end_after(None, index, state, error, myself);
+    }
+
+    /// Ends a subagent; `verdict` (its handoff accepted or rejected) goes into the same append
+    /// as its end, so a crash never leaves an accepted handoff without its subagent's end.
+    fn end_after(
+        &mut self,
+        verdict: Option<RunEvent>,
+        index: usize,
+        state: SubagentState,
+        error: Option<String>,
+        myself: &ActorRef<LeadMsg>,
+    ) {
         let record = &mut self.records[index];
         record.summary.state = state;
         if error.is_some() {
@@ -440,7 +453,7 @@ impl LeadState {
             record.summary.error.clone(),
             record.spent,
         );
-        self.log(ended);
+        self.log(verdict.into_iter().chain(ended).collect());
         self.checkpoint_soon(myself);
         let record = &self.records[index];
         let event = Event::SubagentEnded {
@@ -807,7 +820,6 @@ impl Actor for LeadActor {
                         unverified: unverified.clone(),
                     },
                 };
-                state.log(vec![logged]);
                 let record = &mut state.records[index];
                 match checked {
                     Verdict::Accept(handoff) => {
@@ -819,9 +831,11 @@ impl Actor for LeadActor {
                         } else {
                             SubagentState::Repaired
                         };
-                        state.end(index, ended, None, &myself);
+                        state.end_after(Some(logged), index, ended, None, &myself);
                     }
                     Verdict::Repair(violations) => {
+                        state.log(vec![logged]);
+                        let record = &mut state.records[index];
                         record.summary.repairs += 1;
                         record.pending = Some(violations.clone());
                         if let Some(actor) = &record.actor {
@@ -837,7 +851,13 @@ impl Actor for LeadActor {
                         record.pending = None;
                         state.stop_actor(index);
                         let why = format!("contract unmet after {used} repair turn(s)");
-                        state.end(index, SubagentState::Rejected, Some(why), &myself);
+                        state.end_after(
+                            Some(logged),
+                            index,
+                            SubagentState::Rejected,
+                            Some(why),
+                            &myself,
+                        );
                     }
                 }
             }

@@ -200,6 +200,12 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
                 r.handoff = Some(handoff.clone());
                 r.repairs = *repairs;
                 r.evidence_digests = evidence_digests.clone();
+                // Accepted is done, even in a log that stops before the subagent's end.
+                r.state = Some(if *repairs == 0 {
+                    SubagentState::HandedOff
+                } else {
+                    SubagentState::Repaired
+                });
             }
             RunEvent::HandoffRepairRequested { subagent, .. } => {
                 subagents.entry(subagent.clone()).or_default().repairs += 1;
@@ -212,6 +218,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
                 let r = subagents.entry(subagent.clone()).or_default();
                 r.violations = violations.clone();
                 r.unverified = Some(unverified.clone());
+                r.state = Some(SubagentState::Rejected);
             }
             RunEvent::BudgetSpent { subagent, spent } => {
                 subagents.entry(subagent.clone()).or_default().spent = *spent;

@@ -1,0 +1,609 @@
+//! Reliability: many processes on one state, appends that fail, input that is not a regular
+//! file, evidence that changed before a resume, read-only commands on a missing state, text
+//! that would drive a terminal, numbers past their bounds, damaged state.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use baton::checkpoint::{
+    EventStore, LoggedEvent, MemoryStore, RunEvent, RunRow, SqliteStore, StoreError,
+};
+use baton::{Checkpoint, Coordinator, RunError, Task};
+
+use crate::support::rust_tree;
+
+fn baton() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_baton"))
+}
+
+const QUESTION: &str = "Where is next_delay defined?";
+
+/// Runs a command to its end or kills it after `limit`: a hang fails the test, never the suite.
+fn output_within(mut command: Command, limit: Duration) -> Output {
+    let child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("{command:?} did not finish within {limit:?}");
+        }
+    }
+}
+
+fn one_line(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+/// Issue 10: five or eight `baton explore` processes on one state all exit 0, yet some runs
+/// had no event at all. Eight at once, three times: all 24 land and every chain verifies.
+#[test]
+fn eight_processes_on_one_state_all_land() {
+    let tree = rust_tree();
+    let state = tempfile::tempdir().unwrap();
+    for round in 0..3 {
+        let children: Vec<_> = (0..8)
+            .map(|_| {
+                baton()
+                    .args(["explore", &tree.path().display().to_string(), QUESTION])
+                    .args(["--no-progress", "--json", "--state"])
+                    .arg(state.path())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let mut reported = Vec::new();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            reported.push(report["run_id"].as_str().unwrap().to_string());
+        }
+        let store = SqliteStore::open_existing(state.path()).unwrap();
+        let runs: Vec<RunRow> = store.runs().unwrap();
+        assert_eq!(runs.len(), 8 * (round + 1), "every run is in the log");
+        for run_id in &reported {
+            let events = store.events(run_id).expect("the chain verifies");
+            assert!(matches!(
+                events.last().map(|e| &e.event),
+                Some(RunEvent::RunFinished { cancelled: false })
+            ));
+        }
+    }
+}
+
+/// A run killed once a handoff is durable (with subagents still to go).
+fn killed_run(tree: &Path, state: &Path) -> String {
+    let mut child = baton()
+        .args(["explore", &tree.display().to_string(), QUESTION])
+        .args(["--no-progress", "--agents", "1", "--shards", "3"])
+        .args(["--offline-latency-ms", "300", "--state"])
+        .arg(state)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let run_id = loop {
+        assert!(Instant::now() < deadline, "no handoff became durable");
+        std::thread::sleep(Duration::from_millis(50));
+        let Ok(store) = SqliteStore::open_existing(state) else {
+            continue;
+        };
+        let Some(run) = store.runs().ok().and_then(|r| r.into_iter().next()) else {
+            continue;
+        };
+        let accepted = store.events(&run.run_id).map_or(0, |events| {
+            events
+                .iter()
+                .filter(|e| e.event.kind() == "handoff_accepted")
+                .count()
+        });
+        if accepted >= 1 {
+            break run.run_id;
+        }
+    };
+    child.kill().unwrap();
+    let _ = child.wait();
+    run_id
+}
+
+/// Two processes resuming the same run: one wins, the other gets a one-line error, and the
+/// log stays one intact chain with one resume in it.
+#[test]
+fn two_processes_resuming_one_run_one_wins() {
+    let tree = rust_tree();
+    let state = tempfile::tempdir().unwrap();
+    let run_id = killed_run(tree.path(), state.path());
+    let resume = || {
+        baton()
+            .args(["resume", &run_id, "--no-progress", "--json"])
+            .args(["--offline-latency-ms", "100", "--state"])
+            .arg(state.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (resume(), resume());
+    let outs = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()];
+    let won: Vec<&Output> = outs.iter().filter(|o| o.status.success()).collect();
+    let lost: Vec<&Output> = outs.iter().filter(|o| !o.status.success()).collect();
+    assert_eq!(won.len(), 1, "{outs:?}");
+    assert_eq!(lost.len(), 1, "{outs:?}");
+    assert_eq!(lost[0].status.code(), Some(1));
+    let stderr = one_line(lost[0]);
+    assert!(stderr.contains(&run_id), "{stderr}");
+    assert!(lost[0].stdout.is_empty(), "the loser prints no report");
+    let store = SqliteStore::open_existing(state.path()).unwrap();
+    let events = store.events(&run_id).expect("the chain verifies");
+    let resumes = events
+        .iter()
+        .filter(|e| e.event.kind() == "run_resumed")
+        .count();
+    assert_eq!(resumes, 1, "only the winner resumed");
+    assert!(matches!(
+        events.last().map(|e| &e.event),
+        Some(RunEvent::RunFinished { cancelled: false })
+    ));
+}
+
+/// A store whose `nth` append fails (or whose writer vanishes without acknowledging); every
+/// other append goes to memory.
+struct FailingStore {
+    inner: MemoryStore,
+    nth: usize,
+    vanish: bool,
+    appends: AtomicUsize,
+}
+
+impl FailingStore {
+    fn new(nth: usize, vanish: bool) -> FailingStore {
+        FailingStore {
+            inner: MemoryStore::new(),
+            nth,
+            vanish,
+            appends: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl EventStore for FailingStore {
+    fn append(
+        &self,
+        run_id: &str,
+        events: Vec<(u64, RunEvent)>,
+    ) -> tokio::sync::oneshot::Receiver<Result<Vec<LoggedEvent>, StoreError>> {
+        if self.appends.fetch_add(1, Ordering::SeqCst) + 1 != self.nth {
+            return self.inner.append(run_id, events);
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if !self.vanish {
+            let _ = tx.send(Err(StoreError::Write("/state/baton.db: the disk is full".into())));
+        }
+        rx
+    }
+    fn events(&self, run_id: &str) -> Result<Vec<LoggedEvent>, StoreError> {
+        self.inner.events(run_id)
+    }
+    fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
+        self.inner.runs()
+    }
+    fn put_checkpoint(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
+        self.inner.put_checkpoint(checkpoint)
+    }
+    fn latest_checkpoint(&self, run_id: &str) -> Result<Option<Checkpoint>, StoreError> {
+        self.inner.latest_checkpoint(run_id)
+    }
+}
+
+/// Whichever append fails — the first, the last or any between — and whether it fails or its
+/// writer vanishes, the run ends with the store's error, never with a report as if logged.
+#[tokio::test]
+async fn a_store_failing_on_the_nth_append_never_reports_as_logged() {
+    let tree = rust_tree();
+    let task = || Task::new(QUESTION, tree.path());
+    // A clean run counts the appends.
+    let clean = Arc::new(FailingStore::new(0, false));
+    Coordinator::new()
+        .store(clean.clone())
+        .run(task())
+        .await
+        .expect("a clean run reports");
+    let total = clean.appends.load(Ordering::SeqCst);
+    assert!(total > 5, "{total} appends");
+    for nth in 1..=total {
+        for vanish in [false, true] {
+            let store = Arc::new(FailingStore::new(nth, vanish));
+            let result = Coordinator::new().store(store).run(task()).await;
+            match result {
+                Err(RunError::Store(StoreError::Write(why))) => {
+                    if !vanish {
+                        assert!(why.contains("/state/baton.db"), "{why}");
+                    }
+                }
+                other => panic!("append {nth} of {total} failed (vanish: {vanish}): {other:?}"),
+            }
+        }
+    }
+}
+
+/// One run's failed append never fails another's: appends of a run that was never started
+/// are refused while a started run's appends, interleaved with them, all land.
+#[tokio::test]
+async fn a_failed_append_does_not_fail_another_runs() {
+    let state = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(state.path()).unwrap();
+    let started = RunEvent::RunStarted {
+        question: "q".into(),
+        root: "/".into(),
+        model: "offline".into(),
+        agents: 1,
+        max_subagents: 1,
+        budget: baton::Budget::default(),
+        repairs: 0,
+        shards: None,
+        tools: vec![],
+    };
+    store
+        .append("good", vec![(1, started)])
+        .await
+        .unwrap()
+        .unwrap();
+    let finished = || RunEvent::RunFinished { cancelled: false };
+    let mut good = Vec::new();
+    let mut bad = Vec::new();
+    for _ in 0..200 {
+        good.push(store.append("good", vec![(2, finished())]));
+        bad.push(store.append("never-started", vec![(2, finished())]));
+    }
+    for ack in good {
+        ack.await.unwrap().expect("the good run's appends land");
+    }
+    for ack in bad {
+        let err = ack.await.unwrap().unwrap_err();
+        assert!(err.to_string().contains("run_started"), "{err}");
+    }
+    assert_eq!(store.events("good").unwrap().len(), 201);
+}
+
+/// A state directory on a full disk (a file size limit, as the kernel reports a full disk):
+/// the run exits 1 with one line naming the state, and prints no report.
+#[cfg(unix)]
+#[test]
+fn a_full_disk_exits_1_naming_the_state_and_prints_no_report() {
+    let tree = rust_tree();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 64; exec \"$0\" explore \"$1\" \"{QUESTION}\" --no-progress --state \"$2\""
+    );
+    let out = Command::new("sh")
+        .args(["-c", &script, env!("CARGO_BIN_EXE_baton")])
+        .arg(tree.path())
+        .arg(&state)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = one_line(&out);
+    assert!(stderr.contains(&state.display().to_string()), "{stderr}");
+    assert!(out.stdout.is_empty(), "no report as if logged");
+}
+
+/// A handoff citing a FIFO or a device inside the root: `baton validate` answers at once
+/// (the citation cannot be read), never hangs or reads without end.
+#[cfg(unix)]
+#[test]
+fn validate_of_a_handoff_citing_a_fifo_or_a_device_answers() {
+    let tree = rust_tree();
+    let fifo = tree.path().join("pipe.rs");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let handoffs = tempfile::tempdir().unwrap();
+    for (root, cited) in [(tree.path(), "pipe.rs"), (Path::new("/dev"), "zero")] {
+        let handoff = handoffs.path().join(format!("{cited}.md"));
+        std::fs::write(
+            &handoff,
+            format!("## Settled conclusions\n- It is here. [{cited}:1-2]\n\n## Open items\nnone\n\n## Hard constraints\nnone\n"),
+        )
+        .unwrap();
+        let mut command = baton();
+        command.arg("validate").arg(&handoff).arg("--root").arg(root);
+        let out = output_within(command, Duration::from_secs(30));
+        assert_eq!(out.status.code(), Some(1), "{cited}: {out:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("not a regular file"), "{cited}: {stdout}");
+    }
+}
+
+/// `--roles` pointing at a directory holding a FIFO named like a profile: a one-line error,
+/// never a hang.
+#[cfg(unix)]
+#[test]
+fn a_roles_directory_holding_a_fifo_is_an_error_not_a_hang() {
+    let tree = rust_tree();
+    let roles = tempfile::tempdir().unwrap();
+    assert!(Command::new("mkfifo")
+        .arg(roles.path().join("explorer.toml"))
+        .status()
+        .unwrap()
+        .success());
+    let state = tempfile::tempdir().unwrap();
+    let mut command = baton();
+    command
+        .args(["explore", &tree.path().display().to_string(), QUESTION])
+        .arg("--roles")
+        .arg(roles.path())
+        .arg("--state")
+        .arg(state.path());
+    let out = output_within(command, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(one_line(&out).contains("not a regular file"));
+}
+
+/// Resume after a cited file changed: the conclusions citing it are no longer settled but open
+/// items marked stale, the log says which, and the checkpoint's evidence is marked stale. With
+/// the file unchanged, the same resume keeps them.
+#[tokio::test]
+async fn resume_after_a_cited_file_changed_marks_its_conclusions_stale() {
+    for edit in [false, true] {
+        let tree = rust_tree();
+        let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
+        let coordinator = Coordinator::new().store(Arc::clone(&store));
+        let first = coordinator.run(Task::new(QUESTION, tree.path())).await.unwrap();
+        let cites_retry = |c: &baton::Conclusion| {
+            c.sources
+                .iter()
+                .any(|s| s.to_string().starts_with("src/net/retry.rs:"))
+        };
+        let before = first
+            .handoff
+            .settled_conclusions
+            .iter()
+            .filter(|c| cites_retry(c))
+            .count();
+        assert!(before > 0, "the run cites src/net/retry.rs");
+        if edit {
+            let path = tree.path().join("src/net/retry.rs");
+            let text = std::fs::read_to_string(&path).unwrap();
+            std::fs::write(&path, text.replace("next_delay", "delay_after")).unwrap();
+        }
+        let resumed = coordinator
+            .resume(&first.run_id, None)
+            .await
+            .unwrap()
+            .wait()
+            .await
+            .unwrap();
+        let settled = resumed
+            .handoff
+            .settled_conclusions
+            .iter()
+            .filter(|c| cites_retry(c))
+            .count();
+        let stale: Vec<_> = resumed
+            .handoff
+            .open_items
+            .iter()
+            .filter(|o| o.item.starts_with("Stale since the resume"))
+            .collect();
+        let events = store.events(&first.run_id).unwrap();
+        let logged = events
+            .iter()
+            .filter(|e| e.event.kind() == "evidence_stale")
+            .count();
+        let cp = baton::checkpoint::project(&first.run_id, &events);
+        let stale_evidence = cp.evidence.iter().filter(|e| e.stale.is_some()).count();
+        if edit {
+            assert_eq!(settled, 0, "{:#?}", resumed.handoff);
+            assert_eq!(stale.len(), before, "{:#?}", resumed.handoff.open_items);
+            assert!(stale
+                .iter()
+                .all(|o| o.stuck_on.contains("src/net/retry.rs")));
+            assert!(logged > 0);
+            assert!(stale_evidence > 0);
+            let brief = baton::checkpoint::brief(&cp).render();
+            assert!(brief.contains("stale"), "{brief}");
+        } else {
+            assert_eq!(settled, before);
+            assert!(stale.is_empty());
+            assert_eq!(logged, 0);
+            assert_eq!(stale_evidence, 0);
+        }
+    }
+}
+
+/// Read-only commands on a mistyped state say so (exit 2) and create nothing.
+#[test]
+fn read_only_commands_on_a_missing_state_create_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("mistyped/path");
+    for args in [
+        vec!["runs"],
+        vec!["brief", "run-x"],
+        vec!["context", "run-x", "--role", "explorer"],
+        vec!["resume", "run-x"],
+    ] {
+        let out = baton()
+            .args(&args)
+            .arg("--state")
+            .arg(&missing)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert!(one_line(&out).contains("no state"), "{args:?}");
+        assert!(!dir.path().join("mistyped").exists(), "{args:?} created it");
+    }
+}
+
+/// A question holding escape sequences (a window title, a colour, a cursor move) is printed by
+/// `baton runs` and `baton brief` with its control characters escaped.
+#[test]
+fn text_from_runs_is_printed_with_control_characters_escaped() {
+    let tree = rust_tree();
+    let state = tempfile::tempdir().unwrap();
+    let question = "Where is next_delay \u{1b}]0;pwned\u{7} defined?\u{1b}[2J\r";
+    let out = baton()
+        .args(["explore", &tree.path().display().to_string(), question])
+        .args(["--no-progress", "--json", "--state"])
+        .arg(state.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run_id = report["run_id"].as_str().unwrap();
+    for args in [vec!["runs"], vec!["brief", run_id]] {
+        let out = baton()
+            .args(&args)
+            .arg("--state")
+            .arg(state.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\r'),
+            "{args:?}: {text:?}"
+        );
+        assert!(text.contains("\\u{1b}]0;pwned\\u{7}"), "{args:?}: {text}");
+    }
+}
+
+/// Every number a user passes has a bound: beyond it, one line and exit 2 (the latency that
+/// would sleep for ever among them).
+#[test]
+fn numbers_beyond_their_bounds_are_one_line_errors() {
+    let tree = rust_tree();
+    let state = tempfile::tempdir().unwrap();
+    let root = tree.path().display().to_string();
+    for (flag, value) in [
+        ("--offline-latency-ms", "18446744073709551615"),
+        ("--offline-latency-ms", "60001"),
+        ("--max-turns", "0"),
+        ("--max-tool-calls", "100001"),
+        ("--max-tokens", "0"),
+        ("--repairs", "11"),
+        ("--agents", "0"),
+        ("--max-subagents", "100001"),
+    ] {
+        let mut command = baton();
+        command
+            .args(["explore", &root, QUESTION, flag, value, "--state"])
+            .arg(state.path());
+        let out = output_within(command, Duration::from_secs(30));
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {out:?}");
+        assert!(one_line(&out).contains(flag), "{flag}");
+    }
+    let out = baton()
+        .args(["context", "run-x", "--role", "explorer", "--budget", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_line(&out).contains("--budget"));
+}
+
+async fn logged_run(state: &Path) -> String {
+    let tree = rust_tree();
+    let store = Arc::new(SqliteStore::open(state).unwrap());
+    Coordinator::new()
+        .store(store)
+        .run(Task::new(QUESTION, tree.path()))
+        .await
+        .unwrap()
+        .run_id
+}
+
+fn brief_of(state: &Path, run_id: &str) -> Output {
+    baton()
+        .args(["brief", run_id, "--state"])
+        .arg(state)
+        .output()
+        .unwrap()
+}
+
+/// A database cut short: either the cut spared what the brief reads (the same brief), or exit
+/// 1 with one line naming the run and the last intact sequence number — never exit 2, never a
+/// panic. Cut inside the header: exit 1 naming the run, for `brief`; `runs` exits 1 too.
+#[tokio::test]
+async fn a_truncated_or_malformed_database_exits_1_naming_the_run() {
+    let state = tempfile::tempdir().unwrap();
+    let run_id = logged_run(state.path()).await;
+    let intact = brief_of(state.path(), &run_id);
+    assert_eq!(intact.status.code(), Some(0));
+    let db = state.path().join("baton.db");
+    let pristine = std::fs::read(&db).unwrap();
+    let mut failures = 0;
+    for cut in (1..8).map(|i| pristine.len() * i / 8).chain([4096, 100, 50]) {
+        std::fs::write(&db, &pristine[..cut]).unwrap();
+        let out = brief_of(state.path(), &run_id);
+        if out.status.code() == Some(0) {
+            assert_eq!(out.stdout, intact.stdout, "cut at {cut}");
+            continue;
+        }
+        failures += 1;
+        assert_eq!(out.status.code(), Some(1), "cut at {cut}: {out:?}");
+        let stderr = one_line(&out);
+        assert!(
+            stderr.contains(&run_id) && stderr.contains("after seq"),
+            "cut at {cut}: {stderr}"
+        );
+    }
+    assert!(failures > 0, "some cut must fail");
+    // A header that is not SQLite's.
+    let mut garbled = pristine.clone();
+    garbled[..16].copy_from_slice(b"not a database!\0");
+    std::fs::write(&db, &garbled).unwrap();
+    let out = brief_of(state.path(), &run_id);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(one_line(&out).contains(&run_id));
+    let out = baton().arg("runs").arg("--state").arg(state.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(one_line(&out).contains("damaged"));
+}
+
+/// A WAL file deleted after a kill loses the runs it held (the README says so): what is left
+/// reads as a consistent earlier state — the run unknown (exit 2, one line) — never a panic or
+/// a damaged chain.
+#[cfg(unix)]
+#[test]
+fn a_deleted_wal_loses_its_runs_and_nothing_else() {
+    let tree = rust_tree();
+    let state = tempfile::tempdir().unwrap();
+    let run_id = killed_run(tree.path(), state.path());
+    let wal = state.path().join("baton.db-wal");
+    assert!(wal.exists(), "a killed run leaves its WAL");
+    std::fs::remove_file(&wal).unwrap();
+    let _ = std::fs::remove_file(state.path().join("baton.db-shm"));
+    let out = brief_of(state.path(), &run_id);
+    match out.status.code() {
+        Some(0) => {}
+        Some(2) => assert!(one_line(&out).contains("no run")),
+        other => panic!("{other:?}: {out:?}"),
+    }
+    let out = baton().arg("runs").arg("--state").arg(state.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
