@@ -12,7 +12,7 @@ use crate::checkpoint::{EventStore, RunLog, StoreError};
 use crate::event::Event;
 use crate::lead::{restore, LeadArgs, LeadHandle, Resumption, RunConfig};
 use crate::model::{Model, OfflineModel};
-use crate::policy::Budget;
+use crate::policy::{Budget, TimeLimits};
 use crate::report::{Report, SubagentSummary};
 use crate::tools::{ToolRegistry, Workspace};
 
@@ -91,6 +91,7 @@ pub struct Coordinator {
     store: Option<Arc<dyn EventStore>>,
     constraints: Vec<String>,
     roles: Option<PathBuf>,
+    limits: TimeLimits,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -120,6 +121,7 @@ impl Default for Coordinator {
             store: None,
             constraints: Vec::new(),
             roles: None,
+            limits: TimeLimits::default(),
         }
     }
 }
@@ -178,6 +180,12 @@ impl Coordinator {
     /// question (never, don't, always, only, must, from now on …) are added by themselves.
     pub fn constraint(mut self, text: impl Into<String>) -> Coordinator {
         self.constraints.push(text.into());
+        self
+    }
+
+    /// How long one model call and one tool call may take (default: 600 s and 120 s).
+    pub fn time_limits(mut self, limits: TimeLimits) -> Coordinator {
+        self.limits = limits;
         self
     }
 
@@ -264,6 +272,7 @@ impl Coordinator {
             constraints,
             roles: self.role_profiles()?,
             log: None,
+            limits: self.limits,
             _claim: claim,
         };
         self.launch(config, events, None).await
@@ -342,6 +351,7 @@ impl Coordinator {
             constraints: Vec::new(),
             roles: self.role_profiles()?,
             log: None,
+            limits: self.limits,
             _claim: claim,
         };
         self.launch(config, events, Some(resumption)).await

@@ -174,7 +174,7 @@ pub use model::{
     estimate_tokens, Message, Model, ModelError, ModelRequest, ModelResponse, OfflineModel,
     ScriptedModel, ScriptedTurn, Usage,
 };
-pub use policy::{Budget, Spent};
+pub use policy::{Budget, Spent, TimeLimits};
 pub use report::{HandoffCounts, Report, RunUsage, SubagentState, SubagentSummary};
 pub use source::{Observation, ObservationLog, Shown, SourceId, SourceParseError};
 pub use tools::{

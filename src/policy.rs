@@ -24,6 +24,25 @@ impl Default for Budget {
     }
 }
 
+/// How long one call may take: a model call past its limit is a failed call; a tool call past
+/// its limit is a tool error the model sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeLimits {
+    /// Most time for one model call.
+    pub model_call: std::time::Duration,
+    /// Most time for one tool call.
+    pub tool_call: std::time::Duration,
+}
+
+impl Default for TimeLimits {
+    fn default() -> TimeLimits {
+        TimeLimits {
+            model_call: std::time::Duration::from_secs(600),
+            tool_call: std::time::Duration::from_secs(120),
+        }
+    }
+}
+
 /// What one subagent has spent so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Spent {

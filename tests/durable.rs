@@ -70,10 +70,23 @@ fn essentials(report: &str) -> Value {
         .expect("subagents")
         .iter()
         .map(|s| {
-            serde_json::json!([s["id"], s["role"], s["scope"], s["state"], s["repairs"], s["error"]])
+            serde_json::json!([
+                s["id"],
+                s["role"],
+                s["scope"],
+                s["state"],
+                s["repairs"],
+                s["error"]
+            ])
         })
         .collect();
-    serde_json::json!([v["handoff"], v["handoffs"], v["cancelled"], v["question"], subagents])
+    serde_json::json!([
+        v["handoff"],
+        v["handoffs"],
+        v["cancelled"],
+        v["question"],
+        subagents
+    ])
 }
 
 fn count(events: &[baton::checkpoint::LoggedEvent], kind: &str, subagent: &str) -> usize {

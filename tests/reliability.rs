@@ -200,7 +200,9 @@ impl EventStore for FailingStore {
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
         if !self.vanish {
-            let _ = tx.send(Err(StoreError::Write("/state/baton.db: the disk is full".into())));
+            let _ = tx.send(Err(StoreError::Write(
+                "/state/baton.db: the disk is full".into(),
+            )));
         }
         rx
     }
@@ -332,7 +334,11 @@ fn validate_of_a_handoff_citing_a_fifo_or_a_device_answers() {
         )
         .unwrap();
         let mut command = baton();
-        command.arg("validate").arg(&handoff).arg("--root").arg(root);
+        command
+            .arg("validate")
+            .arg(&handoff)
+            .arg("--root")
+            .arg(root);
         let out = output_within(command, Duration::from_secs(30));
         assert_eq!(out.status.code(), Some(1), "{cited}: {out:?}");
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -374,7 +380,10 @@ async fn resume_after_a_cited_file_changed_marks_its_conclusions_stale() {
         let tree = rust_tree();
         let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
         let coordinator = Coordinator::new().store(Arc::clone(&store));
-        let first = coordinator.run(Task::new(QUESTION, tree.path())).await.unwrap();
+        let first = coordinator
+            .run(Task::new(QUESTION, tree.path()))
+            .await
+            .unwrap();
         let cites_retry = |c: &baton::Conclusion| {
             c.sources
                 .iter()
@@ -557,7 +566,10 @@ async fn a_truncated_or_malformed_database_exits_1_naming_the_run() {
     let db = state.path().join("baton.db");
     let pristine = std::fs::read(&db).unwrap();
     let mut failures = 0;
-    for cut in (1..8).map(|i| pristine.len() * i / 8).chain([4096, 100, 50]) {
+    for cut in (1..8)
+        .map(|i| pristine.len() * i / 8)
+        .chain([4096, 100, 50])
+    {
         std::fs::write(&db, &pristine[..cut]).unwrap();
         let out = brief_of(state.path(), &run_id);
         if out.status.code() == Some(0) {
@@ -580,7 +592,12 @@ async fn a_truncated_or_malformed_database_exits_1_naming_the_run() {
     let out = brief_of(state.path(), &run_id);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(one_line(&out).contains(&run_id));
-    let out = baton().arg("runs").arg("--state").arg(state.path()).output().unwrap();
+    let out = baton()
+        .arg("runs")
+        .arg("--state")
+        .arg(state.path())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(one_line(&out).contains("damaged"));
 }
@@ -604,6 +621,50 @@ fn a_deleted_wal_loses_its_runs_and_nothing_else() {
         Some(2) => assert!(one_line(&out).contains("no run")),
         other => panic!("{other:?}: {out:?}"),
     }
-    let out = baton().arg("runs").arg("--state").arg(state.path()).output().unwrap();
+    let out = baton()
+        .arg("runs")
+        .arg("--state")
+        .arg(state.path())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+/// A model that never answers.
+struct Silent;
+
+#[async_trait::async_trait]
+impl baton::Model for Silent {
+    fn name(&self) -> String {
+        "silent".into()
+    }
+    async fn complete(
+        &self,
+        _request: baton::ModelRequest,
+    ) -> Result<baton::ModelResponse, baton::ModelError> {
+        std::future::pending().await
+    }
+}
+
+/// A model call past its limit fails the subagent with the limit named; the run still ends.
+#[tokio::test]
+async fn a_model_call_past_its_limit_fails_the_subagent() {
+    let tree = rust_tree();
+    let began = Instant::now();
+    let report = Coordinator::new()
+        .model(Arc::new(Silent))
+        .time_limits(baton::TimeLimits {
+            model_call: Duration::from_millis(100),
+            tool_call: Duration::from_secs(5),
+        })
+        .run(Task::new(QUESTION, tree.path()))
+        .await
+        .unwrap();
+    assert!(began.elapsed() < Duration::from_secs(20));
+    assert!(!report.subagents.is_empty());
+    for s in &report.subagents {
+        assert_eq!(s.state, baton::SubagentState::Failed, "{s:?}");
+        let error = s.error.as_deref().unwrap_or_default();
+        assert!(error.contains("past its 0.1 s limit"), "{error}");
+    }
 }

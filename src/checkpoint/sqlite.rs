@@ -318,7 +318,10 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Append>, path: PathBuf) 
         }
         // A resume reads the log afresh: it may write again.
         for append in &batch {
-            if matches!(append.events.first(), Some((_, RunEvent::RunResumed { .. }))) {
+            if matches!(
+                append.events.first(),
+                Some((_, RunEvent::RunResumed { .. }))
+            ) {
                 failed.remove(&append.run_id);
             }
         }

@@ -38,7 +38,9 @@ pub enum StoreError {
     #[error("writing the event log failed: {0}")]
     Write(String),
     /// Another process holds the run (it is running or being resumed there).
-    #[error("run {0} is in use by another process (running or being resumed); try again once it ends")]
+    #[error(
+        "run {0} is in use by another process (running or being resumed); try again once it ends"
+    )]
     InUse(String),
     /// No state at that path (a read-only command creates none).
     #[error("no state at {path} (no baton.db there; runs are logged with --state)")]

@@ -27,7 +27,9 @@ impl LeadHandle {
     pub(crate) async fn run(&self) -> Result<Report, RunError> {
         match self.actor.call(LeadMsg::Run, None).await {
             Ok(ractor::rpc::CallResult::Success(report)) => report.map_err(RunError::Store),
-            Ok(_) => Err(RunError::Runtime("the lead stopped without a report".into())),
+            Ok(_) => Err(RunError::Runtime(
+                "the lead stopped without a report".into(),
+            )),
             Err(e) => Err(RunError::Runtime(format!("the lead is gone: {e}"))),
         }
     }

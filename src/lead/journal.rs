@@ -7,8 +7,7 @@ use ractor::ActorRef;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::checkpoint::{
-    project, sha256_hex, Ack, EffectState, Manifest, PlannedSubagent, RunEvent, RunLog,
-    StoreError,
+    project, sha256_hex, Ack, EffectState, Manifest, PlannedSubagent, RunEvent, RunLog, StoreError,
 };
 use crate::context::Compiled;
 use crate::model::estimate_tokens;

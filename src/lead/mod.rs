@@ -71,6 +71,8 @@ pub(crate) struct RunConfig {
     pub(crate) roles: BTreeMap<String, RoleProfile>,
     /// Where the run's events go (none: the run is not logged).
     pub(crate) log: Option<RunLog>,
+    /// How long one model call and one tool call may take.
+    pub(crate) limits: crate::policy::TimeLimits,
     /// This process's hold on the run, released when the lead stops.
     pub(crate) _claim: Option<Arc<crate::checkpoint::RunClaim>>,
 }
@@ -396,6 +398,7 @@ impl LeadState {
                 tools: self.config.tools.only(&role.tools),
                 workspace: self.config.workspace.clone(),
                 lead: myself.clone(),
+                limits: self.config.limits,
             };
             match SubagentActor::spawn_linked(None, SubagentActor, args, myself.get_cell()).await {
                 Ok((actor, _)) => {
@@ -768,7 +771,10 @@ impl Actor for LeadActor {
                     };
                     let parsed = validate(&text, &check);
                     let digests = if parsed.violations.is_empty() {
-                        evidence_digests(&parsed.handoff, files.as_ref() as &dyn crate::handoff::Files)
+                        evidence_digests(
+                            &parsed.handoff,
+                            files.as_ref() as &dyn crate::handoff::Files,
+                        )
                     } else {
                         BTreeMap::new()
                     };

@@ -23,7 +23,7 @@ pub(crate) use agent_loop::{AgentLoop, CompactionNote, Step, ANSWER_TOKENS};
 use crate::handoff::Violation;
 use crate::lead::LeadMsg;
 use crate::model::{Model, ModelError, ModelResponse};
-use crate::policy::{Budget, Spent};
+use crate::policy::{Budget, Spent, TimeLimits};
 use crate::tools::{ToolCall, ToolRegistry, ToolResult, Workspace};
 
 /// What the subagent actor is told.
@@ -52,6 +52,7 @@ pub(crate) struct SubagentArgs {
     pub(crate) tools: ToolRegistry,
     pub(crate) workspace: Workspace,
     pub(crate) lead: ActorRef<LeadMsg>,
+    pub(crate) limits: TimeLimits,
 }
 
 pub(crate) struct SubagentState {
@@ -61,6 +62,7 @@ pub(crate) struct SubagentState {
     tools: ToolRegistry,
     workspace: Workspace,
     lead: ActorRef<LeadMsg>,
+    limits: TimeLimits,
     work: Option<Work>,
     finished: bool,
 }
@@ -68,11 +70,6 @@ pub(crate) struct SubagentState {
 pub(crate) struct SubagentActor;
 
 /// Runs `work` on the runtime; its value comes back as a message, a panic as `WorkPanicked`.
-/// The longest a model call may take before it is an error.
-pub(crate) const MODEL_CALL_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
-/// The longest a tool call may take before it is an error the model sees.
-pub(crate) const TOOL_CALL_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
-
 /// Runs one tool call on a blocking thread; past `limit` it is a tool error the model sees
 /// (the thread is left to finish, its result dropped). A panicking tool panics here, so the
 /// subagent's supervision sees it.
@@ -163,16 +160,16 @@ impl SubagentState {
         match step {
             Step::CallModel(request) => {
                 let model = Arc::clone(&self.model);
+                let limit = self.limits.model_call;
                 self.work = Some(spawn_work(
                     myself,
                     async move {
-                        match tokio::time::timeout(MODEL_CALL_LIMIT, model.complete(request)).await
-                        {
+                        match tokio::time::timeout(limit, model.complete(request)).await {
                             Ok(reply) => reply,
                             Err(_) => Err(ModelError {
                                 message: format!(
                                     "the model call ran past its {} s limit",
-                                    MODEL_CALL_LIMIT.as_secs()
+                                    limit.as_secs_f64()
                                 ),
                                 retryable: true,
                             }),
@@ -188,12 +185,13 @@ impl SubagentState {
                 });
                 let tools = self.tools.clone();
                 let workspace = self.workspace.clone();
+                let limit = self.limits.tool_call;
                 self.work = Some(spawn_work(
                     myself,
                     async move {
                         let mut results = Vec::with_capacity(calls.len());
                         for call in calls {
-                            results.push(run_tool(&tools, &workspace, call, TOOL_CALL_LIMIT).await);
+                            results.push(run_tool(&tools, &workspace, call, limit).await);
                         }
                         results
                     },
@@ -252,6 +250,7 @@ impl Actor for SubagentActor {
             tools: args.tools,
             workspace: args.workspace,
             lead: args.lead,
+            limits: args.limits,
             work: None,
             finished: false,
         })
@@ -294,5 +293,74 @@ impl Actor for SubagentActor {
             work.abort();
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::{Tool, ToolError, ToolOutput, ToolSpec};
+
+    /// A tool that takes longer than the limit the test sets.
+    struct Slow;
+
+    impl Tool for Slow {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec {
+                name: "slow".into(),
+                description: "takes its time".into(),
+                parameters: serde_json::json!({"type": "object"}),
+            }
+        }
+        fn call(
+            &self,
+            _workspace: &Workspace,
+            _call_id: &str,
+            _arguments: &serde_json::Value,
+        ) -> Result<ToolOutput, ToolError> {
+            std::thread::sleep(std::time::Duration::from_secs(2));
+            Ok(ToolOutput {
+                content: "done at last".into(),
+                observations: Vec::new(),
+            })
+        }
+    }
+
+    /// A tool call past its limit comes back at the limit as a tool error naming it; within
+    /// the limit, the tool's own result.
+    #[tokio::test]
+    async fn a_tool_call_past_its_limit_is_a_tool_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = Workspace::open(dir.path()).unwrap();
+        let tools = ToolRegistry::empty().with(Arc::new(Slow));
+        let call = || ToolCall {
+            id: "sa1.1".into(),
+            name: "slow".into(),
+            arguments: serde_json::json!({}),
+        };
+        let began = std::time::Instant::now();
+        let late = run_tool(
+            &tools,
+            &workspace,
+            call(),
+            std::time::Duration::from_millis(100),
+        )
+        .await;
+        assert!(began.elapsed() < std::time::Duration::from_secs(1));
+        assert!(late.is_error);
+        assert!(
+            late.content.contains("past its 0.1 s limit"),
+            "{}",
+            late.content
+        );
+        let timely = run_tool(
+            &tools,
+            &workspace,
+            call(),
+            std::time::Duration::from_secs(10),
+        )
+        .await;
+        assert!(!timely.is_error);
+        assert_eq!(timely.content, "done at last");
     }
 }
