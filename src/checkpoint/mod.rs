@@ -21,7 +21,7 @@ pub use brief::{brief, Brief, BriefItem};
 pub use effect::{on_recovery, transition, EffectError, EffectState, TRANSITIONS};
 pub use event::{sha256_hex, LoggedEvent, Manifest, PlannedSubagent, RunEvent};
 pub use log::{Ack, RunLog};
-pub use projection::{delta, project, Delta};
+pub use projection::{delta, project, Delta, Projector};
 pub use sqlite::SqliteStore;
 pub use store::{EventStore, MemoryStore, RunClaim, RunRow, StoreError};
 

@@ -42,36 +42,74 @@ fn excerpt(text: &str) -> String {
     text.chars().take(EXCERPT_CHARS).collect()
 }
 
-/// Folds a run's events (in order) into its checkpoint.
-pub fn project(run_id: &str, events: &[LoggedEvent]) -> Checkpoint {
-    let mut cp = Checkpoint {
-        schema_version: SCHEMA_VERSION,
-        run_id: run_id.to_string(),
-        first_seq: events.first().map(|e| e.seq).unwrap_or(0),
-        last_seq: events.last().map(|e| e.seq).unwrap_or(0),
-        goal: String::new(),
-        root: String::new(),
-        constraints: Vec::new(),
-        evidence: Vec::new(),
-        negative_evidence: Vec::new(),
-        effects: Vec::new(),
-        denials: Vec::new(),
-        approvals: Vec::new(),
-        budgets: Budgets {
-            limit: Budget::default(),
-            per_subagent: BTreeMap::new(),
-            total: Spent::default(),
-        },
-        tool_registry_revision: String::new(),
-        plans: Vec::new(),
-        handoffs: Handoffs::default(),
-        finished: None,
-    };
-    // Call id -> its latest effect entry; the attempt each entry and subagent is in.
-    let mut effect_index: BTreeMap<String, usize> = BTreeMap::new();
-    let mut entry_attempt: Vec<u32> = Vec::new();
-    let mut attempt: BTreeMap<String, u32> = BTreeMap::new();
-    for logged in events {
+/// A checkpoint kept up to date one event at a time: each event is applied once, so a lead
+/// that logs N events pays for N applications, not for re-projecting the run at every step.
+#[derive(Debug, Clone)]
+pub struct Projector {
+    cp: Checkpoint,
+    /// Call id -> its latest effect entry.
+    effect_index: BTreeMap<String, usize>,
+    /// The attempt each effect entry belongs to.
+    entry_attempt: Vec<u32>,
+    /// Each subagent's current attempt.
+    attempt: BTreeMap<String, u32>,
+}
+
+impl Projector {
+    /// The checkpoint of a run with no events yet.
+    pub fn new(run_id: &str) -> Projector {
+        Projector {
+            cp: Checkpoint {
+                schema_version: SCHEMA_VERSION,
+                run_id: run_id.to_string(),
+                first_seq: 0,
+                last_seq: 0,
+                goal: String::new(),
+                root: String::new(),
+                constraints: Vec::new(),
+                evidence: Vec::new(),
+                negative_evidence: Vec::new(),
+                effects: Vec::new(),
+                denials: Vec::new(),
+                approvals: Vec::new(),
+                budgets: Budgets {
+                    limit: Budget::default(),
+                    per_subagent: BTreeMap::new(),
+                    total: Spent::default(),
+                },
+                tool_registry_revision: String::new(),
+                plans: Vec::new(),
+                handoffs: Handoffs::default(),
+                finished: None,
+            },
+            effect_index: BTreeMap::new(),
+            entry_attempt: Vec::new(),
+            attempt: BTreeMap::new(),
+        }
+    }
+
+    /// The checkpoint as of the last event applied.
+    pub fn checkpoint(&self) -> &Checkpoint {
+        &self.cp
+    }
+
+    /// The checkpoint, taken.
+    pub fn into_checkpoint(self) -> Checkpoint {
+        self.cp
+    }
+
+    /// Applies the run's next event.
+    pub fn apply(&mut self, logged: &LoggedEvent) {
+        let Projector {
+            cp,
+            effect_index,
+            entry_attempt,
+            attempt,
+        } = self;
+        if cp.first_seq == 0 {
+            cp.first_seq = logged.seq;
+        }
+        cp.last_seq = logged.seq;
         let at = logged.seq;
         match &logged.event {
             RunEvent::RunStarted {
@@ -326,7 +364,15 @@ pub fn project(run_id: &str, events: &[LoggedEvent]) -> Checkpoint {
             RunEvent::RunFinished { cancelled } => cp.finished = Some(*cancelled),
         }
     }
-    cp
+}
+
+/// Folds a run's events (in order) into its checkpoint.
+pub fn project(run_id: &str, events: &[LoggedEvent]) -> Checkpoint {
+    let mut projector = Projector::new(run_id);
+    for logged in events {
+        projector.apply(logged);
+    }
+    projector.into_checkpoint()
 }
 
 #[cfg(test)]

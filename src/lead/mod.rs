@@ -31,7 +31,7 @@ use std::time::Instant;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::checkpoint::{project, Delta, LoggedEvent, RunEvent, RunLog, StoreError};
+use crate::checkpoint::{Delta, LoggedEvent, Projector, RunEvent, RunLog, StoreError};
 use crate::context::{
     compile, Bpe, CachedTokenizer, Compiled, FloorError, Orientation, RoleProfile,
 };
@@ -168,8 +168,12 @@ pub(crate) struct LeadState {
     resume: Option<Resumption>,
     /// Set once the report is on its way.
     finished: bool,
-    /// Every event of the run as logged (from the log, on resume), for compiling contexts.
-    mirror: Vec<LoggedEvent>,
+    /// The run's checkpoint, every event applied once as it is logged (from the log, on
+    /// resume), for compiling contexts.
+    projector: Projector,
+    /// On a resumed run: the effect changes logged since the resume (each restarted subagent's
+    /// delta).
+    since_resume: Vec<LoggedEvent>,
     next_seq: u64,
     /// Counts tokens for contexts, caching per block.
     tokenizer: Arc<CachedTokenizer<Bpe>>,
@@ -192,14 +196,18 @@ impl LeadState {
     fn log(&mut self, events: Vec<RunEvent>) {
         for event in &events {
             self.next_seq += 1;
-            self.mirror.push(LoggedEvent {
+            let logged = LoggedEvent {
                 run_id: self.config.run_id.clone(),
                 seq: self.next_seq,
                 at_ms: 0,
                 event: event.clone(),
                 prev: String::new(),
                 digest: String::new(),
-            });
+            };
+            self.projector.apply(&logged);
+            if self.resumed_after.is_some() && matches!(event, RunEvent::EffectChanged { .. }) {
+                self.since_resume.push(logged);
+            }
         }
         if let (Some(log), Some(acks)) = (&self.config.log, &self.acks) {
             // The watcher outlives every send but the last, which drops it; a send that fails
@@ -220,7 +228,7 @@ impl LeadState {
         subagent: &str,
         role: &RoleProfile,
     ) -> Result<(Compiled, Option<Orientation>), FloorError> {
-        let checkpoint = project(&self.config.run_id, &self.mirror);
+        let checkpoint = self.projector.checkpoint();
         // After a resume, what changed since for this subagent (its effects cut off by the
         // crash) comes as the delta, and the restarted subagent orients itself first.
         let own = |call: &str| call.split('.').next() == Some(subagent);
@@ -229,9 +237,8 @@ impl LeadState {
             .map(|after| Delta {
                 after_seq: after,
                 events: self
-                    .mirror
+                    .since_resume
                     .iter()
-                    .filter(|e| e.seq > after)
                     .filter(|e| matches!(&e.event, RunEvent::EffectChanged { call_id, .. } if own(call_id)))
                     .cloned()
                     .collect(),
@@ -239,16 +246,16 @@ impl LeadState {
             .filter(|d| !d.events.is_empty());
         let orientation = self
             .resumed_after
-            .and_then(|_| Orientation::for_subagent(&checkpoint, subagent));
+            .and_then(|_| Orientation::for_subagent(checkpoint, subagent));
         let tokenizer = self.tokenizer.as_ref();
         let window = self
             .config
             .model
             .context_window()
             .saturating_sub(crate::subagent::ANSWER_TOKENS as usize);
-        let compiled = match compile(&checkpoint, delta.as_ref(), role, role.budget, tokenizer) {
+        let compiled = match compile(checkpoint, delta.as_ref(), role, role.budget, tokenizer) {
             Err(floor) if floor.floor <= window => {
-                compile(&checkpoint, delta.as_ref(), role, floor.floor, tokenizer)
+                compile(checkpoint, delta.as_ref(), role, floor.floor, tokenizer)
             }
             other => other,
         }?;
@@ -609,6 +616,16 @@ impl Actor for LeadActor {
         args: LeadArgs,
     ) -> Result<LeadState, ActorProcessingErr> {
         let files = Arc::new(WorkspaceFiles::new(args.config.workspace.clone()));
+        // The log read on resume is applied once, then let go.
+        let mut args = args;
+        let mut projector = Projector::new(&args.config.run_id);
+        for logged in args
+            .resume
+            .iter_mut()
+            .flat_map(|r| std::mem::take(&mut r.events))
+        {
+            projector.apply(&logged);
+        }
         let (acks, acked) = match args.config.log {
             Some(_) => {
                 let (acks, acked) = journal::watch_acks(myself.clone());
@@ -631,11 +648,8 @@ impl Actor for LeadActor {
             acks,
             acked,
             log_failed: None,
-            mirror: args
-                .resume
-                .as_ref()
-                .map(|r| r.events.clone())
-                .unwrap_or_default(),
+            projector,
+            since_resume: Vec::new(),
             next_seq: args.resume.as_ref().map(|r| r.after_seq).unwrap_or(0),
             resume: args.resume,
             finished: false,
