@@ -668,3 +668,30 @@ async fn a_model_call_past_its_limit_fails_the_subagent() {
         assert!(error.contains("past its 0.1 s limit"), "{error}");
     }
 }
+
+/// The lead keeps its checkpoint one event at a time and stores it once what it covers is
+/// durable; it must be the checkpoint the stored log projects to — for a run, and for the same
+/// run resumed (the lead then starts from the log it read).
+#[tokio::test]
+async fn the_stored_checkpoint_is_the_projection_of_the_stored_log() {
+    let tree = rust_tree();
+    let state = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteStore::open(state.path()).unwrap());
+    let coordinator = Coordinator::new().store(store.clone());
+    let report = coordinator.run(Task::new(QUESTION, tree.path())).await.unwrap();
+    let check = || {
+        let events = store.events(&report.run_id).unwrap();
+        let stored = store.latest_checkpoint(&report.run_id).unwrap().unwrap();
+        assert_eq!(stored.last_seq, events.last().unwrap().seq, "covers the whole log");
+        assert_eq!(stored, baton::checkpoint::project(&report.run_id, &events));
+    };
+    check();
+    coordinator
+        .resume(&report.run_id, None)
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    check();
+}

@@ -7,7 +7,8 @@ use ractor::ActorRef;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::checkpoint::{
-    project, sha256_hex, Ack, EffectState, Manifest, PlannedSubagent, RunEvent, RunLog, StoreError,
+    sha256_hex, Ack, Checkpoint, EffectState, EventStore, Manifest, PlannedSubagent, RunEvent,
+    StoreError,
 };
 use crate::context::Compiled;
 use crate::model::estimate_tokens;
@@ -137,38 +138,51 @@ pub(super) fn cut_off(calls: &[String]) -> Vec<RunEvent> {
         .collect()
 }
 
-/// Projects the run's durable events and stores the checkpoint (blocking: call off the actor).
-/// A projection that fails its check is not stored (the previous checkpoint stays current); a
-/// log that cannot be read or a checkpoint that cannot be written is an error.
-pub(super) fn write_checkpoint(log: &RunLog) -> Result<(), StoreError> {
-    let store = Arc::clone(log.store());
-    let events = store.events(log.run_id())?;
-    if events.is_empty() {
-        return Ok(());
-    }
-    let checkpoint = project(log.run_id(), &events);
-    if checkpoint.check().is_ok() {
-        store.put_checkpoint(&checkpoint)?;
-    }
-    Ok(())
+/// What the watcher checks, in the order the lead logged it.
+pub(super) enum Logged {
+    /// An append's acknowledgement.
+    Ack(Ack),
+    /// A checkpoint of everything logged before it: stored once every earlier append is
+    /// acknowledged, so it never covers an event that is not durable.
+    Checkpoint(Box<Checkpoint>),
 }
 
-/// Checks every acknowledgement of the run's appends, in order: the first failure is told to
-/// the lead at once (the run stops) and is the watcher's result once the lead drops the sender.
+/// Checks every acknowledgement of the run's appends, in order, and stores each checkpoint
+/// once what it covers is durable. The first failure is told to the lead at once (the run
+/// stops), nothing is stored after it, and it is the watcher's result once the lead drops
+/// the sender.
 pub(super) fn watch_acks(
     lead: ActorRef<LeadMsg>,
+    store: Arc<dyn EventStore>,
 ) -> (
-    UnboundedSender<Ack>,
+    UnboundedSender<Logged>,
     tokio::task::JoinHandle<Result<(), StoreError>>,
 ) {
-    let (acks, mut pending) = tokio::sync::mpsc::unbounded_channel::<Ack>();
+    let (sender, mut pending) = tokio::sync::mpsc::unbounded_channel::<Logged>();
     let watcher = tokio::spawn(async move {
         let mut first: Option<StoreError> = None;
-        while let Some(ack) = pending.recv().await {
-            let failure = match ack.await {
-                Ok(Ok(_)) => continue,
-                Ok(Err(e)) => e,
-                Err(_) => StoreError::Write("the event writer stopped before acknowledging".into()),
+        while let Some(item) = pending.recv().await {
+            let failure = match item {
+                Logged::Ack(ack) => match ack.await {
+                    Ok(Ok(_)) => continue,
+                    Ok(Err(e)) => e,
+                    Err(_) => {
+                        StoreError::Write("the event writer stopped before acknowledging".into())
+                    }
+                },
+                Logged::Checkpoint(_) if first.is_some() => continue,
+                // A projection that fails its check is not stored: the previous one stays.
+                Logged::Checkpoint(checkpoint) if checkpoint.check().is_err() => continue,
+                Logged::Checkpoint(checkpoint) => {
+                    let store = Arc::clone(&store);
+                    match tokio::task::spawn_blocking(move || store.put_checkpoint(&checkpoint))
+                        .await
+                    {
+                        Ok(Ok(())) => continue,
+                        Ok(Err(e)) => e,
+                        Err(e) => StoreError::Write(format!("storing the checkpoint failed: {e}")),
+                    }
+                }
             };
             if first.is_none() {
                 let _ = lead.cast(LeadMsg::LogFailed(failure.clone()));
@@ -177,5 +191,5 @@ pub(super) fn watch_acks(
         }
         first.map_or(Ok(()), Err)
     });
-    (acks, watcher)
+    (sender, watcher)
 }

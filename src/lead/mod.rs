@@ -51,6 +51,9 @@ use report::{evidence_digests, plan_run};
 pub(crate) use resume::{restore, Resumption};
 use verdict::Verdict;
 
+/// The least time between two checkpoints taken while a run goes on.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Everything one run needs; built by the `Coordinator`.
 #[derive(Clone)]
 pub(crate) struct RunConfig {
@@ -159,7 +162,10 @@ pub(crate) struct LeadState {
     /// The workspace's files, read once per run for checking citations.
     files: Arc<WorkspaceFiles>,
     /// Where each append's acknowledgement goes to be checked (none: the run is not logged).
-    acks: Option<UnboundedSender<crate::checkpoint::Ack>>,
+    acks: Option<UnboundedSender<journal::Logged>>,
+    /// When the last checkpoint was taken (they are taken at most once a second, and at the
+    /// end).
+    checkpointed: Option<Instant>,
     /// The watcher of the acknowledgements: the first failure, once every one has come.
     acked: Option<tokio::task::JoinHandle<Result<(), StoreError>>>,
     /// Set when the run's log could not be written: the run stops and reports this instead.
@@ -212,7 +218,8 @@ impl LeadState {
         if let (Some(log), Some(acks)) = (&self.config.log, &self.acks) {
             // The watcher outlives every send but the last, which drops it; a send that fails
             // leaves the append unchecked, so it is reported like a failed one.
-            if acks.send(log.append(events)).is_err() && self.log_failed.is_none() {
+            let sent = acks.send(journal::Logged::Ack(log.append(events)));
+            if sent.is_err() && self.log_failed.is_none() {
                 self.log_failed = Some(StoreError::Write(
                     "the acknowledgement watcher stopped".into(),
                 ));
@@ -262,15 +269,23 @@ impl LeadState {
         Ok((compiled, orientation))
     }
 
-    /// A checkpoint of what is durable now, built off the actor; a failure stops the run.
-    fn checkpoint_soon(&self, myself: &ActorRef<LeadMsg>) {
-        if let Some(log) = self.config.log.clone() {
-            let me = myself.clone();
-            tokio::task::spawn_blocking(move || {
-                if let Err(e) = journal::write_checkpoint(&log) {
-                    let _ = me.cast(LeadMsg::LogFailed(e));
-                }
-            });
+    /// A checkpoint of everything logged so far, stored by the watcher once it is durable;
+    /// `now` takes it whatever the interval (the end of the run).
+    fn checkpoint(&mut self, now: bool) {
+        let due = now
+            || self
+                .checkpointed
+                .is_none_or(|at| at.elapsed() >= CHECKPOINT_EVERY);
+        if let (true, Some(acks)) = (due, &self.acks) {
+            self.checkpointed = Some(Instant::now());
+            let checkpoint = Box::new(self.projector.checkpoint().clone());
+            if acks.send(journal::Logged::Checkpoint(checkpoint)).is_err()
+                && self.log_failed.is_none()
+            {
+                self.log_failed = Some(StoreError::Write(
+                    "the acknowledgement watcher stopped".into(),
+                ));
+            }
         }
     }
 
@@ -279,7 +294,7 @@ impl LeadState {
     fn cancel(&mut self, myself: &ActorRef<LeadMsg>) {
         self.cancelled = true;
         while let Some(index) = self.queue.pop_front() {
-            self.end(index, SubagentState::Cancelled, None, myself);
+            self.end(index, SubagentState::Cancelled, None);
         }
         for record in self.records.iter().filter(|r| r.alive) {
             if let Some(actor) = &record.actor {
@@ -367,7 +382,7 @@ impl LeadState {
                 .cloned()
             else {
                 let why = format!("no role profile `{}`", self.records[index].shard.role);
-                self.end(index, SubagentState::Failed, Some(why), myself);
+                self.end(index, SubagentState::Failed, Some(why));
                 continue;
             };
             let (context, orientation) = match self.context_for(&id, &role) {
@@ -377,7 +392,6 @@ impl LeadState {
                         index,
                         SubagentState::Failed,
                         Some(format!("context refused: {refused}")),
-                        myself,
                     );
                     continue;
                 }
@@ -426,20 +440,13 @@ impl LeadState {
                     index,
                     SubagentState::Failed,
                     Some(format!("could not spawn: {e}")),
-                    myself,
                 ),
             }
         }
     }
 
-    fn end(
-        &mut self,
-        index: usize,
-        state: SubagentState,
-        error: Option<String>,
-        myself: &ActorRef<LeadMsg>,
-    ) {
-        self.end_after(None, index, state, error, myself);
+    fn end(&mut self, index: usize, state: SubagentState, error: Option<String>) {
+        self.end_after(None, index, state, error);
     }
 
     /// Ends a subagent; `verdict` (its handoff accepted or rejected) goes into the same append
@@ -450,7 +457,6 @@ impl LeadState {
         index: usize,
         state: SubagentState,
         error: Option<String>,
-        myself: &ActorRef<LeadMsg>,
     ) {
         let record = &mut self.records[index];
         record.summary.state = state;
@@ -464,7 +470,7 @@ impl LeadState {
             record.spent,
         );
         self.log(verdict.into_iter().chain(ended).collect());
-        self.checkpoint_soon(myself);
+        self.checkpoint(false);
         let record = &self.records[index];
         let event = Event::SubagentEnded {
             id: record.summary.id.clone(),
@@ -568,12 +574,12 @@ impl LeadState {
         self.log(vec![RunEvent::RunFinished {
             cancelled: self.cancelled,
         }]);
+        self.checkpoint(true);
         let reply = self.reply.take();
         // Dropping the sender lets the watcher end once it has checked every acknowledgement.
         self.acks.take();
         let acked = self.acked.take();
         let failed = self.log_failed.clone();
-        let log = self.config.log.clone();
         let me = myself.clone();
         // The report goes out only once every event is durable and the final checkpoint built;
         // if any append failed, the error goes out instead.
@@ -586,11 +592,6 @@ impl LeadState {
                     acked.await.map_err(|e| {
                         StoreError::Write(format!("the acknowledgement watcher failed: {e}"))
                     })??;
-                }
-                if let Some(log) = log {
-                    tokio::task::spawn_blocking(move || journal::write_checkpoint(&log))
-                        .await
-                        .map_err(|e| StoreError::Write(format!("the checkpoint failed: {e}")))??;
                 }
                 Ok(report)
             };
@@ -626,9 +627,9 @@ impl Actor for LeadActor {
         {
             projector.apply(&logged);
         }
-        let (acks, acked) = match args.config.log {
-            Some(_) => {
-                let (acks, acked) = journal::watch_acks(myself.clone());
+        let (acks, acked) = match &args.config.log {
+            Some(log) => {
+                let (acks, acked) = journal::watch_acks(myself.clone(), Arc::clone(log.store()));
                 (Some(acks), Some(acked))
             }
             None => (None, None),
@@ -647,6 +648,7 @@ impl Actor for LeadActor {
             files,
             acks,
             acked,
+            checkpointed: None,
             log_failed: None,
             projector,
             since_resume: Vec::new(),
@@ -851,7 +853,7 @@ impl Actor for LeadActor {
                         } else {
                             SubagentState::Repaired
                         };
-                        state.end_after(Some(logged), index, ended, None, &myself);
+                        state.end_after(Some(logged), index, ended, None);
                     }
                     Verdict::Repair(violations) => {
                         state.log(vec![logged]);
@@ -871,13 +873,7 @@ impl Actor for LeadActor {
                         record.pending = None;
                         state.stop_actor(index);
                         let why = format!("contract unmet after {used} repair turn(s)");
-                        state.end_after(
-                            Some(logged),
-                            index,
-                            SubagentState::Rejected,
-                            Some(why),
-                            &myself,
-                        );
+                        state.end_after(Some(logged), index, SubagentState::Rejected, Some(why));
                     }
                 }
             }
@@ -895,9 +891,9 @@ impl Actor for LeadActor {
                 match state.records[index].pending.take() {
                     Some(violations) => {
                         state.records[index].summary.violations = violations;
-                        state.end(index, SubagentState::Rejected, Some(reason), &myself);
+                        state.end(index, SubagentState::Rejected, Some(reason));
                     }
-                    None => state.end(index, SubagentState::Failed, Some(reason), &myself),
+                    None => state.end(index, SubagentState::Failed, Some(reason)),
                 }
             }
             LeadMsg::Cancel => state.cancel(&myself),
@@ -939,7 +935,7 @@ impl Actor for LeadActor {
                 }
                 None => (SubagentState::Failed, "stopped without a handoff".into()),
             };
-            state.end(index, ended, Some(why), &myself);
+            state.end(index, ended, Some(why));
         }
         state.advance(&myself).await;
         Ok(())
