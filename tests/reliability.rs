@@ -678,11 +678,18 @@ async fn the_stored_checkpoint_is_the_projection_of_the_stored_log() {
     let state = tempfile::tempdir().unwrap();
     let store = Arc::new(SqliteStore::open(state.path()).unwrap());
     let coordinator = Coordinator::new().store(store.clone());
-    let report = coordinator.run(Task::new(QUESTION, tree.path())).await.unwrap();
+    let report = coordinator
+        .run(Task::new(QUESTION, tree.path()))
+        .await
+        .unwrap();
     let check = || {
         let events = store.events(&report.run_id).unwrap();
         let stored = store.latest_checkpoint(&report.run_id).unwrap().unwrap();
-        assert_eq!(stored.last_seq, events.last().unwrap().seq, "covers the whole log");
+        assert_eq!(
+            stored.last_seq,
+            events.last().unwrap().seq,
+            "covers the whole log"
+        );
         assert_eq!(stored, baton::checkpoint::project(&report.run_id, &events));
     };
     check();

@@ -14,7 +14,8 @@ use crate::context::Compiled;
 use crate::model::estimate_tokens;
 use crate::policy::{Budget, Spent};
 use crate::report::SubagentState;
-use crate::tools::{ToolCall, ToolResult};
+use crate::subagent::ToolReturn;
+use crate::tools::ToolCall;
 
 use super::{LeadMsg, RunConfig};
 
@@ -90,13 +91,13 @@ pub(super) fn tool_called(id: &str, call: &ToolCall) -> RunEvent {
     }
 }
 
-pub(super) fn tool_returned(id: &str, result: &ToolResult) -> RunEvent {
+pub(super) fn tool_returned(id: &str, result: ToolReturn) -> RunEvent {
     RunEvent::ToolReturned {
         subagent: id.to_string(),
-        call_id: result.call_id.clone(),
+        call_id: result.call_id,
         is_error: result.is_error,
-        content_digest: sha256_hex(result.content.as_bytes()),
-        observations: result.observations.clone(),
+        content_digest: result.content_digest,
+        observations: result.observations,
         effect: if result.is_error {
             EffectState::Failed
         } else {

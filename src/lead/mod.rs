@@ -43,8 +43,8 @@ use crate::model::Model;
 use crate::policy::{Budget, Spent};
 use crate::report::{Report, SubagentState, SubagentSummary};
 use crate::source::ObservationLog;
-use crate::subagent::{CompactionNote, SubagentActor, SubagentArgs, SubagentMsg};
-use crate::tools::{ToolCall, ToolRegistry, ToolResult, Workspace};
+use crate::subagent::{SubagentActor, SubagentArgs, SubagentMsg, SubagentReport};
+use crate::tools::{ToolRegistry, Workspace};
 pub(crate) use handle::LeadHandle;
 use plan::Shard;
 use report::{evidence_digests, plan_run};
@@ -89,36 +89,13 @@ pub(crate) enum LeadMsg {
     LogFailed(StoreError),
     /// Planning finished.
     Planned(Result<Vec<Shard>, String>),
-    /// A subagent's running totals.
-    SubagentProgressed { id: String, spent: Spent },
-    /// A subagent started these tool calls.
-    ToolsStarted { id: String, calls: Vec<ToolCall> },
-    /// A subagent's window was compacted (or compaction was refused).
-    WindowCompacted { id: String, note: CompactionNote },
-    /// A subagent's tool calls returned.
-    ToolsFinished {
-        id: String,
-        results: Vec<ToolResult>,
-    },
-    /// A subagent handed off this text; it waits for the verdict.
-    SubagentHandedOff {
-        id: String,
-        text: String,
-        observations: ObservationLog,
-        spent: Spent,
-    },
+    /// A subagent reported.
+    Subagent { id: String, report: SubagentReport },
     /// A handoff was checked against the contract (off the actor).
     HandoffChecked {
         id: String,
         parsed: Parsed,
         digests: BTreeMap<String, String>,
-    },
-    /// A subagent cannot go on.
-    SubagentFailed {
-        id: String,
-        reason: String,
-        observations: ObservationLog,
-        spent: Spent,
     },
     /// Stop spawning, stop the running subagents, report what was handed off.
     Cancel,
@@ -418,7 +395,15 @@ impl LeadState {
                 model: Arc::clone(&self.config.model),
                 tools: self.config.tools.only(&role.tools),
                 workspace: self.config.workspace.clone(),
-                lead: myself.clone(),
+                report: {
+                    let (lead, id) = (myself.clone(), record.summary.id.clone());
+                    Arc::new(move |report| {
+                        let _ = lead.cast(LeadMsg::Subagent {
+                            id: id.clone(),
+                            report,
+                        });
+                    })
+                },
                 limits: self.config.limits,
             };
             match SubagentActor::spawn_linked(None, SubagentActor, args, myself.get_cell()).await {
@@ -734,7 +719,10 @@ impl Actor for LeadActor {
                 });
                 state.advance(&myself).await;
             }
-            LeadMsg::WindowCompacted { id, note } => {
+            LeadMsg::Subagent {
+                id,
+                report: SubagentReport::WindowCompacted { note },
+            } => {
                 state.log(vec![RunEvent::WindowCompacted {
                     subagent: id,
                     decision: note.decision,
@@ -746,18 +734,27 @@ impl Actor for LeadActor {
                     folded: note.folded,
                 }]);
             }
-            LeadMsg::ToolsStarted { id, calls } => {
+            LeadMsg::Subagent {
+                id,
+                report: SubagentReport::ToolsStarted { calls },
+            } => {
                 let events = calls.iter().map(|c| journal::tool_called(&id, c)).collect();
                 state.log(events);
             }
-            LeadMsg::ToolsFinished { id, results } => {
-                let events = results
-                    .iter()
+            LeadMsg::Subagent {
+                id,
+                report: SubagentReport::ToolsFinished { returned },
+            } => {
+                let events = returned
+                    .into_iter()
                     .map(|r| journal::tool_returned(&id, r))
                     .collect();
                 state.log(events);
             }
-            LeadMsg::SubagentProgressed { id, spent } => {
+            LeadMsg::Subagent {
+                id,
+                report: SubagentReport::Progressed { spent },
+            } => {
                 if let Some(index) = state.index_of(&id) {
                     state.apply_spent(index, spent);
                     state.emit(Event::SubagentProgressed {
@@ -767,11 +764,14 @@ impl Actor for LeadActor {
                     });
                 }
             }
-            LeadMsg::SubagentHandedOff {
+            LeadMsg::Subagent {
                 id,
-                text,
-                observations,
-                spent,
+                report:
+                    SubagentReport::HandedOff {
+                        text,
+                        observations,
+                        spent,
+                    },
             } => {
                 let log = observations.clone();
                 if state.receive(&id, observations, spent).is_none() {
@@ -877,11 +877,14 @@ impl Actor for LeadActor {
                     }
                 }
             }
-            LeadMsg::SubagentFailed {
+            LeadMsg::Subagent {
                 id,
-                reason,
-                observations,
-                spent,
+                report:
+                    SubagentReport::Failed {
+                        reason,
+                        observations,
+                        spent,
+                    },
             } => {
                 let Some(index) = state.receive(&id, observations, spent) else {
                     return Ok(());

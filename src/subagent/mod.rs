@@ -6,9 +6,12 @@
 //! - Model calls and tool runs never run inside `handle`: they are spawned and their results
 //!   come back as messages, so `Cancel` is handled at once.
 //! - A panic in a model call or a tool run fails the actor (the lead sees `ActorFailed`).
-//! - It hands off by `SubagentHandedOff` and waits for the lead's verdict: a `Repair` sends it
-//!   back to work with the violations quoted; acceptance or rejection ends in a stop from the
-//!   lead. When it cannot go on it reports `SubagentFailed` and waits to be stopped.
+//! - It reports through the [`Reporter`] it was spawned with, in its own [`SubagentReport`]
+//!   type: it knows nothing of the lead's messages.
+//! - It hands off by `HandedOff` and waits for the lead's verdict: a `Repair` sends it back to
+//!   work with the violations quoted; acceptance or rejection ends in a stop from the lead.
+//!   When it cannot go on it reports `Failed` and waits to be stopped.
+//! - A tool's output stays with the subagent: the lead is sent its digest and observations.
 //! - Every tool call it makes goes through its [`ToolRegistry`] inside its [`Workspace`].
 
 mod agent_loop;
@@ -20,10 +23,11 @@ use tokio::task::JoinHandle;
 
 pub(crate) use agent_loop::{AgentLoop, CompactionNote, Step, ANSWER_TOKENS};
 
+use crate::checkpoint::sha256_hex;
 use crate::handoff::Violation;
-use crate::lead::LeadMsg;
 use crate::model::{Model, ModelError, ModelResponse};
 use crate::policy::{Budget, Spent, TimeLimits};
+use crate::source::{Observation, ObservationLog};
 use crate::tools::{ToolCall, ToolRegistry, ToolResult, Workspace};
 
 /// What the subagent actor is told.
@@ -40,6 +44,54 @@ pub(crate) enum SubagentMsg {
     Repair(Vec<Violation>),
 }
 
+/// What a subagent tells its lead.
+pub(crate) enum SubagentReport {
+    /// Its running totals.
+    Progressed { spent: Spent },
+    /// It started these tool calls.
+    ToolsStarted { calls: Vec<ToolCall> },
+    /// Its window was compacted (or compaction was refused).
+    WindowCompacted { note: CompactionNote },
+    /// Its tool calls returned.
+    ToolsFinished { returned: Vec<ToolReturn> },
+    /// It handed off this text; it waits for the verdict.
+    HandedOff {
+        text: String,
+        observations: ObservationLog,
+        spent: Spent,
+    },
+    /// It cannot go on.
+    Failed {
+        reason: String,
+        observations: ObservationLog,
+        spent: Spent,
+    },
+}
+
+/// A tool call's return as the lead logs it: the digest of what the model was shown and what
+/// it observed, not the text itself.
+#[derive(Debug, Clone)]
+pub(crate) struct ToolReturn {
+    pub(crate) call_id: String,
+    pub(crate) is_error: bool,
+    pub(crate) content_digest: String,
+    pub(crate) observations: Vec<Observation>,
+}
+
+impl ToolReturn {
+    fn of(result: &ToolResult) -> ToolReturn {
+        ToolReturn {
+            call_id: result.call_id.clone(),
+            is_error: result.is_error,
+            content_digest: sha256_hex(result.content.as_bytes()),
+            observations: result.observations.clone(),
+        }
+    }
+}
+
+/// Where a subagent's reports go (the lead wraps them in its own message).
+pub(crate) type Reporter = Arc<dyn Fn(SubagentReport) + Send + Sync>;
+
 /// What a subagent is spawned with.
 pub(crate) struct SubagentArgs {
     pub(crate) id: String,
@@ -51,7 +103,7 @@ pub(crate) struct SubagentArgs {
     pub(crate) model: Arc<dyn Model>,
     pub(crate) tools: ToolRegistry,
     pub(crate) workspace: Workspace,
-    pub(crate) lead: ActorRef<LeadMsg>,
+    pub(crate) report: Reporter,
     pub(crate) limits: TimeLimits,
 }
 
@@ -61,7 +113,7 @@ pub(crate) struct SubagentState {
     model: Arc<dyn Model>,
     tools: ToolRegistry,
     workspace: Workspace,
-    lead: ActorRef<LeadMsg>,
+    report: Reporter,
     limits: TimeLimits,
     work: Option<Work>,
     finished: bool,
@@ -148,13 +200,9 @@ impl SubagentState {
 
     fn perform(&mut self, myself: &ActorRef<SubagentMsg>, step: Step) {
         for note in self.agent.take_compactions() {
-            let _ = self.lead.cast(LeadMsg::WindowCompacted {
-                id: self.id.clone(),
-                note,
-            });
+            (self.report)(SubagentReport::WindowCompacted { note });
         }
-        let _ = self.lead.cast(LeadMsg::SubagentProgressed {
-            id: self.id.clone(),
+        (self.report)(SubagentReport::Progressed {
             spent: self.progress(),
         });
         match step {
@@ -179,8 +227,7 @@ impl SubagentState {
                 ));
             }
             Step::CallTools(calls) => {
-                let _ = self.lead.cast(LeadMsg::ToolsStarted {
-                    id: self.id.clone(),
+                (self.report)(SubagentReport::ToolsStarted {
                     calls: calls.clone(),
                 });
                 let tools = self.tools.clone();
@@ -200,8 +247,7 @@ impl SubagentState {
             }
             Step::HandOff(text) => {
                 self.work = None;
-                let _ = self.lead.cast(LeadMsg::SubagentHandedOff {
-                    id: self.id.clone(),
+                (self.report)(SubagentReport::HandedOff {
                     text,
                     observations: self.agent.observations().clone(),
                     spent: self.progress(),
@@ -210,8 +256,7 @@ impl SubagentState {
             Step::Failed(reason) => {
                 self.finished = true;
                 self.work = None;
-                let _ = self.lead.cast(LeadMsg::SubagentFailed {
-                    id: self.id.clone(),
+                (self.report)(SubagentReport::Failed {
                     reason,
                     observations: self.agent.observations().clone(),
                     spent: self.progress(),
@@ -249,7 +294,7 @@ impl Actor for SubagentActor {
             model: args.model,
             tools: args.tools,
             workspace: args.workspace,
-            lead: args.lead,
+            report: args.report,
             limits: args.limits,
             work: None,
             finished: false,
@@ -269,9 +314,8 @@ impl Actor for SubagentActor {
             SubagentMsg::Step(step) => step,
             SubagentMsg::ModelReplied(result) => state.agent.on_model(result),
             SubagentMsg::ToolsReturned(results) => {
-                let _ = state.lead.cast(LeadMsg::ToolsFinished {
-                    id: state.id.clone(),
-                    results: results.clone(),
+                (state.report)(SubagentReport::ToolsFinished {
+                    returned: results.iter().map(ToolReturn::of).collect(),
                 });
                 state.agent.on_tools(results)
             }
