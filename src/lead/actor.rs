@@ -1,0 +1,209 @@
+//! The lead actor: a thin shell that turns each message into a call on its state.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+
+use crate::checkpoint::RunEvent;
+
+use super::plan::Shard;
+use super::report::evidence_digests;
+use crate::event::Event;
+use crate::handoff::{validate, Check};
+use crate::report::SubagentState;
+use crate::subagent::SubagentReport;
+
+use super::state::LeadState;
+use super::{journal, LeadArgs, LeadMsg};
+
+pub(crate) struct LeadActor;
+
+#[ractor::async_trait]
+impl Actor for LeadActor {
+    type Msg = LeadMsg;
+    type State = LeadState;
+    type Arguments = LeadArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<LeadMsg>,
+        args: LeadArgs,
+    ) -> Result<LeadState, ActorProcessingErr> {
+        Ok(LeadState::new(args, &myself))
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<LeadMsg>,
+        message: LeadMsg,
+        state: &mut LeadState,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            LeadMsg::Run(reply) => state.start(reply, &myself).await,
+            LeadMsg::Planned(Err(error)) => {
+                state.planning_error = Some(error);
+                state.finish_if_done(&myself);
+            }
+            LeadMsg::Planned(Ok(shards)) => {
+                let plan: Vec<(String, Shard)> = shards
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, shard)| (format!("sa{}", i + 1), shard))
+                    .collect();
+                let listed: Vec<(String, Vec<String>, String)> = plan
+                    .iter()
+                    .map(|(id, s)| (id.clone(), s.paths.clone(), s.role.clone()))
+                    .collect();
+                state.log(vec![journal::planned(
+                    &listed,
+                    "sharded the tree by directory, balanced by size",
+                )]);
+                state.adopt_plan(plan, BTreeMap::new());
+                state.emit(Event::RunPlanned {
+                    run_id: state.config.run_id.clone(),
+                    subagents: state.records.len(),
+                });
+                state.advance(&myself).await;
+            }
+            LeadMsg::Subagent {
+                id,
+                report: SubagentReport::WindowCompacted { note },
+            } => {
+                state.log(vec![RunEvent::WindowCompacted {
+                    subagent: id,
+                    decision: note.decision,
+                    tokens_before: note.tokens_before as u64,
+                    tokens_after: note.tokens_after as u64,
+                    cleared_tokens: note.cleared_tokens as u64,
+                    pinned: note.pinned,
+                    reason: note.reason,
+                    folded: note.folded,
+                }]);
+            }
+            LeadMsg::Subagent {
+                id,
+                report: SubagentReport::ToolsStarted { calls },
+            } => {
+                let events = calls.iter().map(|c| journal::tool_called(&id, c)).collect();
+                state.log(events);
+            }
+            LeadMsg::Subagent {
+                id,
+                report: SubagentReport::ToolsFinished { returned },
+            } => {
+                let events = returned
+                    .into_iter()
+                    .map(|r| journal::tool_returned(&id, r))
+                    .collect();
+                state.log(events);
+            }
+            LeadMsg::Subagent {
+                id,
+                report: SubagentReport::Progressed { spent },
+            } => {
+                if let Some(index) = state.index_of(&id) {
+                    state.apply_spent(index, spent);
+                    state.emit(Event::SubagentProgressed {
+                        id,
+                        tool_calls: spent.tool_calls,
+                        tokens: spent.tokens(),
+                    });
+                }
+            }
+            LeadMsg::Subagent {
+                id,
+                report:
+                    SubagentReport::HandedOff {
+                        text,
+                        observations,
+                        spent,
+                    },
+            } => {
+                let log = observations.clone();
+                if state.receive(&id, observations, spent).is_none() {
+                    return Ok(());
+                }
+                let files = Arc::clone(&state.files);
+                let me = myself.clone();
+                tokio::task::spawn_blocking(move || {
+                    let check = Check {
+                        files: Some(files.as_ref()),
+                        observations: Some(&log),
+                        docs: None,
+                    };
+                    let parsed = validate(&text, &check);
+                    let digests = if parsed.violations.is_empty() {
+                        evidence_digests(
+                            &parsed.handoff,
+                            files.as_ref() as &dyn crate::handoff::Files,
+                        )
+                    } else {
+                        BTreeMap::new()
+                    };
+                    let _ = me.cast(LeadMsg::HandoffChecked {
+                        id,
+                        parsed,
+                        digests,
+                    });
+                });
+            }
+            LeadMsg::HandoffChecked {
+                id,
+                parsed,
+                digests,
+            } => state.take_verdict(&id, parsed, digests),
+            LeadMsg::Subagent {
+                id,
+                report:
+                    SubagentReport::Failed {
+                        reason,
+                        observations,
+                        spent,
+                    },
+            } => state.on_failed(&id, reason, observations, spent),
+            LeadMsg::Cancel => state.cancel(&myself),
+            LeadMsg::LogFailed(error) => {
+                if state.log_failed.is_none() {
+                    state.log_failed = Some(error);
+                }
+                if !state.finished {
+                    state.cancel(&myself);
+                }
+            }
+            LeadMsg::Status(reply) => {
+                let _ = reply.send(state.records.iter().map(|r| r.summary.clone()).collect());
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<LeadMsg>,
+        message: SupervisionEvent,
+        state: &mut LeadState,
+    ) -> Result<(), ActorProcessingErr> {
+        let (cell, failure) = match message {
+            SupervisionEvent::ActorTerminated(cell, _, _) => (cell, None),
+            SupervisionEvent::ActorFailed(cell, error) => (cell, Some(error.to_string())),
+            _ => return Ok(()),
+        };
+        let Some(index) = state.by_actor.remove(&cell.get_id()) else {
+            return Ok(());
+        };
+        state.records[index].alive = false;
+        if !state.records[index].summary.state.ended() {
+            let (ended, why) = match failure {
+                Some(error) => (SubagentState::Failed, error),
+                None if state.cancelled => {
+                    (SubagentState::Cancelled, "the run was cancelled".into())
+                }
+                None => (SubagentState::Failed, "stopped without a handoff".into()),
+            };
+            state.end(index, ended, Some(why));
+        }
+        state.advance(&myself).await;
+        Ok(())
+    }
+}

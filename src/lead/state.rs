@@ -1,0 +1,628 @@
+//! The lead's state: its records of the run's subagents and the decisions taken on them —
+//! what to spawn next, what to log, when to checkpoint, when the run is done. The actor
+//! (actor.rs) only turns messages into calls here.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+use ractor::{Actor, ActorId, ActorRef, RpcReplyPort};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::checkpoint::{Delta, LoggedEvent, Projector, RunEvent, StoreError};
+use crate::context::{
+    compile, Bpe, CachedTokenizer, Compiled, FloorError, Orientation, RoleProfile,
+};
+
+use super::plan::Shard;
+use super::resume::Resumption;
+use crate::event::Event;
+use crate::handoff::Handoff;
+use crate::handoff::{Violation, WorkspaceFiles};
+use crate::policy::Spent;
+use crate::report::{Report, SubagentState, SubagentSummary};
+use crate::source::ObservationLog;
+use crate::subagent::{SubagentActor, SubagentArgs, SubagentMsg};
+
+use super::report::plan_run;
+use super::{journal, plan, resume, LeadArgs, LeadMsg, RunConfig, CHECKPOINT_EVERY};
+
+pub(super) struct SubagentRecord {
+    pub(super) summary: SubagentSummary,
+    pub(super) shard: Shard,
+    pub(super) actor: Option<ActorRef<SubagentMsg>>,
+    pub(super) alive: bool,
+    pub(super) handoff: Option<Handoff>,
+    pub(super) observations: ObservationLog,
+    pub(super) spent: Spent,
+    /// Violations quoted back in a repair turn not yet answered.
+    pub(super) pending: Option<Vec<Violation>>,
+    /// What a rejected handoff said: unverified leads at most.
+    pub(super) unverified: Option<Handoff>,
+}
+
+pub(crate) struct LeadState {
+    pub(super) config: RunConfig,
+    pub(super) events: Option<UnboundedSender<Event>>,
+    pub(super) reply: Option<RpcReplyPort<Result<Report, StoreError>>>,
+    pub(super) started: Instant,
+    pub(super) planned: bool,
+    pub(super) records: Vec<SubagentRecord>,
+    pub(super) queue: VecDeque<usize>,
+    pub(super) by_actor: HashMap<ActorId, usize>,
+    pub(super) cancelled: bool,
+    pub(super) planning_error: Option<String>,
+    /// The workspace's files, read once per run for checking citations.
+    pub(super) files: Arc<WorkspaceFiles>,
+    /// Where each append's acknowledgement goes to be checked (none: the run is not logged).
+    pub(super) acks: Option<UnboundedSender<journal::Logged>>,
+    /// When the last checkpoint was taken (they are taken at most once a second, and at the
+    /// end).
+    pub(super) checkpointed: Option<Instant>,
+    /// The watcher of the acknowledgements: the first failure, once every one has come.
+    pub(super) acked: Option<tokio::task::JoinHandle<Result<(), StoreError>>>,
+    /// Set when the run's log could not be written: the run stops and reports this instead.
+    pub(super) log_failed: Option<StoreError>,
+    /// The resumption this lead starts from, taken when the run starts.
+    pub(super) resume: Option<Resumption>,
+    /// Set once the report is on its way.
+    pub(super) finished: bool,
+    /// The run's checkpoint, every event applied once as it is logged (from the log, on
+    /// resume), for compiling contexts.
+    pub(super) projector: Projector,
+    /// On a resumed run: the effect changes logged since the resume (each restarted subagent's
+    /// delta).
+    pub(super) since_resume: Vec<LoggedEvent>,
+    pub(super) next_seq: u64,
+    /// Counts tokens for contexts, caching per block.
+    pub(super) tokenizer: Arc<CachedTokenizer<Bpe>>,
+    /// Set on a resumed run: the last event before the resume.
+    pub(super) resumed_after: Option<u64>,
+    /// Set once the second wave was considered.
+    pub(super) second_wave_planned: bool,
+}
+
+impl LeadState {
+    /// The state of a lead about to run: a resumed run's log applied to its projector (then
+    /// let go), and the watcher of its appends.
+    pub(super) fn new(args: LeadArgs, myself: &ActorRef<LeadMsg>) -> LeadState {
+        let files = Arc::new(WorkspaceFiles::new(args.config.workspace.clone()));
+        // The log read on resume is applied once, then let go.
+        let mut args = args;
+        let mut projector = Projector::new(&args.config.run_id);
+        for logged in args
+            .resume
+            .iter_mut()
+            .flat_map(|r| std::mem::take(&mut r.events))
+        {
+            projector.apply(&logged);
+        }
+        let (acks, acked) = match &args.config.log {
+            Some(log) => {
+                let (acks, acked) = journal::watch_acks(myself.clone(), Arc::clone(log.store()));
+                (Some(acks), Some(acked))
+            }
+            None => (None, None),
+        };
+        LeadState {
+            config: args.config,
+            events: args.events,
+            reply: None,
+            started: Instant::now(),
+            planned: false,
+            records: Vec::new(),
+            queue: VecDeque::new(),
+            by_actor: HashMap::new(),
+            cancelled: false,
+            planning_error: None,
+            files,
+            acks,
+            acked,
+            checkpointed: None,
+            log_failed: None,
+            projector,
+            since_resume: Vec::new(),
+            next_seq: args.resume.as_ref().map(|r| r.after_seq).unwrap_or(0),
+            resume: args.resume,
+            finished: false,
+            tokenizer: Arc::new(CachedTokenizer::new(Bpe)),
+            resumed_after: None,
+            second_wave_planned: false,
+        }
+    }
+
+    pub(super) fn emit(&self, event: Event) {
+        if let Some(events) = &self.events {
+            let _ = events.send(event);
+        }
+    }
+
+    /// Appends to the run's log, if there is one; durability is awaited before the report.
+    pub(super) fn log(&mut self, events: Vec<RunEvent>) {
+        for event in &events {
+            self.next_seq += 1;
+            let logged = LoggedEvent {
+                run_id: self.config.run_id.clone(),
+                seq: self.next_seq,
+                at_ms: 0,
+                event: event.clone(),
+                prev: String::new(),
+                digest: String::new(),
+            };
+            self.projector.apply(&logged);
+            if self.resumed_after.is_some() && matches!(event, RunEvent::EffectChanged { .. }) {
+                self.since_resume.push(logged);
+            }
+        }
+        if let (Some(log), Some(acks)) = (&self.config.log, &self.acks) {
+            // The watcher outlives every send but the last, which drops it; a send that fails
+            // leaves the append unchecked, so it is reported like a failed one.
+            let sent = acks.send(journal::Logged::Ack(log.append(events)));
+            if sent.is_err() && self.log_failed.is_none() {
+                self.log_failed = Some(StoreError::Write(
+                    "the acknowledgement watcher stopped".into(),
+                ));
+            }
+        }
+    }
+
+    /// A subagent's context, compiled for its role from the checkpoint of everything logged
+    /// so far. A floor over the budget raises the budget while the subagent's model's window
+    /// (less the room for its answer) allows; past that the context is refused.
+    pub(super) fn context_for(
+        &self,
+        subagent: &str,
+        role: &RoleProfile,
+    ) -> Result<(Compiled, Option<Orientation>), FloorError> {
+        let checkpoint = self.projector.checkpoint();
+        // After a resume, what changed since for this subagent (its effects cut off by the
+        // crash) comes as the delta, and the restarted subagent orients itself first.
+        let own = |call: &str| call.split('.').next() == Some(subagent);
+        let delta = self
+            .resumed_after
+            .map(|after| Delta {
+                after_seq: after,
+                events: self
+                    .since_resume
+                    .iter()
+                    .filter(|e| matches!(&e.event, RunEvent::EffectChanged { call_id, .. } if own(call_id)))
+                    .cloned()
+                    .collect(),
+            })
+            .filter(|d| !d.events.is_empty());
+        let orientation = self
+            .resumed_after
+            .and_then(|_| Orientation::for_subagent(checkpoint, subagent));
+        let tokenizer = self.tokenizer.as_ref();
+        let window = self
+            .config
+            .model
+            .context_window()
+            .saturating_sub(crate::subagent::ANSWER_TOKENS as usize);
+        let compiled = match compile(checkpoint, delta.as_ref(), role, role.budget, tokenizer) {
+            Err(floor) if floor.floor <= window => {
+                compile(checkpoint, delta.as_ref(), role, floor.floor, tokenizer)
+            }
+            other => other,
+        }?;
+        Ok((compiled, orientation))
+    }
+
+    /// A checkpoint of everything logged so far, stored by the watcher once it is durable;
+    /// `now` takes it whatever the interval (the end of the run).
+    pub(super) fn checkpoint(&mut self, now: bool) {
+        let due = now
+            || self
+                .checkpointed
+                .is_none_or(|at| at.elapsed() >= CHECKPOINT_EVERY);
+        if let (true, Some(acks)) = (due, &self.acks) {
+            self.checkpointed = Some(Instant::now());
+            let checkpoint = Box::new(self.projector.checkpoint().clone());
+            if acks.send(journal::Logged::Checkpoint(checkpoint)).is_err()
+                && self.log_failed.is_none()
+            {
+                self.log_failed = Some(StoreError::Write(
+                    "the acknowledgement watcher stopped".into(),
+                ));
+            }
+        }
+    }
+
+    /// Stops spawning and stops the running subagents; the run finishes with what was handed
+    /// off.
+    pub(super) fn cancel(&mut self, myself: &ActorRef<LeadMsg>) {
+        self.cancelled = true;
+        while let Some(index) = self.queue.pop_front() {
+            self.end(index, SubagentState::Cancelled, None);
+        }
+        for record in self.records.iter().filter(|r| r.alive) {
+            if let Some(actor) = &record.actor {
+                actor.stop(Some("run cancelled".into()));
+            }
+        }
+        self.finish_if_done(myself);
+    }
+
+    /// Takes a plan: a record per shard, restored from the log where its subagent had ended
+    /// (nothing accepted is redone), queued otherwise.
+    pub(super) fn adopt_plan(
+        &mut self,
+        plan: Vec<(String, Shard)>,
+        mut restored: BTreeMap<String, resume::Restored>,
+    ) {
+        self.planned = true;
+        for (id, shard) in plan {
+            let index = self.records.len();
+            let kept = restored.remove(&id).filter(|r| r.is_done());
+            let mut record = SubagentRecord {
+                summary: SubagentSummary {
+                    id,
+                    role: shard.role.clone(),
+                    scope: shard.label(),
+                    state: SubagentState::Queued,
+                    tool_calls: 0,
+                    tokens: 0,
+                    model_turns: 0,
+                    repairs: 0,
+                    error: None,
+                    violations: Vec::new(),
+                },
+                shard,
+                actor: None,
+                alive: false,
+                handoff: None,
+                observations: ObservationLog::default(),
+                spent: Spent::default(),
+                pending: None,
+                unverified: None,
+            };
+            match kept {
+                Some(r) => {
+                    record.summary.state = r.state.unwrap_or(SubagentState::Failed);
+                    record.summary.error = r.error;
+                    record.summary.repairs = r.repairs;
+                    record.summary.violations = r.violations;
+                    record.handoff = r.handoff;
+                    record.unverified = r.unverified;
+                    record.observations = r.observations;
+                    self.records.push(record);
+                    self.apply_spent(index, r.spent);
+                }
+                None if self.cancelled => {
+                    record.summary.state = SubagentState::Cancelled;
+                    self.records.push(record);
+                }
+                None => {
+                    self.queue.push_back(index);
+                    self.records.push(record);
+                }
+            }
+        }
+    }
+
+    pub(super) fn index_of(&self, id: &str) -> Option<usize> {
+        self.records.iter().position(|r| r.summary.id == id)
+    }
+
+    pub(super) fn running(&self) -> usize {
+        self.records.iter().filter(|r| r.alive).count()
+    }
+
+    pub(super) async fn fill(&mut self, myself: &ActorRef<LeadMsg>) {
+        while !self.cancelled && self.running() < self.config.agents.max(1) {
+            let Some(index) = self.queue.pop_front() else {
+                break;
+            };
+            let id = self.records[index].summary.id.clone();
+            let Some(role) = self
+                .config
+                .roles
+                .get(&self.records[index].shard.role)
+                .cloned()
+            else {
+                let why = format!("no role profile `{}`", self.records[index].shard.role);
+                self.end(index, SubagentState::Failed, Some(why));
+                continue;
+            };
+            let (context, orientation) = match self.context_for(&id, &role) {
+                Ok(c) => c,
+                Err(refused) => {
+                    self.end(
+                        index,
+                        SubagentState::Failed,
+                        Some(format!("context refused: {refused}")),
+                    );
+                    continue;
+                }
+            };
+            let record = &self.records[index];
+            let brief = if role.name == "verifier" {
+                plan::verify_brief(&self.config.question)
+            } else {
+                plan::brief(&self.config.question, &record.shard)
+            };
+            let spawned = journal::spawned(
+                &record.summary.id,
+                &record.shard.paths,
+                &brief,
+                &context,
+                self.config.budget,
+            );
+            let args = SubagentArgs {
+                id: record.summary.id.clone(),
+                system: context.text,
+                brief,
+                orientation,
+                budget: self.config.budget,
+                model: Arc::clone(&self.config.model),
+                tools: self.config.tools.only(&role.tools),
+                workspace: self.config.workspace.clone(),
+                report: {
+                    let (lead, id) = (myself.clone(), record.summary.id.clone());
+                    Arc::new(move |report| {
+                        let _ = lead.cast(LeadMsg::Subagent {
+                            id: id.clone(),
+                            report,
+                        });
+                    })
+                },
+                limits: self.config.limits,
+            };
+            match SubagentActor::spawn_linked(None, SubagentActor, args, myself.get_cell()).await {
+                Ok((actor, _)) => {
+                    self.log(vec![spawned]);
+                    self.by_actor.insert(actor.get_id(), index);
+                    let record = &mut self.records[index];
+                    record.actor = Some(actor);
+                    record.alive = true;
+                    record.summary.state = SubagentState::Running;
+                    let event = Event::SubagentSpawned {
+                        id: record.summary.id.clone(),
+                        role: record.summary.role.clone(),
+                        scope: record.summary.scope.clone(),
+                    };
+                    self.emit(event);
+                }
+                Err(e) => self.end(
+                    index,
+                    SubagentState::Failed,
+                    Some(format!("could not spawn: {e}")),
+                ),
+            }
+        }
+    }
+
+    pub(super) fn end(&mut self, index: usize, state: SubagentState, error: Option<String>) {
+        self.end_after(None, index, state, error);
+    }
+
+    /// Ends a subagent; `verdict` (its handoff accepted or rejected) goes into the same append
+    /// as its end, so a crash never leaves an accepted handoff without its subagent's end.
+    pub(super) fn end_after(
+        &mut self,
+        verdict: Option<RunEvent>,
+        index: usize,
+        state: SubagentState,
+        error: Option<String>,
+    ) {
+        let record = &mut self.records[index];
+        record.summary.state = state;
+        if error.is_some() {
+            record.summary.error = error;
+        }
+        let ended = journal::ended(
+            &record.summary.id,
+            state,
+            record.summary.error.clone(),
+            record.spent,
+        );
+        self.log(verdict.into_iter().chain(ended).collect());
+        self.checkpoint(false);
+        let record = &self.records[index];
+        let event = Event::SubagentEnded {
+            id: record.summary.id.clone(),
+            state,
+            tool_calls: record.summary.tool_calls,
+            tokens: record.summary.tokens,
+        };
+        self.emit(event);
+    }
+
+    /// Takes what a subagent sent with its handoff or failure: its totals and observation log.
+    pub(super) fn receive(
+        &mut self,
+        id: &str,
+        observations: ObservationLog,
+        spent: Spent,
+    ) -> Option<usize> {
+        let index = self.index_of(id)?;
+        self.apply_spent(index, spent);
+        self.records[index].observations = observations;
+        Some(index)
+    }
+
+    pub(super) fn stop_actor(&self, index: usize) {
+        if let Some(actor) = &self.records[index].actor {
+            actor.stop(None);
+        }
+    }
+
+    pub(super) fn apply_spent(&mut self, index: usize, spent: Spent) {
+        self.records[index].spent = spent;
+        let s = &mut self.records[index].summary;
+        s.tool_calls = spent.tool_calls;
+        s.tokens = spent.tokens();
+        s.model_turns = spent.model_turns;
+    }
+
+    /// Spawns what it may; once the first wave has ended, plans the second (a verifier over
+    /// doubted conclusions) at most once; finishes when nothing is left.
+    pub(super) async fn advance(&mut self, myself: &ActorRef<LeadMsg>) {
+        self.fill(myself).await;
+        let idle = self.planned && self.queue.is_empty() && self.running() == 0;
+        if idle && self.second_wave() {
+            self.fill(myself).await;
+        }
+        self.finish_if_done(myself);
+    }
+
+    /// Whether the lead doubts anything: a finding of a handoff that broke the contract before
+    /// a repair made it pass (the checkpoint's `doubts` the verifier is compiled with).
+    pub(super) fn doubts_any(&self) -> bool {
+        self.records
+            .iter()
+            .filter(|r| r.summary.state == SubagentState::Repaired)
+            .filter_map(|r| r.handoff.as_ref())
+            .flat_map(|h| h.settled_conclusions.iter())
+            .any(|c| c.kind == crate::handoff::ConclusionKind::Finding)
+    }
+
+    /// Plans the second wave once: a verifier subagent, compiled from the updated checkpoint,
+    /// re-checks the doubted conclusions. False when there is nothing to verify.
+    pub(super) fn second_wave(&mut self) -> bool {
+        let planned_already = self.records.iter().any(|r| r.shard.role != "explorer");
+        if self.cancelled || self.second_wave_planned || planned_already {
+            return false;
+        }
+        self.second_wave_planned = true;
+        if !self.doubts_any() || !self.config.roles.contains_key("verifier") {
+            return false;
+        }
+        let id = format!("sa{}", self.records.len() + 1);
+        let shard = Shard {
+            paths: vec![".".into()],
+            bytes: 0,
+            role: "verifier".into(),
+        };
+        let mut listed: Vec<(String, Vec<String>, String)> = self
+            .records
+            .iter()
+            .map(|r| {
+                (
+                    r.summary.id.clone(),
+                    r.shard.paths.clone(),
+                    r.shard.role.clone(),
+                )
+            })
+            .collect();
+        listed.push((id.clone(), shard.paths.clone(), shard.role.clone()));
+        self.log(vec![journal::planned(
+            &listed,
+            "second wave: a verifier re-checks the conclusions of repaired handoffs",
+        )]);
+        self.adopt_plan(vec![(id, shard)], BTreeMap::new());
+        true
+    }
+
+    pub(super) fn finish_if_done(&mut self, myself: &ActorRef<LeadMsg>) {
+        let done = !self.finished
+            && (self.planned || self.planning_error.is_some())
+            && self.queue.is_empty()
+            && self.running() == 0;
+        if !done {
+            return;
+        }
+        let report = self.report();
+        self.log(vec![RunEvent::RunFinished {
+            cancelled: self.cancelled,
+        }]);
+        self.checkpoint(true);
+        let reply = self.reply.take();
+        // Dropping the sender lets the watcher end once it has checked every acknowledgement.
+        self.acks.take();
+        let acked = self.acked.take();
+        let failed = self.log_failed.clone();
+        let me = myself.clone();
+        // The report goes out only once every event is durable and the final checkpoint built;
+        // if any append failed, the error goes out instead.
+        tokio::spawn(async move {
+            let outcome = async {
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                if let Some(acked) = acked {
+                    acked.await.map_err(|e| {
+                        StoreError::Write(format!("the acknowledgement watcher failed: {e}"))
+                    })??;
+                }
+                Ok(report)
+            };
+            let outcome = outcome.await;
+            if let Some(reply) = reply {
+                let _ = reply.send(outcome);
+            }
+            me.stop(None);
+        });
+        self.finished = true;
+    }
+
+    /// A subagent that cannot go on: failed — or rejected, if it owed a repair.
+    pub(super) fn on_failed(
+        &mut self,
+        id: &str,
+        reason: String,
+        observations: ObservationLog,
+        spent: Spent,
+    ) {
+        let Some(index) = self.receive(id, observations, spent) else {
+            return;
+        };
+        self.stop_actor(index);
+        // A subagent that gives up while owing a repair leaves a rejected handoff.
+        match self.records[index].pending.take() {
+            Some(violations) => {
+                self.records[index].summary.violations = violations;
+                self.end(index, SubagentState::Rejected, Some(reason));
+            }
+            None => self.end(index, SubagentState::Failed, Some(reason)),
+        }
+    }
+
+    /// Starts the run: logs its start (or its resume, with what the resume found cut off or
+    /// stale), then plans it off the actor — or, resuming a planned run, takes up its plan.
+    pub(super) async fn start(
+        &mut self,
+        reply: RpcReplyPort<Result<Report, StoreError>>,
+        myself: &ActorRef<LeadMsg>,
+    ) {
+        self.reply = Some(reply);
+        self.started = Instant::now();
+        if let Some(resumption) = self.resume.take() {
+            self.resumed_after = Some(resumption.after_seq);
+            let mut events = vec![RunEvent::RunResumed {
+                after_seq: resumption.after_seq,
+            }];
+            events.extend(journal::cut_off(&resumption.cut_off));
+            events.extend(resumption.stale.iter().map(|s| RunEvent::EvidenceStale {
+                subagent: s.subagent.clone(),
+                sources: s.sources.clone(),
+                claims: s.claims.clone(),
+            }));
+            self.log(events);
+            if !resumption.plan.is_empty() {
+                self.adopt_plan(resumption.plan, resumption.subagents);
+                self.emit(Event::RunPlanned {
+                    run_id: self.config.run_id.clone(),
+                    subagents: self.records.len(),
+                });
+                self.advance(myself).await;
+                return;
+            }
+        } else {
+            let mut events = vec![journal::started(&self.config)];
+            events.extend(journal::constraints(&self.config.constraints));
+            self.log(events);
+        }
+        let workspace = self.config.workspace.clone();
+        let (agents, max) = (self.config.agents, self.config.max_subagents);
+        let shards = self.config.shards;
+        let me = myself.clone();
+        let tokenizer = Arc::clone(&self.tokenizer);
+        tokio::task::spawn_blocking(move || {
+            // The BPE vocabulary loads once (~0.2 s): here, not in a handler.
+            let _ = crate::context::Tokenizer::count(tokenizer.as_ref(), "warm");
+            let planned = plan_run(&workspace, agents, max, shards);
+            let _ = me.cast(LeadMsg::Planned(planned));
+        });
+    }
+}
