@@ -58,6 +58,7 @@ fn checkpoint(evidence_items: usize) -> Checkpoint {
             tool: "grep".into(),
             arguments: serde_json::json!({"pattern": "step"}),
             effect: EffectState::Executing,
+            read_only: true,
         },
         RunEvent::HandoffAccepted {
             subagent: "sa1".into(),
@@ -355,6 +356,7 @@ async fn killed_run(store: &MemoryStore, run_id: &str, root: &std::path::Path, q
             tool: "grep".into(),
             arguments: serde_json::json!({"pattern": "delay"}),
             effect: EffectState::Executing,
+            read_only: true,
         },
     ];
     store

@@ -207,12 +207,22 @@ fn a_run_killed_mid_flight_resumes_to_the_same_report() {
             "{subagent} was not redone"
         );
     }
-    // Effects cut off by the kill are outcome_unknown, not failed.
-    let cp = project(&run_id, &after);
-    assert!(cp
+    // Effects cut off by the kill (executing when it came) are outcome_unknown — never failed,
+    // never still executing; nothing at all is left executing. (tests/context.rs checks the
+    // same on a log cut mid-call every time.)
+    use baton::checkpoint::EffectState;
+    let cut_off: Vec<String> = project(&run_id, &before)
         .effects
-        .iter()
-        .all(|e| e.state != baton::checkpoint::EffectState::Executing));
+        .into_iter()
+        .filter(|e| e.state == EffectState::Executing)
+        .map(|e| e.intent_id)
+        .collect();
+    let cp = project(&run_id, &after);
+    for intent in &cut_off {
+        let effect = cp.effects.iter().find(|e| &e.intent_id == intent).unwrap();
+        assert_eq!(effect.state, EffectState::OutcomeUnknown, "{intent}");
+    }
+    assert!(cp.effects.iter().all(|e| e.state != EffectState::Executing));
     assert_eq!(cp.finished, Some(false));
 }
 
@@ -465,12 +475,13 @@ fn event() -> impl Strategy<Value = RunEvent> {
     let sub = prop::sample::select(vec!["sa1", "sa2", "sa3"]);
     let call = "[a-c]";
     prop_oneof![
-        (sub.clone(), call).prop_map(|(s, c)| RunEvent::ToolCalled {
+        (sub.clone(), call, any::<bool>()).prop_map(|(s, c, read_only)| RunEvent::ToolCalled {
             subagent: s.into(),
             call_id: format!("{s}.{c}"),
             tool: "grep".into(),
             arguments: serde_json::json!({"pattern": c}),
             effect: E::Executing,
+            read_only,
         }),
         (sub.clone(), call, any::<bool>(), 0usize..3).prop_map(|(s, c, err, m)| {
             RunEvent::ToolReturned {
@@ -534,8 +545,30 @@ proptest! {
         prop_assert_eq!(&read, &logged);
         let once = project("r1", &logged);
         prop_assert_eq!(&once, &project("r1", &read));
-        prop_assert_eq!(&once, &project("r1", &logged));
         prop_assert!(once.check().is_ok());
+        // It covers every event, and it survives its own JSON form (what the store keeps).
+        prop_assert_eq!((once.first_seq, once.last_seq), (1, logged.len() as u64));
+        let stored: baton::Checkpoint =
+            serde_json::from_str(&serde_json::to_string(&once).unwrap()).unwrap();
+        prop_assert_eq!(&stored, &once);
+        // An effect may be repeated exactly when its tool declared it only reads (checked
+        // where every call of that id declared the same).
+        for effect in &once.effects {
+            let declared: std::collections::BTreeSet<bool> = logged
+                .iter()
+                .filter_map(|e| match &e.event {
+                    RunEvent::ToolCalled { call_id, read_only, .. }
+                        if effect.intent_id.split('#').next() == Some(call_id.as_str()) =>
+                    {
+                        Some(*read_only)
+                    }
+                    _ => None,
+                })
+                .collect();
+            if declared.len() == 1 {
+                prop_assert_eq!(declared.first(), Some(&!effect.prohibited_repetition));
+            }
+        }
     }
 }
 

@@ -114,6 +114,10 @@ pub enum RunEvent {
         arguments: Value,
         /// The effect's state now.
         effect: EffectState,
+        /// Whether the tool declares it only reads (so it may be run again); a tool that does
+        /// not say so is taken to have effects.
+        #[serde(default)]
+        read_only: bool,
     },
     /// A tool call returned; what it showed.
     ToolReturned {

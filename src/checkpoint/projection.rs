@@ -163,6 +163,7 @@ impl Projector {
                 call_id,
                 tool,
                 effect,
+                read_only,
                 ..
             } => {
                 let current = attempt.get(subagent).copied().unwrap_or(0);
@@ -190,8 +191,12 @@ impl Projector {
                             state: *effect,
                             attempts: 1,
                             receipts: vec![at],
-                            allowed_recovery: "read-only: may be read again".into(),
-                            prohibited_repetition: false,
+                            allowed_recovery: if *read_only {
+                                "read-only: may be read again".into()
+                            } else {
+                                "has effects: reconcile what happened before any retry".into()
+                            },
+                            prohibited_repetition: !*read_only,
                         });
                     }
                 }

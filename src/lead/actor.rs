@@ -85,7 +85,11 @@ impl Actor for LeadActor {
                 id,
                 report: SubagentReport::ToolsStarted { calls },
             } => {
-                let events = calls.iter().map(|c| journal::tool_called(&id, c)).collect();
+                let tools = &state.config.tools;
+                let events = calls
+                    .iter()
+                    .map(|c| journal::tool_called(&id, c, tools.read_only(&c.name)))
+                    .collect();
                 state.log(events);
             }
             LeadMsg::Subagent {

@@ -81,13 +81,14 @@ pub(super) fn constraints(given: &[(String, String)]) -> Vec<RunEvent> {
         .collect()
 }
 
-pub(super) fn tool_called(id: &str, call: &ToolCall) -> RunEvent {
+pub(super) fn tool_called(id: &str, call: &ToolCall, read_only: bool) -> RunEvent {
     RunEvent::ToolCalled {
         subagent: id.to_string(),
         call_id: call.id.clone(),
         tool: call.name.clone(),
         arguments: call.arguments.clone(),
         effect: EffectState::Executing,
+        read_only,
     }
 }
 

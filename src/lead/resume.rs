@@ -334,6 +334,7 @@ mod tests {
                 tool: "grep".into(),
                 arguments: serde_json::json!({}),
                 effect: EffectState::Executing,
+                read_only: true,
             },
         ];
         let store = MemoryStore::new();

@@ -99,6 +99,10 @@ pub(crate) fn walk_files(
 pub(super) struct ListDir;
 
 impl Tool for ListDir {
+    fn read_only(&self) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "list_dir".into(),
@@ -170,6 +174,10 @@ impl Tool for ListDir {
 pub(super) struct Glob;
 
 impl Tool for Glob {
+    fn read_only(&self) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "glob".into(),
@@ -229,6 +237,10 @@ impl Tool for Glob {
 pub(super) struct Grep;
 
 impl Tool for Grep {
+    fn read_only(&self) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "grep".into(),
@@ -362,6 +374,10 @@ impl Tool for Grep {
 pub(super) struct ReadFile;
 
 impl Tool for ReadFile {
+    fn read_only(&self) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "read_file".into(),

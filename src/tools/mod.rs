@@ -90,6 +90,11 @@ pub struct ToolResult {
 pub trait Tool: Send + Sync {
     /// The tool's description for the model.
     fn spec(&self) -> ToolSpec;
+    /// Whether every call only reads (so it may be run again after a crash). A tool that does
+    /// not say so is taken to have effects: its cut-off calls are never repeated.
+    fn read_only(&self) -> bool {
+        false
+    }
     /// Runs one call inside `workspace`.
     fn call(
         &self,
@@ -152,6 +157,13 @@ impl ToolRegistry {
     /// The tools' names, in registration order.
     pub fn names(&self) -> Vec<String> {
         self.tools.iter().map(|t| t.spec().name).collect()
+    }
+
+    /// Whether the tool of that name declares it only reads (an unknown name does not).
+    pub fn read_only(&self, name: &str) -> bool {
+        self.tools
+            .iter()
+            .any(|t| t.spec().name == name && t.read_only())
     }
 
     /// Every tool's spec, for a model request.
