@@ -58,6 +58,7 @@ fn events() -> Vec<LoggedEvent> {
             tool: "grep".into(),
             arguments: serde_json::json!({"pattern": format!("term{call}")}),
             effect: EffectState::Executing,
+            read_only: true,
         });
         events.push(RunEvent::ToolReturned {
             subagent: sub,

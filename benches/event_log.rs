@@ -19,6 +19,7 @@ fn tool_event(i: usize) -> RunEvent {
         tool: "grep".into(),
         arguments: serde_json::json!({"pattern": format!("term{i}"), "paths": ["src"]}),
         effect: EffectState::Executing,
+        read_only: true,
     }
 }
 
