@@ -168,7 +168,7 @@ pub use event::Event;
 pub use handoff::{
     parse as parse_handoff, repair_prompt, validate, Check, Conclusion, ConclusionKind,
     FileProblem, FileText, Files, Form, Handoff, HardConstraint, Layer, MemoryFiles, OpenItem,
-    Parsed, Violation, ViolationCode, WorkspaceFiles, MAX_HANDOFF_BYTES,
+    Parsed, Violation, ViolationCode, WorkspaceFiles, FILE_CACHE_BYTES, MAX_HANDOFF_BYTES,
 };
 pub use model::{
     estimate_tokens, Message, Model, ModelError, ModelRequest, ModelResponse, OfflineModel,

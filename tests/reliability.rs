@@ -702,3 +702,38 @@ async fn the_stored_checkpoint_is_the_projection_of_the_stored_log() {
         .unwrap();
     check();
 }
+
+/// The token cache holds at most its bound of counts, and every count stays right as it
+/// starts over.
+#[test]
+fn the_token_cache_is_bounded() {
+    use baton::context::{CachedTokenizer, Estimate, Tokenizer, TOKEN_CACHE_ENTRIES};
+    let cached = CachedTokenizer::new(Estimate);
+    for i in 0..TOKEN_CACHE_ENTRIES + 100 {
+        let text = format!("block {i} {}", "word ".repeat(i % 7));
+        assert_eq!(cached.count(&text), Estimate.count(&text));
+        assert!(cached.cached() <= TOKEN_CACHE_ENTRIES);
+    }
+}
+
+/// The file cache a run checks citations against holds at most its bound of text, and reads
+/// right after it starts over.
+#[test]
+fn the_file_cache_is_bounded() {
+    use baton::{Files, WorkspaceFiles, FILE_CACHE_BYTES};
+    let dir = tempfile::tempdir().unwrap();
+    let line = "x".repeat(1023) + "\n";
+    let files = FILE_CACHE_BYTES / (3 * 1024 * 1024) + 3;
+    for i in 0..files {
+        let text = format!("file {i}\n{}", line.repeat(3 * 1024));
+        std::fs::write(dir.path().join(format!("f{i}.txt")), text).unwrap();
+    }
+    let cache = WorkspaceFiles::new(baton::Workspace::open(dir.path()).unwrap());
+    for round in 0..2 {
+        for i in 0..files {
+            let text = cache.text(&format!("f{i}.txt")).unwrap();
+            assert_eq!(text.lines(1, 1), format!("file {i}\n"), "round {round}");
+            assert!(cache.cached_bytes() <= FILE_CACHE_BYTES);
+        }
+    }
+}

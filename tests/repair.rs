@@ -32,12 +32,39 @@ const FIXED: &str = "## Settled conclusions\n\
 ## Hard constraints\n\
 - none\n";
 
+/// One explorer; room for the verifier of the second wave (it counts against
+/// `max_subagents`).
 fn one_subagent(model: Arc<dyn baton::Model>) -> Coordinator {
     Coordinator::new()
         .model(model)
         .agents(1)
-        .max_subagents(1)
+        .shards(1)
+        .max_subagents(2)
         .repairs(2)
+}
+
+/// The second wave counts against `max_subagents`: with no room left, no verifier is spawned
+/// and the report says the repaired conclusions were not re-verified.
+#[tokio::test]
+async fn no_verifier_past_max_subagents_and_the_report_says_so() {
+    let dir = rust_tree();
+    let model = Arc::new(ScriptedModel::new([
+        read_retry(),
+        ScriptedTurn::text(BROKEN),
+        ScriptedTurn::text(FIXED),
+    ]));
+    let report = one_subagent(model.clone())
+        .max_subagents(1)
+        .run(Task::new("How does the retry delay grow?", dir.path()))
+        .await
+        .unwrap();
+    assert_eq!(report.subagents.len(), 1, "{:?}", report.subagents);
+    assert_eq!(report.subagents[0].state, SubagentState::Repaired);
+    assert!(report
+        .handoff
+        .open_items
+        .iter()
+        .any(|o| o.item.contains("not re-verified") && o.stuck_on.contains("--max-subagents 1")));
 }
 
 fn last_user_text(request: &baton::ModelRequest) -> String {
@@ -285,7 +312,8 @@ async fn the_offline_verifier_confirms_a_repaired_handoff() {
     let report = Coordinator::new()
         .model(model)
         .agents(1)
-        .max_subagents(1)
+        .shards(1)
+        .max_subagents(2)
         .run(Task::new("Where is next_delay defined?", dir.path()))
         .await
         .unwrap();

@@ -18,6 +18,8 @@ use super::Checkpoint;
 
 /// Most appends folded into one commit.
 const GROUP: usize = 4096;
+/// Most appends waiting for the writer; a sender past it waits.
+const WRITER_QUEUE: usize = 2 * GROUP;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
@@ -59,7 +61,7 @@ struct Append {
 /// The on-disk store at `DIR/baton.db`.
 pub struct SqliteStore {
     path: PathBuf,
-    writer: Mutex<Option<mpsc::Sender<Append>>>,
+    writer: Mutex<Option<mpsc::SyncSender<Append>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
     reader: Mutex<Connection>,
     /// False for an existing file without baton's tables (a WAL that held them was lost):
@@ -137,7 +139,8 @@ impl SqliteStore {
         let path = dir.join("baton.db");
         let writer_conn = open_connection(&path, true)?;
         let reader = open_connection(&path, true)?;
-        let (tx, rx) = mpsc::channel::<Append>();
+        // A bounded queue: a lead that outruns the disk waits for it instead of growing.
+        let (tx, rx) = mpsc::sync_channel::<Append>(WRITER_QUEUE);
         let thread = std::thread::Builder::new()
             .name("baton-event-writer".into())
             .spawn({

@@ -2,9 +2,8 @@
 //! embedded: no download) as default, a cheap estimator, and a per-block cache so recompiling
 //! after a small change counts only what changed.
 
-use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 /// Counts tokens.
 pub trait Tokenizer: Send + Sync {
@@ -46,10 +45,14 @@ impl Tokenizer for Estimate {
     }
 }
 
-/// A tokenizer with a cache of counts by block content.
+/// Most counts a [`CachedTokenizer`] keeps.
+pub const TOKEN_CACHE_ENTRIES: usize = 65_536;
+
+/// A tokenizer with a cache of counts by block content — at most [`TOKEN_CACHE_ENTRIES`] of
+/// them: past that the cache starts over.
 pub struct CachedTokenizer<T: Tokenizer> {
     inner: T,
-    cache: Mutex<HashMap<u64, usize>>,
+    cache: dashmap::DashMap<u64, usize>,
 }
 
 impl<T: Tokenizer> CachedTokenizer<T> {
@@ -57,8 +60,13 @@ impl<T: Tokenizer> CachedTokenizer<T> {
     pub fn new(inner: T) -> CachedTokenizer<T> {
         CachedTokenizer {
             inner,
-            cache: Mutex::new(HashMap::new()),
+            cache: dashmap::DashMap::new(),
         }
+    }
+
+    /// Counts cached now.
+    pub fn cached(&self) -> usize {
+        self.cache.len()
     }
 }
 
@@ -75,13 +83,14 @@ impl<T: Tokenizer> Tokenizer for CachedTokenizer<T> {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         text.hash(&mut hasher);
         let key = hasher.finish();
-        if let Some(n) = self.cache.lock().ok().and_then(|c| c.get(&key).copied()) {
-            return n;
+        if let Some(n) = self.cache.get(&key) {
+            return *n;
         }
         let n = self.inner.count(text);
-        if let Ok(mut cache) = self.cache.lock() {
-            cache.insert(key, n);
+        if self.cache.len() >= TOKEN_CACHE_ENTRIES {
+            self.cache.clear();
         }
+        self.cache.insert(key, n);
         n
     }
 

@@ -18,7 +18,9 @@ use serde::{Deserialize, Serialize};
 use crate::source::SourceId;
 pub use codes::{Layer, ViolationCode};
 pub(crate) use validate::unsupported;
-pub use validate::{validate, Check, FileProblem, FileText, Files, MemoryFiles, WorkspaceFiles};
+pub use validate::{
+    validate, Check, FileProblem, FileText, Files, MemoryFiles, WorkspaceFiles, FILE_CACHE_BYTES,
+};
 
 /// Largest handoff text accepted (bytes); a larger one is one `too_large` violation, unparsed.
 pub const MAX_HANDOFF_BYTES: usize = 1024 * 1024;

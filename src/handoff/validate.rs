@@ -3,7 +3,7 @@
 //! violation is returned at once, each with its code, line and a message a model can act on.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::{parse, ConclusionKind, Parsed, Violation, ViolationCode};
 use crate::source::{quote_path, Observation, ObservationLog, Shown, SourceId};
@@ -100,11 +100,17 @@ impl Files for MemoryFiles {
     }
 }
 
-/// The files of a workspace, read through its sandbox and cached for the life of the value.
+/// Most bytes of file text a [`WorkspaceFiles`] keeps cached.
+pub const FILE_CACHE_BYTES: usize = 64 * 1024 * 1024;
+
+/// The files of a workspace, read through its sandbox and cached for the life of the value —
+/// at most [`FILE_CACHE_BYTES`] of text: past that the cache starts over (a file is then read
+/// again), so a run citing a thousand files holds no more.
 #[derive(Debug)]
 pub struct WorkspaceFiles {
     workspace: Workspace,
-    cache: Mutex<HashMap<String, Result<Arc<FileText>, FileProblem>>>,
+    cache: dashmap::DashMap<String, Result<Arc<FileText>, FileProblem>>,
+    cached_bytes: std::sync::atomic::AtomicUsize,
 }
 
 impl WorkspaceFiles {
@@ -112,8 +118,14 @@ impl WorkspaceFiles {
     pub fn new(workspace: Workspace) -> WorkspaceFiles {
         WorkspaceFiles {
             workspace,
-            cache: Mutex::new(HashMap::new()),
+            cache: dashmap::DashMap::new(),
+            cached_bytes: std::sync::atomic::AtomicUsize::new(0),
         }
+    }
+
+    /// Bytes of file text cached now.
+    pub fn cached_bytes(&self) -> usize {
+        self.cached_bytes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn load(&self, path: &str) -> Result<Arc<FileText>, FileProblem> {
@@ -132,13 +144,17 @@ impl WorkspaceFiles {
 
 impl Files for WorkspaceFiles {
     fn text(&self, path: &str) -> Result<Arc<FileText>, FileProblem> {
-        if let Some(hit) = self.cache.lock().ok().and_then(|c| c.get(path).cloned()) {
-            return hit;
+        use std::sync::atomic::Ordering;
+        if let Some(hit) = self.cache.get(path) {
+            return hit.value().clone();
         }
         let loaded = self.load(path);
-        if let Ok(mut cache) = self.cache.lock() {
-            cache.insert(path.to_string(), loaded.clone());
+        let bytes = loaded.as_ref().map_or(0, |t| t.text.len()) + path.len();
+        if self.cached_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes > FILE_CACHE_BYTES {
+            self.cache.clear();
+            self.cached_bytes.store(bytes, Ordering::Relaxed);
         }
+        self.cache.insert(path.to_string(), loaded.clone());
         loaded
     }
 }

@@ -44,6 +44,14 @@ impl LeadState {
                 item: "The tree could not be planned".into(),
                 stuck_on: error.clone(),
             });
+        } else if self.verifier_skipped {
+            handoff.open_items.push(OpenItem {
+                item: "The conclusions of handoffs that passed only after a repair were not re-verified".into(),
+                stuck_on: format!(
+                    "--max-subagents {} was reached before the verifier could be spawned",
+                    self.config.max_subagents
+                ),
+            });
         } else if self.records.is_empty() {
             handoff.open_items.push(OpenItem {
                 item: "Nothing was explored".into(),

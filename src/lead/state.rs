@@ -80,6 +80,8 @@ pub(crate) struct LeadState {
     pub(super) resumed_after: Option<u64>,
     /// Set once the second wave was considered.
     pub(super) second_wave_planned: bool,
+    /// Set when a verifier was due but --max-subagents was reached.
+    pub(super) verifier_skipped: bool,
 }
 
 impl LeadState {
@@ -128,6 +130,7 @@ impl LeadState {
             tokenizer: Arc::new(CachedTokenizer::new(Bpe)),
             resumed_after: None,
             second_wave_planned: false,
+            verifier_skipped: false,
         }
     }
 
@@ -486,6 +489,11 @@ impl LeadState {
         }
         self.second_wave_planned = true;
         if !self.doubts_any() || !self.config.roles.contains_key("verifier") {
+            return false;
+        }
+        // The second wave counts against --max-subagents like the first.
+        if self.records.len() >= self.config.max_subagents {
+            self.verifier_skipped = true;
             return false;
         }
         let id = format!("sa{}", self.records.len() + 1);
