@@ -11,7 +11,7 @@
 //! ```text
 //! Task ─▶ Coordinator::start ─▶ LeadActor ──plan (shards)──▶ SubagentActor × N (≤ agents at once)
 //!                                  ▲                          │ AgentLoop: model ⇄ tools
-//!                                  │◀── SubagentHandedOff ────┘ (text + observation log)
+//!                                  │◀── SubagentReport::HandedOff ┘ (text + observation log)
 //!                                  │    validate (4 layers) → accept | Repair(violations) | reject
 //!                                  ▼
 //!                     merge (pure) ─▶ Report (the lead's own handoff)
@@ -26,9 +26,12 @@
 //! # Code map
 //! - `coordinator` — the public [`Coordinator`], [`Task`], [`RunHandle`], [`Canceller`],
 //!   [`RunError`]. Validates input (empty question, missing root) before any actor starts.
-//! - `lead` — `LeadActor`, `LeadMsg`, `LeadState`, `LeadArgs`, `LeadHandle`; `lead::plan`
+//! - `lead` — `LeadMsg`, `RunConfig`, `LeadArgs` (`lead/mod.rs`); `lead::state` is the
+//!   `LeadState` and its decisions (what to spawn, log, checkpoint, when the run is done);
+//!   `lead::actor` the thin `LeadActor` turning messages into calls on it; `lead::plan`
 //!   shards the tree by directory balanced by size and writes briefs (pure); `lead::verdict`
-//!   decides accept / repair / reject on a checked handoff (pure); `lead::merge` merges accepted
+//!   decides accept / repair / reject on a checked handoff (pure) and takes the verdict (the
+//!   verdict and the subagent's end in one append); `lead::merge` merges accepted
 //!   handoffs, lists rejected ones' claims as unverified leads, and derives negative evidence
 //!   from the subagents' logged searches (pure); `lead::relevance` orders settled conclusions by
 //!   the rarity of what they match (pure); `lead::report` builds the report and does the
@@ -38,20 +41,30 @@
 //!   a subagent that panics or stops without a handoff is recorded as failed and the run still
 //!   reports. The lead never awaits a subagent inside a handler. No role may spawn subagents
 //!   (there is no spawn tool). `lead::journal` builds the events the lead logs (every step)
-//!   and writes checkpoints off the actor; `lead::resume` reads a log back into what a resumed
-//!   run starts from (pure): ended subagents are kept, mid-flight ones redone, cut-off effects
-//!   become outcome_unknown. The report goes out only after every event is durable. Every
+//!   and watches every append's acknowledgement (`watch_acks`): the first failure stops the
+//!   run and is its result — no report is given as if logged — and a checkpoint is stored
+//!   only once what it covers is durable (at most once a second, and at the end);
+//!   `lead::resume` reads a log back into what a resumed run starts from (pure): ended
+//!   subagents (and accepted handoffs) are kept, mid-flight ones redone, cut-off effects
+//!   become outcome_unknown, and `Resumption::recheck` moves conclusions whose cited text
+//!   changed since to open items (logged as `evidence_stale`). Every
 //!   subagent's first context is compiled for its role (explorer, or verifier in the second
-//!   wave) from the checkpoint of all events so far (`LeadState::context_for`); its manifest
+//!   wave) from the checkpoint the lead keeps one event at a time (`checkpoint::Projector`,
+//!   `LeadState::context_for`); its manifest
 //!   goes to the log, and its tool set is its profile's; a floor over the role's budget is
 //!   raised up to the subagent's model's window (`Model::context_window`), no further.
 //!   `LeadState::advance` plans the second wave once the first has ended: a verifier over the
 //!   conclusions of repaired handoffs, which reach it as data (the checkpoint's `doubts`
-//!   field), never in its brief (`lead::plan::verify_brief`). `lead::merge` says "the whole
+//!   field), never in its brief (`lead::plan::verify_brief`); it counts against
+//!   `max_subagents`. `lead::merge` says "the whole
 //!   tree" for a pattern's negative evidence only when every shard ran that same search
 //!   (pattern and flags) over its whole share and no file was skipped, and leaves out an
 //!   empty search whose words a matching search spells out (`source::shadowed`).
-//! - `subagent` — `SubagentActor`, `SubagentMsg`; `subagent::agent_loop::AgentLoop` is the
+//! - `subagent` — `SubagentActor`, `SubagentMsg`, and `SubagentReport`, what it tells its
+//!   lead through the `Reporter` it is spawned with (it imports nothing of the lead); a tool's
+//!   output stays with it, the lead gets its digest (`ToolReturn`); every model call and
+//!   tool call has a time limit ([`TimeLimits`]: a tool past it is a tool error the model
+//!   sees). `subagent::agent_loop::AgentLoop` is the
 //!   sans-IO loop (`start` / `on_model` / `on_tools` / `on_repair` → `Step`); its pinned
 //!   ledger takes each message as it arrives; it compacts its window before a request would
 //!   fill the model's context window, logging the folded turns. **Invariant:** budgets (turns,
@@ -61,7 +74,8 @@
 //!   with the reason.
 //! - `handoff` — the contract: [`Handoff`], the markdown form (`handoff::markdown`), the JSON
 //!   form (`handoff::json`), [`ViolationCode`]s with their [`Layer`] (`handoff::codes`, a wire
-//!   format), and [`validate`] (`handoff::validate`: resolution against [`Files`], observation
+//!   format), and [`validate`] (`handoff::validate`: resolution against [`Files`] —
+//!   [`WorkspaceFiles`] caches at most [`FILE_CACHE_BYTES`] of text —, observation
 //!   against an [`ObservationLog`], quotation — also under a whole-file citation, and only
 //!   against what was shown), [`repair_prompt`]; `handoff::unsupported` says what a claim
 //!   states (quotes, symbols) that given lines do not hold (the offline verifier's test).
@@ -79,12 +93,18 @@
 //!   only by an observation of its own kind.
 //! - `checkpoint` (public) — the durable run: [`checkpoint::RunEvent`]s in an append-only,
 //!   digest-chained log ([`checkpoint::EventStore`]: [`checkpoint::SqliteStore`] in WAL mode
-//!   with `synchronous=FULL` and one group-commit writer thread, [`checkpoint::MemoryStore`] for
-//!   tests), effect states with one table of legal transitions (`checkpoint::effect`), the pure
-//!   projection to a [`checkpoint::Checkpoint`] and its `Delta`, the brief. **Invariant:** no
-//!   append is acknowledged before it is durable; every read re-checks the chain and the run's
-//!   head; a checkpoint is rebuilt from events only and an invalid one is never used;
-//!   `outcome_unknown` never becomes `failed` without a reconciling observation.
+//!   with `synchronous=FULL` and one group-commit writer thread behind a bounded queue,
+//!   [`checkpoint::MemoryStore`] for tests), effect states with one table of legal transitions
+//!   (`checkpoint::effect`), the projection to a [`checkpoint::Checkpoint`] (pure, or one event
+//!   at a time with [`checkpoint::Projector`]) and its `Delta`, the brief. Many processes
+//!   share one store: every write takes the write lock up front (an immediate transaction)
+//!   and retries on BUSY for up to 30 s; a run's head is read under the lock and must be where
+//!   this process left it; a run is claimed by a file lock while a process runs or resumes it
+//!   ([`checkpoint::RunClaim`]). **Invariant:** no append is acknowledged before it is durable;
+//!   a failed append fails only its own run's appends, and every later one of that run in
+//!   the process; every read re-checks the chain and the run's head; a checkpoint is rebuilt
+//!   from events only and an invalid one is never used; `outcome_unknown` never becomes
+//!   `failed` without a reconciling observation; read-only opens create nothing.
 //! - `compaction` (public) — a subagent window's compaction: occupancy trigger and
 //!   tool-result clearing, keeping the items of results that cannot be reread
 //!   (`compaction::clear`), the pinned ledger — whole sentences, classified as each turn
@@ -104,7 +124,7 @@
 //!   `--roles DIR`), the pure compiler [`context::compile`] from (checkpoint, delta, role,
 //!   budget, tokenizer) to a [`context::Compiled`] context with its manifest, the floor
 //!   ([`context::FloorError`]), the [`context::Tokenizer`] trait (o200k_base BPE by default,
-//!   per-block cache), binding sentences (`context::constraints`) and orientation on resume
+//!   per-block cache of at most 65,536 counts), binding sentences (`context::constraints`) and orientation on resume
 //!   (`context::orientation`). **Invariant:** mandatory fields are never truncated — the
 //!   compiler refuses instead; data cannot add a tool or a standing condition (tools come from
 //!   the profile, constraints only from the checkpoint's `constraint_stated` events), nor close
@@ -120,26 +140,28 @@
 //!   lines hold its quotes and symbols. **Invariant:** it cites nothing its own tool calls did
 //!   not show it, and settles no location when too little of the question occurs. `model::scripted` ([`ScriptedModel`]) plays a script for tests. Nothing
 //!   outside `model` knows a wire format.
-//! - `tools` — the [`Tool`] trait, [`ToolRegistry`], [`Workspace`] (the sandbox) and the
+//! - `tools` — the [`Tool`] trait (a tool declares whether it only reads: `Tool::read_only`,
+//!   false unless it says so), [`ToolRegistry`], [`Workspace`] (the sandbox) and the
 //!   read-only workspace tools list_dir, glob, grep, read_file. **Invariant:** every path is
 //!   resolved inside the root; `..` above it, absolute paths and symlinks leading out are
 //!   refused; only regular files are read, within a byte cap; binary files are skipped; output
 //!   is capped and says so; what a tool records as seen is what it printed; file names are
 //!   printed in the source grammar's form.
-//! - `policy` — [`Budget`] and [`Spent`], the pure budget decision.
+//! - `policy` — [`Budget`], [`Spent`] and [`TimeLimits`], the pure budget decision.
 //! - `report` — [`Report`], [`SubagentSummary`], [`SubagentState`], [`RunUsage`]: the
 //!   `--json` wire format (fields may be added, never renamed).
 //! - `event` — [`Event`], the stream a run emits (progress display, embedding apps).
 //! - `contracts` — the texts of `contracts/` compiled in (handoff contract, role system text).
 //! - `cli` (binary only) — argument parsing, `explore` / `resume` with the progress display,
 //!   `validate`, `runs` / `brief` / `context`, `compact` (kept lines passed through byte for
-//!   byte), the `--state` directory, reading input files (`cli::read_input`: regular files
-//!   only, bounded), exit codes.
+//!   byte), the `--state` directory (read-only commands and `resume` never create it),
+//!   reading input files (`cli::read_input`: regular files only, bounded), bounds on every
+//!   number, one-line usage errors, text from runs made terminal-safe (`cli::terminal_safe`),
+//!   exit codes (`cli::store_error` for the store's).
 //!
 //! # Cross-cutting
 //! - Errors: library errors are typed ([`RunError`], [`ToolError`], [`ModelError`]); tool
-//!   failures and contract violations are values the model sees as text. `anyhow` only in
-//!   `main`.
+//!   failures and contract violations are values the model sees as text.
 //! - Untrusted data: model output, tool results and file contents never change a tool set, a
 //!   budget or a permission.
 //! - Tests run offline: temp-dir fixtures, the offline model, scripted models.
