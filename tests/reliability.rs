@@ -95,7 +95,7 @@ fn eight_processes_on_one_state_all_land() {
 
 /// A run killed once a handoff is durable (with subagents still to go).
 fn killed_run(tree: &Path, state: &Path) -> String {
-    let mut child = baton()
+    let child = baton()
         .args(["explore", &tree.display().to_string(), QUESTION])
         .args(["--no-progress", "--agents", "1", "--shards", "3"])
         .args(["--offline-latency-ms", "300", "--state"])
@@ -104,29 +104,19 @@ fn killed_run(tree: &Path, state: &Path) -> String {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let run_id = loop {
-        assert!(Instant::now() < deadline, "no handoff became durable");
-        std::thread::sleep(Duration::from_millis(50));
-        let Ok(store) = SqliteStore::open_existing(state) else {
-            continue;
-        };
-        let Some(run) = store.runs().ok().and_then(|r| r.into_iter().next()) else {
-            continue;
-        };
-        let accepted = store.events(&run.run_id).map_or(0, |events| {
-            events
-                .iter()
-                .filter(|e| e.event.kind() == "handoff_accepted")
-                .count()
-        });
-        if accepted >= 1 {
-            break run.run_id;
-        }
-    };
-    child.kill().unwrap();
-    let _ = child.wait();
-    run_id
+    crate::support::kill_when(child, state, |events| {
+        crate::support::count_kind(events, "handoff_accepted") >= 1
+    })
+}
+
+/// `baton runs` on a state.
+fn runs_of(state: &Path) -> Output {
+    baton()
+        .arg("runs")
+        .arg("--state")
+        .arg(state)
+        .output()
+        .unwrap()
 }
 
 /// Two processes resuming the same run: one wins, the other gets a one-line error, and the
@@ -566,6 +556,7 @@ async fn a_truncated_or_malformed_database_exits_1_naming_the_run() {
     let db = state.path().join("baton.db");
     let pristine = std::fs::read(&db).unwrap();
     let mut failures = 0;
+    let mut furthest = 0;
     for cut in (1..8)
         .map(|i| pristine.len() * i / 8)
         .chain([4096, 100, 50])
@@ -583,8 +574,19 @@ async fn a_truncated_or_malformed_database_exits_1_naming_the_run() {
             stderr.contains(&run_id) && stderr.contains("after seq"),
             "cut at {cut}: {stderr}"
         );
+        let seq: u64 = stderr
+            .split("after seq ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        furthest = furthest.max(seq);
     }
     assert!(failures > 0, "some cut must fail");
+    assert!(
+        furthest > 0,
+        "a file cut short is read up to its last intact event"
+    );
     // A header that is not SQLite's.
     let mut garbled = pristine.clone();
     garbled[..16].copy_from_slice(b"not a database!\0");
@@ -592,12 +594,7 @@ async fn a_truncated_or_malformed_database_exits_1_naming_the_run() {
     let out = brief_of(state.path(), &run_id);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(one_line(&out).contains(&run_id));
-    let out = baton()
-        .arg("runs")
-        .arg("--state")
-        .arg(state.path())
-        .output()
-        .unwrap();
+    let out = runs_of(state.path());
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(one_line(&out).contains("damaged"));
 }
@@ -621,12 +618,7 @@ fn a_deleted_wal_loses_its_runs_and_nothing_else() {
         Some(2) => assert!(one_line(&out).contains("no run")),
         other => panic!("{other:?}: {out:?}"),
     }
-    let out = baton()
-        .arg("runs")
-        .arg("--state")
-        .arg(state.path())
-        .output()
-        .unwrap();
+    let out = runs_of(state.path());
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 

@@ -67,6 +67,8 @@ pub struct SqliteStore {
     /// False for an existing file without baton's tables (a WAL that held them was lost):
     /// it holds no runs.
     tables: bool,
+    /// Set when the file only opened as damaged (cut short): what SQLite said.
+    damage: Option<String>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -97,6 +99,18 @@ fn open_failure(path: &Path, e: &rusqlite::Error) -> StoreError {
 /// Opens a connection in WAL mode with `synchronous=FULL`; `create` makes the file and its
 /// tables when missing. Another process opening the same file at once is waited for.
 fn open_connection(path: &Path, create: bool) -> Result<Connection, StoreError> {
+    open_with(path, create, false)
+}
+
+/// Opens an existing file for reading, tolerating one cut short: SQLite refuses a file
+/// shorter than its header says unless the schema is writable, yet every page still there
+/// reads — so a truncated log can be read up to its last intact event. Nothing is written
+/// through this connection.
+fn open_damaged(path: &Path) -> Result<Connection, StoreError> {
+    open_with(path, false, true)
+}
+
+fn open_with(path: &Path, create: bool, tolerant: bool) -> Result<Connection, StoreError> {
     let deadline = std::time::Instant::now() + LOCK_WAIT;
     loop {
         let attempt = (|| {
@@ -109,6 +123,10 @@ fn open_connection(path: &Path, create: bool) -> Result<Connection, StoreError> 
             conn.busy_timeout(std::time::Duration::from_secs(10))?;
             if create {
                 conn.pragma_update(None, "journal_mode", "WAL")?;
+            }
+            if tolerant {
+                // Before anything reads the schema: a failed schema load stays failed.
+                conn.pragma_update(None, "writable_schema", "ON")?;
             }
             conn.pragma_update(None, "synchronous", "FULL")?;
             if create {
@@ -157,6 +175,7 @@ impl SqliteStore {
             thread: Mutex::new(Some(thread)),
             reader: Mutex::new(reader),
             tables: true,
+            damage: None,
         })
     }
 
@@ -183,7 +202,13 @@ impl SqliteStore {
                 })
             }
         }
-        let reader = open_connection(&path, false)?;
+        let (reader, damage) = match open_connection(&path, false) {
+            Err(StoreError::Corrupt { path, detail }) => match open_damaged(Path::new(&path)) {
+                Ok(reader) => (reader, Some(detail)),
+                Err(_) => return Err(StoreError::Corrupt { path, detail }),
+            },
+            other => (other?, None),
+        };
         let tables: i64 = reader
             .query_row(
                 "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('runs', 'events')",
@@ -197,6 +222,7 @@ impl SqliteStore {
             thread: Mutex::new(None),
             reader: Mutex::new(reader),
             tables: tables == 2,
+            damage,
         })
     }
 
@@ -507,7 +533,16 @@ impl EventStore for SqliteStore {
         // the last of them.
         let (head_seq, head_problem) = match load_head(&conn, run_id) {
             Ok(Some(head)) => (head.seq, None),
-            Ok(None) => return Err(StoreError::UnknownRun(run_id.to_string())),
+            // In a file cut short, a run missing from the run table may still have events.
+            Ok(None) => match &self.damage {
+                None => return Err(StoreError::UnknownRun(run_id.to_string())),
+                Some(damage) => (
+                    0,
+                    Some(format!(
+                        "the state is damaged ({damage}) and holds no entry for this run"
+                    )),
+                ),
+            },
             Err(e) => (0, Some(format!("the run table is unreadable: {e}"))),
         };
         let mut statement = conn
@@ -539,7 +574,14 @@ impl EventStore for SqliteStore {
             .reader
             .lock()
             .map_err(|e| StoreError::Write(e.to_string()))?;
-        let unreadable = |e: rusqlite::Error| open_failure(&self.path, &e);
+        // The file exists and opened: a list that does not read is a damaged state.
+        let unreadable = |e: rusqlite::Error| match open_failure(&self.path, &e) {
+            StoreError::Open { .. } if !is_busy(&e) => StoreError::Corrupt {
+                path: self.path.display().to_string(),
+                detail: e.to_string(),
+            },
+            other => other,
+        };
         let mut statement = conn
             .prepare("SELECT run_id, question, root, started_ms, last_seq FROM runs ORDER BY started_ms DESC, run_id DESC")
             .map_err(unreadable)?;

@@ -189,3 +189,38 @@ pub(crate) fn assert_cites(report: &Report, root: &Path, path: &str, line: u32, 
     );
     assert_citations_hold(report, root);
 }
+
+/// Kills `child` (SIGKILL) once the first run logged in `state` satisfies `ready` — polled
+/// every 50 ms for at most a minute — and returns that run's id.
+pub(crate) fn kill_when(
+    mut child: std::process::Child,
+    state: &Path,
+    ready: impl Fn(&[baton::checkpoint::LoggedEvent]) -> bool,
+) -> String {
+    use baton::checkpoint::{EventStore, SqliteStore};
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let run_id = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never got there in time"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let Ok(store) = SqliteStore::open_existing(state) else {
+            continue;
+        };
+        let Some(run) = store.runs().ok().and_then(|r| r.into_iter().next()) else {
+            continue;
+        };
+        if store.events(&run.run_id).is_ok_and(|events| ready(&events)) {
+            break run.run_id;
+        }
+    };
+    child.kill().expect("kill");
+    let _ = child.wait();
+    run_id
+}
+
+/// How many events of `kind` a log holds.
+pub(crate) fn count_kind(events: &[baton::checkpoint::LoggedEvent], kind: &str) -> usize {
+    events.iter().filter(|e| e.event.kind() == kind).count()
+}
