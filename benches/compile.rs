@@ -46,6 +46,7 @@ fn events() -> Vec<LoggedEvent> {
                 })
                 .collect(),
             reason: "bench".into(),
+            left_out: Vec::new(),
         },
     ];
     let mut call = 0;

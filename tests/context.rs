@@ -51,6 +51,7 @@ fn checkpoint(evidence_items: usize) -> Checkpoint {
                 role: "explorer".into(),
             }],
             reason: "test".into(),
+            left_out: Vec::new(),
         },
         RunEvent::ToolCalled {
             subagent: "sa1".into(),
@@ -349,6 +350,7 @@ async fn killed_run(store: &MemoryStore, run_id: &str, root: &std::path::Path, q
                 role: "explorer".into(),
             }],
             reason: "test".into(),
+            left_out: Vec::new(),
         },
         RunEvent::ToolCalled {
             subagent: "sa1".into(),

@@ -581,6 +581,15 @@ async fn a_truncated_or_malformed_database_exits_1_naming_the_run() {
             .and_then(|n| n.parse().ok())
             .unwrap();
         furthest = furthest.max(seq);
+        // `resume` says the same, and writes nothing.
+        let resumed = baton()
+            .args(["resume", &run_id, "--no-progress", "--state"])
+            .arg(state.path())
+            .output()
+            .unwrap();
+        assert_eq!(resumed.status.code(), Some(1), "cut at {cut}: {resumed:?}");
+        assert_eq!(one_line(&resumed), stderr, "cut at {cut}");
+        assert_eq!(std::fs::read(&db).unwrap(), pristine[..cut], "cut at {cut}");
     }
     assert!(failures > 0, "some cut must fail");
     assert!(
@@ -728,4 +737,41 @@ fn the_file_cache_is_bounded() {
             assert!(cache.cached_bytes() <= FILE_CACHE_BYTES);
         }
     }
+}
+
+/// An ignore file that is not a regular file — a FIFO would block the walk, a device would
+/// never end — is never read: below the root its directory is left out and named in the report
+/// (so nothing is called absent from "the whole tree"); at the root the tree cannot be planned.
+/// Either way the run ends at once.
+#[cfg(unix)]
+#[test]
+fn an_ignore_file_that_is_not_a_regular_file_is_never_read() {
+    let tree = rust_tree();
+    let state = tempfile::tempdir().unwrap();
+    let explore = || {
+        let mut command = baton();
+        command
+            .args(["explore", &tree.path().display().to_string(), QUESTION])
+            .args(["--no-progress", "--json", "--state"])
+            .arg(state.path());
+        output_within(command, Duration::from_secs(30))
+    };
+    assert!(Command::new("mkfifo")
+        .arg(tree.path().join("src/net/.gitignore"))
+        .status()
+        .unwrap()
+        .success());
+    let out = explore();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = report["handoff"].to_string();
+    assert!(text.contains("`src/net` was not explored"), "{text}");
+    assert!(!text.contains("whole tree"), "{text}");
+    std::fs::remove_file(tree.path().join("src/net/.gitignore")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", tree.path().join(".gitignore")).unwrap();
+    let out = explore();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["handoff"]
+        .to_string()
+        .contains("The tree could not be planned"));
 }

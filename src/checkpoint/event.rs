@@ -90,6 +90,9 @@ pub enum RunEvent {
         subagents: Vec<PlannedSubagent>,
         /// Why.
         reason: String,
+        /// Directories the plan could not cover (an ignore file there could not be read).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        left_out: Vec<String>,
     },
     /// A subagent was spawned (again, after a resume).
     SubagentSpawned {

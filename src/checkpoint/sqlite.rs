@@ -270,13 +270,13 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 }
 
 /// Runs `work` in an immediate transaction — the write lock taken up front, so a reader's
-/// snapshot can never turn into a BUSY at the first write — retrying on BUSY for at most
-/// [`LOCK_WAIT`]. Anything else fails at once.
+/// snapshot can never turn into a BUSY at the first write — retrying on BUSY until
+/// `deadline`. Anything else fails at once.
 pub(super) fn write_locked<T>(
     conn: &mut Connection,
+    deadline: std::time::Instant,
     mut work: impl FnMut(&rusqlite::Transaction<'_>) -> Result<T, WriteFailure>,
 ) -> Result<T, WriteFailure> {
-    let deadline = std::time::Instant::now() + LOCK_WAIT;
     let mut pause = std::time::Duration::from_millis(5);
     loop {
         let attempt = (|| {
@@ -364,38 +364,39 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Append>, path: PathBuf) 
         if batch.is_empty() {
             continue;
         }
+        // One transaction for the batch. An append refused for its own run (another process
+        // moved the run on, a run never started) fails that run's appends — this one and every
+        // later one — and no other; a failure of SQLite itself (disk full, I/O, the lock held
+        // past the wait) fails the whole batch.
         let mut staged = heads.clone();
-        match write_locked(&mut conn, |tx| {
+        let deadline = std::time::Instant::now() + LOCK_WAIT;
+        let written = write_locked(&mut conn, deadline, |tx| {
             staged = heads.clone();
-            batch
-                .iter()
-                .map(|append| write_append(tx, &mut staged, append))
-                .collect::<Result<Vec<_>, _>>()
-        }) {
-            Ok(results) => {
-                heads = staged;
-                for (append, logged) in batch.into_iter().zip(results) {
-                    let _ = append.ack.send(Ok(logged));
+            let mut refused: HashMap<String, StoreError> = HashMap::new();
+            let mut results = Vec::with_capacity(batch.len());
+            for append in &batch {
+                if let Some(why) = refused.get(&append.run_id) {
+                    results.push(Err(why.clone()));
+                    continue;
+                }
+                match write_append(tx, &mut staged, append) {
+                    Ok(logged) => results.push(Ok(logged)),
+                    Err(WriteFailure::Refused(why)) => {
+                        let why = StoreError::Write(why);
+                        refused.insert(append.run_id.clone(), why.clone());
+                        results.push(Err(why));
+                    }
+                    Err(e) => return Err(e),
                 }
             }
-            Err(_) if batch.len() > 1 => {
-                for append in batch {
-                    let mut staged = heads.clone();
-                    let result = write_locked(&mut conn, |tx| {
-                        staged = heads.clone();
-                        write_append(tx, &mut staged, &append)
-                    });
-                    match result {
-                        Ok(logged) => {
-                            heads = staged;
-                            let _ = append.ack.send(Ok(logged));
-                        }
-                        Err(e) => {
-                            let e = e.into_store_error(&path);
-                            failed.insert(append.run_id.clone(), e.clone());
-                            let _ = append.ack.send(Err(e));
-                        }
-                    }
+            Ok((results, refused))
+        });
+        match written {
+            Ok((results, refused)) => {
+                heads = staged;
+                failed.extend(refused);
+                for (append, result) in batch.into_iter().zip(results) {
+                    let _ = append.ack.send(result);
                 }
             }
             Err(e) => {
@@ -419,15 +420,9 @@ fn write_append(
 ) -> Result<Vec<LoggedEvent>, WriteFailure> {
     let run_id = append.run_id.as_str();
     let stored = load_head(tx, run_id).map_err(WriteFailure::Sqlite)?;
+    // Every refusal comes before the first write, so a refused append leaves nothing behind.
     let mut head = match (stored, heads.get(run_id), append.events.first()) {
-        (None, _, Some((at, RunEvent::RunStarted { question, root, .. }))) => {
-            tx.execute(
-                "INSERT INTO runs (run_id, started_ms, question, root, last_seq, last_digest) VALUES (?1, ?2, ?3, ?4, 0, '')",
-                params![run_id, *at as i64, question, root],
-            )
-            .map_err(WriteFailure::Sqlite)?;
-            Head::default()
-        }
+        (None, _, Some((_, RunEvent::RunStarted { .. }))) => Head::default(),
         (None, _, _) => {
             return Err(WriteFailure::Refused(format!(
                 "run {run_id} must start with run_started"
@@ -458,6 +453,13 @@ fn write_append(
     };
     let sealed = seal(run_id, &mut head, append.events.clone())
         .map_err(|e| WriteFailure::Refused(e.to_string()))?;
+    if let Some((at, RunEvent::RunStarted { question, root, .. })) = append.events.first() {
+        tx.execute(
+            "INSERT INTO runs (run_id, started_ms, question, root, last_seq, last_digest) VALUES (?1, ?2, ?3, ?4, 0, '')",
+            params![run_id, *at as i64, question, root],
+        )
+        .map_err(WriteFailure::Sqlite)?;
+    }
     {
         let mut insert = tx
             .prepare_cached(
@@ -606,7 +608,8 @@ impl EventStore for SqliteStore {
             .reader
             .lock()
             .map_err(|e| StoreError::Write(e.to_string()))?;
-        write_locked(&mut conn, |tx| {
+        let deadline = std::time::Instant::now() + LOCK_WAIT;
+        write_locked(&mut conn, deadline, |tx| {
             tx.execute(
                 "INSERT OR REPLACE INTO checkpoints (run_id, last_seq, first_seq, schema_version, body) VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![

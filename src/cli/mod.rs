@@ -284,8 +284,12 @@ fn coordinator(model: &ModelArgs, store: std::sync::Arc<SqliteStore>) -> Coordin
 }
 
 async fn resume(args: ResumeArgs) -> i32 {
-    // A mistyped state is not created: the run must already be in it.
-    let store = match args.state.open_existing().and_then(|_| args.state.open()) {
+    // A mistyped state is not created: the run must already be in it, its log intact (a
+    // damaged one is named with its last intact event) — read before anything is written.
+    if let Err(code) = runs::run_events(&args.state, &args.run) {
+        return code;
+    }
+    let store = match args.state.open() {
         Ok(s) => s,
         Err(e) => return store_error(&e),
     };

@@ -72,8 +72,8 @@ pub(crate) fn spawn(
                     bar.enable_steady_tick(Duration::from_millis(120));
                     let line = Line {
                         bar,
-                        role,
-                        scope,
+                        role: super::terminal_safe(&role).into_owned(),
+                        scope: super::terminal_safe(&scope).into_owned(),
                         tool_calls: 0,
                         tokens: 0,
                         state: SubagentState::Running,

@@ -54,7 +54,7 @@ fn write_out(text: &str, json: bool) -> i32 {
 /// Opens the state (creating nothing) and reads a run's events (chain checked); on failure,
 /// the exit code after a one-line error. A database too damaged to open is reported for the
 /// run asked about.
-fn run_events(
+pub(crate) fn run_events(
     state: &StateArg,
     run: &str,
 ) -> Result<

@@ -45,8 +45,10 @@ impl Actor for LeadActor {
                 state.planning_error = Some(error);
                 state.finish_if_done(&myself);
             }
-            LeadMsg::Planned(Ok(shards)) => {
-                let plan: Vec<(String, Shard)> = shards
+            LeadMsg::Planned(Ok(planned)) => {
+                state.left_out = planned.left_out;
+                let plan: Vec<(String, Shard)> = planned
+                    .shards
                     .into_iter()
                     .enumerate()
                     .map(|(i, shard)| (format!("sa{}", i + 1), shard))
@@ -58,6 +60,7 @@ impl Actor for LeadActor {
                 state.log(vec![journal::planned(
                     &listed,
                     "sharded the tree by directory, balanced by size",
+                    &state.left_out,
                 )]);
                 state.adopt_plan(plan, BTreeMap::new());
                 state.emit(Event::RunPlanned {

@@ -33,7 +33,11 @@ pub(super) fn started(config: &RunConfig) -> RunEvent {
     }
 }
 
-pub(super) fn planned(plan: &[(String, Vec<String>, String)], reason: &str) -> RunEvent {
+pub(super) fn planned(
+    plan: &[(String, Vec<String>, String)],
+    reason: &str,
+    left_out: &[String],
+) -> RunEvent {
     RunEvent::PlanRevised {
         subagents: plan
             .iter()
@@ -44,6 +48,7 @@ pub(super) fn planned(plan: &[(String, Vec<String>, String)], reason: &str) -> R
             })
             .collect(),
         reason: reason.into(),
+        left_out: left_out.to_vec(),
     }
 }
 

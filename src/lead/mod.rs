@@ -43,7 +43,6 @@ use crate::subagent::SubagentReport;
 use crate::tools::{ToolRegistry, Workspace};
 pub(crate) use actor::LeadActor;
 pub(crate) use handle::LeadHandle;
-use plan::Shard;
 pub(crate) use resume::{restore, Resumption};
 use state::LeadState;
 
@@ -84,7 +83,7 @@ pub(crate) enum LeadMsg {
     /// An append to the run's log (or a checkpoint) failed: the run stops.
     LogFailed(StoreError),
     /// Planning finished.
-    Planned(Result<Vec<Shard>, String>),
+    Planned(Result<report::Planned, String>),
     /// A subagent reported.
     Subagent { id: String, report: SubagentReport },
     /// A handoff was checked against the contract (off the actor).

@@ -23,7 +23,7 @@ impl LeadState {
                 })
             })
             .collect();
-        let unexplored: Vec<merge::Unexplored> = self
+        let mut unexplored: Vec<merge::Unexplored> = self
             .records
             .iter()
             .filter(|r| !r.summary.state.accepted())
@@ -38,6 +38,16 @@ impl LeadState {
                 unverified: r.unverified.as_ref(),
             })
             .collect();
+        // Directories planning could not walk: no subagent had them, so nothing is absent
+        // from "the whole tree".
+        unexplored.extend(self.left_out.iter().map(|dir| merge::Unexplored {
+            id: "none".into(),
+            role: "explorer".into(),
+            scope: dir.clone(),
+            why: "its ignore file is not a regular file (or is over 1 MiB), so it was not walked"
+                .into(),
+            unverified: None,
+        }));
         let mut handoff = merge::merge(&accepted, &unexplored);
         if let Some(error) = &self.planning_error {
             handoff.open_items.push(OpenItem {
@@ -106,14 +116,23 @@ pub(super) fn evidence_digests(handoff: &Handoff, files: &dyn Files) -> BTreeMap
     out
 }
 
+/// A run's plan: its shards, and the directories the walk had to leave out.
+pub(crate) struct Planned {
+    pub(crate) shards: Vec<Shard>,
+    pub(crate) left_out: Vec<String>,
+}
+
 /// The run's planning, off the actor: every non-ignored file with its size, then shards.
 pub(super) fn plan_run(
     workspace: &Workspace,
     agents: usize,
     max_subagents: usize,
     shards: Option<usize>,
-) -> Result<Vec<Shard>, String> {
-    let files = crate::tools::walk_files(workspace, &[".".to_string()]).map_err(|e| e.message)?;
+) -> Result<Planned, String> {
+    let walked =
+        crate::tools::walk_files(workspace, &[".".to_string()]).map_err(|e| e.message)?;
+    let left_out = walked.dirs_left_out;
+    let files = walked.files;
     let sized: Vec<(String, u64)> = files
         .into_iter()
         .map(|(path, rel)| {
@@ -122,12 +141,18 @@ pub(super) fn plan_run(
         })
         .collect();
     if sized.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Planned {
+            shards: Vec::new(),
+            left_out,
+        });
     }
     let total: u64 = sized.iter().map(|f| f.1).sum();
     let count = match shards {
         Some(n) => n.min(max_subagents).min(sized.len()).max(1),
         None => plan::shard_count(total, sized.len(), agents, max_subagents),
     };
-    Ok(plan::shard(&sized, count))
+    Ok(Planned {
+        shards: plan::shard(&sized, count),
+        left_out,
+    })
 }

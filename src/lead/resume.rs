@@ -68,6 +68,8 @@ pub(crate) struct Resumption {
     pub(crate) events: Vec<LoggedEvent>,
     /// Accepted conclusions whose cited text changed since (set by [`Resumption::recheck`]).
     pub(crate) stale: Vec<Stale>,
+    /// Directories the plan could not cover.
+    pub(crate) left_out: Vec<String>,
 }
 
 /// What a resume found stale in one accepted handoff.
@@ -135,6 +137,7 @@ impl Resumption {
 pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
     let mut settings = None;
     let mut plan = Vec::new();
+    let mut left_out = Vec::new();
     let mut subagents: BTreeMap<String, Restored> = BTreeMap::new();
     for logged in events {
         match &logged.event {
@@ -159,8 +162,11 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
                 })
             }
             RunEvent::PlanRevised {
-                subagents: planned, ..
+                subagents: planned,
+                left_out: dirs,
+                ..
             } => {
+                left_out = dirs.clone();
                 plan = planned
                     .iter()
                     .map(|p| {
@@ -252,6 +258,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
         cut_off,
         events: events.to_vec(),
         stale: Vec::new(),
+        left_out,
     })
 }
 
@@ -304,6 +311,7 @@ mod tests {
                     },
                 ],
                 reason: "test".into(),
+                left_out: vec![],
             },
             RunEvent::SubagentSpawned {
                 subagent: "sa1".into(),

@@ -82,6 +82,8 @@ pub(crate) struct LeadState {
     pub(super) second_wave_planned: bool,
     /// Set when a verifier was due but --max-subagents was reached.
     pub(super) verifier_skipped: bool,
+    /// Directories the plan could not cover (logged with the plan, restored on resume).
+    pub(super) left_out: Vec<String>,
 }
 
 impl LeadState {
@@ -131,6 +133,7 @@ impl LeadState {
             resumed_after: None,
             second_wave_planned: false,
             verifier_skipped: false,
+            left_out: Vec::new(),
         }
     }
 
@@ -517,6 +520,7 @@ impl LeadState {
         self.log(vec![journal::planned(
             &listed,
             "second wave: a verifier re-checks the conclusions of repaired handoffs",
+            &self.left_out,
         )]);
         self.adopt_plan(vec![(id, shard)], BTreeMap::new());
         true
@@ -608,6 +612,7 @@ impl LeadState {
             }));
             self.log(events);
             if !resumption.plan.is_empty() {
+                self.left_out = resumption.left_out;
                 self.adopt_plan(resumption.plan, resumption.subagents);
                 self.emit(Event::RunPlanned {
                     run_id: self.config.run_id.clone(),

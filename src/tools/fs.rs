@@ -1,7 +1,8 @@
 //! The four read-only workspace tools — list_dir, glob, grep, read_file — with output caps.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
@@ -62,13 +63,63 @@ fn scope_args(args: &Value) -> Result<Vec<String>, ToolError> {
     }
 }
 
-/// Every non-ignored regular file under the given scopes, sorted, as (absolute, relative).
-/// Respects .gitignore (inside or outside a git repository), skips hidden entries and names
-/// that are not UTF-8 (no citation could name them), and never follows a symbolic link.
-pub(crate) fn walk_files(
-    workspace: &Workspace,
-    scopes: &[String],
-) -> Result<Vec<(PathBuf, String)>, ToolError> {
+/// The ignore files the walker reads in a directory.
+const IGNORE_FILES: [&str; 3] = [".gitignore", ".ignore", ".git/info/exclude"];
+/// The largest ignore file read; a larger one is not read (nor its directory walked).
+const MAX_IGNORE_BYTES: u64 = 1024 * 1024;
+
+/// An ignore file in `dir` the walker must not read: not a regular file (a FIFO would block
+/// the walk, a device would never end) or over [`MAX_IGNORE_BYTES`].
+fn unreadable_ignore_file(dir: &Path) -> Option<PathBuf> {
+    IGNORE_FILES.iter().map(|name| dir.join(name)).find(|path| {
+        std::fs::metadata(path).is_ok_and(|m| !m.is_file() || m.len() > MAX_IGNORE_BYTES)
+    })
+}
+
+/// A walker from `start` that honours ignore files yet never reads one that is not a regular
+/// file of bounded size: one in `start` or above it is an error; one in a directory below
+/// leaves that directory out, recorded in `left_out`.
+fn walker(
+    start: &Path,
+    max_depth: Option<usize>,
+    left_out: Arc<Mutex<Vec<PathBuf>>>,
+) -> Result<ignore::Walk, ToolError> {
+    if let Some(bad) = start.ancestors().find_map(unreadable_ignore_file) {
+        return Err(ToolError::invalid(format!(
+            "{}: an ignore file that is not a regular file, or over {MAX_IGNORE_BYTES} bytes, is not read; the tree cannot be walked under it",
+            bad.display()
+        )));
+    }
+    Ok(ignore::WalkBuilder::new(start)
+        .require_git(false)
+        .follow_links(false)
+        .max_depth(max_depth)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(move |entry| {
+            let unwalkable = entry.file_type().is_some_and(|t| t.is_dir())
+                && unreadable_ignore_file(entry.path()).is_some();
+            if unwalkable {
+                if let Ok(mut list) = left_out.lock() {
+                    list.push(entry.path().to_path_buf());
+                }
+            }
+            !unwalkable
+        })
+        .build())
+}
+
+/// What a walk found: every non-ignored regular file, sorted, as (absolute, relative), and
+/// the directories it had to leave out (an ignore file there could not be read), relative.
+pub(crate) struct Walked {
+    pub(crate) files: Vec<(PathBuf, String)>,
+    pub(crate) dirs_left_out: Vec<String>,
+}
+
+/// Every non-ignored regular file under the given scopes. Respects .gitignore (inside or
+/// outside a git repository), skips hidden entries and names that are not UTF-8 (no citation
+/// could name them), and never follows a symbolic link.
+pub(crate) fn walk_files(workspace: &Workspace, scopes: &[String]) -> Result<Walked, ToolError> {
+    let left_out = Arc::new(Mutex::new(Vec::new()));
     let mut files = Vec::new();
     for scope in scopes {
         let start = workspace.resolve_argument(scope)?;
@@ -76,12 +127,7 @@ pub(crate) fn walk_files(
             files.push((start.clone(), workspace.relative(&start)));
             continue;
         }
-        let walker = ignore::WalkBuilder::new(&start)
-            .require_git(false)
-            .follow_links(false)
-            .sort_by_file_name(|a, b| a.cmp(b))
-            .build();
-        for entry in walker.flatten() {
+        for entry in walker(&start, None, Arc::clone(&left_out))?.flatten() {
             let is_file = entry.file_type().is_some_and(|t| t.is_file());
             // A name that is not UTF-8 cannot be written in a citation: it is left out.
             if is_file && workspace.citable(entry.path()) {
@@ -93,7 +139,14 @@ pub(crate) fn walk_files(
     }
     files.sort_by(|a, b| a.1.cmp(&b.1));
     files.dedup_by(|a, b| a.1 == b.1);
-    Ok(files)
+    let dirs_left_out = left_out
+        .lock()
+        .map(|list| list.iter().map(|p| workspace.relative(p)).collect())
+        .unwrap_or_default();
+    Ok(Walked {
+        files,
+        dirs_left_out,
+    })
 }
 
 pub(super) struct ListDir;
@@ -122,15 +175,9 @@ impl Tool for ListDir {
         if !dir.is_dir() {
             return Err(ToolError::invalid(format!("`{rel}` is not a directory")));
         }
-        let walker = ignore::WalkBuilder::new(&dir)
-            .require_git(false)
-            .follow_links(false)
-            .max_depth(Some(1))
-            .sort_by_file_name(|a, b| a.cmp(b))
-            .build();
         let mut lines = Vec::new();
         let mut total = 0usize;
-        for entry in walker
+        for entry in walker(&dir, Some(1), Arc::default())?
             .flatten()
             .filter(|e| e.depth() == 1 && ws.citable(e.path()))
         {
@@ -201,7 +248,9 @@ impl Tool for Glob {
         let scopes = scope_args(args)?;
         let mut found = Vec::new();
         let mut total = 0usize;
-        for (_, rel) in walk_files(ws, &scopes)? {
+        let walked = walk_files(ws, &scopes)?;
+        for (_, rel) in &walked.files {
+            let rel = rel.as_str();
             let name = rel.rsplit('/').next().unwrap_or(&rel);
             if matcher.is_match(&rel) || (!pattern.contains('/') && matcher.is_match(name)) {
                 total += 1;
@@ -226,7 +275,7 @@ impl Tool for Glob {
                 scope: scopes,
                 matches: total,
                 files_searched: 0,
-                files_skipped: 0,
+                files_skipped: walked.dirs_left_out.len(),
                 case_insensitive: false,
                 fixed_string: true,
             }],
@@ -297,12 +346,14 @@ impl Tool for Grep {
                 ToolError::invalid(format!("bad regex {label}: {first}"))
             })?;
         let scopes = scope_args(args)?;
-        let files = walk_files(ws, &scopes)?;
+        let walked = walk_files(ws, &scopes)?;
+        let files = walked.files;
         let mut lines = Vec::new();
         let mut observations = Vec::new();
         let mut total = 0usize;
         let mut files_searched = 0usize;
-        let mut files_skipped = 0usize;
+        // A directory left out counts as at least one file not searched.
+        let mut files_skipped = walked.dirs_left_out.len();
         let mut files_matched = 0usize;
         for (path, rel) in &files {
             let Ok(text) = super::read_text_file(path, rel) else {
@@ -468,7 +519,7 @@ fn skipped_note(skipped: usize) -> String {
     if skipped == 0 {
         String::new()
     } else {
-        format!("; {skipped} files could not be searched (binary, over 4 MiB or unreadable)")
+        format!("; {skipped} files could not be searched (binary, over 4 MiB, unreadable, or in a directory whose ignore file could not be read)")
     }
 }
 
