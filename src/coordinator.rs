@@ -328,11 +328,12 @@ impl Coordinator {
                 path: settings.root.clone(),
                 reason: e.to_string(),
             })?;
-        // What was accepted is rechecked against the files as they are now, off the runtime.
-        let files = crate::handoff::WorkspaceFiles::new(workspace.clone());
+        // What was accepted is rechecked against the tree as it is now, and the log projected,
+        // off the runtime.
+        let (tree, id) = (workspace.clone(), run_id.to_string());
         let resumption = tokio::task::spawn_blocking(move || {
             let mut resumption = resumption;
-            resumption.recheck(&files);
+            resumption.prepare(&tree, &id);
             resumption
         })
         .await

@@ -208,6 +208,9 @@ impl EventStore for FailingStore {
     fn latest_checkpoint(&self, run_id: &str) -> Result<Option<Checkpoint>, StoreError> {
         self.inner.latest_checkpoint(run_id)
     }
+    fn location(&self) -> String {
+        "/state/baton.db".into()
+    }
 }
 
 /// Whichever append fails — the first, the last or any between — and whether it fails or its
@@ -231,9 +234,7 @@ async fn a_store_failing_on_the_nth_append_never_reports_as_logged() {
             let result = Coordinator::new().store(store).run(task()).await;
             match result {
                 Err(RunError::Store(StoreError::Write(why))) => {
-                    if !vanish {
-                        assert!(why.contains("/state/baton.db"), "{why}");
-                    }
+                    assert!(why.contains("/state/baton.db"), "{why}");
                 }
                 other => panic!("append {nth} of {total} failed (vanish: {vanish}): {other:?}"),
             }
@@ -774,4 +775,72 @@ fn an_ignore_file_that_is_not_a_regular_file_is_never_read() {
     assert!(report["handoff"]
         .to_string()
         .contains("The tree could not be planned"));
+}
+
+/// Resume after a word a search did not find appears in the tree: the search no longer stands
+/// as negative evidence — the report stops citing it and says it is stale, and the log says so.
+#[tokio::test]
+async fn resume_after_a_searched_word_appears_drops_its_negative_evidence() {
+    let tree = rust_tree();
+    let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
+    let coordinator = Coordinator::new().store(Arc::clone(&store));
+    let first = coordinator
+        .run(Task::new(QUESTION, tree.path()))
+        .await
+        .unwrap();
+    let cites = |report: &baton::Report, call: &str| {
+        report.handoff.settled_conclusions.iter().any(|c| {
+            c.sources
+                .iter()
+                .any(|s| s.to_string() == format!("call:{call}"))
+        })
+    };
+    // An empty search of a plain word that the report cites as negative evidence.
+    let events = store.events(&first.run_id).unwrap();
+    let (call, word, scope) = events
+        .iter()
+        .flat_map(|e| match &e.event {
+            RunEvent::ToolReturned { observations, .. } => observations.clone(),
+            _ => Vec::new(),
+        })
+        .find_map(|o| match o {
+            baton::Observation::Searched {
+                call_id,
+                pattern,
+                scope,
+                matches: 0,
+                ..
+            } if pattern.chars().all(|c| c.is_ascii_alphanumeric()) && cites(&first, &call_id) => {
+                Some((call_id, pattern, scope))
+            }
+            _ => None,
+        })
+        .expect("the report cites an empty search of a plain word");
+    // The word, added where the search looked (a file of its scope, or a new file in it).
+    let place = tree.path().join(&scope[0]);
+    if place.is_file() {
+        let text = std::fs::read_to_string(&place).unwrap();
+        std::fs::write(&place, format!("{text}// {word}\n")).unwrap();
+    } else {
+        std::fs::write(place.join("added.rs"), format!("// {word}\n")).unwrap();
+    }
+    let resumed = coordinator
+        .resume(&first.run_id, None)
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    assert!(!cites(&resumed, &call), "{:#?}", resumed.handoff);
+    assert!(
+        resumed.handoff.open_items.iter().any(|o| o
+            .item
+            .starts_with("Stale since the resume: no line matched")
+            && o.item.contains(&call)),
+        "{:#?}",
+        resumed.handoff.open_items
+    );
+    let events = store.events(&first.run_id).unwrap();
+    assert!(events.iter().any(|e| matches!(&e.event,
+        RunEvent::EvidenceStale { sources, .. } if sources.contains(&format!("call:{call}")))));
 }

@@ -44,7 +44,7 @@ fn excerpt(text: &str) -> String {
 
 /// A checkpoint kept up to date one event at a time: each event is applied once, so a lead
 /// that logs N events pays for N applications, not for re-projecting the run at every step.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Projector {
     cp: Checkpoint,
     /// Call id -> its latest effect entry.
@@ -365,6 +365,10 @@ impl Projector {
                 {
                     entry.stale = Some(at);
                 }
+                // A search that finds something now is no longer negative evidence.
+                cp.negative_evidence.retain(|n| {
+                    !(&n.subagent == subagent && sources.contains(&format!("call:{}", n.call_id)))
+                });
             }
             RunEvent::RunFinished { cancelled } => cp.finished = Some(*cancelled),
         }

@@ -626,6 +626,10 @@ impl EventStore for SqliteStore {
         .map_err(|e| e.into_store_error(&self.path))
     }
 
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+
     /// A lock on `locks/<digest of the run id>.lock` beside the database, held while the claim
     /// lives; the system releases it when the process dies, so a killed run can be resumed at
     /// once.

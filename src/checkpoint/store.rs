@@ -90,6 +90,10 @@ pub trait EventStore: Send + Sync {
     fn put_checkpoint(&self, checkpoint: &Checkpoint) -> Result<(), StoreError>;
     /// The latest valid checkpoint of a run; an invalid one is skipped for the one before.
     fn latest_checkpoint(&self, run_id: &str) -> Result<Option<Checkpoint>, StoreError>;
+    /// Where the store keeps its data, for messages (a path for a store on disk).
+    fn location(&self) -> String {
+        "the event store".to_string()
+    }
     /// Claims a run for this process while the claim lives, so no other process resumes it
     /// meanwhile ([`StoreError::InUse`] if one holds it). A store only one process can open
     /// need not claim: the default claims nothing.

@@ -173,9 +173,10 @@ pub(super) fn watch_acks(
                 Logged::Ack(ack) => match ack.await {
                     Ok(Ok(_)) => continue,
                     Ok(Err(e)) => e,
-                    Err(_) => {
-                        StoreError::Write("the event writer stopped before acknowledging".into())
-                    }
+                    Err(_) => StoreError::Write(format!(
+                        "{}: the event writer stopped before acknowledging",
+                        store.location()
+                    )),
                 },
                 Logged::Checkpoint(_) if first.is_some() => continue,
                 // A projection that fails its check is not stored: the previous one stays.

@@ -2,8 +2,11 @@
 //! concurrency, supervises them, merges what they hand off, and replies with the report.
 //!
 //! # Guarantees
-//! - The lead never blocks on a subagent or on the disk: planning runs on a blocking thread and
-//!   comes back as `Planned`; subagents report by message. Status and cancel stay responsive.
+//! - The lead never blocks on a subagent: planning runs on a blocking thread and comes back as
+//!   `Planned`; subagents report by message; a resume's log is projected and its evidence
+//!   rechecked before the lead starts. Status and cancel stay responsive. It waits for the disk
+//!   only when 8,192 appends are already queued for the writer (backpressure: it cannot get
+//!   further ahead of what is durable).
 //! - At most `agents` subagents run at once and at most `max_subagents` exist per run.
 //! - A subagent that panics, errors or stops without a handoff is recorded as failed; the run
 //!   still reports what the others handed off.

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use super::{merge, plan, plan::Shard, LeadState};
 use crate::handoff::{Files, Handoff, OpenItem};
 use crate::report::{HandoffCounts, Report, RunUsage, SubagentState};
+use crate::source::SourceId;
 use crate::tools::Workspace;
 
 impl LeadState {
@@ -40,13 +41,16 @@ impl LeadState {
             .collect();
         // Directories planning could not walk: no subagent had them, so nothing is absent
         // from "the whole tree".
-        unexplored.extend(self.left_out.iter().map(|dir| merge::Unexplored {
-            id: "none".into(),
-            role: "explorer".into(),
-            scope: dir.clone(),
-            why: "its ignore file is not a regular file (or is over 1 MiB), so it was not walked"
-                .into(),
-            unverified: None,
+        unexplored.extend(self.left_out.iter().map(|dir| {
+            merge::Unexplored {
+                id: "none".into(),
+                role: "explorer".into(),
+                scope: dir.clone(),
+                why:
+                    "its ignore file is not a regular file (or is over 1 MiB), so it was not walked"
+                        .into(),
+                unverified: None,
+            }
         }));
         let mut handoff = merge::merge(&accepted, &unexplored);
         if let Some(error) = &self.planning_error {
@@ -104,13 +108,21 @@ pub(super) fn evidence_digests(handoff: &Handoff, files: &dyn Files) -> BTreeMap
         .iter()
         .flat_map(|c| c.sources.iter())
     {
-        if let Some((path, a, b)) = source.file_lines() {
-            if let Ok(text) = files.text(path) {
-                out.insert(
-                    source.to_string(),
-                    crate::checkpoint::sha256_hex(text.lines(a, b).as_bytes()),
-                );
-            }
+        // A range's lines, or a whole file's.
+        let (path, lines) = match source {
+            SourceId::File {
+                path,
+                lines: Some((a, b)),
+            } => (path, Some((*a, *b))),
+            SourceId::File { path, lines: None } => (path, None),
+            _ => continue,
+        };
+        if let Ok(text) = files.text(path) {
+            let (a, b) = lines.unwrap_or((1, text.line_count() as u32));
+            out.insert(
+                source.to_string(),
+                crate::checkpoint::sha256_hex(text.lines(a, b).as_bytes()),
+            );
         }
     }
     out
@@ -129,8 +141,7 @@ pub(super) fn plan_run(
     max_subagents: usize,
     shards: Option<usize>,
 ) -> Result<Planned, String> {
-    let walked =
-        crate::tools::walk_files(workspace, &[".".to_string()]).map_err(|e| e.message)?;
+    let walked = crate::tools::walk_files(workspace, &[".".to_string()]).map_err(|e| e.message)?;
     let left_out = walked.dirs_left_out;
     let files = walked.files;
     let sized: Vec<(String, u64)> = files

@@ -5,10 +5,12 @@
 use std::collections::BTreeMap;
 
 use crate::checkpoint::{project, EffectState, LoggedEvent, RunEvent};
-use crate::handoff::{Files, Handoff, OpenItem, Violation};
+use crate::handoff::{Handoff, OpenItem, Violation, WorkspaceFiles};
 use crate::policy::{Budget, Spent};
 use crate::report::SubagentState;
 use crate::source::ObservationLog;
+use crate::source::{search_label, Observation};
+use crate::tools::{ToolCall, ToolRegistry, Workspace};
 
 use super::plan::Shard;
 
@@ -70,6 +72,9 @@ pub(crate) struct Resumption {
     pub(crate) stale: Vec<Stale>,
     /// Directories the plan could not cover.
     pub(crate) left_out: Vec<String>,
+    /// The run's checkpoint so far, every logged event applied (set by
+    /// [`Resumption::prepare`]).
+    pub(crate) projector: Option<crate::checkpoint::Projector>,
 }
 
 /// What a resume found stale in one accepted handoff.
@@ -83,28 +88,48 @@ pub(crate) struct Stale {
 }
 
 impl Resumption {
-    /// Rechecks every accepted handoff's evidence against the files as they are now (blocking:
-    /// it reads them). A conclusion citing text whose digest changed — or that no longer reads —
-    /// leaves the settled conclusions for the open items, marked stale; [`Resumption::stale`]
-    /// says which, for the log.
-    pub(crate) fn recheck(&mut self, files: &dyn Files) {
+    /// The heavy work of a resume, done before the lead starts (blocking: call it off the
+    /// runtime): the evidence rechecked ([`Resumption::recheck`]), the log applied to the
+    /// projector the lead continues (then let go), the tokenizer's vocabulary loaded.
+    pub(crate) fn prepare(&mut self, workspace: &Workspace, run_id: &str) {
+        self.recheck(workspace);
+        let mut projector = crate::checkpoint::Projector::new(run_id);
+        for logged in std::mem::take(&mut self.events) {
+            projector.apply(&logged);
+        }
+        self.projector = Some(projector);
+        let _ = crate::context::Tokenizer::count(&crate::context::Bpe, "warm");
+    }
+
+    /// Rechecks every accepted handoff's evidence against the tree as it is now (blocking: it
+    /// reads files and runs searches). A conclusion citing text whose digest changed — or that
+    /// no longer reads — leaves the settled conclusions for the open items, marked stale; a
+    /// search that found nothing and now finds something no longer stands as negative
+    /// evidence. [`Resumption::stale`] says which, for the log.
+    pub(crate) fn recheck(&mut self, workspace: &Workspace) {
+        let files = WorkspaceFiles::new(workspace.clone());
+        let tools = ToolRegistry::workspace();
         for (id, restored) in &mut self.subagents {
             let Some(handoff) = restored.handoff.as_mut() else {
                 continue;
             };
-            if restored.evidence_digests.is_empty() {
-                continue;
-            }
-            let now = super::report::evidence_digests(handoff, files);
-            let changed: Vec<String> = restored
+            let now = super::report::evidence_digests(handoff, &files);
+            let mut changed: Vec<String> = restored
                 .evidence_digests
                 .iter()
                 .filter(|(source, digest)| now.get(*source) != Some(*digest))
                 .map(|(source, _)| source.clone())
                 .collect();
-            if changed.is_empty() {
+            let found_now = searches_that_find_now(&restored.observations, &tools, workspace);
+            if changed.is_empty() && found_now.is_empty() {
                 continue;
             }
+            restored.observations.retain(|o| {
+                !found_now.iter().any(|(call, _)| {
+                    call == o.call_id() && matches!(o, Observation::Searched { .. })
+                })
+            });
+            changed.extend(found_now.iter().map(|(call, _)| format!("call:{call}")));
             let (stale, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut handoff.settled_conclusions)
                 .into_iter()
                 .partition(|c| c.sources.iter().any(|s| changed.contains(&s.to_string())));
@@ -124,13 +149,69 @@ impl Resumption {
                     ),
                 });
             }
+            let mut claims: Vec<String> = stale.into_iter().map(|c| c.claim).collect();
+            for (call, label) in &found_now {
+                let claim = format!("no line matched {label} (search call:{call})");
+                handoff.open_items.push(OpenItem {
+                    item: format!("Stale since the resume: {claim}"),
+                    stuck_on: "the search finds matches now: the files changed after it ran".into(),
+                });
+                claims.push(claim);
+            }
             self.stale.push(Stale {
                 subagent: id.clone(),
                 sources: changed,
-                claims: stale.into_iter().map(|c| c.claim).collect(),
+                claims,
             });
         }
     }
+}
+
+/// The searches of `observations` that found nothing and find something now, as (call id,
+/// label): each is run again, the same pattern, flags and scope.
+fn searches_that_find_now(
+    observations: &ObservationLog,
+    tools: &ToolRegistry,
+    workspace: &Workspace,
+) -> Vec<(String, String)> {
+    observations
+        .entries()
+        .iter()
+        .filter_map(|o| match o {
+            Observation::Searched {
+                call_id,
+                pattern,
+                scope,
+                matches: 0,
+                case_insensitive,
+                fixed_string,
+                ..
+            } if !pattern.starts_with("glob:") => {
+                let again = tools.execute(
+                    workspace,
+                    &ToolCall {
+                        id: call_id.clone(),
+                        name: "grep".into(),
+                        arguments: serde_json::json!({
+                            "pattern": pattern, "paths": scope, "output": "count",
+                            "case_insensitive": case_insensitive, "fixed_string": fixed_string,
+                        }),
+                    },
+                );
+                let finds = again
+                    .observations
+                    .iter()
+                    .any(|o| matches!(o, Observation::Searched { matches, .. } if *matches > 0));
+                finds.then(|| {
+                    (
+                        call_id.clone(),
+                        search_label(pattern, *case_insensitive, *fixed_string),
+                    )
+                })
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// Reads a run's events back into what a resume needs.
@@ -259,6 +340,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
         events: events.to_vec(),
         stale: Vec::new(),
         left_out,
+        projector: None,
     })
 }
 

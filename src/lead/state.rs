@@ -91,16 +91,13 @@ impl LeadState {
     /// let go), and the watcher of its appends.
     pub(super) fn new(args: LeadArgs, myself: &ActorRef<LeadMsg>) -> LeadState {
         let files = Arc::new(WorkspaceFiles::new(args.config.workspace.clone()));
-        // The log read on resume is applied once, then let go.
+        // A resumed run's projector was built off the runtime (`Resumption::prepare`).
         let mut args = args;
-        let mut projector = Projector::new(&args.config.run_id);
-        for logged in args
+        let projector = args
             .resume
-            .iter_mut()
-            .flat_map(|r| std::mem::take(&mut r.events))
-        {
-            projector.apply(&logged);
-        }
+            .as_mut()
+            .and_then(|r| r.projector.take())
+            .unwrap_or_else(|| Projector::new(&args.config.run_id));
         let (acks, acked) = match &args.config.log {
             Some(log) => {
                 let (acks, acked) = journal::watch_acks(myself.clone(), Arc::clone(log.store()));
@@ -160,15 +157,27 @@ impl LeadState {
                 self.since_resume.push(logged);
             }
         }
-        if let (Some(log), Some(acks)) = (&self.config.log, &self.acks) {
-            // The watcher outlives every send but the last, which drops it; a send that fails
-            // leaves the append unchecked, so it is reported like a failed one.
-            let sent = acks.send(journal::Logged::Ack(log.append(events)));
-            if sent.is_err() && self.log_failed.is_none() {
-                self.log_failed = Some(StoreError::Write(
-                    "the acknowledgement watcher stopped".into(),
-                ));
-            }
+        if let Some(log) = &self.config.log {
+            let ack = log.append(events);
+            self.watch(journal::Logged::Ack(ack));
+        }
+    }
+
+    /// Hands an acknowledgement or a checkpoint to the watcher. The watcher outlives every
+    /// send but the last, which drops it; a send that fails leaves the item unchecked, so it
+    /// is reported like a failed append, naming the store.
+    fn watch(&mut self, item: journal::Logged) {
+        let Some(acks) = &self.acks else { return };
+        if acks.send(item).is_err() && self.log_failed.is_none() {
+            let location = self
+                .config
+                .log
+                .as_ref()
+                .map(|log| log.store().location())
+                .unwrap_or_default();
+            self.log_failed = Some(StoreError::Write(format!(
+                "{location}: the acknowledgement watcher stopped"
+            )));
         }
     }
 
@@ -221,16 +230,10 @@ impl LeadState {
             || self
                 .checkpointed
                 .is_none_or(|at| at.elapsed() >= CHECKPOINT_EVERY);
-        if let (true, Some(acks)) = (due, &self.acks) {
+        if due && self.acks.is_some() {
             self.checkpointed = Some(Instant::now());
             let checkpoint = Box::new(self.projector.checkpoint().clone());
-            if acks.send(journal::Logged::Checkpoint(checkpoint)).is_err()
-                && self.log_failed.is_none()
-            {
-                self.log_failed = Some(StoreError::Write(
-                    "the acknowledgement watcher stopped".into(),
-                ));
-            }
+            self.watch(journal::Logged::Checkpoint(checkpoint));
         }
     }
 

@@ -249,6 +249,12 @@ impl ObservationLog {
         &self.entries
     }
 
+    /// Keeps only the observations `keep` accepts (a resume drops searches that no longer
+    /// hold).
+    pub(crate) fn retain(&mut self, keep: impl FnMut(&Observation) -> bool) {
+        self.entries.retain(keep);
+    }
+
     /// What of `start..=end` of `path` was shown; None unless every line of it was shown, at
     /// least in part.
     pub fn shown(&self, path: &str, start: u32, end: u32) -> Option<Shown> {
