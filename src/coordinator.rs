@@ -256,6 +256,8 @@ impl Coordinator {
                 .into_iter()
                 .map(|s| (s, "question".to_string())),
         );
+        // Everything the caller gave is checked before the run is claimed.
+        let roles = self.role_profiles()?;
         let run_id = new_run_id();
         let claim = self.claim(&run_id)?;
         let config = RunConfig {
@@ -270,7 +272,7 @@ impl Coordinator {
             repairs: self.repairs,
             shards: self.shards,
             constraints,
-            roles: self.role_profiles()?,
+            roles,
             log: None,
             limits: self.limits,
             _claim: claim,

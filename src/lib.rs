@@ -200,5 +200,6 @@ pub use policy::{Budget, Spent, TimeLimits};
 pub use report::{HandoffCounts, Report, RunUsage, SubagentState, SubagentSummary};
 pub use source::{Observation, ObservationLog, Shown, SourceId, SourceParseError};
 pub use tools::{
-    Tool, ToolCall, ToolError, ToolOutput, ToolRegistry, ToolResult, ToolSpec, Workspace,
+    open_regular_file, NotRegular, Tool, ToolCall, ToolError, ToolOutput, ToolRegistry, ToolResult,
+    ToolSpec, Workspace,
 };

@@ -508,10 +508,11 @@ fn event() -> impl Strategy<Value = RunEvent> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 100, failure_persistence: None, ..ProptestConfig::default() })]
 
-    /// Projecting the same events twice gives the same checkpoint, also after a round trip
-    /// through the store.
+    /// Any log survives the store as logged; its checkpoint passes its check, covers every
+    /// event, survives its own JSON form, and lets an effect be repeated exactly when its tool
+    /// declared it only reads.
     #[test]
-    fn projection_is_deterministic(events in prop::collection::vec(event(), 0..40)) {
+    fn a_projection_covers_its_log_and_survives_its_json(events in prop::collection::vec(event(), 0..40)) {
         let store = MemoryStore::new();
         let mut all = vec![(1, RunEvent::RunStarted {
             question: "q".into(), root: "/r".into(), model: "m".into(), agents: 1,
@@ -523,7 +524,6 @@ proptest! {
         let read = store.events("r1").unwrap();
         prop_assert_eq!(&read, &logged);
         let once = project("r1", &logged);
-        prop_assert_eq!(&once, &project("r1", &read));
         prop_assert!(once.check().is_ok());
         // It covers every event, and it survives its own JSON form (what the store keeps).
         prop_assert_eq!((once.first_seq, once.last_seq), (1, logged.len() as u64));

@@ -609,27 +609,48 @@ async fn a_truncated_or_malformed_database_exits_1_naming_the_run() {
     assert!(one_line(&out).contains("damaged"));
 }
 
-/// A WAL file deleted after a kill loses the runs it held (the README says so): what is left
-/// reads as a consistent earlier state — the run unknown (exit 2, one line) — never a panic or
-/// a damaged chain.
+/// A WAL file deleted after a kill loses the runs it held (the README says so), and nothing
+/// else: a run that finished before (its process closed the database, moving the WAL into it)
+/// reads as before; the killed run reads as an earlier, consistent state — unknown (exit 2,
+/// one line) or ending earlier with its chain intact — never as damaged.
 #[cfg(unix)]
 #[test]
 fn a_deleted_wal_loses_its_runs_and_nothing_else() {
     let tree = rust_tree();
     let state = tempfile::tempdir().unwrap();
-    let run_id = killed_run(tree.path(), state.path());
+    let out = baton()
+        .args(["explore", &tree.path().display().to_string(), QUESTION])
+        .args(["--no-progress", "--json", "--state"])
+        .arg(state.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let finished = report["run_id"].as_str().unwrap().to_string();
+    let before = brief_of(state.path(), &finished);
+    assert_eq!(before.status.code(), Some(0));
+    let killed = killed_run(tree.path(), state.path());
     let wal = state.path().join("baton.db-wal");
     assert!(wal.exists(), "a killed run leaves its WAL");
     std::fs::remove_file(&wal).unwrap();
     let _ = std::fs::remove_file(state.path().join("baton.db-shm"));
-    let out = brief_of(state.path(), &run_id);
+    let after = brief_of(state.path(), &finished);
+    assert_eq!(after.status.code(), Some(0), "{after:?}");
+    assert_eq!(after.stdout, before.stdout, "the finished run is untouched");
+    let out = brief_of(state.path(), &killed);
     match out.status.code() {
-        Some(0) => {}
         Some(2) => assert!(one_line(&out).contains("no run")),
+        Some(0) => {
+            let store = SqliteStore::open_existing(state.path()).unwrap();
+            store
+                .events(&killed)
+                .expect("an earlier state, its chain intact");
+        }
         other => panic!("{other:?}: {out:?}"),
     }
     let out = runs_of(state.path());
     assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&finished));
 }
 
 /// A model that never answers.
@@ -843,4 +864,37 @@ async fn resume_after_a_searched_word_appears_drops_its_negative_evidence() {
     let events = store.events(&first.run_id).unwrap();
     assert!(events.iter().any(|e| matches!(&e.event,
         RunEvent::EvidenceStale { sources, .. } if sources.contains(&format!("call:{call}")))));
+}
+
+/// Opening a FIFO with `open_regular_file` — no check beforehand that could be raced — returns
+/// at once, refused; a regular file opens; a directory is told apart.
+#[cfg(unix)]
+#[test]
+fn a_fifo_is_refused_on_open_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(matches!(
+            baton::open_regular_file(&fifo),
+            Err(baton::NotRegular::Special)
+        ));
+    });
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(10)),
+        Ok(true),
+        "refused at once"
+    );
+    std::fs::write(dir.path().join("file"), "text").unwrap();
+    let (_, meta) = baton::open_regular_file(&dir.path().join("file")).unwrap();
+    assert_eq!(meta.len(), 4);
+    assert!(matches!(
+        baton::open_regular_file(dir.path()),
+        Err(baton::NotRegular::Directory)
+    ));
 }

@@ -89,6 +89,10 @@ fn open_failure(path: &Path, e: &rusqlite::Error) -> StoreError {
                 detail: e.to_string(),
             }
         }
+        // The state is there but cannot be written: a failed write, not bad input.
+        Some(rusqlite::ErrorCode::DiskFull | rusqlite::ErrorCode::SystemIoFailure) => {
+            StoreError::Write(format!("{}: {}", path.display(), sqlite_reason(e)))
+        }
         _ => StoreError::Open {
             path: path.display().to_string(),
             reason: sqlite_reason(e),

@@ -54,8 +54,8 @@ enum Command {
     Context(runs::ContextArgs),
 }
 
-/// Reads an input file of at most `limit` bytes as UTF-8, refusing — before opening it, so
-/// nothing blocks — anything that is not a regular file (a FIFO, a socket, a device), and
+/// Reads an input file of at most `limit` bytes as UTF-8, refusing — on a non-blocking open,
+/// so nothing blocks — anything that is not a regular file (a FIFO, a socket, a device), and
 /// reading at most `limit + 1` bytes, so a huge file costs bounded memory. The error is one
 /// line naming the file.
 pub(crate) fn read_input(
@@ -65,25 +65,22 @@ pub(crate) fn read_input(
 ) -> Result<String, String> {
     use std::io::Read;
     let shown = path.display();
-    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => format!("{shown}: no such file"),
-        _ => format!("{shown}: {e}"),
+    let (file, meta) = baton::open_regular_file(path).map_err(|e| match e {
+        baton::NotRegular::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            format!("{shown}: no such file")
+        }
+        baton::NotRegular::Io(e) => format!("{shown}: {e}"),
+        baton::NotRegular::Directory => format!("{shown}: is a directory"),
+        baton::NotRegular::Special => {
+            format!("{shown}: not a regular file (a FIFO, socket or device is not read)")
+        }
     })?;
-    if meta.is_dir() {
-        return Err(format!("{shown}: is a directory"));
-    }
-    if !meta.is_file() {
-        return Err(format!(
-            "{shown}: not a regular file (a FIFO, socket or device is not read)"
-        ));
-    }
     if meta.len() > limit as u64 {
         return Err(format!(
             "{shown}: {} bytes, over the {limit}-byte limit for {what}",
             meta.len()
         ));
     }
-    let file = std::fs::File::open(path).map_err(|e| format!("{shown}: {e}"))?;
     let mut bytes = Vec::new();
     file.take(limit as u64 + 1)
         .read_to_end(&mut bytes)

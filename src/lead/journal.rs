@@ -104,7 +104,10 @@ pub(super) fn tool_returned(id: &str, result: ToolReturn) -> RunEvent {
         is_error: result.is_error,
         content_digest: result.content_digest,
         observations: result.observations,
-        effect: if result.is_error {
+        // Past its time limit a call may still take effect: unknown, never failed.
+        effect: if result.timed_out {
+            EffectState::OutcomeUnknown
+        } else if result.is_error {
             EffectState::Failed
         } else {
             EffectState::Completed
@@ -200,4 +203,34 @@ pub(super) fn watch_acks(
         first.map_or(Ok(()), Err)
     });
     (sender, watcher)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call past its time limit may still take effect: its effect is logged outcome_unknown,
+    /// never failed; a call that returned an error failed.
+    #[test]
+    fn a_timed_out_call_is_outcome_unknown_not_failed() {
+        let returned = |is_error, timed_out| {
+            let event = tool_returned(
+                "sa1",
+                ToolReturn {
+                    call_id: "sa1.1".into(),
+                    is_error,
+                    timed_out,
+                    content_digest: String::new(),
+                    observations: Vec::new(),
+                },
+            );
+            match event {
+                RunEvent::ToolReturned { effect, .. } => effect,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(returned(true, true), EffectState::OutcomeUnknown);
+        assert_eq!(returned(true, false), EffectState::Failed);
+        assert_eq!(returned(false, false), EffectState::Completed);
+    }
 }

@@ -36,8 +36,8 @@ pub(crate) enum SubagentMsg {
     Step(Step),
     /// The model answered.
     ModelReplied(Result<ModelResponse, ModelError>),
-    /// The tools ran.
-    ToolsReturned(Vec<ToolResult>),
+    /// The tools ran (each with whether it ran past its time limit).
+    ToolsReturned(Vec<(ToolResult, bool)>),
     /// Spawned work panicked.
     WorkPanicked(String),
     /// The lead found these violations in the handoff: repair it.
@@ -74,15 +74,18 @@ pub(crate) enum SubagentReport {
 pub(crate) struct ToolReturn {
     pub(crate) call_id: String,
     pub(crate) is_error: bool,
+    /// It ran past its time limit: whether it took effect is unknown.
+    pub(crate) timed_out: bool,
     pub(crate) content_digest: String,
     pub(crate) observations: Vec<Observation>,
 }
 
 impl ToolReturn {
-    fn of(result: &ToolResult) -> ToolReturn {
+    fn of((result, timed_out): &(ToolResult, bool)) -> ToolReturn {
         ToolReturn {
             call_id: result.call_id.clone(),
             is_error: result.is_error,
+            timed_out: *timed_out,
             content_digest: sha256_hex(result.content.as_bytes()),
             observations: result.observations.clone(),
         }
@@ -123,21 +126,22 @@ pub(crate) struct SubagentActor;
 
 /// Runs `work` on the runtime; its value comes back as a message, a panic as `WorkPanicked`.
 /// Runs one tool call on a blocking thread; past `limit` it is a tool error the model sees
-/// (the thread is left to finish, its result dropped). A panicking tool panics here, so the
-/// subagent's supervision sees it.
+/// (the thread is left to finish, its result dropped) and the second value is true. A
+/// panicking tool panics here, so the subagent's supervision sees it.
 pub(crate) async fn run_tool(
     tools: &ToolRegistry,
     workspace: &Workspace,
     call: ToolCall,
     limit: std::time::Duration,
-) -> ToolResult {
+) -> (ToolResult, bool) {
     let (id, name) = (call.id.clone(), call.name.clone());
     let (tools, workspace) = (tools.clone(), workspace.clone());
     let run = tokio::task::spawn_blocking(move || tools.execute(&workspace, &call));
     match tokio::time::timeout(limit, run).await {
-        Ok(Ok(result)) => result,
+        Ok(Ok(result)) => (result, false),
         Ok(Err(e)) => std::panic::resume_unwind(e.into_panic()),
-        Err(_) => ToolResult {
+        Err(_) => (
+            ToolResult {
             call_id: id,
             name,
             content: format!(
@@ -146,7 +150,9 @@ pub(crate) async fn run_tool(
             ),
             is_error: true,
             observations: Vec::new(),
-        },
+            },
+            true,
+        ),
     }
 }
 
@@ -317,7 +323,9 @@ impl Actor for SubagentActor {
                 (state.report)(SubagentReport::ToolsFinished {
                     returned: results.iter().map(ToolReturn::of).collect(),
                 });
-                state.agent.on_tools(results)
+                state
+                    .agent
+                    .on_tools(results.into_iter().map(|(r, _)| r).collect())
             }
             SubagentMsg::Repair(violations) => state.agent.on_repair(&violations),
             SubagentMsg::WorkPanicked(text) => {
@@ -383,7 +391,7 @@ mod tests {
             arguments: serde_json::json!({}),
         };
         let began = std::time::Instant::now();
-        let late = run_tool(
+        let (late, timed_out) = run_tool(
             &tools,
             &workspace,
             call(),
@@ -391,20 +399,20 @@ mod tests {
         )
         .await;
         assert!(began.elapsed() < std::time::Duration::from_secs(1));
-        assert!(late.is_error);
+        assert!(late.is_error && timed_out);
         assert!(
             late.content.contains("past its 0.1 s limit"),
             "{}",
             late.content
         );
-        let timely = run_tool(
+        let (timely, timed_out) = run_tool(
             &tools,
             &workspace,
             call(),
             std::time::Duration::from_secs(10),
         )
         .await;
-        assert!(!timely.is_error);
+        assert!(!timely.is_error && !timed_out);
         assert_eq!(timely.content, "done at last");
     }
 }

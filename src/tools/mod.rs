@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::source::Observation;
 pub(crate) use fs::walk_files;
-pub use workspace::Workspace;
+pub use workspace::{open_regular_file, NotRegular, Workspace};
 pub(crate) use workspace::{read_text_file, SandboxError};
 
 /// What a model is told about a tool: its name, what it does and its JSON Schema parameters.

@@ -141,26 +141,80 @@ impl Workspace {
     }
 }
 
+/// What a file is, for [`open_regular_file`].
+#[derive(Debug)]
+pub enum NotRegular {
+    /// It could not be opened or examined.
+    Io(std::io::Error),
+    /// It is a directory.
+    Directory,
+    /// It is a FIFO, a socket or a device: reading it could block or never end.
+    Special,
+}
+
+/// Opens `path` for reading only if it is a regular file, never blocking: it is opened
+/// non-blocking (a FIFO opened for reading would otherwise wait for a writer) and its type is
+/// taken from the open handle, so a file swapped for a FIFO after some earlier check is still
+/// refused. Returns the file and its metadata (its size, for a cap checked before reading).
+pub fn open_regular_file(path: &Path) -> Result<(fs::File, fs::Metadata), NotRegular> {
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(0o4000); // O_NONBLOCK
+    }
+    #[cfg(target_os = "macos")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(0x0004); // O_NONBLOCK
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+    {
+        // Without a non-blocking open, the type is checked before opening.
+        let meta = fs::metadata(path).map_err(NotRegular::Io)?;
+        if !meta.is_file() {
+            return Err(if meta.is_dir() {
+                NotRegular::Directory
+            } else {
+                NotRegular::Special
+            });
+        }
+    }
+    let file = options.open(path).map_err(NotRegular::Io)?;
+    let meta = file.metadata().map_err(NotRegular::Io)?;
+    if meta.is_dir() {
+        return Err(NotRegular::Directory);
+    }
+    if !meta.is_file() {
+        return Err(NotRegular::Special);
+    }
+    Ok((file, meta))
+}
+
 /// Reads a file as text, refusing binary content and files over [`MAX_FILE_BYTES`].
 pub(crate) fn read_text_file(path: &Path, shown: &str) -> Result<String, SandboxError> {
     let unreadable = |e: std::io::Error| SandboxError::Unreadable {
         path: shown.to_string(),
         reason: e.to_string(),
     };
-    let meta = fs::metadata(path).map_err(unreadable)?;
-    if meta.is_dir() {
-        return Err(SandboxError::Unreadable {
-            path: shown.to_string(),
-            reason: "it is a directory".to_string(),
-        });
-    }
-    if !meta.is_file() {
-        // A FIFO would block the read; a device could be endless.
-        return Err(SandboxError::Unreadable {
-            path: shown.to_string(),
-            reason: "it is not a regular file".to_string(),
-        });
-    }
+    let (file, meta) = match open_regular_file(path) {
+        Ok(opened) => opened,
+        Err(NotRegular::Io(e)) => return Err(unreadable(e)),
+        Err(NotRegular::Directory) => {
+            return Err(SandboxError::Unreadable {
+                path: shown.to_string(),
+                reason: "it is a directory".to_string(),
+            })
+        }
+        Err(NotRegular::Special) => {
+            // A FIFO would block the read; a device could be endless.
+            return Err(SandboxError::Unreadable {
+                path: shown.to_string(),
+                reason: "it is not a regular file".to_string(),
+            });
+        }
+    };
     if meta.len() > MAX_FILE_BYTES {
         return Err(SandboxError::TooLarge {
             path: shown.to_string(),
@@ -169,8 +223,8 @@ pub(crate) fn read_text_file(path: &Path, shown: &str) -> Result<String, Sandbox
         });
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    fs::File::open(path)
-        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
         .map_err(unreadable)?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(SandboxError::TooLarge {
