@@ -251,8 +251,8 @@ impl Tool for Glob {
         let walked = walk_files(ws, &scopes)?;
         for (_, rel) in &walked.files {
             let rel = rel.as_str();
-            let name = rel.rsplit('/').next().unwrap_or(&rel);
-            if matcher.is_match(&rel) || (!pattern.contains('/') && matcher.is_match(name)) {
+            let name = rel.rsplit('/').next().unwrap_or(rel);
+            if matcher.is_match(rel) || (!pattern.contains('/') && matcher.is_match(name)) {
                 total += 1;
                 if found.len() < LIST_MAX_ENTRIES {
                     found.push(quote_path(&rel).into_owned());
