@@ -255,7 +255,7 @@ impl Tool for Glob {
             if matcher.is_match(rel) || (!pattern.contains('/') && matcher.is_match(name)) {
                 total += 1;
                 if found.len() < LIST_MAX_ENTRIES {
-                    found.push(quote_path(&rel).into_owned());
+                    found.push(quote_path(rel).into_owned());
                 }
             }
         }
