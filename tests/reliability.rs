@@ -109,6 +109,25 @@ fn killed_run(tree: &Path, state: &Path) -> String {
     })
 }
 
+/// A `baton explore` run to its end (exit 0): its run id.
+fn explored(tree: &Path, question: &str, state: &Path) -> String {
+    let out = baton()
+        .args(["explore", &tree.display().to_string(), question])
+        .args(["--no-progress", "--json", "--state"])
+        .arg(state)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    report["run_id"].as_str().unwrap().to_string()
+}
+
+/// Makes a FIFO at `path`.
+fn mkfifo(path: impl AsRef<Path>) {
+    let made = Command::new("mkfifo").arg(path.as_ref()).status().unwrap();
+    assert!(made.success());
+}
+
 /// `baton runs` on a state.
 fn runs_of(state: &Path) -> Output {
     baton()
@@ -311,11 +330,7 @@ fn a_full_disk_exits_1_naming_the_state_and_prints_no_report() {
 fn validate_of_a_handoff_citing_a_fifo_or_a_device_answers() {
     let tree = rust_tree();
     let fifo = tree.path().join("pipe.rs");
-    assert!(Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
+    mkfifo(&fifo);
     let handoffs = tempfile::tempdir().unwrap();
     for (root, cited) in [(tree.path(), "pipe.rs"), (Path::new("/dev"), "zero")] {
         let handoff = handoffs.path().join(format!("{cited}.md"));
@@ -344,11 +359,7 @@ fn validate_of_a_handoff_citing_a_fifo_or_a_device_answers() {
 fn a_roles_directory_holding_a_fifo_is_an_error_not_a_hang() {
     let tree = rust_tree();
     let roles = tempfile::tempdir().unwrap();
-    assert!(Command::new("mkfifo")
-        .arg(roles.path().join("explorer.toml"))
-        .status()
-        .unwrap()
-        .success());
+    mkfifo(roles.path().join("explorer.toml"));
     let state = tempfile::tempdir().unwrap();
     let mut command = baton();
     command
@@ -467,15 +478,7 @@ fn text_from_runs_is_printed_with_control_characters_escaped() {
     let tree = rust_tree();
     let state = tempfile::tempdir().unwrap();
     let question = "Where is next_delay \u{1b}]0;pwned\u{7} defined?\u{1b}[2J\r";
-    let out = baton()
-        .args(["explore", &tree.path().display().to_string(), question])
-        .args(["--no-progress", "--json", "--state"])
-        .arg(state.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let run_id = report["run_id"].as_str().unwrap();
+    let run_id = &explored(tree.path(), question, state.path());
     for args in [vec!["runs"], vec!["brief", run_id]] {
         let out = baton()
             .args(&args)
@@ -618,15 +621,7 @@ async fn a_truncated_or_malformed_database_exits_1_naming_the_run() {
 fn a_deleted_wal_loses_its_runs_and_nothing_else() {
     let tree = rust_tree();
     let state = tempfile::tempdir().unwrap();
-    let out = baton()
-        .args(["explore", &tree.path().display().to_string(), QUESTION])
-        .args(["--no-progress", "--json", "--state"])
-        .arg(state.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let finished = report["run_id"].as_str().unwrap().to_string();
+    let finished = explored(tree.path(), QUESTION, state.path());
     let before = brief_of(state.path(), &finished);
     assert_eq!(before.status.code(), Some(0));
     let killed = killed_run(tree.path(), state.path());
@@ -778,11 +773,7 @@ fn an_ignore_file_that_is_not_a_regular_file_is_never_read() {
             .arg(state.path());
         output_within(command, Duration::from_secs(30))
     };
-    assert!(Command::new("mkfifo")
-        .arg(tree.path().join("src/net/.gitignore"))
-        .status()
-        .unwrap()
-        .success());
+    mkfifo(tree.path().join("src/net/.gitignore"));
     let out = explore();
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let text = report["handoff"].to_string();
@@ -873,11 +864,7 @@ async fn resume_after_a_searched_word_appears_drops_its_negative_evidence() {
 fn a_fifo_is_refused_on_open_without_blocking() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("pipe");
-    assert!(Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
+    mkfifo(&fifo);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(matches!(
