@@ -101,8 +101,10 @@
 //!   and retries on BUSY for up to 30 s; a run's head is read under the lock and must be where
 //!   this process left it; a run is claimed by a file lock while a process runs or resumes it
 //!   ([`checkpoint::RunClaim`]). **Invariant:** no append is acknowledged before it is durable;
-//!   a failed append fails only its own run's appends, and every later one of that run in
-//!   the process; every read re-checks the chain and the run's head; a checkpoint is rebuilt
+//!   an append refused for its run fails that run's later appends in the process and no other
+//!   run's (a failure of SQLite itself fails every append of its commit); a run whose append
+//!   failed takes no more appends from the process; every read re-checks the chain and the
+//!   run's head; a checkpoint is rebuilt
 //!   from events only and an invalid one is never used; `outcome_unknown` never becomes
 //!   `failed` without a reconciling observation; read-only opens create nothing.
 //! - `compaction` (public) — a subagent window's compaction: occupancy trigger and

@@ -119,14 +119,16 @@ fn a_run_killed_mid_flight_resumes_to_the_same_report() {
     );
 
     // The same run, slowed down, killed once some handoffs are durable and others are not.
-    let child = baton()
-        .args(explore_args(tree.path(), killed_state.path()))
-        .args(["--offline-latency-ms", "150"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let run_id = crate::support::kill_when(child, killed_state.path(), |events| {
+    let spawn = || {
+        baton()
+            .args(explore_args(tree.path(), killed_state.path()))
+            .args(["--offline-latency-ms", "150"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let run_id = crate::support::kill_when(killed_state.path(), spawn, |events| {
         let accepted = count_kind(events, "handoff_accepted");
         accepted >= 2 && count_kind(events, "subagent_spawned") > accepted
     });

@@ -151,12 +151,50 @@ fn open_with(path: &Path, create: bool, tolerant: bool) -> Result<Connection, St
     }
 }
 
+/// Whether the database file is shorter than its header says (it was cut): what is wrong, if
+/// so. An empty file is a database not yet written, not a cut one.
+fn cut_short(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let (file, meta) = crate::tools::open_regular_file(path).ok()?;
+    let mut header = Vec::with_capacity(100);
+    let read = file.take(100).read_to_end(&mut header).ok()?;
+    let be32 = |at: usize| {
+        u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
+    };
+    match read {
+        0 => None,
+        1..=99 => Some(format!(
+            "the file is {read} bytes, shorter than a database header"
+        )),
+        _ => {
+            let page_size = match u16::from_be_bytes([header[16], header[17]]) {
+                1 => 65_536,
+                n => u64::from(n),
+            };
+            // The page count is valid when the "version valid for" matches the change counter.
+            let pages = u64::from(be32(28));
+            let counted = be32(92) == be32(24) && pages > 0;
+            (counted && pages * page_size > meta.len()).then(|| {
+                format!(
+                    "the file is {} bytes, its header says {} pages of {page_size} bytes",
+                    meta.len(),
+                    pages
+                )
+            })
+        }
+    }
+}
+
 impl SqliteStore {
     /// Opens (creating if needed) the store in `dir`.
     pub fn open(dir: &Path) -> Result<SqliteStore, StoreError> {
-        std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
-            path: dir.display().to_string(),
-            reason: e.to_string(),
+        std::fs::create_dir_all(dir).map_err(|e| match e.kind() {
+            // The state cannot be written: a failed write, not bad input.
+            std::io::ErrorKind::StorageFull => StoreError::Write(format!("{}: {e}", dir.display())),
+            _ => StoreError::Open {
+                path: dir.display().to_string(),
+                reason: e.to_string(),
+            },
         })?;
         let path = dir.join("baton.db");
         let writer_conn = open_connection(&path, true)?;
@@ -213,6 +251,8 @@ impl SqliteStore {
             },
             other => (other?, None),
         };
+        // A file shorter than its header says was cut: damaged, whatever still reads.
+        let damage = damage.or_else(|| cut_short(&path));
         let tables: i64 = reader
             .query_row(
                 "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('runs', 'events')",
@@ -220,6 +260,15 @@ impl SqliteStore {
                 |row| row.get(0),
             )
             .map_err(|e| open_failure(&path, &e))?;
+        if tables != 2 {
+            if let Some(detail) = &damage {
+                // Not a lost WAL: the file itself lost the pages that held the tables.
+                return Err(StoreError::Corrupt {
+                    path: path.display().to_string(),
+                    detail: detail.clone(),
+                });
+            }
+        }
         Ok(SqliteStore {
             path,
             writer: Mutex::new(None),
@@ -233,6 +282,12 @@ impl SqliteStore {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// What is wrong with the file, when it opened only as damaged (cut short): what still
+    /// reads is served, and may be missing runs.
+    pub fn damage(&self) -> Option<&str> {
+        self.damage.as_deref()
     }
 }
 
@@ -317,7 +372,7 @@ impl WriteFailure {
             WriteFailure::Sqlite(e) => {
                 StoreError::Write(format!("{}: {}", path.display(), sqlite_reason(&e)))
             }
-            WriteFailure::Refused(why) => StoreError::Write(why),
+            WriteFailure::Refused(why) => StoreError::Write(format!("{}: {why}", path.display())),
         }
     }
 }
@@ -335,9 +390,10 @@ fn sqlite_reason(e: &rusqlite::Error) -> String {
 }
 
 /// The writer: waits for an append, takes every other one already queued, commits them in one
-/// transaction, then acknowledges each. A batch that fails is retried one append per
-/// transaction, so one run's failure never fails another's append. A run whose append failed
-/// takes no more appends from this process: its log must not go on with a hole in it.
+/// transaction, then acknowledges each. An append refused for its own run fails that run's
+/// later appends and no other run's; a failure of SQLite itself (disk full, I/O, the lock held
+/// past the wait) fails every append of the batch. A run whose append failed takes no more
+/// appends from this process: its log must not go on with a hole in it.
 fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Append>, path: PathBuf) {
     let mut heads: HashMap<String, Head> = HashMap::new();
     let mut failed: HashMap<String, StoreError> = HashMap::new();
@@ -385,8 +441,8 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Append>, path: PathBuf) 
                 }
                 match write_append(tx, &mut staged, append) {
                     Ok(logged) => results.push(Ok(logged)),
-                    Err(WriteFailure::Refused(why)) => {
-                        let why = StoreError::Write(why);
+                    Err(refusal @ WriteFailure::Refused(_)) => {
+                        let why = refusal.into_store_error(&path);
                         refused.insert(append.run_id.clone(), why.clone());
                         results.push(Err(why));
                     }

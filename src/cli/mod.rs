@@ -120,7 +120,7 @@ impl StateArg {
 /// (no such state or run, a state that cannot be opened) exits 2; damaged or unwritable state,
 /// or a run held by another process, exits 1.
 pub(crate) fn store_error(e: &StoreError) -> i32 {
-    eprintln!("baton: {}", terminal_safe(&e.to_string()));
+    eprintln!("baton: {}", terminal_line(&e.to_string()));
     match e {
         StoreError::UnknownRun(_) | StoreError::Open { .. } | StoreError::Missing { .. } => {
             EXIT_USAGE
@@ -134,8 +134,18 @@ pub(crate) fn store_error(e: &StoreError) -> i32 {
 /// as `\u{..}` escapes, so nothing printed can move the cursor, retitle the window or reorder
 /// what is shown.
 pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    escaped(text, |c| c == '\n' || c == '\t')
+}
+
+/// One line made safe for a terminal: [`terminal_safe`], line breaks escaped too, so an error
+/// naming a path that holds one stays one line.
+pub(crate) fn terminal_line(text: &str) -> std::borrow::Cow<'_, str> {
+    escaped(text, |c| c == '\t')
+}
+
+fn escaped(text: &str, kept: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
     let unsafe_char = |c: char| {
-        (c.is_control() && c != '\n' && c != '\t')
+        (c.is_control() && !kept(c))
             || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
     };
     if !text.chars().any(unsafe_char) {
@@ -386,7 +396,7 @@ async fn finish(
 }
 
 fn report_error(e: &RunError) -> i32 {
-    eprintln!("baton: {}", terminal_safe(&e.to_string()));
+    eprintln!("baton: {}", terminal_line(&e.to_string()));
     if e.is_bad_input() {
         EXIT_USAGE
     } else {

@@ -144,7 +144,15 @@ pub(crate) fn list(args: RunsArgs) -> i32 {
         }
         text
     };
-    write_out(&text, args.json)
+    let written = write_out(&text, args.json);
+    // What still reads was listed; a damaged file may have lost runs from the list.
+    if let Some(damage) = store.damage() {
+        return store_error(&StoreError::Corrupt {
+            path: store.path().display().to_string(),
+            detail: format!("{damage}; runs may be missing from this list"),
+        });
+    }
+    written
 }
 
 pub(crate) fn brief(args: BriefArgs) -> i32 {

@@ -149,15 +149,24 @@ impl Resumption {
                     ),
                 });
             }
-            let mut claims: Vec<String> = stale.into_iter().map(|c| c.claim).collect();
+            let mut claims: Vec<String> = Vec::new();
             for (call, label) in &found_now {
-                let claim = format!("no line matched {label} (search call:{call})");
+                // One open item per search: the handoff's own conclusion on it, if it had one.
+                let source = format!("call:{call}");
+                if stale
+                    .iter()
+                    .any(|c| c.sources.iter().any(|s| s.to_string() == source))
+                {
+                    continue;
+                }
+                let claim = format!("nothing matched {label} (search {source})");
                 handoff.open_items.push(OpenItem {
                     item: format!("Stale since the resume: {claim}"),
                     stuck_on: "the search finds matches now: the files changed after it ran".into(),
                 });
                 claims.push(claim);
             }
+            claims.splice(0..0, stale.into_iter().map(|c| c.claim));
             self.stale.push(Stale {
                 subagent: id.clone(),
                 sources: changed,
@@ -186,16 +195,24 @@ fn searches_that_find_now(
                 case_insensitive,
                 fixed_string,
                 ..
-            } if !pattern.starts_with("glob:") => {
+            } => {
+                // A glob is rerun as a glob, a pattern as a grep with its flags.
+                let (name, arguments) = match pattern.strip_prefix("glob:") {
+                    Some(glob) => ("glob", serde_json::json!({"pattern": glob, "paths": scope})),
+                    None => (
+                        "grep",
+                        serde_json::json!({
+                            "pattern": pattern, "paths": scope, "output": "count",
+                            "case_insensitive": case_insensitive, "fixed_string": fixed_string,
+                        }),
+                    ),
+                };
                 let again = tools.execute(
                     workspace,
                     &ToolCall {
                         id: call_id.clone(),
-                        name: "grep".into(),
-                        arguments: serde_json::json!({
-                            "pattern": pattern, "paths": scope, "output": "count",
-                            "case_insensitive": case_insensitive, "fixed_string": fixed_string,
-                        }),
+                        name: name.into(),
+                        arguments,
                     },
                 );
                 let finds = again
@@ -203,10 +220,11 @@ fn searches_that_find_now(
                     .iter()
                     .any(|o| matches!(o, Observation::Searched { matches, .. } if *matches > 0));
                 finds.then(|| {
-                    (
-                        call_id.clone(),
-                        search_label(pattern, *case_insensitive, *fixed_string),
-                    )
+                    let label = match pattern.strip_prefix("glob:") {
+                        Some(glob) => format!("a file name matching `{glob}`"),
+                        None => search_label(pattern, *case_insensitive, *fixed_string),
+                    };
+                    (call_id.clone(), label)
                 })
             }
             _ => None,

@@ -63,8 +63,9 @@ fn scope_args(args: &Value) -> Result<Vec<String>, ToolError> {
     }
 }
 
-/// The ignore files the walker reads in a directory.
-const IGNORE_FILES: [&str; 3] = [".gitignore", ".ignore", ".git/info/exclude"];
+/// The ignore files the walker reads in a directory. (`.git/info/exclude` is not read: finding
+/// it can mean following a `.git` file's `gitdir:` anywhere, reading files on the way.)
+const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
 /// The largest ignore file read; a larger one is not read (nor its directory walked).
 const MAX_IGNORE_BYTES: u64 = 1024 * 1024;
 
@@ -78,11 +79,12 @@ fn unreadable_ignore_file(dir: &Path) -> Option<PathBuf> {
 
 /// A walker from `start` that honours ignore files yet never reads one that is not a regular
 /// file of bounded size: one in `start` or above it is an error; one in a directory below
-/// leaves that directory out, recorded in `left_out`.
+/// leaves that directory out, recorded in `left_out` (without `left_out`, nothing below is
+/// descended into: a walk of depth 1 reads no ignore file below `start`).
 fn walker(
     start: &Path,
     max_depth: Option<usize>,
-    left_out: Arc<Mutex<Vec<PathBuf>>>,
+    left_out: Option<Arc<Mutex<Vec<PathBuf>>>>,
 ) -> Result<ignore::Walk, ToolError> {
     if let Some(bad) = start.ancestors().find_map(unreadable_ignore_file) {
         return Err(ToolError::invalid(format!(
@@ -90,12 +92,15 @@ fn walker(
             bad.display()
         )));
     }
-    Ok(ignore::WalkBuilder::new(start)
+    let mut builder = ignore::WalkBuilder::new(start);
+    builder
         .require_git(false)
+        .git_exclude(false)
         .follow_links(false)
         .max_depth(max_depth)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(move |entry| {
+        .sort_by_file_name(|a, b| a.cmp(b));
+    if let Some(left_out) = left_out {
+        builder.filter_entry(move |entry| {
             let unwalkable = entry.file_type().is_some_and(|t| t.is_dir())
                 && unreadable_ignore_file(entry.path()).is_some();
             if unwalkable {
@@ -104,8 +109,9 @@ fn walker(
                 }
             }
             !unwalkable
-        })
-        .build())
+        });
+    }
+    Ok(builder.build())
 }
 
 /// What a walk found: every non-ignored regular file, sorted, as (absolute, relative), and
@@ -127,7 +133,7 @@ pub(crate) fn walk_files(workspace: &Workspace, scopes: &[String]) -> Result<Wal
             files.push((start.clone(), workspace.relative(&start)));
             continue;
         }
-        for entry in walker(&start, None, Arc::clone(&left_out))?.flatten() {
+        for entry in walker(&start, None, Some(Arc::clone(&left_out)))?.flatten() {
             let is_file = entry.file_type().is_some_and(|t| t.is_file());
             // A name that is not UTF-8 cannot be written in a citation: it is left out.
             if is_file && workspace.citable(entry.path()) {
@@ -177,7 +183,7 @@ impl Tool for ListDir {
         }
         let mut lines = Vec::new();
         let mut total = 0usize;
-        for entry in walker(&dir, Some(1), Arc::default())?
+        for entry in walker(&dir, Some(1), None)?
             .flatten()
             .filter(|e| e.depth() == 1 && ws.citable(e.path()))
         {

@@ -152,34 +152,27 @@ pub enum NotRegular {
     Special,
 }
 
-/// Opens `path` for reading only if it is a regular file, never blocking: it is opened
-/// non-blocking (a FIFO opened for reading would otherwise wait for a writer) and its type is
-/// taken from the open handle, so a file swapped for a FIFO after some earlier check is still
-/// refused. Returns the file and its metadata (its size, for a cap checked before reading).
+/// Opens `path` for reading only if it is a regular file, never blocking: its type is checked,
+/// then it is opened non-blocking on Unix (a FIFO opened for reading would otherwise wait for
+/// a writer) and its type taken again from the open handle, so a file swapped for a FIFO
+/// between the check and the open is still refused. Returns the file and its metadata (its
+/// size, for a cap checked before reading).
 pub fn open_regular_file(path: &Path) -> Result<(fs::File, fs::Metadata), NotRegular> {
+    // Typed before opening, so a device is never opened (a tape would rewind, a terminal
+    // could become this process's); then opened non-blocking and typed again on the handle.
+    let meta = fs::metadata(path).map_err(NotRegular::Io)?;
+    if meta.is_dir() {
+        return Err(NotRegular::Directory);
+    }
+    if !meta.is_file() {
+        return Err(NotRegular::Special);
+    }
     let mut options = fs::OpenOptions::new();
     options.read(true);
-    #[cfg(target_os = "linux")]
+    #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(0o4000); // O_NONBLOCK
-    }
-    #[cfg(target_os = "macos")]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(0x0004); // O_NONBLOCK
-    }
-    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
-    {
-        // Without a non-blocking open, the type is checked before opening.
-        let meta = fs::metadata(path).map_err(NotRegular::Io)?;
-        if !meta.is_file() {
-            return Err(if meta.is_dir() {
-                NotRegular::Directory
-            } else {
-                NotRegular::Special
-            });
-        }
+        options.custom_flags(libc::O_NONBLOCK);
     }
     let file = options.open(path).map_err(NotRegular::Io)?;
     let meta = file.metadata().map_err(NotRegular::Io)?;

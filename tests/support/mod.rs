@@ -190,14 +190,21 @@ pub(crate) fn assert_cites(report: &Report, root: &Path, path: &str, line: u32, 
     assert_citations_hold(report, root);
 }
 
-/// Kills `child` (SIGKILL) once the first run logged in `state` satisfies `ready` — polled
-/// every 50 ms for at most a minute — and returns that run's id.
+/// Spawns a run with `spawn` and kills it (SIGKILL) once the run it logs in `state` — the
+/// newest that was not there before — satisfies `ready`, polled every 50 ms for at most a
+/// minute; returns that run's id.
 pub(crate) fn kill_when(
-    mut child: std::process::Child,
     state: &Path,
+    spawn: impl FnOnce() -> std::process::Child,
     ready: impl Fn(&[baton::checkpoint::LoggedEvent]) -> bool,
 ) -> String {
     use baton::checkpoint::{EventStore, SqliteStore};
+    let known: Vec<String> = SqliteStore::open_existing(state)
+        .ok()
+        .and_then(|store| store.runs().ok())
+        .map(|runs| runs.into_iter().map(|r| r.run_id).collect())
+        .unwrap_or_default();
+    let mut child = spawn();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let run_id = loop {
         assert!(
@@ -208,7 +215,11 @@ pub(crate) fn kill_when(
         let Ok(store) = SqliteStore::open_existing(state) else {
             continue;
         };
-        let Some(run) = store.runs().ok().and_then(|r| r.into_iter().next()) else {
+        let Some(run) = store
+            .runs()
+            .ok()
+            .and_then(|r| r.into_iter().find(|run| !known.contains(&run.run_id)))
+        else {
             continue;
         };
         if store.events(&run.run_id).is_ok_and(|events| ready(&events)) {
