@@ -146,9 +146,12 @@
 //!   false unless it says so), [`ToolRegistry`], [`Workspace`] (the sandbox) and the
 //!   read-only workspace tools list_dir, glob, grep, read_file. **Invariant:** every path is
 //!   resolved inside the root; `..` above it, absolute paths and symlinks leading out are
-//!   refused; only regular files are read, within a byte cap; binary files are skipped; output
-//!   is capped and says so; what a tool records as seen is what it printed; file names are
-//!   printed in the source grammar's form.
+//!   refused; only regular files are read ([`open_regular_file`]: typed, then opened
+//!   non-blocking and typed again), within a byte cap; an ignore file that is not a regular
+//!   file of at most 1 MiB is never read — its directory is left out of the walk, counted as
+//!   not searched and named in the report — and `.git/info/exclude` is never looked for;
+//!   binary files are skipped; output is capped and says so; what a tool records as seen is
+//!   what it printed; file names are printed in the source grammar's form.
 //! - `policy` — [`Budget`], [`Spent`] and [`TimeLimits`], the pure budget decision.
 //! - `report` — [`Report`], [`SubagentSummary`], [`SubagentState`], [`RunUsage`]: the
 //!   `--json` wire format (fields may be added, never renamed).
