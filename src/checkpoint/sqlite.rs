@@ -303,17 +303,14 @@ impl Drop for SqliteStore {
 }
 
 fn load_head(conn: &Connection, run_id: &str) -> rusqlite::Result<Option<Head>> {
-    conn.query_row(
-        "SELECT last_seq, last_digest FROM runs WHERE run_id = ?1",
-        params![run_id],
-        |row| {
+    conn.prepare_cached("SELECT last_seq, last_digest FROM runs WHERE run_id = ?1")?
+        .query_row(params![run_id], |row| {
             Ok(Head {
                 seq: row.get::<_, i64>(0)? as u64,
                 digest: row.get(1)?,
             })
-        },
-    )
-    .optional()
+        })
+        .optional()
 }
 
 /// How long a write waits for another process's write lock in all (the busy timeout covers
@@ -433,13 +430,14 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Append>, path: PathBuf) 
         let written = write_locked(&mut conn, deadline, |tx| {
             staged = heads.clone();
             let mut refused: HashMap<String, StoreError> = HashMap::new();
+            let mut read = std::collections::HashSet::new();
             let mut results = Vec::with_capacity(batch.len());
             for append in &batch {
                 if let Some(why) = refused.get(&append.run_id) {
                     results.push(Err(why.clone()));
                     continue;
                 }
-                match write_append(tx, &mut staged, append) {
+                match write_append(tx, &mut staged, &mut read, append) {
                     Ok(logged) => results.push(Ok(logged)),
                     Err(refusal @ WriteFailure::Refused(_)) => {
                         let why = refusal.into_store_error(&path);
@@ -476,10 +474,17 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Append>, path: PathBuf) 
 fn write_append(
     tx: &rusqlite::Transaction<'_>,
     heads: &mut HashMap<String, Head>,
+    read: &mut std::collections::HashSet<String>,
     append: &Append,
 ) -> Result<Vec<LoggedEvent>, WriteFailure> {
     let run_id = append.run_id.as_str();
-    let stored = load_head(tx, run_id).map_err(WriteFailure::Sqlite)?;
+    // Read once per run and transaction: after that, `heads` is what the log holds.
+    let stored = if read.contains(run_id) {
+        heads.get(run_id).cloned()
+    } else {
+        read.insert(run_id.to_string());
+        load_head(tx, run_id).map_err(WriteFailure::Sqlite)?
+    };
     // Every refusal comes before the first write, so a refused append leaves nothing behind.
     let mut head = match (stored, heads.get(run_id), append.events.first()) {
         (None, _, Some((_, RunEvent::RunStarted { .. }))) => Head::default(),
