@@ -130,6 +130,25 @@ fn mkfifo(path: impl AsRef<Path>) {
     assert!(made.success());
 }
 
+/// Resumes a run in the library and waits for its report.
+async fn resumed_to_end(coordinator: &Coordinator, run_id: &str) -> baton::Report {
+    coordinator
+        .resume(run_id, None)
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap()
+}
+
+/// A run in a store held in memory: the store, its coordinator, and the run's report.
+async fn run_in_memory(tree: &Path) -> (Arc<dyn EventStore>, Coordinator, baton::Report) {
+    let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
+    let coordinator = Coordinator::new().store(Arc::clone(&store));
+    let report = coordinator.run(Task::new(QUESTION, tree)).await.unwrap();
+    (store, coordinator, report)
+}
+
 /// `baton runs` on a state.
 fn runs_of(state: &Path) -> Output {
     baton()
@@ -395,12 +414,7 @@ fn a_roles_directory_holding_a_fifo_is_an_error_not_a_hang() {
 async fn resume_after_a_cited_file_changed_marks_its_conclusions_stale() {
     for edit in [false, true] {
         let tree = rust_tree();
-        let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
-        let coordinator = Coordinator::new().store(Arc::clone(&store));
-        let first = coordinator
-            .run(Task::new(QUESTION, tree.path()))
-            .await
-            .unwrap();
+        let (store, coordinator, first) = run_in_memory(tree.path()).await;
         let cites_retry = |c: &baton::Conclusion| {
             c.sources
                 .iter()
@@ -418,13 +432,7 @@ async fn resume_after_a_cited_file_changed_marks_its_conclusions_stale() {
             let text = std::fs::read_to_string(&path).unwrap();
             std::fs::write(&path, text.replace("next_delay", "delay_after")).unwrap();
         }
-        let resumed = coordinator
-            .resume(&first.run_id, None)
-            .await
-            .unwrap()
-            .wait()
-            .await
-            .unwrap();
+        let resumed = resumed_to_end(&coordinator, &first.run_id).await;
         let settled = resumed
             .handoff
             .settled_conclusions
@@ -734,13 +742,7 @@ async fn the_stored_checkpoint_is_the_projection_of_the_stored_log() {
         assert_eq!(stored, baton::checkpoint::project(&report.run_id, &events));
     };
     check();
-    coordinator
-        .resume(&report.run_id, None)
-        .await
-        .unwrap()
-        .wait()
-        .await
-        .unwrap();
+    resumed_to_end(&coordinator, &report.run_id).await;
     check();
 }
 
@@ -829,12 +831,7 @@ fn an_ignore_file_that_is_not_a_regular_file_is_never_read() {
 #[tokio::test]
 async fn resume_after_a_searched_word_appears_drops_its_negative_evidence() {
     let tree = rust_tree();
-    let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
-    let coordinator = Coordinator::new().store(Arc::clone(&store));
-    let first = coordinator
-        .run(Task::new(QUESTION, tree.path()))
-        .await
-        .unwrap();
+    let (store, coordinator, first) = run_in_memory(tree.path()).await;
     let cites = |report: &baton::Report, call: &str| {
         report.handoff.settled_conclusions.iter().any(|c| {
             c.sources
@@ -871,13 +868,7 @@ async fn resume_after_a_searched_word_appears_drops_its_negative_evidence() {
     } else {
         std::fs::write(place.join("added.rs"), format!("// {word}\n")).unwrap();
     }
-    let resumed = coordinator
-        .resume(&first.run_id, None)
-        .await
-        .unwrap()
-        .wait()
-        .await
-        .unwrap();
+    let resumed = resumed_to_end(&coordinator, &first.run_id).await;
     assert!(!cites(&resumed, &call), "{:#?}", resumed.handoff);
     assert!(
         resumed
