@@ -575,10 +575,11 @@ fn brief_of(state: &Path, run_id: &str) -> Output {
         .unwrap()
 }
 
-/// A database cut short: either the cut spared what the brief reads (the same brief), or exit
-/// 1 with one line naming the run and the last intact sequence number — never exit 2, never a
-/// panic; `resume` says the same and writes nothing; `runs` exits 1 (what reads is listed).
-/// Cuts inside the first page too: a file that lost its tables is damaged, not empty.
+/// A database cut short: `brief` reads the same brief if the cut spared the run's log, else
+/// exits 1 with one line naming the run and the last intact sequence number — never exit 2,
+/// never a panic; `resume` always exits 1 naming the run and writes nothing; `runs` exits 1
+/// (what reads is listed). Cuts inside the first page too: a file that lost its tables is
+/// damaged, not empty.
 #[tokio::test]
 async fn a_truncated_or_malformed_database_exits_1_naming_the_run() {
     let state = tempfile::tempdir().unwrap();
@@ -594,6 +595,25 @@ async fn a_truncated_or_malformed_database_exits_1_naming_the_run() {
         .chain([4097, 4096, 3500, 2000, 1000, 101, 100, 50])
     {
         std::fs::write(&db, &pristine[..cut]).unwrap();
+        // `resume` never writes to a cut file: one line naming the run and its last intact
+        // event, and the file as it was.
+        let resumed = baton()
+            .args(["resume", &run_id, "--no-progress", "--state"])
+            .arg(state.path())
+            .output()
+            .unwrap();
+        assert_eq!(resumed.status.code(), Some(1), "cut at {cut}: {resumed:?}");
+        let said = one_line(&resumed);
+        assert!(
+            said.contains(&run_id) && said.contains("after seq"),
+            "cut at {cut}: {said}"
+        );
+        assert_eq!(std::fs::read(&db).unwrap(), pristine[..cut], "cut at {cut}");
+        // Nor does the list pass a cut file off as a whole (or empty) state.
+        let listed = runs_of(state.path());
+        assert_eq!(listed.status.code(), Some(1), "cut at {cut}: {listed:?}");
+        // `brief` reads what it can: the whole brief if the cut spared the run's log, else
+        // one line naming the run and its last intact event.
         let out = brief_of(state.path(), &run_id);
         if out.status.code() == Some(0) {
             assert_eq!(out.stdout, intact.stdout, "cut at {cut}");
@@ -613,18 +633,6 @@ async fn a_truncated_or_malformed_database_exits_1_naming_the_run() {
             .and_then(|n| n.parse().ok())
             .unwrap();
         furthest = furthest.max(seq);
-        // `resume` says the same, and writes nothing.
-        let resumed = baton()
-            .args(["resume", &run_id, "--no-progress", "--state"])
-            .arg(state.path())
-            .output()
-            .unwrap();
-        assert_eq!(resumed.status.code(), Some(1), "cut at {cut}: {resumed:?}");
-        assert_eq!(one_line(&resumed), stderr, "cut at {cut}");
-        assert_eq!(std::fs::read(&db).unwrap(), pristine[..cut], "cut at {cut}");
-        // Nor does the list pass a damaged file off as an empty state.
-        let listed = runs_of(state.path());
-        assert_eq!(listed.status.code(), Some(1), "cut at {cut}: {listed:?}");
     }
     assert!(failures > 0, "some cut must fail");
     assert!(
@@ -913,4 +921,30 @@ fn a_fifo_is_refused_on_open_without_blocking() {
         baton::open_regular_file(dir.path()),
         Err(baton::NotRegular::Directory)
     ));
+}
+
+/// Every error line is one line with no control character, whatever name it quotes: a file
+/// name holding an escape sequence and a line break, given to each command that reads a file.
+#[test]
+fn error_lines_quote_names_terminal_safe() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = dir.path().join("x\u{1b}]0;pwned\u{7}\ny.md");
+    for args in [vec!["validate"], vec!["compact"]] {
+        let out = baton().args(&args).arg(&name).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let line = one_line(&out);
+        assert!(
+            !line.trim_end().chars().any(|c| c.is_control()),
+            "{args:?}: {line:?}"
+        );
+        assert!(line.contains("\\u{1b}]0;pwned\\u{7}\\u{a}y.md"), "{line}");
+    }
+    let out = baton()
+        .args(["explore"])
+        .arg(&name)
+        .arg(QUESTION)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!one_line(&out).trim_end().chars().any(|c| c.is_control()));
 }

@@ -251,8 +251,12 @@ impl SqliteStore {
             },
             other => (other?, None),
         };
-        // A file shorter than its header says was cut: damaged, whatever still reads.
-        let damage = damage.or_else(|| cut_short(&path));
+        // A file shorter than its header says was cut: damaged, whatever still reads. With a
+        // WAL holding frames, a checkpoint may have been cut short mid-copy: the WAL still
+        // has the pages, so the header is not compared.
+        let wal = dir.join("baton.db-wal");
+        let wal_empty = std::fs::metadata(&wal).map_or(true, |m| m.len() == 0);
+        let damage = damage.or_else(|| wal_empty.then(|| cut_short(&path)).flatten());
         let tables: i64 = reader
             .query_row(
                 "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('runs', 'events')",

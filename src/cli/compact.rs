@@ -169,14 +169,14 @@ fn check_options(args: &CompactArgs) -> Result<(), String> {
 
 pub(crate) fn run(args: CompactArgs) -> i32 {
     if let Err(e) = check_options(&args) {
-        eprintln!("baton: {e}");
+        say!("{e}");
         return EXIT_USAGE;
     }
     let shown = args.file.display().to_string();
     let text = match super::read_input(&args.file, MAX_TRANSCRIPT_BYTES, "a transcript") {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("baton: {e}");
+            say!("{e}");
             return EXIT_USAGE;
         }
     };
@@ -196,7 +196,7 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
         let value: Value = match serde_json::from_str(line) {
             Ok(v) => v,
             Err(e) => {
-                eprintln!("baton: {shown}:{}: not a JSON message: {e}", i + 1);
+                say!("{shown}:{}: not a JSON message: {e}", i + 1);
                 return EXIT_USAGE;
             }
         };
@@ -209,7 +209,7 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
             match content_text(&value) {
                 Ok(text) => system_texts.push(text),
                 Err(e) => {
-                    eprintln!("baton: {shown}:{}: not a chat message: {e}", i + 1);
+                    say!("{shown}:{}: not a chat message: {e}", i + 1);
                     return EXIT_USAGE;
                 }
             }
@@ -225,7 +225,7 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
                 originals.push(line.trim());
             }
             Err(e) => {
-                eprintln!("baton: {shown}:{}: not a chat message: {e}", i + 1);
+                say!("{shown}:{}: not a chat message: {e}", i + 1);
                 return EXIT_USAGE;
             }
         }
@@ -295,7 +295,7 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
         let window = match window {
             Ok(w) => w,
             Err(e) => {
-                eprintln!("baton: {e}");
+                say!("{e}");
                 return EXIT_FAILED;
             }
         };
@@ -326,15 +326,12 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
         .and_then(|_| stdout.flush())
     {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
-            eprintln!("baton: {e}");
+            say!("{e}");
             return EXIT_FAILED;
         }
     }
     if out.decision == Decision::Refuse {
-        eprintln!(
-            "baton: compaction refused: {}",
-            out.reason.unwrap_or_default()
-        );
+        say!("compaction refused: {}", out.reason.unwrap_or_default());
         EXIT_REFUSED
     } else {
         EXIT_DONE

@@ -1,6 +1,14 @@
 //! Command-line interface: `baton explore` and `baton validate`, their flags, output and exit
 //! codes.
 
+/// Prints one error line on stderr, `baton: ` first, made terminal-safe: whatever it quotes
+/// (a path, a file name, a model's words) cannot move the cursor or break the line.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        eprintln!("baton: {}", $crate::cli::terminal_line(&format!($($arg)*)))
+    };
+}
+
 mod compact;
 mod progress;
 mod runs;
@@ -120,7 +128,7 @@ impl StateArg {
 /// (no such state or run, a state that cannot be opened) exits 2; damaged or unwritable state,
 /// or a run held by another process, exits 1.
 pub(crate) fn store_error(e: &StoreError) -> i32 {
-    eprintln!("baton: {}", terminal_line(&e.to_string()));
+    say!("{e}");
     match e {
         StoreError::UnknownRun(_) | StoreError::Open { .. } | StoreError::Missing { .. } => {
             EXIT_USAGE
@@ -247,7 +255,7 @@ pub(crate) fn main() -> i32 {
                 .skip_while(|l| l.is_empty())
                 .take_while(|l| !l.is_empty())
                 .collect();
-            eprintln!("baton: {}", first.join(" ").trim_start_matches("error: "));
+            say!("{}", first.join(" ").trim_start_matches("error: "));
             return EXIT_USAGE;
         }
     };
@@ -266,7 +274,7 @@ pub(crate) fn main() -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("baton: could not start the runtime: {e}");
+            say!("could not start the runtime: {e}");
             return EXIT_FAILED;
         }
     };
@@ -293,11 +301,26 @@ fn coordinator(model: &ModelArgs, store: std::sync::Arc<SqliteStore>) -> Coordin
 async fn resume(args: ResumeArgs) -> i32 {
     // A mistyped state is not created: the run must already be in it, its log intact (a
     // damaged one is named with its last intact event) — read before anything is written.
-    if let Err(code) = runs::run_events(&args.state, &args.run) {
-        return code;
+    let (read, events) = match runs::run_events(&args.state, &args.run) {
+        Ok(found) => found,
+        Err(code) => return code,
+    };
+    // A damaged file is not written to, even where this run's log still reads whole.
+    let damaged = |detail: String| StoreError::Damaged {
+        run_id: args.run.clone(),
+        last_intact: events.last().map_or(0, |e| e.seq),
+        detail,
+    };
+    if let Some(damage) = read.damage() {
+        return store_error(&damaged(format!(
+            "the state at {} is damaged ({damage}); it is not written to",
+            read.path().display()
+        )));
     }
+    drop(read);
     let store = match args.state.open() {
         Ok(s) => s,
+        Err(e @ StoreError::Corrupt { .. }) => return store_error(&damaged(e.to_string())),
         Err(e) => return store_error(&e),
     };
     let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
@@ -310,7 +333,7 @@ async fn resume(args: ResumeArgs) -> i32 {
 
 async fn explore(args: ExploreArgs) -> i32 {
     if args.question.trim().is_empty() {
-        eprintln!("baton: the question is empty");
+        say!("the question is empty");
         return EXIT_USAGE;
     }
     if !args.root.is_dir() {
@@ -319,7 +342,7 @@ async fn explore(args: ExploreArgs) -> i32 {
         } else {
             "no such directory"
         };
-        eprintln!("baton: {}: {why}", args.root.display());
+        say!("{}: {why}", args.root.display());
         return EXIT_USAGE;
     }
     let store = match args.state.open() {
@@ -366,7 +389,7 @@ async fn finish(
     let canceller = handle.canceller();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("baton: cancelling — press Ctrl-C again to quit at once");
+            say!("cancelling — press Ctrl-C again to quit at once");
             canceller.cancel();
             if tokio::signal::ctrl_c().await.is_ok() {
                 std::process::exit(EXIT_CANCELLED);
@@ -382,7 +405,7 @@ async fn finish(
     eprintln!("{}", terminal_safe(&report.summary_line()));
     if let Err(e) = print_report(&report, json) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
-            eprintln!("baton: could not write the report: {e}");
+            say!("could not write the report: {e}");
             return EXIT_FAILED;
         }
     }
@@ -396,7 +419,7 @@ async fn finish(
 }
 
 fn report_error(e: &RunError) -> i32 {
-    eprintln!("baton: {}", terminal_line(&e.to_string()));
+    say!("{e}");
     if e.is_bad_input() {
         EXIT_USAGE
     } else {

@@ -44,7 +44,7 @@ fn write_out(text: &str, json: bool) -> i32 {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            eprintln!("baton: {e}");
+            say!("{e}");
             EXIT_FAILED
         }
         _ => EXIT_DONE,
@@ -162,7 +162,7 @@ pub(crate) fn brief(args: BriefArgs) -> i32 {
     };
     let cp = project(&args.run, &events);
     if let Err(e) = cp.check() {
-        eprintln!("baton: {e}");
+        say!("{e}");
         return EXIT_FAILED;
     }
     let brief = make_brief(&cp);
@@ -203,17 +203,13 @@ pub(crate) fn context(args: ContextArgs) -> i32 {
     let roles = match load_roles(args.roles.as_deref()) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("baton: {e}");
+            say!("{e}");
             return EXIT_USAGE;
         }
     };
     let Some(role) = roles.get(&args.role) else {
         let known: Vec<&str> = roles.keys().map(String::as_str).collect();
-        eprintln!(
-            "baton: no role `{}` (roles: {})",
-            args.role,
-            known.join(", ")
-        );
+        say!("no role `{}` (roles: {})", args.role, known.join(", "));
         return EXIT_USAGE;
     };
     let (store, events) = match run_events(&args.state, &args.run) {
@@ -276,7 +272,7 @@ pub(crate) fn context(args: ContextArgs) -> i32 {
             if args.json {
                 let _ = write_out(&format!("{}\n", json!({ "floor_error": floor })), true);
             }
-            eprintln!("baton: {floor}");
+            say!("{floor}");
             EXIT_FLOOR
         }
     }

@@ -26,14 +26,14 @@ pub(crate) fn run(args: ValidateArgs) -> i32 {
     let text = match super::read_input(&args.file, MAX_HANDOFF_BYTES, "a handoff") {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("baton: {e}");
+            say!("{e}");
             return EXIT_USAGE;
         }
     };
     let workspace = match Workspace::open(&args.root) {
         Ok(w) => w,
         Err(e) => {
-            eprintln!("baton: --root {}: {e}", args.root.display());
+            say!("--root {}: {e}", args.root.display());
             return EXIT_USAGE;
         }
     };
@@ -48,7 +48,7 @@ pub(crate) fn run(args: ValidateArgs) -> i32 {
     let parsed = validate(&text, &check);
     let shown = args.file.display().to_string();
     if parsed.is_neither_form() {
-        eprintln!("baton: {shown}: neither form of a handoff (no section headings, not JSON)");
+        say!("{shown}: neither form of a handoff (no section headings, not JSON)");
         return EXIT_USAGE;
     }
     let valid = parsed.violations.is_empty();
@@ -93,7 +93,7 @@ pub(crate) fn run(args: ValidateArgs) -> i32 {
     };
     if let Err(e) = written.and_then(|_| out.flush()) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
-            eprintln!("baton: {e}");
+            say!("{e}");
             return EXIT_FAILED;
         }
     }

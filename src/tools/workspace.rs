@@ -158,8 +158,9 @@ pub enum NotRegular {
 /// between the check and the open is still refused. Returns the file and its metadata (its
 /// size, for a cap checked before reading).
 pub fn open_regular_file(path: &Path) -> Result<(fs::File, fs::Metadata), NotRegular> {
-    // Typed before opening, so a device is never opened (a tape would rewind, a terminal
-    // could become this process's); then opened non-blocking and typed again on the handle.
+    // Typed before opening, so a device is not opened (a tape would rewind, a terminal could
+    // become this process's) unless swapped in after the check; then opened non-blocking and
+    // typed again on the handle, so such a swap is still refused.
     let meta = fs::metadata(path).map_err(NotRegular::Io)?;
     if meta.is_dir() {
         return Err(NotRegular::Directory);

@@ -191,8 +191,8 @@ pub(crate) fn assert_cites(report: &Report, root: &Path, path: &str, line: u32, 
 }
 
 /// Spawns a run with `spawn` and kills it (SIGKILL) once the run it logs in `state` — the
-/// newest that was not there before — satisfies `ready`, polled every 50 ms for at most a
-/// minute; returns that run's id.
+/// first listed that was not there before — satisfies `ready`, polled every 50 ms for at most
+/// a minute; returns that run's id. A child that ends first fails the test.
 pub(crate) fn kill_when(
     state: &Path,
     spawn: impl FnOnce() -> std::process::Child,
@@ -212,6 +212,9 @@ pub(crate) fn kill_when(
             "the run never got there in time"
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("the run ended ({status}) before it got there");
+        }
         let Ok(store) = SqliteStore::open_existing(state) else {
             continue;
         };
