@@ -161,9 +161,11 @@ fn a_run_killed_mid_flight_resumes_to_the_same_report() {
         "{}",
         String::from_utf8_lossy(&resumed.stderr)
     );
+    // A subagent restarted with an effect cut off is told so (its token count may differ);
+    // everything the report says about the question is the uninterrupted run's.
     assert_eq!(
-        without_timing(&String::from_utf8_lossy(&resumed.stdout)),
-        without_timing(&String::from_utf8_lossy(&clean.stdout)),
+        essentials(&String::from_utf8_lossy(&resumed.stdout)),
+        essentials(&String::from_utf8_lossy(&clean.stdout)),
         "the resumed report equals the uninterrupted one"
     );
 
