@@ -53,6 +53,8 @@ pub struct Projector {
     entry_attempt: Vec<u32>,
     /// Each subagent's current attempt.
     attempt: BTreeMap<String, u32>,
+    /// Each subagent's latest plan entry, so an event finds it without a scan.
+    plan_of: BTreeMap<String, usize>,
 }
 
 impl Projector {
@@ -85,6 +87,7 @@ impl Projector {
             effect_index: BTreeMap::new(),
             entry_attempt: Vec::new(),
             attempt: BTreeMap::new(),
+            plan_of: BTreeMap::new(),
         }
     }
 
@@ -105,6 +108,7 @@ impl Projector {
             effect_index,
             entry_attempt,
             attempt,
+            plan_of,
         } = self;
         if cp.first_seq == 0 {
             cp.first_seq = logged.seq;
@@ -142,17 +146,20 @@ impl Projector {
                         plan.event = at;
                     }
                 }
-                cp.plans.extend(subagents.iter().map(|s| PlanEntry {
-                    subagent: s.id.clone(),
-                    scope: s.scope.clone(),
-                    status: PlanStatus::Active,
-                    outcome: None,
-                    event: at,
-                }));
+                for s in subagents {
+                    plan_of.insert(s.id.clone(), cp.plans.len());
+                    cp.plans.push(PlanEntry {
+                        subagent: s.id.clone(),
+                        scope: s.scope.clone(),
+                        status: PlanStatus::Active,
+                        outcome: None,
+                        event: at,
+                    });
+                }
             }
             RunEvent::SubagentSpawned { subagent, .. } => {
                 *attempt.entry(subagent.clone()).or_default() += 1;
-                if let Some(plan) = cp.plans.iter_mut().rev().find(|p| &p.subagent == subagent) {
+                if let Some(plan) = plan_of.get(subagent).and_then(|&i| cp.plans.get_mut(i)) {
                     plan.status = PlanStatus::Active;
                     plan.outcome = None;
                     plan.event = at;
@@ -322,20 +329,27 @@ impl Projector {
                 event: at,
             }),
             RunEvent::BudgetSpent { subagent, spent } => {
-                cp.budgets.per_subagent.insert(subagent.clone(), *spent);
-                let mut total = Spent::default();
-                for s in cp.budgets.per_subagent.values() {
-                    total.model_turns += s.model_turns;
-                    total.tool_calls += s.tool_calls;
-                    total.tokens_in += s.tokens_in;
-                    total.tokens_out += s.tokens_out;
-                }
-                cp.budgets.total = total;
+                // The total moves by the difference: no sum over every subagent per event.
+                let before = cp
+                    .budgets
+                    .per_subagent
+                    .insert(subagent.clone(), *spent)
+                    .unwrap_or_default();
+                let total = &mut cp.budgets.total;
+                // Saturating: a log from disk is untrusted and must not overflow.
+                total.model_turns = (total.model_turns.saturating_sub(before.model_turns))
+                    .saturating_add(spent.model_turns);
+                total.tool_calls = (total.tool_calls.saturating_sub(before.tool_calls))
+                    .saturating_add(spent.tool_calls);
+                total.tokens_in = (total.tokens_in.saturating_sub(before.tokens_in))
+                    .saturating_add(spent.tokens_in);
+                total.tokens_out = (total.tokens_out.saturating_sub(before.tokens_out))
+                    .saturating_add(spent.tokens_out);
             }
             RunEvent::SubagentEnded {
                 subagent, state, ..
             } => {
-                if let Some(plan) = cp.plans.iter_mut().rev().find(|p| &p.subagent == subagent) {
+                if let Some(plan) = plan_of.get(subagent).and_then(|&i| cp.plans.get_mut(i)) {
                     plan.outcome = Some(*state);
                     plan.event = at;
                     plan.status = if *state == SubagentState::Cancelled {

@@ -50,6 +50,8 @@ pub(crate) struct LeadState {
     pub(super) records: Vec<SubagentRecord>,
     pub(super) queue: VecDeque<usize>,
     pub(super) by_actor: HashMap<ActorId, usize>,
+    /// Each record's index by subagent id.
+    pub(super) by_id: HashMap<String, usize>,
     pub(super) cancelled: bool,
     pub(super) planning_error: Option<String>,
     /// The workspace's files, read once per run for checking citations.
@@ -114,6 +116,7 @@ impl LeadState {
             records: Vec::new(),
             queue: VecDeque::new(),
             by_actor: HashMap::new(),
+            by_id: HashMap::new(),
             cancelled: false,
             planning_error: None,
             files,
@@ -262,6 +265,7 @@ impl LeadState {
         self.planned = true;
         for (id, shard) in plan {
             let index = self.records.len();
+            self.by_id.entry(id.clone()).or_insert(index);
             let kept = restored.remove(&id).filter(|r| r.is_done());
             let mut record = SubagentRecord {
                 summary: SubagentSummary {
@@ -310,11 +314,12 @@ impl LeadState {
     }
 
     pub(super) fn index_of(&self, id: &str) -> Option<usize> {
-        self.records.iter().position(|r| r.summary.id == id)
+        self.by_id.get(id).copied()
     }
 
+    /// Subagents alive now: exactly those whose actor is still supervised.
     pub(super) fn running(&self) -> usize {
-        self.records.iter().filter(|r| r.alive).count()
+        self.by_actor.len()
     }
 
     pub(super) async fn fill(&mut self, myself: &ActorRef<LeadMsg>) {
