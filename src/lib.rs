@@ -50,8 +50,9 @@
 //!   changed since to open items (logged as `evidence_stale`). Every
 //!   subagent's first context is compiled for its role (explorer, or verifier in the second
 //!   wave) from the checkpoint the lead keeps one event at a time (`checkpoint::Projector`,
-//!   `LeadState::context_for`); its manifest
-//!   goes to the log, and its tool set is its profile's; a floor over the role's budget is
+//!   `LeadState::context_for`); its manifest goes to the log (the items left out as a count
+//!   and a digest, so a spawn's entry does not grow with the run), and its tool set is its
+//!   profile's; a floor over the role's budget is
 //!   raised up to the subagent's model's window (`Model::context_window`), no further.
 //!   `LeadState::advance` plans the second wave once the first has ended: a verifier over the
 //!   conclusions of repaired handoffs, which reach it as data (the checkpoint's `doubts`

@@ -43,9 +43,18 @@ pub struct Manifest {
     /// Tokens of its compiled context.
     #[serde(default)]
     pub context_tokens: u64,
-    /// Every checkpoint field and item its context included or omitted, and why.
+    /// Every checkpoint field its context included or omitted, and every item it included,
+    /// with why; the items it left out are counted and digested below, so the entry does not
+    /// grow with the rest of the run.
     #[serde(default)]
     pub context: Vec<crate::context::ManifestEntry>,
+    /// How many items the context left out.
+    #[serde(default)]
+    pub omitted_items: u64,
+    /// SHA-256 of the items left out (their manifest entries as JSON lines, in order); empty
+    /// when none were.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub omitted_digest: String,
 }
 
 /// Something that happened in a run.

@@ -59,6 +59,13 @@ pub(super) fn spawned(
     context: &Compiled,
     budget: Budget,
 ) -> RunEvent {
+    // Fields, and the items included, are logged; the items left out only as a count and a
+    // digest: a spawn's entry must not grow with the run.
+    let (kept, left_out): (Vec<_>, Vec<_>) = context
+        .manifest
+        .iter()
+        .cloned()
+        .partition(|e| e.included || e.item.is_none());
     RunEvent::SubagentSpawned {
         subagent: id.to_string(),
         role: context.role.clone(),
@@ -69,7 +76,17 @@ pub(super) fn spawned(
             tools: context.tools.clone(),
             budget,
             context_tokens: context.tokens as u64,
-            context: context.manifest.clone(),
+            context: kept,
+            omitted_items: left_out.len() as u64,
+            omitted_digest: if left_out.is_empty() {
+                String::new()
+            } else {
+                let lines: String = left_out
+                    .iter()
+                    .map(|e| serde_json::to_string(e).unwrap_or_default() + "\n")
+                    .collect();
+                sha256_hex(lines.as_bytes())
+            },
         },
     }
 }
@@ -208,6 +225,68 @@ pub(super) fn watch_acks(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checkpoint::{project, EvidenceEntry, LoggedEvent};
+    use crate::context::{compile, load_roles, Estimate};
+
+    /// The logged entry of a spawn whose context was compiled from a checkpoint holding
+    /// `evidence` items of other subagents: its JSON size.
+    fn spawn_entry_bytes(evidence: usize) -> usize {
+        let started = LoggedEvent {
+            run_id: "r".into(),
+            seq: 1,
+            at_ms: 0,
+            event: RunEvent::RunStarted {
+                question: "Where is the retry delay computed?".into(),
+                root: "/r".into(),
+                model: "m".into(),
+                agents: 1,
+                max_subagents: 1,
+                budget: Budget::default(),
+                repairs: 0,
+                shards: None,
+                tools: vec!["grep".into()],
+            },
+            prev: String::new(),
+            digest: String::new(),
+        };
+        let mut cp = project("r", &[started]);
+        cp.evidence = (0..evidence)
+            .map(|i| EvidenceEntry {
+                source: format!("other{i}/lib.rs:1-3"),
+                digest: sha256_hex(i.to_string().as_bytes()),
+                excerpt: Some(format!("other{i}/lib.rs defines `item_{i}` at line 1")),
+                tombstone: false,
+                stale: None,
+                subagent: format!("sa{}", i + 2),
+                event: 1,
+            })
+            .collect();
+        let roles = load_roles(None).unwrap();
+        let role = &roles["explorer"];
+        let compiled = compile(&cp, None, role, role.budget, &Estimate).unwrap();
+        let event = spawned(
+            "sa1",
+            &["mine".into()],
+            "brief",
+            &compiled,
+            Budget::default(),
+        );
+        serde_json::to_string(&event).unwrap().len()
+    }
+
+    /// Issue 11 (in part): a spawn's logged manifest is bounded by its context's budget, not
+    /// by the run — the items left out are a count and a digest. A checkpoint of 1,000 or of
+    /// 10,000 other subagents' evidence logs the same entry, within a few bytes.
+    #[test]
+    fn a_spawn_entry_does_not_grow_with_the_run() {
+        let thousand = spawn_entry_bytes(1_000);
+        let ten_thousand = spawn_entry_bytes(10_000);
+        assert!(
+            ten_thousand.abs_diff(thousand) <= 16,
+            "{thousand} vs {ten_thousand} bytes"
+        );
+        assert!(thousand < 64 * 1024, "{thousand} bytes");
+    }
 
     /// A call past its time limit may still take effect: its effect is logged outcome_unknown,
     /// never failed; a call that returned an error failed.

@@ -376,6 +376,8 @@ mod tests {
             budget: Budget::default(),
             context_tokens: 0,
             context: vec![],
+            omitted_items: 0,
+            omitted_digest: String::new(),
         }
     }
 
