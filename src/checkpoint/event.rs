@@ -318,3 +318,19 @@ pub(crate) fn chain_digest(
     text.push_str(payload);
     sha256_hex(text.as_bytes())
 }
+
+/// A `run_started` for unit tests: question `q`, root `/r`, grep only.
+#[cfg(test)]
+pub(crate) fn run_started_fixture() -> RunEvent {
+    RunEvent::RunStarted {
+        question: "q".into(),
+        root: "/r".into(),
+        model: "m".into(),
+        agents: 1,
+        max_subagents: 2,
+        budget: crate::policy::Budget::default(),
+        repairs: 2,
+        shards: None,
+        tools: vec!["grep".into()],
+    }
+}

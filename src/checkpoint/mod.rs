@@ -19,6 +19,8 @@ use serde::{Deserialize, Serialize};
 
 pub use brief::{brief, Brief, BriefItem};
 pub use effect::{on_recovery, transition, EffectError, EffectState, TRANSITIONS};
+#[cfg(test)]
+pub(crate) use event::run_started_fixture;
 pub use event::{sha256_hex, LoggedEvent, Manifest, PlannedSubagent, RunEvent};
 pub use log::{Ack, RunLog};
 pub use projection::{delta, project, Delta, Projector};

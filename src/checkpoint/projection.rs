@@ -406,17 +406,7 @@ mod tests {
     #[test]
     fn a_delta_is_the_events_after_the_checkpoint() {
         let store = MemoryStore::new();
-        let started = RunEvent::RunStarted {
-            question: "q".into(),
-            root: "/r".into(),
-            model: "m".into(),
-            agents: 1,
-            max_subagents: 1,
-            budget: Budget::default(),
-            repairs: 0,
-            shards: None,
-            tools: vec!["grep".into()],
-        };
+        let started = crate::checkpoint::run_started_fixture();
         let finished = RunEvent::RunFinished { cancelled: false };
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()

@@ -199,7 +199,6 @@ impl Actor for LeadActor {
         let Some(index) = state.by_actor.remove(&cell.get_id()) else {
             return Ok(());
         };
-        state.records[index].alive = false;
         if !state.records[index].summary.state.ended() {
             let (ended, why) = match failure {
                 Some(error) => (SubagentState::Failed, error),

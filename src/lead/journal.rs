@@ -64,7 +64,6 @@ pub(super) fn spawned(
     let (kept, left_out): (Vec<_>, Vec<_>) = context
         .manifest
         .iter()
-        .cloned()
         .partition(|e| e.included || e.item.is_none());
     RunEvent::SubagentSpawned {
         subagent: id.to_string(),
@@ -76,7 +75,7 @@ pub(super) fn spawned(
             tools: context.tools.clone(),
             budget,
             context_tokens: context.tokens as u64,
-            context: kept,
+            context: kept.into_iter().cloned().collect(),
             omitted_items: left_out.len() as u64,
             omitted_digest: if left_out.is_empty() {
                 String::new()
@@ -235,17 +234,7 @@ mod tests {
             run_id: "r".into(),
             seq: 1,
             at_ms: 0,
-            event: RunEvent::RunStarted {
-                question: "Where is the retry delay computed?".into(),
-                root: "/r".into(),
-                model: "m".into(),
-                agents: 1,
-                max_subagents: 1,
-                budget: Budget::default(),
-                repairs: 0,
-                shards: None,
-                tools: vec!["grep".into()],
-            },
+            event: crate::checkpoint::run_started_fixture(),
             prev: String::new(),
             digest: String::new(),
         };

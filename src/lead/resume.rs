@@ -382,17 +382,7 @@ mod tests {
     }
 
     fn started() -> RunEvent {
-        RunEvent::RunStarted {
-            question: "q".into(),
-            root: "/r".into(),
-            model: "m".into(),
-            agents: 1,
-            max_subagents: 2,
-            budget: Budget::default(),
-            repairs: 2,
-            shards: None,
-            tools: vec!["grep".into()],
-        }
+        crate::checkpoint::run_started_fixture()
     }
 
     #[test]

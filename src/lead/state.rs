@@ -31,7 +31,6 @@ pub(super) struct SubagentRecord {
     pub(super) summary: SubagentSummary,
     pub(super) shard: Shard,
     pub(super) actor: Option<ActorRef<SubagentMsg>>,
-    pub(super) alive: bool,
     pub(super) handoff: Option<Handoff>,
     pub(super) observations: ObservationLog,
     pub(super) spent: Spent,
@@ -247,8 +246,8 @@ impl LeadState {
         while let Some(index) = self.queue.pop_front() {
             self.end(index, SubagentState::Cancelled, None);
         }
-        for record in self.records.iter().filter(|r| r.alive) {
-            if let Some(actor) = &record.actor {
+        for &index in self.by_actor.values() {
+            if let Some(actor) = &self.records[index].actor {
                 actor.stop(Some("run cancelled".into()));
             }
         }
@@ -282,7 +281,6 @@ impl LeadState {
                 },
                 shard,
                 actor: None,
-                alive: false,
                 handoff: None,
                 observations: ObservationLog::default(),
                 spent: Spent::default(),
@@ -388,7 +386,6 @@ impl LeadState {
                     self.by_actor.insert(actor.get_id(), index);
                     let record = &mut self.records[index];
                     record.actor = Some(actor);
-                    record.alive = true;
                     record.summary.state = SubagentState::Running;
                     let event = Event::SubagentSpawned {
                         id: record.summary.id.clone(),
