@@ -156,6 +156,10 @@ async fn baton_run(n: usize, concurrency: usize, latency: Duration) -> Measured 
     let wall = began.elapsed();
     let accepted = report.handoffs.accepted + report.handoffs.repaired;
     assert_eq!(accepted, n, "every handoff accepted: {:?}", report.handoffs);
+    if std::env::var_os("BENCH_KEEP").is_some() {
+        eprintln!("state kept: {}", state.keep().display());
+        return Measured { wall, rss_before, rss_after: 0, log_bytes: 0 };
+    }
     Measured {
         wall,
         rss_before,

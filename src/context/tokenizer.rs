@@ -11,6 +11,41 @@ pub trait Tokenizer: Send + Sync {
     fn count(&self, text: &str) -> usize;
     /// A short name for manifests.
     fn name(&self) -> &'static str;
+    /// Whether a text's count is the sum of the counts of its lines, cut after a line break
+    /// that a character other than whitespace or `/` follows ([`line_chunks`]): then a cache
+    /// counts only the lines it has not seen.
+    fn adds_up_by_line(&self) -> bool {
+        false
+    }
+}
+
+/// `text` cut after each line break that a character other than whitespace or `/` follows.
+/// o200k_base's pre-tokenizer never joins across such a cut — no piece of it holds a line
+/// break followed by such a character (a run of punctuation takes the breaks and slashes after
+/// it, a run of whitespace the breaks) — so the counts of the chunks add up to the count of
+/// the text.
+pub fn line_chunks(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut from = 0;
+        let at = loop {
+            let Some(i) = rest[from..].find('\n') else {
+                break rest.len();
+            };
+            let cut = from + i + 1;
+            match rest[cut..].chars().next() {
+                Some(c) if !c.is_whitespace() && c != '/' => break cut,
+                None => break rest.len(),
+                _ => from = cut,
+            }
+        };
+        let (chunk, tail) = rest.split_at(at);
+        rest = tail;
+        Some(chunk)
+    })
 }
 
 /// OpenAI's o200k_base BPE (tiktoken-rs, vocabulary embedded). Loaded once, lazily (~0.2 s).
@@ -28,6 +63,10 @@ impl Tokenizer for Bpe {
 
     fn name(&self) -> &'static str {
         "o200k_base"
+    }
+
+    fn adds_up_by_line(&self) -> bool {
+        true
     }
 }
 
@@ -78,8 +117,8 @@ impl<T: Tokenizer> std::fmt::Debug for CachedTokenizer<T> {
     }
 }
 
-impl<T: Tokenizer> Tokenizer for CachedTokenizer<T> {
-    fn count(&self, text: &str) -> usize {
+impl<T: Tokenizer> CachedTokenizer<T> {
+    fn count_block(&self, text: &str) -> usize {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         text.hash(&mut hasher);
         let key = hasher.finish();
@@ -93,9 +132,23 @@ impl<T: Tokenizer> Tokenizer for CachedTokenizer<T> {
         self.cache.insert(key, n);
         n
     }
+}
+
+impl<T: Tokenizer> Tokenizer for CachedTokenizer<T> {
+    fn count(&self, text: &str) -> usize {
+        if self.inner.adds_up_by_line() {
+            line_chunks(text).map(|chunk| self.count_block(chunk)).sum()
+        } else {
+            self.count_block(text)
+        }
+    }
 
     fn name(&self) -> &'static str {
         self.inner.name()
+    }
+
+    fn adds_up_by_line(&self) -> bool {
+        self.inner.adds_up_by_line()
     }
 }
 
@@ -112,5 +165,33 @@ mod tests {
         assert_eq!(cached.count(text), n);
         assert_eq!(cached.count(text), n);
         assert_eq!(Estimate.count("abcdefgh"), 2);
+    }
+
+    #[test]
+    fn line_chunks_cover_the_text_and_cut_only_before_a_non_space() {
+        let text = "a\n- b\n  c\n/d\n\ne\n";
+        let chunks: Vec<&str> = line_chunks(text).collect();
+        assert_eq!(chunks.concat(), text);
+        assert_eq!(chunks, ["a\n", "- b\n  c\n/d\n\n", "e\n"]);
+        assert_eq!(line_chunks("").count(), 0);
+    }
+
+    proptest::proptest! {
+        /// The cached count, line by line, is the count of the whole text.
+        #[test]
+        fn counting_by_line_chunks_is_exact(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "\n", "\r\n", " ", "  ", "\t", "/", "//", "- ", "## ", "]", ").", "===",
+                    "word", "Word", "WORD", "x1", "123", "4567", "'s", "é", "\u{a0}", "\\",
+                    "`code`", "[src/a.rs:1-3]", "=", ":", "\u{2028}", "日本",
+                ]),
+                0..40,
+            )
+        ) {
+            let text: String = parts.concat();
+            let cached = CachedTokenizer::new(Bpe);
+            proptest::prop_assert_eq!(cached.count(&text), Bpe.count(&text), "{:?}", text);
+        }
     }
 }

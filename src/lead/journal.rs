@@ -10,7 +10,7 @@ use crate::checkpoint::{
     sha256_hex, Ack, Checkpoint, EffectState, EventStore, Manifest, PlannedSubagent, RunEvent,
     StoreError,
 };
-use crate::context::Compiled;
+use crate::context::{Compiled, ItemSum};
 use crate::model::estimate_tokens;
 use crate::policy::{Budget, Spent};
 use crate::report::SubagentState;
@@ -59,12 +59,20 @@ pub(super) fn spawned(
     context: &Compiled,
     budget: Budget,
 ) -> RunEvent {
-    // Fields, and the items included, are logged; the items left out only as a count and a
-    // digest: a spawn's entry must not grow with the run.
+    // Fields, and the items included, are logged; the items left out (not selected, or over
+    // the budget) only as a count and the sum of their hashes: a spawn's entry must not grow
+    // with the run.
     let (kept, left_out): (Vec<_>, Vec<_>) = context
         .manifest
         .iter()
         .partition(|e| e.included || e.item.is_none());
+    let mut omitted = context.unselected;
+    for entry in &left_out {
+        omitted.items += 1;
+        omitted
+            .sum
+            .add(ItemSum::of(entry.field, entry.item.as_deref().unwrap_or("")));
+    }
     RunEvent::SubagentSpawned {
         subagent: id.to_string(),
         role: context.role.clone(),
@@ -76,15 +84,11 @@ pub(super) fn spawned(
             budget,
             context_tokens: context.tokens as u64,
             context: kept.into_iter().cloned().collect(),
-            omitted_items: left_out.len() as u64,
-            omitted_digest: if left_out.is_empty() {
+            omitted_items: omitted.items,
+            omitted_digest: if omitted.items == 0 {
                 String::new()
             } else {
-                let lines: String = left_out
-                    .iter()
-                    .map(|e| serde_json::to_string(e).unwrap_or_default() + "\n")
-                    .collect();
-                sha256_hex(lines.as_bytes())
+                omitted.sum.hex()
             },
         },
     }

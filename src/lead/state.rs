@@ -11,7 +11,8 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::checkpoint::{Delta, LoggedEvent, Projector, RunEvent, StoreError};
 use crate::context::{
-    compile, Bpe, CachedTokenizer, Compiled, FloorError, Orientation, RoleProfile,
+    compile_selected, Bpe, CachedTokenizer, Compiled, ContextIndex, Field, FloorError, Focus,
+    Orientation, RoleProfile,
 };
 
 use super::plan::Shard;
@@ -71,6 +72,8 @@ pub(crate) struct LeadState {
     /// The run's checkpoint, every event applied once as it is logged (from the log, on
     /// resume), for compiling contexts.
     pub(super) projector: Projector,
+    /// The index contexts are selected through, synced with the projector before each spawn.
+    pub(super) index: ContextIndex,
     /// On a resumed run: the effect changes logged since the resume (each restarted subagent's
     /// delta).
     pub(super) since_resume: Vec<LoggedEvent>,
@@ -124,6 +127,7 @@ impl LeadState {
             checkpointed: None,
             log_failed: None,
             projector,
+            index: ContextIndex::default(),
             since_resume: Vec::new(),
             next_seq: args.resume.as_ref().map(|r| r.after_seq).unwrap_or(0),
             resume: args.resume,
@@ -187,11 +191,21 @@ impl LeadState {
     /// so far. A floor over the budget raises the budget while the subagent's model's window
     /// (less the room for its answer) allows; past that the context is refused.
     pub(super) fn context_for(
-        &self,
+        &mut self,
         subagent: &str,
+        scope: &[String],
         role: &RoleProfile,
     ) -> Result<(Compiled, Option<Orientation>), FloorError> {
+        self.index.sync(self.projector.checkpoint());
         let checkpoint = self.projector.checkpoint();
+        let focus = Focus::new(subagent, scope, &self.config.question);
+        let fields: Vec<Field> = role
+            .mandatory
+            .iter()
+            .copied()
+            .chain(role.optional.iter().map(|o| o.field))
+            .collect();
+        let pick = self.index.select(checkpoint, &focus, &fields);
         // After a resume, what changed since for this subagent (its effects cut off by the
         // crash) comes as the delta, and the restarted subagent orients itself first.
         let own = |call: &str| call.split('.').next() == Some(subagent);
@@ -216,10 +230,11 @@ impl LeadState {
             .model
             .context_window()
             .saturating_sub(crate::subagent::ANSWER_TOKENS as usize);
-        let compiled = match compile(checkpoint, delta.as_ref(), role, role.budget, tokenizer) {
-            Err(floor) if floor.floor <= window => {
-                compile(checkpoint, delta.as_ref(), role, floor.floor, tokenizer)
-            }
+        let compile = |budget| {
+            compile_selected(checkpoint, delta.as_ref(), role, budget, tokenizer, &pick)
+        };
+        let compiled = match compile(role.budget) {
+            Err(floor) if floor.floor <= window => compile(floor.floor),
             other => other,
         }?;
         Ok((compiled, orientation))
@@ -336,7 +351,8 @@ impl LeadState {
                 self.end(index, SubagentState::Failed, Some(why));
                 continue;
             };
-            let (context, orientation) = match self.context_for(&id, &role) {
+            let scope = self.records[index].shard.paths.clone();
+            let (context, orientation) = match self.context_for(&id, &scope, &role) {
                 Ok(c) => c,
                 Err(refused) => {
                     self.end(

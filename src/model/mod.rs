@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::tools::{ToolCall, ToolSpec};
+pub(crate) use offline::is_stop_word;
 pub use offline::OfflineModel;
 pub use scripted::{ScriptedModel, ScriptedTurn};
 

@@ -9,6 +9,7 @@ mod follow;
 mod rank;
 mod survey;
 mod terms;
+pub(crate) use terms::is_stop as is_stop_word;
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -236,7 +236,7 @@ const STOP_WORDS: &[&str] = &[
     "yourselves",
 ];
 
-fn is_stop(word: &str) -> bool {
+pub(crate) fn is_stop(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
 

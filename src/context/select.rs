@@ -1,0 +1,469 @@
+//! Relevance selection: which items of a checkpoint a subagent's context may hold, found through
+//! an index kept up to date one item at a time ([`ContextIndex::sync`]), never by scanning the
+//! run. A subagent sees the items under its scope (and above it), the items matching its
+//! question's words, its own plan, effects and handoffs, and the doubts it is asked to check —
+//! each field at most [`FIELD_CAP`] items — and the rest is counted and summed
+//! ([`Omitted`]), so its context and manifest do not grow with the number of other subagents.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use crate::checkpoint::{sha256_hex, Checkpoint};
+use crate::source::SourceId;
+
+use super::Field;
+
+/// Most items of one field a focused selection takes before the token budget has its say.
+pub const FIELD_CAP: usize = 64;
+/// Most items one of the question's words adds to a field.
+const TERM_CAP: usize = 8;
+/// Words of one item indexed.
+const WORDS_PER_ITEM: usize = 16;
+
+/// What a subagent's context is about: who it is, its scope and its question's words.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Focus {
+    /// The subagent.
+    pub subagent: String,
+    /// Its root-relative paths (`.` is the whole tree).
+    pub scope: Vec<String>,
+    /// Lower-case content words of its question.
+    pub terms: Vec<String>,
+}
+
+impl Focus {
+    /// The focus of `subagent` over `scope`, asked `question`.
+    pub fn new(subagent: &str, scope: &[String], question: &str) -> Focus {
+        let mut terms = words(question, usize::MAX);
+        terms.retain(|w| !crate::model::is_stop_word(w));
+        Focus {
+            subagent: subagent.to_string(),
+            scope: scope.to_vec(),
+            terms,
+        }
+    }
+}
+
+/// Lower-case alphanumeric words of at least three characters, first `most` distinct ones.
+fn words(text: &str, most: usize) -> Vec<String> {
+    let mut seen = HashSet::new();
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3)
+        .map(str::to_lowercase)
+        .filter(|w| seen.insert(w.clone()))
+        .take(most)
+        .collect()
+}
+
+/// The identity of one item of a list field, as the manifest names it.
+pub(crate) fn item_id(field: Field, cp: &Checkpoint, index: usize) -> String {
+    match field {
+        Field::Evidence => cp.evidence[index].source.clone(),
+        Field::NegativeEvidence => format!("call:{}", cp.negative_evidence[index].call_id),
+        Field::Effects => cp.effects[index].intent_id.clone(),
+        Field::Plans => cp.plans[index].subagent.clone(),
+        _ => String::new(),
+    }
+}
+
+/// An order-free sum of item hashes (each item's SHA-256 as four little-endian words, added
+/// wrapping): the sum over what was left out is the sum over everything less the sum over
+/// what was kept, so it costs what was kept, not what the run holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ItemSum([u64; 4]);
+
+impl ItemSum {
+    /// The hash of one item: SHA-256 of `field NUL id`.
+    pub fn of(field: Field, id: &str) -> ItemSum {
+        let hex = sha256_hex(format!("{}\0{id}", field.name()).as_bytes());
+        let mut words = [0u64; 4];
+        for (i, word) in words.iter_mut().enumerate() {
+            *word = u64::from_str_radix(&hex[i * 16..i * 16 + 16], 16).unwrap_or(0);
+        }
+        ItemSum(words)
+    }
+
+    /// Adds `other` in.
+    pub fn add(&mut self, other: ItemSum) {
+        for (a, b) in self.0.iter_mut().zip(other.0) {
+            *a = a.wrapping_add(b);
+        }
+    }
+
+    /// Takes `other` out.
+    pub fn sub(&mut self, other: ItemSum) {
+        for (a, b) in self.0.iter_mut().zip(other.0) {
+            *a = a.wrapping_sub(b);
+        }
+    }
+
+    /// 64 hex digits.
+    pub fn hex(&self) -> String {
+        self.0.iter().map(|w| format!("{w:016x}")).collect()
+    }
+}
+
+/// What a selection left out: how many items, and their [`ItemSum`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Omitted {
+    /// Items left out.
+    pub items: u64,
+    /// The sum of their hashes.
+    pub sum: ItemSum,
+}
+
+/// The items of each list field a context may hold, by index into the checkpoint's lists;
+/// `None` is every item.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Selection {
+    pub(crate) picked: Option<BTreeMap<Field, Vec<usize>>>,
+    /// What was not picked.
+    pub omitted: Omitted,
+}
+
+impl Selection {
+    /// Every item of every field.
+    pub fn everything() -> Selection {
+        Selection::default()
+    }
+
+    /// The indices picked for `field`, or `None` for all of them.
+    pub(crate) fn of(&self, field: Field) -> Option<&[usize]> {
+        self.picked
+            .as_ref()
+            .map(|p| p.get(&field).map(Vec::as_slice).unwrap_or(&[]))
+    }
+}
+
+/// Items keyed by path, so a scope finds what lies under it (a range) and above it (its
+/// ancestors) without a scan.
+#[derive(Debug, Clone, Default)]
+struct PathIndex(BTreeMap<String, Vec<usize>>);
+
+impl PathIndex {
+    fn insert(&mut self, path: &str, index: usize) {
+        let key = path.trim_end_matches('/');
+        let key = if key.is_empty() { "." } else { key };
+        self.0.entry(key.to_string()).or_default().push(index);
+    }
+
+    /// Up to `cap` items under or above `scope`, most specific first.
+    fn find(&self, scope: &str, cap: usize, out: &mut Vec<usize>) {
+        let scope = scope.trim_end_matches('/');
+        if scope.is_empty() || scope == "." {
+            // The whole tree: the latest items.
+            for list in self.0.values().rev() {
+                for &i in list.iter().rev() {
+                    if out.len() >= cap {
+                        return;
+                    }
+                    out.push(i);
+                }
+            }
+            return;
+        }
+        let under = format!("{scope}/");
+        for (key, list) in self.0.range(scope.to_string()..) {
+            if key != scope && !key.starts_with(&under) {
+                break;
+            }
+            for &i in list {
+                if out.len() >= cap {
+                    return;
+                }
+                out.push(i);
+            }
+        }
+        let ancestors = scope
+            .match_indices('/')
+            .map(|(at, _)| &scope[..at])
+            .chain(["."]);
+        for ancestor in ancestors {
+            for &i in self.0.get(ancestor).into_iter().flatten() {
+                if out.len() >= cap {
+                    return;
+                }
+                out.push(i);
+            }
+        }
+    }
+}
+
+/// The latest `cap` items of each of `terms`' postings.
+fn find_terms(postings: &HashMap<String, Vec<usize>>, terms: &[String], out: &mut Vec<usize>) {
+    for term in terms {
+        for &i in postings.get(term).into_iter().flatten().rev().take(TERM_CAP) {
+            if out.len() >= FIELD_CAP {
+                return;
+            }
+            out.push(i);
+        }
+    }
+}
+
+/// The index of one checkpoint's list fields, kept in step with it by [`ContextIndex::sync`].
+#[derive(Debug, Clone, Default)]
+pub struct ContextIndex {
+    /// Items of each list field indexed so far, and the id of the last, to notice a list that
+    /// was rewritten rather than appended to.
+    seen: BTreeMap<Field, (usize, String)>,
+    sums: BTreeMap<Field, ItemSum>,
+    evidence_paths: PathIndex,
+    evidence_words: HashMap<String, Vec<usize>>,
+    negative_paths: PathIndex,
+    negative_words: HashMap<String, Vec<usize>>,
+    effects_of: HashMap<String, Vec<usize>>,
+    plan_paths: PathIndex,
+    /// Each subagent's latest plan entry.
+    plan_of: HashMap<String, usize>,
+    accepted_of: HashMap<String, Vec<usize>>,
+    rejected_of: HashMap<String, Vec<usize>>,
+    with_doubts: Vec<usize>,
+}
+
+/// The list fields a context selects from.
+const LISTS: [Field; 6] = [
+    Field::Evidence,
+    Field::NegativeEvidence,
+    Field::Effects,
+    Field::Plans,
+    Field::Handoffs,
+    Field::Doubts,
+];
+
+fn list_len(cp: &Checkpoint, field: Field) -> usize {
+    match field {
+        Field::Evidence => cp.evidence.len(),
+        Field::NegativeEvidence => cp.negative_evidence.len(),
+        Field::Effects => cp.effects.len(),
+        Field::Plans => cp.plans.len(),
+        Field::Handoffs => cp.handoffs.accepted.len() + cp.handoffs.rejected.len(),
+        Field::Doubts => cp.handoffs.accepted.len(),
+        _ => 0,
+    }
+}
+
+/// The id of `field`'s item `i` for the index's bookkeeping: handoffs count accepted first,
+/// then rejected; doubts go by accepted entry.
+fn bookkeeping_id(cp: &Checkpoint, field: Field, i: usize) -> String {
+    match field {
+        Field::Handoffs => match cp.handoffs.accepted.get(i) {
+            Some(h) => format!("accepted:{}:{}", h.subagent, h.event),
+            None => cp
+                .handoffs
+                .rejected
+                .get(i - cp.handoffs.accepted.len())
+                .map(|h| format!("rejected:{}:{}", h.subagent, h.event))
+                .unwrap_or_default(),
+        },
+        Field::Doubts => cp.handoffs.accepted[i].event.to_string(),
+        _ => item_id(field, cp, i),
+    }
+}
+
+/// The path an evidence source is about: a file's path, a document's id, else the source.
+fn source_path(source: &str) -> String {
+    match SourceId::parse(source) {
+        Ok(SourceId::File { path, .. }) => path,
+        Ok(SourceId::Doc { id, .. }) => id,
+        _ => source.to_string(),
+    }
+}
+
+impl ContextIndex {
+    /// Brings the index up to `cp`: items appended since the last sync are indexed; a list
+    /// that shrank or was rewritten is indexed again from the start.
+    pub fn sync(&mut self, cp: &Checkpoint) {
+        let rewritten = LISTS.iter().any(|&field| {
+            let (seen, last) = self.seen.get(&field).cloned().unwrap_or_default();
+            let len = list_len(cp, field);
+            len < seen || (seen > 0 && bookkeeping_id(cp, field, seen - 1) != last)
+        });
+        if rewritten {
+            *self = ContextIndex::default();
+        }
+        for field in LISTS {
+            let from = self.seen.get(&field).map(|s| s.0).unwrap_or(0);
+            let len = list_len(cp, field);
+            for i in from..len {
+                self.index_one(cp, field, i);
+            }
+            if len > 0 {
+                self.seen
+                    .insert(field, (len, bookkeeping_id(cp, field, len - 1)));
+            }
+        }
+    }
+
+    fn add_sum(&mut self, field: Field, id: &str) {
+        self.sums
+            .entry(field)
+            .or_default()
+            .add(ItemSum::of(field, id));
+    }
+
+    fn index_one(&mut self, cp: &Checkpoint, field: Field, i: usize) {
+        match field {
+            Field::Evidence => {
+                let e = &cp.evidence[i];
+                let path = source_path(&e.source);
+                self.evidence_paths.insert(&path, i);
+                let text = format!("{path} {}", e.excerpt.as_deref().unwrap_or(""));
+                for word in words(&text, WORDS_PER_ITEM) {
+                    self.evidence_words.entry(word).or_default().push(i);
+                }
+                self.add_sum(field, &e.source);
+            }
+            Field::NegativeEvidence => {
+                let n = &cp.negative_evidence[i];
+                for path in &n.scope {
+                    self.negative_paths.insert(path, i);
+                }
+                for word in words(&n.pattern, WORDS_PER_ITEM) {
+                    self.negative_words.entry(word).or_default().push(i);
+                }
+                self.add_sum(field, &format!("call:{}", n.call_id));
+            }
+            Field::Effects => {
+                let e = &cp.effects[i];
+                self.effects_of
+                    .entry(e.subagent.clone())
+                    .or_default()
+                    .push(i);
+                self.add_sum(field, &e.intent_id);
+            }
+            Field::Plans => {
+                let p = &cp.plans[i];
+                for path in &p.scope {
+                    self.plan_paths.insert(path, i);
+                }
+                self.plan_of.insert(p.subagent.clone(), i);
+                self.add_sum(field, &p.subagent);
+            }
+            Field::Handoffs => {
+                let accepted = cp.handoffs.accepted.len();
+                let subagent = if i < accepted {
+                    let h = &cp.handoffs.accepted[i];
+                    self.accepted_of
+                        .entry(h.subagent.clone())
+                        .or_default()
+                        .push(i);
+                    h.subagent.clone()
+                } else {
+                    let h = &cp.handoffs.rejected[i - accepted];
+                    self.rejected_of
+                        .entry(h.subagent.clone())
+                        .or_default()
+                        .push(i - accepted);
+                    h.subagent.clone()
+                };
+                self.add_sum(field, &subagent);
+            }
+            Field::Doubts => {
+                let h = &cp.handoffs.accepted[i];
+                if !h.doubted.is_empty() {
+                    self.with_doubts.push(i);
+                }
+                for c in &h.doubted {
+                    self.add_sum(field, &doubt_id(c));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The items of `cp` relevant to `focus`, at most [`FIELD_CAP`] a field (doubts: every
+    /// one, the verifier's whole task), and what that leaves out of `fields`.
+    pub fn select(&self, cp: &Checkpoint, focus: &Focus, fields: &[Field]) -> Selection {
+        let mut picked: BTreeMap<Field, Vec<usize>> = BTreeMap::new();
+        let by_scope = |paths: &PathIndex, out: &mut Vec<usize>| {
+            for scope in &focus.scope {
+                paths.find(scope, FIELD_CAP, out);
+            }
+        };
+        let mut evidence = Vec::new();
+        by_scope(&self.evidence_paths, &mut evidence);
+        find_terms(&self.evidence_words, &focus.terms, &mut evidence);
+        picked.insert(Field::Evidence, evidence);
+
+        let mut negative = Vec::new();
+        by_scope(&self.negative_paths, &mut negative);
+        find_terms(&self.negative_words, &focus.terms, &mut negative);
+        picked.insert(Field::NegativeEvidence, negative);
+
+        let effects = self
+            .effects_of
+            .get(&focus.subagent)
+            .map(|own| own.iter().rev().take(FIELD_CAP).rev().copied().collect())
+            .unwrap_or_default();
+        picked.insert(Field::Effects, effects);
+
+        let mut plans: Vec<usize> = self.plan_of.get(&focus.subagent).copied().into_iter().collect();
+        by_scope(&self.plan_paths, &mut plans);
+        // Handoffs of the subagents whose plans are picked (accepted first, then rejected).
+        let accepted = cp.handoffs.accepted.len();
+        let mut handoffs = Vec::new();
+        for &p in &plans {
+            let who = &cp.plans[p].subagent;
+            handoffs.extend(self.accepted_of.get(who).into_iter().flatten().copied());
+            let rejected = self.rejected_of.get(who).into_iter().flatten();
+            handoffs.extend(rejected.map(|r| accepted + r));
+        }
+        picked.insert(Field::Plans, plans);
+        picked.insert(Field::Handoffs, handoffs);
+        picked.insert(Field::Doubts, self.with_doubts.clone());
+
+        let mut omitted = Omitted::default();
+        for (field, list) in picked.iter_mut() {
+            list.sort_unstable();
+            list.dedup();
+            if !fields.contains(field) {
+                continue;
+            }
+            let total = match field {
+                Field::Doubts => cp.handoffs.accepted.iter().map(|h| h.doubted.len()).sum(),
+                _ => list_len(cp, *field),
+            };
+            let kept = match field {
+                Field::Doubts => list.iter().map(|&i| cp.handoffs.accepted[i].doubted.len()).sum(),
+                _ => list.len(),
+            };
+            omitted.items += total.saturating_sub(kept) as u64;
+            let mut sum = self.sums.get(field).copied().unwrap_or_default();
+            for &i in list.iter() {
+                for id in item_ids(cp, *field, i) {
+                    sum.sub(ItemSum::of(*field, &id));
+                }
+            }
+            omitted.sum.add(sum);
+        }
+        Selection {
+            picked: Some(picked),
+            omitted,
+        }
+    }
+}
+
+/// The manifest id of a doubted claim: its sources.
+pub(crate) fn doubt_id(c: &crate::handoff::Conclusion) -> String {
+    c.sources
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The manifest ids of `field`'s item `i` (a doubts entry holds one per claim).
+fn item_ids(cp: &Checkpoint, field: Field, i: usize) -> Vec<String> {
+    match field {
+        Field::Handoffs => {
+            let accepted = cp.handoffs.accepted.len();
+            vec![if i < accepted {
+                cp.handoffs.accepted[i].subagent.clone()
+            } else {
+                cp.handoffs.rejected[i - accepted].subagent.clone()
+            }]
+        }
+        Field::Doubts => cp.handoffs.accepted[i].doubted.iter().map(doubt_id).collect(),
+        _ => vec![item_id(field, cp, i)],
+    }
+}
