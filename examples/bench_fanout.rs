@@ -21,7 +21,8 @@ use baton::{
 };
 use serde_json::json;
 
-/// A model that reads its shard's file once and hands off what it read.
+/// A model that reads its shard's file once and hands off what it read: two calls, each taking
+/// half of `latency`, so a subagent's model work takes `latency` in all.
 struct OneCall {
     latency: Duration,
 }
@@ -63,7 +64,7 @@ impl Model for OneCall {
 
     async fn complete(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {
         if !self.latency.is_zero() {
-            tokio::time::sleep(self.latency).await;
+            tokio::time::sleep(self.latency / 2).await;
         }
         let dir = scope_of(&request);
         let read = request
@@ -179,8 +180,10 @@ async fn floor_run(n: usize, concurrency: usize, latency: Duration) -> Measured 
         let permits = Arc::clone(&permits);
         tasks.push(tokio::spawn(async move {
             let _permit = permits.acquire_owned().await.expect("semaphore");
+            // Two model calls, as a baton subagent makes.
             if !latency.is_zero() {
-                tokio::time::sleep(latency).await;
+                tokio::time::sleep(latency / 2).await;
+                tokio::time::sleep(latency / 2).await;
             }
             let dir = format!("d{i:05}");
             let mut files = MemoryFiles::new();

@@ -66,8 +66,9 @@ pub struct ModelRequest {
     pub system: String,
     /// The conversation so far.
     pub messages: Vec<Message>,
-    /// The tools the model may call this turn; empty means it must answer in text.
-    pub tools: Vec<ToolSpec>,
+    /// The tools the model may call this turn; empty means it must answer in text. Shared:
+    /// a request clones a pointer, not every schema.
+    pub tools: std::sync::Arc<[ToolSpec]>,
     /// Most tokens the answer may take.
     pub max_tokens: u32,
 }
@@ -80,7 +81,7 @@ impl ModelRequest {
             + self
                 .tools
                 .iter()
-                .map(|t| t.description.len() + t.parameters.to_string().len())
+                .map(ToolSpec::text_len)
                 .sum::<usize>();
         estimate_tokens_of_len(bytes)
     }

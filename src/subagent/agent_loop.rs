@@ -37,7 +37,7 @@ pub(crate) struct AgentLoop {
     id: String,
     system: String,
     messages: Vec<Message>,
-    tools: Vec<ToolSpec>,
+    tools: std::sync::Arc<[ToolSpec]>,
     budget: Budget,
     spent: Spent,
     observations: ObservationLog,
@@ -80,7 +80,7 @@ impl AgentLoop {
         id: &str,
         system: String,
         brief: String,
-        tools: Vec<ToolSpec>,
+        tools: std::sync::Arc<[ToolSpec]>,
         budget: Budget,
     ) -> AgentLoop {
         AgentLoop {
@@ -144,7 +144,7 @@ impl AgentLoop {
         let tools: usize = self
             .tools
             .iter()
-            .map(|t| Estimate.count(&t.description) + Estimate.count(&t.parameters.to_string()))
+            .map(|t| Estimate.count(&t.description) + t.parameters_len().div_ceil(4))
             .sum();
         let fixed = Estimate.count(&self.system)
             + self.messages.first().map(count).unwrap_or(0)
@@ -256,7 +256,7 @@ impl AgentLoop {
             system: self.system.clone(),
             messages: self.messages.clone(),
             tools: if self.handoff_demanded || self.orienting {
-                Vec::new()
+                Vec::new().into()
             } else {
                 self.tools.clone()
             },
@@ -431,7 +431,7 @@ mod tests {
 
     #[test]
     fn a_text_answer_is_handed_off_and_a_repair_quotes_the_violations() {
-        let mut l = AgentLoop::new("sa1", "s".into(), "b".into(), vec![], Budget::default());
+        let mut l = AgentLoop::new("sa1", "s".into(), "b".into(), Vec::new().into(), Budget::default());
         assert!(matches!(l.start(), Step::CallModel(_)));
         let Step::HandOff(text) = l.on_model(answer("just prose", vec![])) else {
             panic!("a text answer is a handoff")
@@ -462,7 +462,7 @@ mod tests {
             tool_calls: 10,
             tokens: 1_000_000,
         };
-        let mut l = AgentLoop::new("sa1", "s".into(), "b".into(), vec![], budget);
+        let mut l = AgentLoop::new("sa1", "s".into(), "b".into(), Vec::new().into(), budget);
         l.start();
         let Step::CallTools(calls) = l.on_model(answer("", vec![grep_call()])) else {
             panic!()
@@ -495,7 +495,7 @@ mod tests {
             tool_calls: 10,
             tokens: 1_000_000,
         };
-        let mut l = AgentLoop::new("sa1", "s".into(), "b".into(), vec![], budget);
+        let mut l = AgentLoop::new("sa1", "s".into(), "b".into(), Vec::new().into(), budget);
         l.start();
         assert!(matches!(
             l.on_model(answer("prose", vec![])),
@@ -509,7 +509,7 @@ mod tests {
     #[test]
     fn the_window_pins_turns_as_they_arrive() {
         use crate::compaction::PinClass;
-        let mut l = AgentLoop::new("sa1", "s".into(), "b".into(), vec![], Budget::default());
+        let mut l = AgentLoop::new("sa1", "s".into(), "b".into(), Vec::new().into(), Budget::default());
         l.start();
         let Step::CallTools(_) = l.on_model(answer(
             "I will reread src/net/retry.rs before handing off.",
@@ -547,7 +547,7 @@ mod tests {
             tokens: 10_000_000,
         };
         let mut l =
-            AgentLoop::new("sa1", "s".into(), "b".into(), vec![], budget).with_window(8_000);
+            AgentLoop::new("sa1", "s".into(), "b".into(), Vec::new().into(), budget).with_window(8_000);
         l.start();
         let mut folded = None;
         for round in 0..30 {

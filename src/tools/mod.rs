@@ -25,6 +25,30 @@ pub struct ToolSpec {
     pub parameters: Value,
 }
 
+impl ToolSpec {
+    /// Bytes of the parameters' schema as compact JSON, counted without building the text.
+    pub fn parameters_len(&self) -> usize {
+        struct Count(usize);
+        impl std::io::Write for Count {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0 += buf.len();
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut count = Count(0);
+        let _ = serde_json::to_writer(&mut count, &self.parameters);
+        count.0
+    }
+
+    /// Bytes of the description and the parameters' schema.
+    pub fn text_len(&self) -> usize {
+        self.description.len() + self.parameters_len()
+    }
+}
+
 /// One call a model asked for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
@@ -104,10 +128,27 @@ pub trait Tool: Send + Sync {
     ) -> Result<ToolOutput, ToolError>;
 }
 
+/// A tool and its spec, taken once when it is registered.
+struct Registered {
+    spec: ToolSpec,
+    tool: Arc<dyn Tool>,
+}
+
+impl Registered {
+    fn new(tool: Arc<dyn Tool>) -> Arc<Registered> {
+        Arc::new(Registered {
+            spec: tool.spec(),
+            tool,
+        })
+    }
+}
+
 /// The set of tools one subagent may call.
 #[derive(Clone)]
 pub struct ToolRegistry {
-    tools: Vec<Arc<dyn Tool>>,
+    tools: Vec<Arc<Registered>>,
+    /// The specs, shared by every request of every subagent given this registry.
+    specs: Arc<[ToolSpec]>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -119,63 +160,68 @@ impl std::fmt::Debug for ToolRegistry {
 impl ToolRegistry {
     /// The read-only workspace tools: list_dir, glob, grep, read_file.
     pub fn workspace() -> ToolRegistry {
-        ToolRegistry {
-            tools: vec![
-                Arc::new(fs::ListDir),
-                Arc::new(fs::Glob),
-                Arc::new(fs::Grep),
-                Arc::new(fs::ReadFile),
-            ],
-        }
+        ToolRegistry::of(vec![
+            Registered::new(Arc::new(fs::ListDir)),
+            Registered::new(Arc::new(fs::Glob)),
+            Registered::new(Arc::new(fs::Grep)),
+            Registered::new(Arc::new(fs::ReadFile)),
+        ])
+    }
+
+    fn of(tools: Vec<Arc<Registered>>) -> ToolRegistry {
+        let specs = tools.iter().map(|t| t.spec.clone()).collect();
+        ToolRegistry { tools, specs }
     }
 
     /// The tools of this registry that `names` lists (a role profile's tool set).
     pub fn only(&self, names: &[String]) -> ToolRegistry {
-        ToolRegistry {
-            tools: self
-                .tools
+        if self.tools.iter().all(|t| names.contains(&t.spec.name)) {
+            return self.clone();
+        }
+        ToolRegistry::of(
+            self.tools
                 .iter()
-                .filter(|t| names.contains(&t.spec().name))
+                .filter(|t| names.contains(&t.spec.name))
                 .cloned()
                 .collect(),
-        }
+        )
     }
 
     /// An empty registry.
     pub fn empty() -> ToolRegistry {
-        ToolRegistry { tools: Vec::new() }
+        ToolRegistry::of(Vec::new())
     }
 
     /// Adds a tool, replacing one of the same name.
     pub fn with(mut self, tool: Arc<dyn Tool>) -> ToolRegistry {
-        let name = tool.spec().name;
-        self.tools.retain(|t| t.spec().name != name);
+        let tool = Registered::new(tool);
+        self.tools.retain(|t| t.spec.name != tool.spec.name);
         self.tools.push(tool);
-        self
+        ToolRegistry::of(self.tools)
     }
 
     /// The tools' names, in registration order.
     pub fn names(&self) -> Vec<String> {
-        self.tools.iter().map(|t| t.spec().name).collect()
+        self.tools.iter().map(|t| t.spec.name.clone()).collect()
     }
 
     /// Whether the tool of that name declares it only reads (an unknown name does not).
     pub fn read_only(&self, name: &str) -> bool {
         self.tools
             .iter()
-            .any(|t| t.spec().name == name && t.read_only())
+            .any(|t| t.spec.name == name && t.tool.read_only())
     }
 
     /// Every tool's spec, for a model request.
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.iter().map(|t| t.spec()).collect()
+    pub fn specs(&self) -> Arc<[ToolSpec]> {
+        Arc::clone(&self.specs)
     }
 
     /// Runs one call. An unknown tool or a failed call comes back as an error result, never a
     /// panic or an `Err`.
     pub fn execute(&self, workspace: &Workspace, call: &ToolCall) -> ToolResult {
-        let outcome = match self.tools.iter().find(|t| t.spec().name == call.name) {
-            Some(tool) => tool.call(workspace, &call.id, &call.arguments),
+        let outcome = match self.tools.iter().find(|t| t.spec.name == call.name) {
+            Some(t) => t.tool.call(workspace, &call.id, &call.arguments),
             None => Err(ToolError::invalid(format!(
                 "no tool named `{}`; the tools are: {}",
                 call.name,

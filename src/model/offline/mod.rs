@@ -632,7 +632,7 @@ mod tests {
             messages: vec![Message::User {
                 text: "hello".into(),
             }],
-            tools: Vec::new(),
+            tools: Vec::new().into(),
             max_tokens: 100,
         };
         let (text, calls) = next_turn(&request);
