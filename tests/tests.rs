@@ -9,6 +9,7 @@ mod context;
 mod contract;
 mod durable;
 mod explore;
+mod fanout;
 mod properties;
 mod reliability;
 mod repair;

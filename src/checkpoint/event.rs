@@ -51,8 +51,10 @@ pub struct Manifest {
     /// How many items the context left out.
     #[serde(default)]
     pub omitted_items: u64,
-    /// SHA-256 of the items left out (their manifest entries as JSON lines, in order); empty
-    /// when none were.
+    /// The items left out (not relevant to the subagent, or over the budget), summed: for each,
+    /// SHA-256 of `field NUL item` read as four big-endian 64-bit words, added
+    /// word by word modulo 2^64, as 64 hex digits (`context::ItemSum`); empty when none were.
+    /// Order-free, so it costs what the context kept, not what the run holds.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub omitted_digest: String,
 }

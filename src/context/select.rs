@@ -65,7 +65,7 @@ pub(crate) fn item_id(field: Field, cp: &Checkpoint, index: usize) -> String {
     }
 }
 
-/// An order-free sum of item hashes (each item's SHA-256 as four little-endian words, added
+/// An order-free sum of item hashes (each item's SHA-256 as four big-endian words, added
 /// wrapping): the sum over what was left out is the sum over everything less the sum over
 /// what was kept, so it costs what was kept, not what the run holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -465,5 +465,102 @@ fn item_ids(cp: &Checkpoint, field: Field, i: usize) -> Vec<String> {
         }
         Field::Doubts => cp.handoffs.accepted[i].doubted.iter().map(doubt_id).collect(),
         _ => vec![item_id(field, cp, i)],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::{project, EvidenceEntry, LoggedEvent};
+    use sha2::Digest;
+
+    fn checkpoint(sources: &[&str]) -> Checkpoint {
+        let started = LoggedEvent {
+            run_id: "r".into(),
+            seq: 1,
+            at_ms: 0,
+            event: crate::checkpoint::run_started_fixture(),
+            prev: String::new(),
+            digest: String::new(),
+        };
+        let mut cp = project("r", &[started]);
+        cp.evidence = sources
+            .iter()
+            .map(|s| EvidenceEntry {
+                source: s.to_string(),
+                digest: String::new(),
+                excerpt: Some("fn main() {}".into()),
+                tombstone: false,
+                stale: None,
+                subagent: "sa9".into(),
+                event: 1,
+            })
+            .collect();
+        cp
+    }
+
+    /// The sum recomputed without `ItemSum`: SHA-256 of `evidence NUL id` as big-endian words.
+    fn independent_sum(ids: &[&str]) -> String {
+        let mut words = [0u64; 4];
+        for id in ids {
+            let digest = sha2::Sha256::digest(format!("evidence\0{id}").as_bytes());
+            for (i, word) in words.iter_mut().enumerate() {
+                let bytes: [u8; 8] = digest[i * 8..i * 8 + 8].try_into().unwrap();
+                *word = word.wrapping_add(u64::from_be_bytes(bytes));
+            }
+        }
+        words.iter().map(|w| format!("{w:016x}")).collect()
+    }
+
+    #[test]
+    fn a_scope_selects_under_and_above_it_never_its_neighbours() {
+        let cp = checkpoint(&["a/x.rs:1-2", "a/b/y.rs", "ab/z.rs:3-4", "top.rs", "c/w.rs"]);
+        let mut index = ContextIndex::default();
+        index.sync(&cp);
+        let focus = Focus {
+            subagent: "sa1".into(),
+            scope: vec!["a".into()],
+            terms: Vec::new(),
+        };
+        let pick = index.select(&cp, &focus, &[Field::Evidence]);
+        let chosen: Vec<&str> = pick
+            .of(Field::Evidence)
+            .unwrap()
+            .iter()
+            .map(|&i| cp.evidence[i].source.as_str())
+            .collect();
+        assert_eq!(chosen, ["a/x.rs:1-2", "a/b/y.rs"]);
+        assert_eq!(pick.omitted.items, 3);
+        assert_eq!(
+            pick.omitted.sum.hex(),
+            independent_sum(&["ab/z.rs:3-4", "top.rs", "c/w.rs"])
+        );
+        // A file scope finds itself, and a word of the question finds a match elsewhere.
+        let focus = Focus {
+            subagent: "sa1".into(),
+            scope: vec!["c/w.rs".into()],
+            terms: vec!["top".into()],
+        };
+        let pick = index.select(&cp, &focus, &[Field::Evidence]);
+        assert_eq!(pick.of(Field::Evidence).unwrap(), [3, 4]);
+    }
+
+    #[test]
+    fn the_index_follows_appends_and_rewrites() {
+        let mut cp = checkpoint(&["a/x.rs"]);
+        let mut index = ContextIndex::default();
+        index.sync(&cp);
+        let focus = Focus {
+            subagent: "sa1".into(),
+            scope: vec!["a".into()],
+            terms: Vec::new(),
+        };
+        cp.evidence.push(checkpoint(&["a/y.rs"]).evidence.remove(0));
+        index.sync(&cp);
+        assert_eq!(index.select(&cp, &focus, &[]).of(Field::Evidence).unwrap(), [0, 1]);
+        // A list rewritten in place (a resume drops entries) is indexed again.
+        cp.evidence = checkpoint(&["b/z.rs", "a/w.rs"]).evidence;
+        index.sync(&cp);
+        assert_eq!(index.select(&cp, &focus, &[]).of(Field::Evidence).unwrap(), [1]);
     }
 }

@@ -1,0 +1,127 @@
+//! Fan-out that scales: a subagent's compiled context and its logged manifest hold what is
+//! relevant to its brief, so neither grows with the number of other subagents' evidence.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use baton::checkpoint::{EventStore, RunEvent};
+use baton::{
+    Coordinator, Message, Model, ModelError, ModelRequest, ModelResponse, SqliteStore, Task,
+    ToolCall, Usage,
+};
+use serde_json::json;
+
+/// Reads its scope's one file, then hands off what it read.
+struct ReadOwn;
+
+fn scope_of(request: &ModelRequest) -> String {
+    let brief = request
+        .messages
+        .iter()
+        .find_map(|m| match m {
+            Message::User { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .unwrap_or("");
+    brief
+        .split("Scope: [\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or(".")
+        .to_string()
+}
+
+#[async_trait]
+impl Model for ReadOwn {
+    fn name(&self) -> String {
+        "read-own".into()
+    }
+
+    async fn complete(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {
+        let dir = scope_of(&request);
+        let read = request
+            .messages
+            .iter()
+            .any(|m| matches!(m, Message::Tool { .. }));
+        let (text, tool_calls) = if read {
+            let handoff = format!(
+                "## Settled conclusions\n- `widget_{dir}` is defined here: `pub fn widget_{dir}() -> u64 {{` [{dir}/lib.rs:1-3]\n## Open items\n## Hard constraints\n- none\n"
+            );
+            (handoff, Vec::new())
+        } else {
+            let call = ToolCall {
+                id: "read".into(),
+                name: "read_file".into(),
+                arguments: json!({"path": format!("{dir}/lib.rs"), "start_line": 1, "end_line": 3}),
+            };
+            (String::new(), vec![call])
+        };
+        Ok(ModelResponse {
+            usage: Usage {
+                input_tokens: request.estimated_tokens(),
+                output_tokens: 20,
+            },
+            text,
+            tool_calls,
+        })
+    }
+}
+
+/// The last subagent spawned in a run over `others + 1` one-file shards, one subagent at a
+/// time: its checkpoint holds the accepted evidence of `others` subagents in other scopes.
+/// Returns its context's tokens, its logged entry's bytes and the items it left out.
+async fn last_spawn(others: usize) -> (u64, usize, u64) {
+    let root = tempfile::tempdir().unwrap();
+    for i in 0..=others {
+        let dir = root.path().join(format!("d{i:04}"));
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(
+            dir.join("lib.rs"),
+            format!("pub fn widget_d{i:04}() -> u64 {{\n    42\n}}\n"),
+        )
+        .unwrap();
+    }
+    let state = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteStore::open(state.path()).unwrap());
+    let report = Coordinator::new()
+        .model(Arc::new(ReadOwn))
+        .store(Arc::clone(&store) as Arc<dyn EventStore>)
+        .agents(1)
+        .max_subagents(others + 1)
+        .shards(others + 1)
+        .run(Task::new("Which file is this shard's entry point?", root.path()))
+        .await
+        .unwrap();
+    assert_eq!(report.handoffs.accepted, others + 1, "{:?}", report.handoffs);
+    let events = store.events(&report.run_id).unwrap();
+    let last = events
+        .iter()
+        .rev()
+        .find(|e| matches!(e.event, RunEvent::SubagentSpawned { .. }))
+        .unwrap();
+    let RunEvent::SubagentSpawned { manifest, .. } = &last.event else {
+        unreachable!()
+    };
+    let bytes = serde_json::to_string(&last.event).unwrap().len();
+    (manifest.context_tokens, bytes, manifest.omitted_items)
+}
+
+/// Issue 11: the same brief over checkpoints of 10 and of 1,000 finished subagents in other
+/// scopes compiles to the same context and logs the same manifest, within a few tokens and
+/// bytes; what it leaves out is counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_context_does_not_grow_with_other_subagents_evidence() {
+    let (ten_tokens, ten_bytes, ten_left) = last_spawn(10).await;
+    let (k_tokens, k_bytes, k_left) = last_spawn(1_000).await;
+    assert!(
+        k_tokens.abs_diff(ten_tokens) <= 8,
+        "context tokens: {ten_tokens} with 10 others, {k_tokens} with 1,000"
+    );
+    assert!(
+        k_bytes.abs_diff(ten_bytes) <= 64,
+        "logged entry: {ten_bytes} bytes with 10 others, {k_bytes} with 1,000"
+    );
+    // The others' plans, evidence and handoffs are left out, and counted.
+    assert!(ten_left >= 10, "{ten_left}");
+    assert!(k_left >= 1_000 + ten_left - 10, "{k_left} vs {ten_left}");
+}
