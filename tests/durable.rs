@@ -453,6 +453,34 @@ fn a_checkpoint_missing_a_mandatory_field_is_passed_over() {
     assert_eq!(store.latest_checkpoint(&run_id).unwrap(), Some(good));
 }
 
+/// Checkpoints do not pile up: a run keeps its newest two, and the newest is read back.
+#[test]
+fn a_run_keeps_its_two_latest_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let run_id = runtime.block_on(logged_run(dir.path()));
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let good = store.latest_checkpoint(&run_id).unwrap().unwrap();
+    for later in 1..=5 {
+        let mut next = good.clone();
+        next.last_seq = good.last_seq + later;
+        store.put_checkpoint(&next).unwrap();
+    }
+    let seqs: Vec<i64> = raw(dir.path())
+        .prepare("SELECT last_seq FROM checkpoints WHERE run_id = ?1 ORDER BY last_seq")
+        .unwrap()
+        .query_map([&run_id], |row| row.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let last = (good.last_seq + 5) as i64;
+    assert_eq!(seqs, [last - 1, last]);
+    assert_eq!(
+        store.latest_checkpoint(&run_id).unwrap().unwrap().last_seq,
+        last as u64
+    );
+}
+
 fn event() -> impl Strategy<Value = RunEvent> {
     use baton::checkpoint::EffectState as E;
     let sub = prop::sample::select(vec!["sa1", "sa2", "sa3"]);

@@ -18,6 +18,8 @@ use super::Checkpoint;
 
 /// Most appends folded into one commit.
 const GROUP: usize = 4096;
+/// Checkpoints a run keeps: the newest and the one before it.
+const CHECKPOINTS_KEPT: i64 = 2;
 /// Most appends waiting for the writer; a sender past it waits.
 const WRITER_QUEUE: usize = 2 * GROUP;
 
@@ -688,6 +690,13 @@ impl EventStore for SqliteStore {
                     checkpoint.schema_version,
                     body
                 ],
+            )
+            .map_err(WriteFailure::Sqlite)?;
+            // The log is the record; a run keeps its two latest checkpoints (the newest, and
+            // the one before should the newest not read back), so they do not pile up.
+            tx.execute(
+                "DELETE FROM checkpoints WHERE run_id = ?1 AND last_seq < (SELECT MIN(last_seq) FROM (SELECT last_seq FROM checkpoints WHERE run_id = ?1 ORDER BY last_seq DESC LIMIT ?2))",
+                params![checkpoint.run_id, CHECKPOINTS_KEPT],
             )
             .map_err(WriteFailure::Sqlite)
         })
