@@ -4,11 +4,13 @@
 //! the lead validates every handoff, merges, logs every event and checkpoints to SQLite in a
 //! temp dir — nothing of the real path is skipped.
 //!
-//!     cargo run --release --example bench_fanout -- [--json] [--max-n N]
+//!     cargo run --release --example bench_fanout -- [--json] [--min-n N] [--max-n N] [--only fanout|saturation]
 //!
-//! One line per measurement: `fanout` (N = 10, 100, 1,000, 10,000; zero latency) and
-//! `saturation` (10,000 subagents × 50 ms at concurrency 100), each for baton and for the
-//! floor. `--max-n` stops the fan-out rows at N (the saturation row uses it too).
+//! One line per measurement, each measured in a fresh process (so its peak memory is its own):
+//! `fanout` (N = 10, 100, 1,000, 10,000; zero latency) and `saturation` (10,000 subagents ×
+//! 50 ms at concurrency 100), each beside its `floor` row, with baton's `floor_ratio` (overhead
+//! per subagent, or wall time, over the floor's). `--min-n` / `--max-n` bound the fan-out rows' N (the saturation row takes `--max-n` as
+//! its N); `--only` runs one kind of row.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -104,6 +106,12 @@ fn tree(n: usize) -> tempfile::TempDir {
     dir
 }
 
+/// Starts this process's peak resident set over from what it holds now (Linux: writing 5 to
+/// `/proc/self/clear_refs`), so each run's peak is its own.
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
 /// This process's peak resident set, in KiB (Linux; 0 elsewhere).
 fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -148,6 +156,7 @@ async fn baton_run(n: usize, concurrency: usize, latency: Duration) -> Measured 
         .agents(concurrency)
         .max_subagents(n)
         .shards(n);
+    reset_peak_rss();
     let rss_before = peak_rss_kib();
     let began = Instant::now();
     let report = coordinator
@@ -172,6 +181,7 @@ async fn baton_run(n: usize, concurrency: usize, latency: Duration) -> Measured 
 /// The floor: `n` tokio tasks under a semaphore of `concurrency`, each sleeping `latency`,
 /// then validating the same handoff against the same file.
 async fn floor_run(n: usize, concurrency: usize, latency: Duration) -> Measured {
+    reset_peak_rss();
     let rss_before = peak_rss_kib();
     let began = Instant::now();
     let permits = Arc::new(tokio::sync::Semaphore::new(concurrency));
@@ -216,7 +226,7 @@ async fn floor_run(n: usize, concurrency: usize, latency: Duration) -> Measured 
 fn fanout_row(who: &str, n: usize, m: &Measured) -> serde_json::Value {
     let per = |x: f64| x / n as f64;
     json!({
-        "bench": "fanout", "who": who, "n": n,
+        "bench": if who == "floor" { "floor" } else { "fanout" }, "of": "fanout", "n": n,
         "wall_s": m.wall.as_secs_f64(),
         "overhead_us_per_subagent": per(m.wall.as_secs_f64() * 1e6),
         "peak_rss_kib": m.rss_after,
@@ -234,10 +244,11 @@ fn saturation_row(
 ) -> serde_json::Value {
     let ideal = (n as f64 / concurrency as f64).ceil() * latency.as_secs_f64();
     json!({
-        "bench": "saturation", "who": who, "n": n,
+        "bench": if who == "floor" { "floor" } else { "saturation" }, "of": "saturation", "n": n,
         "latency_ms": latency.as_millis() as u64, "concurrency": concurrency,
         "wall_s": m.wall.as_secs_f64(), "ideal_s": ideal,
         "efficiency": ideal / m.wall.as_secs_f64(),
+        "peak_rss_kib": m.rss_after,
     })
 }
 
@@ -253,27 +264,74 @@ fn print(row: &serde_json::Value, json: bool) {
     }
 }
 
+fn arg<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+}
+
+/// One measurement, in this process: `kind` (fanout or saturation), `who` (baton or floor).
+async fn measure(kind: &str, who: &str, n: usize) -> serde_json::Value {
+    let (latency, concurrency) = match kind {
+        "saturation" => (Duration::from_millis(50), 100),
+        _ => (Duration::ZERO, if who == "floor" { n } else { n.min(1024) }),
+    };
+    if who == "baton" {
+        // The BPE vocabulary loads once per process: before any timing.
+        let _ = baton::context::Tokenizer::count(&baton::context::Bpe, "warm");
+    }
+    let m = match who {
+        "floor" => floor_run(n, concurrency, latency).await,
+        _ => baton_run(n, concurrency, latency).await,
+    };
+    match kind {
+        "saturation" => saturation_row(who, n, latency, concurrency, &m),
+        _ => fanout_row(who, n, &m),
+    }
+}
+
+/// Runs one measurement in a fresh process, so its peak memory is its own.
+fn in_child(kind: &str, who: &str, n: usize) -> serde_json::Value {
+    let exe = std::env::current_exe().expect("this benchmark's path");
+    let out = std::process::Command::new(exe)
+        .args(["--row", kind, who, &n.to_string()])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .expect("the measurement runs");
+    assert!(out.status.success(), "{kind} {who} {n}: {:?}", out.status);
+    serde_json::from_slice(&out.stdout).expect("one JSON row")
+}
+
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let json = args.iter().any(|a| a == "--json");
-    let max_n: usize = args
-        .iter()
-        .position(|a| a == "--max-n")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(10_000);
-    // The BPE vocabulary loads once per process: before any timing.
-    let _ = baton::context::Tokenizer::count(&baton::context::Bpe, "warm");
-    for n in [10, 100, 1_000, 10_000].into_iter().filter(|n| *n <= max_n) {
-        let m = floor_run(n, n, Duration::ZERO).await;
-        print(&fanout_row("floor", n, &m), json);
-        let m = baton_run(n, n.min(1024), Duration::ZERO).await;
-        print(&fanout_row("baton", n, &m), json);
+    if let Some(i) = args.iter().position(|a| a == "--row") {
+        let (kind, who) = (&args[i + 1], &args[i + 2]);
+        let n: usize = args[i + 3].parse().expect("N");
+        println!("{}", measure(kind, who, n).await);
+        return;
     }
-    let (n, latency, concurrency) = (max_n.min(10_000), Duration::from_millis(50), 100);
-    let m = floor_run(n, concurrency, latency).await;
-    print(&saturation_row("floor", n, latency, concurrency, &m), json);
-    let m = baton_run(n, concurrency, latency).await;
-    print(&saturation_row("baton", n, latency, concurrency, &m), json);
+    let json = args.iter().any(|a| a == "--json");
+    let max_n: usize = arg(&args, "--max-n").unwrap_or(10_000);
+    let min_n: usize = arg(&args, "--min-n").unwrap_or(0);
+    let only = |what: &str| !args.iter().any(|a| a == "--only") || args.iter().any(|a| a == what);
+    let mut rows = Vec::new();
+    for n in [10, 100, 1_000, 10_000]
+        .into_iter()
+        .filter(|n| (min_n..=max_n).contains(n) && only("fanout"))
+    {
+        rows.push(("fanout", n, "overhead_us_per_subagent"));
+    }
+    if only("saturation") {
+        rows.push(("saturation", max_n.min(10_000), "wall_s"));
+    }
+    for (kind, n, compared) in rows {
+        let floor = in_child(kind, "floor", n);
+        print(&floor, json);
+        let mut baton = in_child(kind, "baton", n);
+        let ratio = baton[compared].as_f64().unwrap_or(0.0) / floor[compared].as_f64().unwrap_or(1.0);
+        baton["floor_ratio"] = json!(ratio);
+        print(&baton, json);
+    }
 }

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::checkpoint::{sha256_hex, Checkpoint};
+use crate::checkpoint::Checkpoint;
 use crate::source::SourceId;
 
 use super::Field;
@@ -74,10 +74,17 @@ pub struct ItemSum([u64; 4]);
 impl ItemSum {
     /// The hash of one item: SHA-256 of `field NUL id`.
     pub fn of(field: Field, id: &str) -> ItemSum {
-        let hex = sha256_hex(format!("{}\0{id}", field.name()).as_bytes());
+        use sha2::Digest;
+        let digest = sha2::Sha256::new()
+            .chain_update(field.name().as_bytes())
+            .chain_update([0u8])
+            .chain_update(id.as_bytes())
+            .finalize();
         let mut words = [0u64; 4];
-        for (i, word) in words.iter_mut().enumerate() {
-            *word = u64::from_str_radix(&hex[i * 16..i * 16 + 16], 16).unwrap_or(0);
+        for (word, bytes) in words.iter_mut().zip(digest.chunks_exact(8)) {
+            let mut be = [0u8; 8];
+            be.copy_from_slice(bytes);
+            *word = u64::from_be_bytes(be);
         }
         ItemSum(words)
     }
@@ -207,6 +214,8 @@ pub struct ContextIndex {
     /// was rewritten rather than appended to.
     seen: BTreeMap<Field, (usize, String)>,
     sums: BTreeMap<Field, ItemSum>,
+    /// Each item's hash (a doubts entry: the sum over its claims), by field and index.
+    hashes: BTreeMap<Field, Vec<ItemSum>>,
     evidence_paths: PathIndex,
     evidence_words: HashMap<String, Vec<usize>>,
     negative_paths: PathIndex,
@@ -294,11 +303,14 @@ impl ContextIndex {
         }
     }
 
-    fn add_sum(&mut self, field: Field, id: &str) {
-        self.sums
-            .entry(field)
-            .or_default()
-            .add(ItemSum::of(field, id));
+    /// Adds the hash of `field`'s next item (the sum of `ids`: a doubts entry has one a claim).
+    fn add_sum<'a>(&mut self, field: Field, ids: impl IntoIterator<Item = &'a str>) {
+        let mut item = ItemSum::default();
+        for id in ids {
+            item.add(ItemSum::of(field, id));
+        }
+        self.sums.entry(field).or_default().add(item);
+        self.hashes.entry(field).or_default().push(item);
     }
 
     fn index_one(&mut self, cp: &Checkpoint, field: Field, i: usize) {
@@ -311,7 +323,7 @@ impl ContextIndex {
                 for word in words(&text, WORDS_PER_ITEM) {
                     self.evidence_words.entry(word).or_default().push(i);
                 }
-                self.add_sum(field, &e.source);
+                self.add_sum(field, [e.source.as_str()]);
             }
             Field::NegativeEvidence => {
                 let n = &cp.negative_evidence[i];
@@ -321,7 +333,7 @@ impl ContextIndex {
                 for word in words(&n.pattern, WORDS_PER_ITEM) {
                     self.negative_words.entry(word).or_default().push(i);
                 }
-                self.add_sum(field, &format!("call:{}", n.call_id));
+                self.add_sum(field, [format!("call:{}", n.call_id).as_str()]);
             }
             Field::Effects => {
                 let e = &cp.effects[i];
@@ -329,7 +341,7 @@ impl ContextIndex {
                     .entry(e.subagent.clone())
                     .or_default()
                     .push(i);
-                self.add_sum(field, &e.intent_id);
+                self.add_sum(field, [e.intent_id.as_str()]);
             }
             Field::Plans => {
                 let p = &cp.plans[i];
@@ -337,7 +349,7 @@ impl ContextIndex {
                     self.plan_paths.insert(path, i);
                 }
                 self.plan_of.insert(p.subagent.clone(), i);
-                self.add_sum(field, &p.subagent);
+                self.add_sum(field, [p.subagent.as_str()]);
             }
             Field::Handoffs => {
                 let accepted = cp.handoffs.accepted.len();
@@ -356,16 +368,15 @@ impl ContextIndex {
                         .push(i - accepted);
                     h.subagent.clone()
                 };
-                self.add_sum(field, &subagent);
+                self.add_sum(field, [subagent.as_str()]);
             }
             Field::Doubts => {
                 let h = &cp.handoffs.accepted[i];
                 if !h.doubted.is_empty() {
                     self.with_doubts.push(i);
                 }
-                for c in &h.doubted {
-                    self.add_sum(field, &doubt_id(c));
-                }
+                let ids: Vec<String> = h.doubted.iter().map(doubt_id).collect();
+                self.add_sum(field, ids.iter().map(String::as_str));
             }
             _ => {}
         }
@@ -429,9 +440,10 @@ impl ContextIndex {
             };
             omitted.items += total.saturating_sub(kept) as u64;
             let mut sum = self.sums.get(field).copied().unwrap_or_default();
+            let hashes = self.hashes.get(field).map(Vec::as_slice).unwrap_or(&[]);
             for &i in list.iter() {
-                for id in item_ids(cp, *field, i) {
-                    sum.sub(ItemSum::of(*field, &id));
+                if let Some(hash) = hashes.get(i) {
+                    sum.sub(*hash);
                 }
             }
             omitted.sum.add(sum);
@@ -450,22 +462,6 @@ pub(crate) fn doubt_id(c: &crate::handoff::Conclusion) -> String {
         .map(|s| s.to_string())
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// The manifest ids of `field`'s item `i` (a doubts entry holds one per claim).
-fn item_ids(cp: &Checkpoint, field: Field, i: usize) -> Vec<String> {
-    match field {
-        Field::Handoffs => {
-            let accepted = cp.handoffs.accepted.len();
-            vec![if i < accepted {
-                cp.handoffs.accepted[i].subagent.clone()
-            } else {
-                cp.handoffs.rejected[i - accepted].subagent.clone()
-            }]
-        }
-        Field::Doubts => cp.handoffs.accepted[i].doubted.iter().map(doubt_id).collect(),
-        _ => vec![item_id(field, cp, i)],
-    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! conclusions are merged with their sources kept; negative evidence is derived from the
 //! subagents' observation logs, not from their prose.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::relevance::Rarity;
 use crate::handoff::{one_line, Conclusion, ConclusionKind, Handoff, HardConstraint, OpenItem};
@@ -67,13 +67,17 @@ pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) ->
         })
         .collect();
     let longest = findings.iter().map(Vec::len).max().unwrap_or(0);
+    let mut merged = Findings::default();
     for rank in 0..longest {
         for list in &findings {
             if let Some(c) = list.get(rank) {
-                add_finding(&mut out.settled_conclusions, c);
+                merged.add(c);
             }
         }
     }
+    out.settled_conclusions = merged.list;
+    let mut open_items = OpenItems::default();
+    let mut hard: HashSet<String> = HashSet::new();
     // Most telling first: by the rarity of what each claim matches (ties keep the turns).
     let logs: Vec<&ObservationLog> = accepted.iter().map(|a| a.observations).collect();
     let rarity = Rarity::from_logs(&logs);
@@ -94,8 +98,7 @@ pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) ->
             .filter(|c| c.kind == ConclusionKind::Finding && !stands(a, c))
         {
             let cites: Vec<String> = c.sources.iter().map(|s| s.to_string()).collect();
-            add_open_item(
-                &mut out.open_items,
+            open_items.add(
                 OpenItem {
                     item: format!(
                         "Not confirmed by the verifier: {} (cites {})",
@@ -109,14 +112,10 @@ pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) ->
             );
         }
         for item in &a.handoff.open_items {
-            add_open_item(&mut out.open_items, item.clone());
+            open_items.add(item.clone());
         }
         for constraint in &a.handoff.hard_constraints {
-            if !out
-                .hard_constraints
-                .iter()
-                .any(|h| h.constraint == constraint.constraint)
-            {
+            if hard.insert(constraint.constraint.clone()) {
                 out.hard_constraints.push(HardConstraint {
                     constraint: constraint.constraint.clone(),
                     sources: constraint.sources.clone(),
@@ -125,8 +124,7 @@ pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) ->
         }
     }
     for u in unexplored {
-        add_open_item(
-            &mut out.open_items,
+        open_items.add(
             OpenItem {
                 item: if u.role == "explorer" {
                     format!("`{}` was not explored (subagent {})", u.scope, u.id)
@@ -145,8 +143,7 @@ pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) ->
             .unwrap_or(&[]);
         for c in claims.iter().filter(|c| c.kind == ConclusionKind::Finding) {
             let cites: Vec<String> = c.sources.iter().map(|s| s.to_string()).collect();
-            add_open_item(
-                &mut out.open_items,
+            open_items.add(
                 OpenItem {
                     item: format!(
                         "Unverified lead from {} (its handoff broke the contract): {} (cites {})",
@@ -163,6 +160,7 @@ pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) ->
             );
         }
     }
+    out.open_items = open_items.list;
     out
 }
 
@@ -175,33 +173,66 @@ fn source_weight(c: &Conclusion) -> f64 {
         .max(0.3)
 }
 
-fn add_finding(list: &mut Vec<Conclusion>, c: &Conclusion) {
-    if let Some(same) = list.iter_mut().find(|x| x.claim == c.claim) {
-        for s in &c.sources {
-            if !same.sources.contains(s) {
-                same.sources.push(s.clone());
-            }
-        }
-        return;
-    }
-    if list.iter().any(|x| x.sources == c.sources) {
-        return;
-    }
-    list.push(c.clone());
+/// Findings merged as they come: findings of the same claim are one (their sources joined); a
+/// finding citing exactly the sources of one kept is dropped. Indexed by claim and by sources,
+/// so each costs the same however many came before.
+#[derive(Default)]
+struct Findings {
+    list: Vec<Conclusion>,
+    by_claim: HashMap<String, usize>,
+    /// How many kept findings cite exactly these sources.
+    by_sources: HashMap<Vec<SourceId>, usize>,
 }
 
-/// Open items with the same text are one item; their reasons are joined.
-fn add_open_item(list: &mut Vec<OpenItem>, item: OpenItem) {
-    if let Some(same) = list.iter_mut().find(|x| x.item == item.item) {
-        if !item.stuck_on.is_empty() && !same.stuck_on.contains(&item.stuck_on) {
-            if !same.stuck_on.is_empty() {
-                same.stuck_on.push_str("; ");
+impl Findings {
+    fn add(&mut self, c: &Conclusion) {
+        if let Some(&i) = self.by_claim.get(&c.claim) {
+            let same = &mut self.list[i];
+            let before = same.sources.clone();
+            for s in &c.sources {
+                if !same.sources.contains(s) {
+                    same.sources.push(s.clone());
+                }
             }
-            same.stuck_on.push_str(&item.stuck_on);
+            if same.sources != before {
+                if let Some(n) = self.by_sources.get_mut(&before) {
+                    *n = n.saturating_sub(1);
+                }
+                *self.by_sources.entry(same.sources.clone()).or_default() += 1;
+            }
+            return;
         }
-        return;
+        if self.by_sources.get(&c.sources).is_some_and(|n| *n > 0) {
+            return;
+        }
+        self.by_claim.insert(c.claim.clone(), self.list.len());
+        *self.by_sources.entry(c.sources.clone()).or_default() += 1;
+        self.list.push(c.clone());
     }
-    list.push(item);
+}
+
+/// Open items with the same text are one item; their reasons are joined. Indexed by text.
+#[derive(Default)]
+struct OpenItems {
+    list: Vec<OpenItem>,
+    by_item: HashMap<String, usize>,
+}
+
+impl OpenItems {
+    fn add(&mut self, item: OpenItem) {
+        if let Some(&i) = self.by_item.get(&item.item) {
+            let same = &mut self.list[i];
+            if !item.stuck_on.is_empty() && !same.stuck_on.contains(&item.stuck_on) {
+                if !same.stuck_on.is_empty() {
+                    same.stuck_on.push_str("; ");
+                }
+                same.stuck_on.push_str(&item.stuck_on);
+            }
+            return;
+        }
+        self.by_item.insert(item.item.clone(), self.list.len());
+        self.list.push(item);
+    }
 }
 
 /// Whether a search over `searched` covered every path of `shard`.

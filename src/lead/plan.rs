@@ -69,13 +69,17 @@ pub(crate) fn shard(files: &[(String, u64)], n: usize) -> Vec<Shard> {
         };
         n.min(units.len()).max(1)
     ];
+    // The lightest shard (the first of equals) from a heap: each unit costs log n.
+    let mut lightest: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>> =
+        (0..shards.len()).map(|i| std::cmp::Reverse((0, i))).collect();
     for unit in units {
-        let lightest = shards
-            .iter_mut()
-            .min_by_key(|s| s.bytes)
-            .expect("at least one shard");
-        lightest.paths.push(unit.path);
-        lightest.bytes += unit.bytes;
+        let Some(std::cmp::Reverse((_, i))) = lightest.pop() else {
+            break;
+        };
+        let shard = &mut shards[i];
+        shard.paths.push(unit.path);
+        shard.bytes += unit.bytes;
+        lightest.push(std::cmp::Reverse((shard.bytes, i)));
     }
     for s in &mut shards {
         s.paths.sort();
