@@ -168,7 +168,12 @@ async fn baton_run(n: usize, concurrency: usize, latency: Duration) -> Measured 
     assert_eq!(accepted, n, "every handoff accepted: {:?}", report.handoffs);
     if std::env::var_os("BENCH_KEEP").is_some() {
         eprintln!("state kept: {}", state.keep().display());
-        return Measured { wall, rss_before, rss_after: 0, log_bytes: 0 };
+        return Measured {
+            wall,
+            rss_before,
+            rss_after: 0,
+            log_bytes: 0,
+        };
     }
     Measured {
         wall,
@@ -330,7 +335,8 @@ async fn main() {
         let floor = in_child(kind, "floor", n);
         print(&floor, json);
         let mut baton = in_child(kind, "baton", n);
-        let ratio = baton[compared].as_f64().unwrap_or(0.0) / floor[compared].as_f64().unwrap_or(1.0);
+        let ratio =
+            baton[compared].as_f64().unwrap_or(0.0) / floor[compared].as_f64().unwrap_or(1.0);
         baton["floor_ratio"] = json!(ratio);
         print(&baton, json);
     }

@@ -185,6 +185,7 @@ mod policy;
 mod report;
 mod source;
 mod subagent;
+pub mod telemetry;
 mod tools;
 
 pub use checkpoint::{

@@ -89,10 +89,18 @@ async fn last_spawn(others: usize) -> (u64, usize, u64) {
         .agents(1)
         .max_subagents(others + 1)
         .shards(others + 1)
-        .run(Task::new("Which file is this shard's entry point?", root.path()))
+        .run(Task::new(
+            "Which file is this shard's entry point?",
+            root.path(),
+        ))
         .await
         .unwrap();
-    assert_eq!(report.handoffs.accepted, others + 1, "{:?}", report.handoffs);
+    assert_eq!(
+        report.handoffs.accepted,
+        others + 1,
+        "{:?}",
+        report.handoffs
+    );
     let events = store.events(&report.run_id).unwrap();
     let last = events
         .iter()

@@ -15,4 +15,5 @@ mod reliability;
 mod repair;
 mod sandbox;
 mod supervision;
+mod trace;
 mod window;

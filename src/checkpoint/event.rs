@@ -269,6 +269,23 @@ impl RunEvent {
             RunEvent::RunFinished { .. } => "run_finished",
         }
     }
+
+    /// The subagent the event is about, when it names one.
+    pub fn subagent(&self) -> Option<&str> {
+        match self {
+            RunEvent::SubagentSpawned { subagent, .. }
+            | RunEvent::ToolCalled { subagent, .. }
+            | RunEvent::ToolReturned { subagent, .. }
+            | RunEvent::HandoffAccepted { subagent, .. }
+            | RunEvent::HandoffRepairRequested { subagent, .. }
+            | RunEvent::HandoffRejected { subagent, .. }
+            | RunEvent::BudgetSpent { subagent, .. }
+            | RunEvent::SubagentEnded { subagent, .. }
+            | RunEvent::WindowCompacted { subagent, .. }
+            | RunEvent::EvidenceStale { subagent, .. } => Some(subagent),
+            _ => None,
+        }
+    }
 }
 
 /// An event as stored: its run, sequence number (from 1), time, and its digest chained to the

@@ -39,6 +39,16 @@ const EXIT_CANCELLED: i32 = 130;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// How traces go to stderr when BATON_LOG (a filter, e.g. `baton=debug`) turns them on:
+    /// `text` or `json` (one object a line, each span as it closes).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormatArg::Text)]
+    log_format: LogFormatArg,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum LogFormatArg {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand, Debug)]
@@ -256,6 +266,18 @@ pub(crate) fn main() -> i32 {
                 .take_while(|l| !l.is_empty())
                 .collect();
             say!("{}", first.join(" ").trim_start_matches("error: "));
+            return EXIT_USAGE;
+        }
+    };
+    let format = match cli.log_format {
+        LogFormatArg::Text => baton::telemetry::LogFormat::Text,
+        LogFormatArg::Json => baton::telemetry::LogFormat::Json,
+    };
+    // Held to the end: dropping it flushes what the OTLP exporter still buffers.
+    let _telemetry = match baton::telemetry::init(format) {
+        Ok(guard) => guard,
+        Err(e) => {
+            say!("{e}");
             return EXIT_USAGE;
         }
     };

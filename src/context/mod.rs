@@ -21,8 +21,8 @@ use crate::checkpoint::{Checkpoint, Delta};
 pub(crate) use constraints::sentences;
 pub use constraints::{binding_sentences, binds, normalise};
 pub use orientation::{state_name, Orientation};
-pub use select::{ContextIndex, Focus, ItemSum, Omitted, Selection, FIELD_CAP};
 pub use role::{load_roles, Field, OptionalField, RoleError, RoleProfile, KNOWN_TOOLS};
+pub use select::{ContextIndex, Focus, ItemSum, Omitted, Selection, FIELD_CAP};
 pub use tokenizer::{line_chunks, Bpe, CachedTokenizer, Estimate, Tokenizer, TOKEN_CACHE_ENTRIES};
 
 /// Opens the data section.
@@ -180,7 +180,10 @@ fn render_raw(field: Field, cp: &Checkpoint, delta: Option<&Delta>, pick: &Selec
             cp.handoffs.rejected.iter().collect(),
         ),
         Some(indices) => (
-            indices.iter().filter_map(|&i| cp.handoffs.accepted.get(i)).collect(),
+            indices
+                .iter()
+                .filter_map(|&i| cp.handoffs.accepted.get(i))
+                .collect(),
             indices
                 .iter()
                 .filter(|&&i| i >= accepted_len)

@@ -198,7 +198,13 @@ impl PathIndex {
 /// The latest `cap` items of each of `terms`' postings.
 fn find_terms(postings: &HashMap<String, Vec<usize>>, terms: &[String], out: &mut Vec<usize>) {
     for term in terms {
-        for &i in postings.get(term).into_iter().flatten().rev().take(TERM_CAP) {
+        for &i in postings
+            .get(term)
+            .into_iter()
+            .flatten()
+            .rev()
+            .take(TERM_CAP)
+        {
             if out.len() >= FIELD_CAP {
                 return;
             }
@@ -408,7 +414,12 @@ impl ContextIndex {
             .unwrap_or_default();
         picked.insert(Field::Effects, effects);
 
-        let mut plans: Vec<usize> = self.plan_of.get(&focus.subagent).copied().into_iter().collect();
+        let mut plans: Vec<usize> = self
+            .plan_of
+            .get(&focus.subagent)
+            .copied()
+            .into_iter()
+            .collect();
         by_scope(&self.plan_paths, &mut plans);
         // Handoffs of the subagents whose plans are picked (accepted first, then rejected).
         let accepted = cp.handoffs.accepted.len();
@@ -435,7 +446,10 @@ impl ContextIndex {
                 _ => list_len(cp, *field),
             };
             let kept = match field {
-                Field::Doubts => list.iter().map(|&i| cp.handoffs.accepted[i].doubted.len()).sum(),
+                Field::Doubts => list
+                    .iter()
+                    .map(|&i| cp.handoffs.accepted[i].doubted.len())
+                    .sum(),
                 _ => list.len(),
             };
             omitted.items += total.saturating_sub(kept) as u64;
@@ -553,10 +567,16 @@ mod tests {
         };
         cp.evidence.push(checkpoint(&["a/y.rs"]).evidence.remove(0));
         index.sync(&cp);
-        assert_eq!(index.select(&cp, &focus, &[]).of(Field::Evidence).unwrap(), [0, 1]);
+        assert_eq!(
+            index.select(&cp, &focus, &[]).of(Field::Evidence).unwrap(),
+            [0, 1]
+        );
         // A list rewritten in place (a resume drops entries) is indexed again.
         cp.evidence = checkpoint(&["b/z.rs", "a/w.rs"]).evidence;
         index.sync(&cp);
-        assert_eq!(index.select(&cp, &focus, &[]).of(Field::Evidence).unwrap(), [1]);
+        assert_eq!(
+            index.select(&cp, &focus, &[]).of(Field::Evidence).unwrap(),
+            [1]
+        );
     }
 }

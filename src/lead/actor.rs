@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+use tracing::Instrument;
 
 use crate::checkpoint::RunEvent;
 
@@ -39,6 +40,30 @@ impl Actor for LeadActor {
         message: LeadMsg,
         state: &mut LeadState,
     ) -> Result<(), ActorProcessingErr> {
+        // Each message is handled inside the run's span.
+        let span = state.span.clone();
+        on_message(myself, message, state).instrument(span).await
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<LeadMsg>,
+        message: SupervisionEvent,
+        state: &mut LeadState,
+    ) -> Result<(), ActorProcessingErr> {
+        let span = state.span.clone();
+        on_supervision(myself, message, state)
+            .instrument(span)
+            .await
+    }
+}
+
+async fn on_message(
+    myself: ActorRef<LeadMsg>,
+    message: LeadMsg,
+    state: &mut LeadState,
+) -> Result<(), ActorProcessingErr> {
+    {
         match message {
             LeadMsg::Run(reply) => state.start(reply, &myself).await,
             LeadMsg::Planned(Err(error)) => {
@@ -133,7 +158,8 @@ impl Actor for LeadActor {
                 }
                 let files = Arc::clone(&state.files);
                 let me = myself.clone();
-                tokio::task::spawn_blocking(move || {
+                // Off the actor, in a blocking slot: the lead never waits here.
+                let validate_off = move || {
                     let check = Check {
                         files: Some(files.as_ref()),
                         observations: Some(&log),
@@ -152,6 +178,13 @@ impl Actor for LeadActor {
                         id,
                         parsed,
                         digests,
+                    });
+                };
+                tokio::spawn(async move {
+                    let slot = crate::tools::blocking_slot().await;
+                    tokio::task::spawn_blocking(move || {
+                        let _slot = slot;
+                        validate_off();
                     });
                 });
             }
@@ -184,13 +217,14 @@ impl Actor for LeadActor {
         }
         Ok(())
     }
+}
 
-    async fn handle_supervisor_evt(
-        &self,
-        myself: ActorRef<LeadMsg>,
-        message: SupervisionEvent,
-        state: &mut LeadState,
-    ) -> Result<(), ActorProcessingErr> {
+async fn on_supervision(
+    myself: ActorRef<LeadMsg>,
+    message: SupervisionEvent,
+    state: &mut LeadState,
+) -> Result<(), ActorProcessingErr> {
+    {
         let (cell, failure) = match message {
             SupervisionEvent::ActorTerminated(cell, _, _) => (cell, None),
             SupervisionEvent::ActorFailed(cell, error) => (cell, Some(error.to_string())),

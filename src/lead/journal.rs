@@ -69,9 +69,10 @@ pub(super) fn spawned(
     let mut omitted = context.unselected;
     for entry in &left_out {
         omitted.items += 1;
-        omitted
-            .sum
-            .add(ItemSum::of(entry.field, entry.item.as_deref().unwrap_or("")));
+        omitted.sum.add(ItemSum::of(
+            entry.field,
+            entry.item.as_deref().unwrap_or(""),
+        ));
     }
     RunEvent::SubagentSpawned {
         subagent: id.to_string(),

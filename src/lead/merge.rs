@@ -98,18 +98,15 @@ pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) ->
             .filter(|c| c.kind == ConclusionKind::Finding && !stands(a, c))
         {
             let cites: Vec<String> = c.sources.iter().map(|s| s.to_string()).collect();
-            open_items.add(
-                OpenItem {
-                    item: format!(
-                        "Not confirmed by the verifier: {} (cites {})",
-                        c.claim,
-                        cites.join(", ")
-                    ),
-                    stuck_on:
-                        "its handoff passed only after repair, and a reread did not support it"
-                            .into(),
-                },
-            );
+            open_items.add(OpenItem {
+                item: format!(
+                    "Not confirmed by the verifier: {} (cites {})",
+                    c.claim,
+                    cites.join(", ")
+                ),
+                stuck_on: "its handoff passed only after repair, and a reread did not support it"
+                    .into(),
+            });
         }
         for item in &a.handoff.open_items {
             open_items.add(item.clone());
@@ -124,40 +121,36 @@ pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) ->
         }
     }
     for u in unexplored {
-        open_items.add(
-            OpenItem {
-                item: if u.role == "explorer" {
-                    format!("`{}` was not explored (subagent {})", u.scope, u.id)
-                } else {
-                    format!(
-                        "The {} (subagent {}) did not finish its check",
-                        u.role, u.id
-                    )
-                },
-                stuck_on: u.why.clone(),
+        open_items.add(OpenItem {
+            item: if u.role == "explorer" {
+                format!("`{}` was not explored (subagent {})", u.scope, u.id)
+            } else {
+                format!(
+                    "The {} (subagent {}) did not finish its check",
+                    u.role, u.id
+                )
             },
-        );
+            stuck_on: u.why.clone(),
+        });
         let claims = u
             .unverified
             .map(|h| h.settled_conclusions.as_slice())
             .unwrap_or(&[]);
         for c in claims.iter().filter(|c| c.kind == ConclusionKind::Finding) {
             let cites: Vec<String> = c.sources.iter().map(|s| s.to_string()).collect();
-            open_items.add(
-                OpenItem {
-                    item: format!(
-                        "Unverified lead from {} (its handoff broke the contract): {} (cites {})",
-                        u.id,
-                        c.claim,
-                        if cites.is_empty() {
-                            "nothing".into()
-                        } else {
-                            cites.join(", ")
-                        }
-                    ),
-                    stuck_on: "not verified: re-check the cited lines before relying on it".into(),
-                },
-            );
+            open_items.add(OpenItem {
+                item: format!(
+                    "Unverified lead from {} (its handoff broke the contract): {} (cites {})",
+                    u.id,
+                    c.claim,
+                    if cites.is_empty() {
+                        "nothing".into()
+                    } else {
+                        cites.join(", ")
+                    }
+                ),
+                stuck_on: "not verified: re-check the cited lines before relying on it".into(),
+            });
         }
     }
     out.open_items = open_items.list;

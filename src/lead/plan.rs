@@ -70,8 +70,10 @@ pub(crate) fn shard(files: &[(String, u64)], n: usize) -> Vec<Shard> {
         n.min(units.len()).max(1)
     ];
     // The lightest shard (the first of equals) from a heap: each unit costs log n.
-    let mut lightest: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>> =
-        (0..shards.len()).map(|i| std::cmp::Reverse((0, i))).collect();
+    let mut lightest: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>> = (0..shards
+        .len())
+        .map(|i| std::cmp::Reverse((0, i)))
+        .collect();
     for unit in units {
         let Some(std::cmp::Reverse((_, i))) = lightest.pop() else {
             break;

@@ -74,6 +74,8 @@ pub(crate) struct LeadState {
     pub(super) projector: Projector,
     /// The index contexts are selected through, synced with the projector before each spawn.
     pub(super) index: ContextIndex,
+    /// The run's span: every message is handled in it; each subagent's span is its child.
+    pub(super) span: tracing::Span,
     /// On a resumed run: the effect changes logged since the resume (each restarted subagent's
     /// delta).
     pub(super) since_resume: Vec<LoggedEvent>,
@@ -109,6 +111,7 @@ impl LeadState {
             }
             None => (None, None),
         };
+        let span = tracing::info_span!("run", run_id = %args.config.run_id);
         LeadState {
             config: args.config,
             events: args.events,
@@ -128,6 +131,7 @@ impl LeadState {
             log_failed: None,
             projector,
             index: ContextIndex::default(),
+            span,
             since_resume: Vec::new(),
             next_seq: args.resume.as_ref().map(|r| r.after_seq).unwrap_or(0),
             resume: args.resume,
@@ -159,6 +163,12 @@ impl LeadState {
                 digest: String::new(),
             };
             self.projector.apply(&logged);
+            tracing::debug!(
+                seq = logged.seq,
+                kind = logged.event.kind(),
+                subagent = logged.event.subagent().unwrap_or(""),
+                "logged"
+            );
             if self.resumed_after.is_some() && matches!(event, RunEvent::EffectChanged { .. }) {
                 self.since_resume.push(logged);
             }
@@ -230,9 +240,8 @@ impl LeadState {
             .model
             .context_window()
             .saturating_sub(crate::subagent::ANSWER_TOKENS as usize);
-        let compile = |budget| {
-            compile_selected(checkpoint, delta.as_ref(), role, budget, tokenizer, &pick)
-        };
+        let compile =
+            |budget| compile_selected(checkpoint, delta.as_ref(), role, budget, tokenizer, &pick);
         let compiled = match compile(role.budget) {
             Err(floor) if floor.floor <= window => compile(floor.floor),
             other => other,
@@ -395,6 +404,16 @@ impl LeadState {
                     })
                 },
                 limits: self.config.limits,
+                run_id: self.config.run_id.clone(),
+                // Its spawn is the next event logged.
+                span: tracing::info_span!(
+                    parent: &self.span,
+                    "subagent",
+                    run_id = %self.config.run_id,
+                    subagent = %record.summary.id,
+                    role = %role.name,
+                    seq = self.next_seq + 1,
+                ),
             };
             match SubagentActor::spawn_linked(None, SubagentActor, args, myself.get_cell()).await {
                 Ok((actor, _)) => {

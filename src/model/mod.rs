@@ -78,11 +78,7 @@ impl ModelRequest {
     pub fn estimated_tokens(&self) -> u64 {
         let bytes = self.system.len()
             + self.messages.iter().map(Message::text_len).sum::<usize>()
-            + self
-                .tools
-                .iter()
-                .map(ToolSpec::text_len)
-                .sum::<usize>();
+            + self.tools.iter().map(ToolSpec::text_len).sum::<usize>();
         estimate_tokens_of_len(bytes)
     }
 }

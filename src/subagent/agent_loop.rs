@@ -431,7 +431,13 @@ mod tests {
 
     #[test]
     fn a_text_answer_is_handed_off_and_a_repair_quotes_the_violations() {
-        let mut l = AgentLoop::new("sa1", "s".into(), "b".into(), Vec::new().into(), Budget::default());
+        let mut l = AgentLoop::new(
+            "sa1",
+            "s".into(),
+            "b".into(),
+            Vec::new().into(),
+            Budget::default(),
+        );
         assert!(matches!(l.start(), Step::CallModel(_)));
         let Step::HandOff(text) = l.on_model(answer("just prose", vec![])) else {
             panic!("a text answer is a handoff")
@@ -509,7 +515,13 @@ mod tests {
     #[test]
     fn the_window_pins_turns_as_they_arrive() {
         use crate::compaction::PinClass;
-        let mut l = AgentLoop::new("sa1", "s".into(), "b".into(), Vec::new().into(), Budget::default());
+        let mut l = AgentLoop::new(
+            "sa1",
+            "s".into(),
+            "b".into(),
+            Vec::new().into(),
+            Budget::default(),
+        );
         l.start();
         let Step::CallTools(_) = l.on_model(answer(
             "I will reread src/net/retry.rs before handing off.",
@@ -546,8 +558,8 @@ mod tests {
             tool_calls: 100,
             tokens: 10_000_000,
         };
-        let mut l =
-            AgentLoop::new("sa1", "s".into(), "b".into(), Vec::new().into(), budget).with_window(8_000);
+        let mut l = AgentLoop::new("sa1", "s".into(), "b".into(), Vec::new().into(), budget)
+            .with_window(8_000);
         l.start();
         let mut folded = None;
         for round in 0..30 {

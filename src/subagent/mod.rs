@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 pub(crate) use agent_loop::{AgentLoop, CompactionNote, Step, ANSWER_TOKENS};
 
@@ -108,6 +109,11 @@ pub(crate) struct SubagentArgs {
     pub(crate) workspace: Workspace,
     pub(crate) report: Reporter,
     pub(crate) limits: TimeLimits,
+    /// Its run.
+    pub(crate) run_id: String,
+    /// Its span (a child of the run's, carrying its `subagent_spawned` seq): its model and
+    /// tool calls are spans under it.
+    pub(crate) span: tracing::Span,
 }
 
 pub(crate) struct SubagentState {
@@ -120,6 +126,8 @@ pub(crate) struct SubagentState {
     limits: TimeLimits,
     work: Option<Work>,
     finished: bool,
+    run_id: String,
+    span: tracing::Span,
 }
 
 pub(crate) struct SubagentActor;
@@ -136,7 +144,12 @@ pub(crate) async fn run_tool(
 ) -> (ToolResult, bool) {
     let (id, name) = (call.id.clone(), call.name.clone());
     let (tools, workspace) = (tools.clone(), workspace.clone());
-    let run = tokio::task::spawn_blocking(move || tools.execute(&workspace, &call));
+    // The time limit runs from when the call gets a slot, not while it waits for one.
+    let slot = crate::tools::blocking_slot().await;
+    let run = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        tools.execute(&workspace, &call)
+    });
     match tokio::time::timeout(limit, run).await {
         Ok(Ok(result)) => (result, false),
         Ok(Err(e)) => std::panic::resume_unwind(e.into_panic()),
@@ -215,10 +228,18 @@ impl SubagentState {
             Step::CallModel(request) => {
                 let model = Arc::clone(&self.model);
                 let limit = self.limits.model_call;
+                let span = tracing::info_span!(
+                    parent: &self.span,
+                    "model_call",
+                    run_id = %self.run_id,
+                    subagent = %self.id,
+                    turn = self.agent.spent().model_turns + 1,
+                );
                 self.work = Some(spawn_work(
                     myself,
                     async move {
-                        match tokio::time::timeout(limit, model.complete(request)).await {
+                        let call = tokio::time::timeout(limit, model.complete(request));
+                        match call.instrument(span).await {
                             Ok(reply) => reply,
                             Err(_) => Err(ModelError {
                                 message: format!(
@@ -239,12 +260,23 @@ impl SubagentState {
                 let tools = self.tools.clone();
                 let workspace = self.workspace.clone();
                 let limit = self.limits.tool_call;
+                let (parent, run_id, id) =
+                    (self.span.clone(), self.run_id.clone(), self.id.clone());
                 self.work = Some(spawn_work(
                     myself,
                     async move {
                         let mut results = Vec::with_capacity(calls.len());
                         for call in calls {
-                            results.push(run_tool(&tools, &workspace, call, limit).await);
+                            let span = tracing::info_span!(
+                                parent: &parent,
+                                "tool_call",
+                                run_id = %run_id,
+                                subagent = %id,
+                                call_id = %call.id,
+                                tool = %call.name,
+                            );
+                            let run = run_tool(&tools, &workspace, call, limit);
+                            results.push(run.instrument(span).await);
                         }
                         results
                     },
@@ -304,6 +336,8 @@ impl Actor for SubagentActor {
             limits: args.limits,
             work: None,
             finished: false,
+            run_id: args.run_id,
+            span: args.span,
         })
     }
 

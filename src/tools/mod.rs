@@ -128,6 +128,26 @@ pub trait Tool: Send + Sync {
     ) -> Result<ToolOutput, ToolError>;
 }
 
+/// A slot for blocking work (a tool call, a handoff's validation) on tokio's blocking pool: at
+/// most four per core run at once in the process, so a fan-out of thousands of subagents does
+/// not start thousands of threads (each with its stack and its caches). Hold it while the work
+/// runs.
+pub(crate) async fn blocking_slot() -> tokio::sync::OwnedSemaphorePermit {
+    static SLOTS: std::sync::OnceLock<Arc<tokio::sync::Semaphore>> = std::sync::OnceLock::new();
+    let slots = SLOTS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Arc::new(tokio::sync::Semaphore::new((4 * cores).max(4)))
+    });
+    // The semaphore is never closed, so acquiring cannot fail; were it to, the work runs anyway.
+    match Arc::clone(slots).acquire_owned().await {
+        Ok(permit) => permit,
+        Err(_) => Arc::new(tokio::sync::Semaphore::new(1))
+            .acquire_owned()
+            .await
+            .expect("a fresh semaphore is open"),
+    }
+}
+
 /// A tool and its spec, taken once when it is registered.
 struct Registered {
     spec: ToolSpec,

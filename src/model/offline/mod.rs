@@ -549,7 +549,7 @@ fn choose_places(survey: &Survey, grepped: &[usize], hits: &[Hit]) -> Vec<Candid
         })
         .collect();
     let candidates = rank::score_hits(hits, &weights, &strength, question_weight, &survey.compiled);
-    if std::env::var_os("BATON_DEBUG_OFFLINE").is_some() {
+    if tracing::enabled!(target: "baton::offline", tracing::Level::DEBUG) {
         debug_dump(survey, &weights, &candidates);
     }
     // Two of the question's terms together, or one where only one occurs here at all.
@@ -564,7 +564,7 @@ fn choose_places(survey: &Survey, grepped: &[usize], hits: &[Hit]) -> Vec<Candid
     )
 }
 
-/// Developer aid (`BATON_DEBUG_OFFLINE=1`): the terms, weights and best places, on stderr.
+/// Developer aid (`BATON_LOG=baton::offline=debug`): the terms, weights and best places.
 fn debug_dump(survey: &Survey, weights: &[f64], candidates: &[Candidate]) {
     let terms: Vec<String> = survey
         .terms
@@ -579,13 +579,15 @@ fn debug_dump(survey: &Survey, weights: &[f64], candidates: &[Candidate]) {
             )
         })
         .collect();
-    eprintln!(
-        "[offline] {} lines; terms: {}",
+    tracing::debug!(
+        target: "baton::offline",
+        "{} lines; terms: {}",
         survey.lines,
         terms.join(" ")
     );
-    eprintln!(
-        "[offline] raw: {}",
+    tracing::debug!(
+        target: "baton::offline",
+        "raw: {}",
         survey
             .terms
             .iter()
@@ -595,8 +597,9 @@ fn debug_dump(survey: &Survey, weights: &[f64], candidates: &[Candidate]) {
             .join(" ")
     );
     for c in candidates.iter().take(40) {
-        eprintln!(
-            "[offline]   {:.2} cov {:.2} {}:{} {:?}",
+        tracing::debug!(
+            target: "baton::offline",
+            "{:.2} cov {:.2} {}:{} {:?}",
             c.score,
             c.coverage,
             c.path,

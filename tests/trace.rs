@@ -1,0 +1,162 @@
+//! Tracing: a trace of one explore joins its event log — a span per subagent carrying its
+//! `subagent_spawned` seq, a span per model call and per tool call under it, and a `logged`
+//! event for every event of the log with its seq and kind; nothing on stderr by default.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+use baton::checkpoint::{EventStore, RunEvent};
+use baton::SqliteStore;
+use serde_json::Value;
+
+use crate::support::rust_tree;
+
+fn explore(state: &std::path::Path, log: Option<&str>) -> std::process::Output {
+    let dir = rust_tree();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_baton"));
+    command
+        .arg("explore")
+        .arg(dir.path())
+        .arg("Where is next_delay defined?")
+        .args(["--no-progress", "--json", "--log-format", "json", "--state"])
+        .arg(state)
+        .env_remove("BATON_LOG");
+    if let Some(filter) = log {
+        command.env("BATON_LOG", filter);
+    }
+    command.output().unwrap()
+}
+
+/// The closed spans (name, fields) and the `logged` events of a JSON trace.
+fn read_trace(stderr: &str) -> (Vec<(String, BTreeMap<String, String>)>, Vec<(u64, String)>) {
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let (mut spans, mut logged) = (Vec::new(), Vec::new());
+    // The one-line summary the run prints anyway is not part of the trace.
+    for line in stderr.lines().filter(|l| l.starts_with('{')) {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let message = v["fields"]["message"].as_str().unwrap_or("");
+        if message == "close" {
+            let span = v["span"].as_object().unwrap();
+            let fields = span
+                .iter()
+                .filter(|(k, _)| *k != "name")
+                .map(|(k, v)| (k.clone(), text(v)))
+                .collect();
+            spans.push((text(&span["name"]), fields));
+        } else if message == "logged" {
+            logged.push((
+                v["fields"]["seq"].as_u64().unwrap(),
+                text(&v["fields"]["kind"]),
+            ));
+        }
+    }
+    (spans, logged)
+}
+
+#[test]
+fn a_trace_of_one_explore_joins_its_event_log() {
+    let state = tempfile::tempdir().unwrap();
+    let out = explore(state.path(), Some("baton=debug"));
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run_id = report["run_id"].as_str().unwrap().to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (spans, logged) = read_trace(&stderr);
+    let events = SqliteStore::open(state.path())
+        .unwrap()
+        .events(&run_id)
+        .unwrap();
+
+    // Every event of the log was traced with its seq and kind, and nothing else was.
+    let log: Vec<(u64, String)> = events
+        .iter()
+        .map(|e| (e.seq, e.event.kind().to_string()))
+        .collect();
+    assert_eq!(logged, log);
+
+    let of = |name: &str| -> Vec<&BTreeMap<String, String>> {
+        spans
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, f)| f)
+            .collect()
+    };
+    assert_eq!(of("run").len(), 1);
+    assert_eq!(of("run")[0]["run_id"], run_id);
+    // A span per subagent, carrying the seq of its spawn.
+    let spawned: BTreeSet<(String, String)> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            RunEvent::SubagentSpawned { subagent, .. } => {
+                Some((subagent.clone(), e.seq.to_string()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!spawned.is_empty());
+    let subagent_spans: BTreeSet<(String, String)> = of("subagent")
+        .iter()
+        .inspect(|f| assert_eq!(f["run_id"], run_id))
+        .map(|f| (f["subagent"].clone(), f["seq"].clone()))
+        .collect();
+    assert_eq!(subagent_spans, spawned);
+    // A span per model call, numbered by turn, each under a subagent of the log.
+    let ids: BTreeSet<&String> = spawned.iter().map(|(id, _)| id).collect();
+    let model_calls = of("model_call");
+    assert!(model_calls.len() >= spawned.len(), "{}", model_calls.len());
+    for call in &model_calls {
+        assert_eq!(call["run_id"], run_id);
+        assert!(ids.contains(&call["subagent"]), "{call:?}");
+    }
+    for id in &ids {
+        let turns: Vec<u64> = model_calls
+            .iter()
+            .filter(|c| &&c["subagent"] == id)
+            .map(|c| c["turn"].parse().unwrap())
+            .collect();
+        let expected: Vec<u64> = (1..=turns.len() as u64).collect();
+        let mut sorted = turns.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, expected, "{id}");
+    }
+    // A span per tool call, joined to its `tool_called` event by call id.
+    let called: BTreeSet<(String, String)> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            RunEvent::ToolCalled {
+                subagent, call_id, ..
+            } => Some((subagent.clone(), call_id.clone())),
+            _ => None,
+        })
+        .collect();
+    assert!(!called.is_empty());
+    let tool_spans: BTreeSet<(String, String)> = of("tool_call")
+        .iter()
+        .map(|f| (f["subagent"].clone(), f["call_id"].clone()))
+        .collect();
+    assert_eq!(tool_spans, called);
+}
+
+#[test]
+fn without_baton_log_nothing_is_traced() {
+    let state = tempfile::tempdir().unwrap();
+    let out = explore(state.path(), None);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // Only today's one-line summary.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("baton: "), "{stderr}");
+}
+
+#[test]
+fn a_bad_filter_is_one_line_and_exit_2() {
+    let state = tempfile::tempdir().unwrap();
+    let out = explore(state.path(), Some("baton=loud"));
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("BATON_LOG"), "{stderr}");
+}
