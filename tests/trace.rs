@@ -27,8 +27,11 @@ fn explore(state: &std::path::Path, log: Option<&str>) -> std::process::Output {
     command.output().unwrap()
 }
 
-/// The closed spans (name, fields) and the `logged` events of a JSON trace.
-fn read_trace(stderr: &str) -> (Vec<(String, BTreeMap<String, String>)>, Vec<(u64, String)>) {
+/// A span's name and its fields, as text.
+type Span = (String, BTreeMap<String, String>);
+
+/// The closed spans and the `logged` events (seq, kind) of a JSON trace.
+fn read_trace(stderr: &str) -> (Vec<Span>, Vec<(u64, String)>) {
     let text = |v: &Value| match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -159,4 +162,124 @@ fn a_bad_filter_is_one_line_and_exit_2() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("BATON_LOG"), "{stderr}");
+}
+
+/// With the `otlp` feature, the run's spans reach an OTLP/HTTP receiver (a loopback server
+/// here) as JSON, with the fields the stderr trace carries.
+#[cfg(feature = "otlp")]
+#[test]
+fn spans_are_exported_to_an_otlp_receiver() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpListener;
+    use std::sync::{Arc, Mutex};
+
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let received: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let sink = Arc::clone(&received);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let sink = Arc::clone(&sink);
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream);
+                loop {
+                    let mut request_line = String::new();
+                    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let mut length = 0;
+                    loop {
+                        let mut header = String::new();
+                        if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if header.trim().is_empty() {
+                            break;
+                        }
+                        if let Some((name, value)) = header.split_once(':') {
+                            if name.eq_ignore_ascii_case("content-length") {
+                                length = value.trim().parse().unwrap_or(0);
+                            }
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let path = request_line
+                        .split_whitespace()
+                        .nth(1)
+                        .unwrap_or("")
+                        .to_string();
+                    sink.lock()
+                        .unwrap()
+                        .push((path, String::from_utf8_lossy(&body).into_owned()));
+                    let reply = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+                    if reader.get_mut().write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+
+    let state = tempfile::tempdir().unwrap();
+    let dir = rust_tree();
+    let out = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .arg("explore")
+        .arg(dir.path())
+        .arg("Where is next_delay defined?")
+        .args(["--no-progress", "--json", "--state"])
+        .arg(state.path())
+        .env_remove("BATON_LOG")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://127.0.0.1:{port}"),
+        )
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run_id = report["run_id"].as_str().unwrap();
+
+    let received = received.lock().unwrap().clone();
+    assert!(!received.is_empty(), "nothing reached the receiver");
+    let mut spans: Vec<Span> = Vec::new();
+    for (path, body) in &received {
+        assert_eq!(path, "/v1/traces");
+        let v: Value = serde_json::from_str(body).unwrap();
+        for resource in v["resourceSpans"].as_array().unwrap() {
+            for scope in resource["scopeSpans"].as_array().unwrap() {
+                for span in scope["spans"].as_array().unwrap() {
+                    let attributes = span["attributes"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|a| {
+                            let value = &a["value"];
+                            let text = value["stringValue"]
+                                .as_str()
+                                .map(str::to_string)
+                                .unwrap_or_else(|| {
+                                    value["intValue"].to_string().trim_matches('"').to_string()
+                                });
+                            (a["key"].as_str().unwrap().to_string(), text)
+                        })
+                        .collect();
+                    spans.push((span["name"].as_str().unwrap().to_string(), attributes));
+                }
+            }
+        }
+    }
+    let named = |name: &str| spans.iter().filter(|(n, _)| n == name).count();
+    assert_eq!(named("run"), 1, "{spans:?}");
+    let subagents = report["subagents"].as_array().unwrap().len();
+    assert_eq!(named("subagent"), subagents, "{spans:?}");
+    assert!(named("model_call") >= subagents);
+    assert!(named("tool_call") >= 1);
+    for (_, attributes) in &spans {
+        assert_eq!(attributes.get("run_id").map(String::as_str), Some(run_id));
+    }
 }
