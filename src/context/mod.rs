@@ -476,15 +476,15 @@ pub fn compile_selected(
         left -= head;
         // Items with an identity (evidence) are all kept at least as their identity when that
         // fits, then upgraded to their content in order while it fits.
-        let identities: usize = items
+        // Each identity counted once.
+        let identity_counts: Vec<Option<usize>> = items
             .iter()
-            .filter_map(|i| i.identity.as_ref())
-            .map(|i| count(i))
-            .sum();
+            .map(|i| i.identity.as_ref().map(|t| count(t)))
+            .collect();
+        let identities: usize = identity_counts.iter().flatten().sum();
         let mut reserved = if identities <= left { identities } else { 0 };
         left -= reserved;
-        for item in items {
-            let identity_tokens = item.identity.as_ref().map(|i| count(i));
+        for (item, identity_tokens) in items.into_iter().zip(identity_counts) {
             let reserve = if reserved > 0 {
                 identity_tokens.unwrap_or(0)
             } else {
@@ -494,9 +494,10 @@ pub fn compile_selected(
             let room = left + reserve;
             let full = count(&item.text);
             let (text, reason, tokens) = if item.tombstoned {
-                let identity = item.identity.clone().unwrap_or(item.text.clone());
-                let t = count(&identity);
-                (identity, Reason::Tombstoned, t)
+                match (item.identity, identity_tokens) {
+                    (Some(identity), Some(t)) => (identity, Reason::Tombstoned, t),
+                    _ => (item.text, Reason::Tombstoned, full),
+                }
             } else if full <= room {
                 (item.text, Reason::Optional, full)
             } else if let (Some(identity), Some(t)) = (item.identity, identity_tokens) {

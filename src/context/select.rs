@@ -54,17 +54,6 @@ fn words(text: &str, most: usize) -> Vec<String> {
         .collect()
 }
 
-/// The identity of one item of a list field, as the manifest names it.
-pub(crate) fn item_id(field: Field, cp: &Checkpoint, index: usize) -> String {
-    match field {
-        Field::Evidence => cp.evidence[index].source.clone(),
-        Field::NegativeEvidence => format!("call:{}", cp.negative_evidence[index].call_id),
-        Field::Effects => cp.effects[index].intent_id.clone(),
-        Field::Plans => cp.plans[index].subagent.clone(),
-        _ => String::new(),
-    }
-}
-
 /// An order-free sum of item hashes (each item's SHA-256 as four big-endian words, added
 /// wrapping): the sum over what was left out is the sum over everything less the sum over
 /// what was kept, so it costs what was kept, not what the run holds.
@@ -213,65 +202,57 @@ fn find_terms(postings: &HashMap<String, Vec<usize>>, terms: &[String], out: &mu
     }
 }
 
-/// The index of one checkpoint's list fields, kept in step with it by [`ContextIndex::sync`].
-#[derive(Debug, Clone, Default)]
-pub struct ContextIndex {
-    /// Items of each list field indexed so far, and the id of the last, to notice a list that
-    /// was rewritten rather than appended to.
-    seen: BTreeMap<Field, (usize, String)>,
-    sums: BTreeMap<Field, ItemSum>,
-    /// Each item's hash (a doubts entry: the sum over its claims), by field and index.
-    hashes: BTreeMap<Field, Vec<ItemSum>>,
-    evidence_paths: PathIndex,
-    evidence_words: HashMap<String, Vec<usize>>,
-    negative_paths: PathIndex,
-    negative_words: HashMap<String, Vec<usize>>,
-    effects_of: HashMap<String, Vec<usize>>,
-    plan_paths: PathIndex,
-    /// Each subagent's latest plan entry.
-    plan_of: HashMap<String, usize>,
-    accepted_of: HashMap<String, Vec<usize>>,
-    rejected_of: HashMap<String, Vec<usize>>,
-    with_doubts: Vec<usize>,
+/// The checkpoint lists the index follows, each append-only between rewrites.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum List {
+    Evidence,
+    Negative,
+    Effects,
+    Plans,
+    Accepted,
+    Rejected,
 }
 
-/// The list fields a context selects from.
-const LISTS: [Field; 6] = [
-    Field::Evidence,
-    Field::NegativeEvidence,
-    Field::Effects,
-    Field::Plans,
-    Field::Handoffs,
-    Field::Doubts,
+const LISTS: [List; 6] = [
+    List::Evidence,
+    List::Negative,
+    List::Effects,
+    List::Plans,
+    List::Accepted,
+    List::Rejected,
 ];
 
-fn list_len(cp: &Checkpoint, field: Field) -> usize {
-    match field {
-        Field::Evidence => cp.evidence.len(),
-        Field::NegativeEvidence => cp.negative_evidence.len(),
-        Field::Effects => cp.effects.len(),
-        Field::Plans => cp.plans.len(),
-        Field::Handoffs => cp.handoffs.accepted.len() + cp.handoffs.rejected.len(),
-        Field::Doubts => cp.handoffs.accepted.len(),
-        _ => 0,
+fn list_len(cp: &Checkpoint, list: List) -> usize {
+    match list {
+        List::Evidence => cp.evidence.len(),
+        List::Negative => cp.negative_evidence.len(),
+        List::Effects => cp.effects.len(),
+        List::Plans => cp.plans.len(),
+        List::Accepted => cp.handoffs.accepted.len(),
+        List::Rejected => cp.handoffs.rejected.len(),
     }
 }
 
-/// The id of `field`'s item `i` for the index's bookkeeping: handoffs count accepted first,
-/// then rejected; doubts go by accepted entry.
-fn bookkeeping_id(cp: &Checkpoint, field: Field, i: usize) -> String {
-    match field {
-        Field::Handoffs => match cp.handoffs.accepted.get(i) {
-            Some(h) => format!("accepted:{}:{}", h.subagent, h.event),
-            None => cp
-                .handoffs
-                .rejected
-                .get(i - cp.handoffs.accepted.len())
-                .map(|h| format!("rejected:{}:{}", h.subagent, h.event))
-                .unwrap_or_default(),
-        },
-        Field::Doubts => cp.handoffs.accepted[i].event.to_string(),
-        _ => item_id(field, cp, i),
+/// What tells item `i` of `list` from another in its place, without allocating: the event it
+/// came from (where that never changes) and its id.
+fn mark(cp: &Checkpoint, list: List, i: usize) -> (u64, &str) {
+    match list {
+        List::Evidence => (cp.evidence[i].event, cp.evidence[i].source.as_str()),
+        List::Negative => {
+            let n = &cp.negative_evidence[i];
+            (n.event, n.call_id.as_str())
+        }
+        List::Effects => (0, cp.effects[i].intent_id.as_str()),
+        // A plan entry's event moves as its subagent runs: its subagent tells it apart.
+        List::Plans => (0, cp.plans[i].subagent.as_str()),
+        List::Accepted => {
+            let h = &cp.handoffs.accepted[i];
+            (h.event, h.subagent.as_str())
+        }
+        List::Rejected => {
+            let h = &cp.handoffs.rejected[i];
+            (h.event, h.subagent.as_str())
+        }
     }
 }
 
@@ -284,44 +265,76 @@ fn source_path(source: &str) -> String {
     }
 }
 
+/// The index of one checkpoint's list fields, kept in step with it by [`ContextIndex::sync`].
+#[derive(Debug, Clone, Default)]
+pub struct ContextIndex {
+    /// Items of each list indexed so far, and the mark of the last, to notice a list that was
+    /// rewritten rather than appended to.
+    seen: BTreeMap<List, (usize, u64, String)>,
+    /// The sum of the hashes of every item, by field.
+    sums: BTreeMap<Field, ItemSum>,
+    /// Each item's hash, by list and index (an accepted entry's doubts apart).
+    hashes: BTreeMap<List, Vec<ItemSum>>,
+    doubt_hashes: Vec<ItemSum>,
+    /// Doubted claims in all.
+    doubts: usize,
+    evidence_paths: PathIndex,
+    evidence_words: HashMap<String, Vec<usize>>,
+    negative_paths: PathIndex,
+    negative_words: HashMap<String, Vec<usize>>,
+    effects_of: HashMap<String, Vec<usize>>,
+    plan_paths: PathIndex,
+    /// Each subagent's latest plan entry.
+    plan_of: HashMap<String, usize>,
+    accepted_of: HashMap<String, Vec<usize>>,
+    rejected_of: HashMap<String, Vec<usize>>,
+    with_doubts: Vec<usize>,
+    /// Times a rewritten list made the index start over.
+    rebuilt: u64,
+}
+
 impl ContextIndex {
     /// Brings the index up to `cp`: items appended since the last sync are indexed; a list
     /// that shrank or was rewritten is indexed again from the start.
     pub fn sync(&mut self, cp: &Checkpoint) {
-        let rewritten = LISTS.iter().any(|&field| {
-            let (seen, last) = self.seen.get(&field).cloned().unwrap_or_default();
-            let len = list_len(cp, field);
-            len < seen || (seen > 0 && bookkeeping_id(cp, field, seen - 1) != last)
+        let rewritten = LISTS.iter().any(|&list| match self.seen.get(&list) {
+            Some((seen, event, id)) => {
+                list_len(cp, list) < *seen || mark(cp, list, seen - 1) != (*event, id.as_str())
+            }
+            None => false,
         });
         if rewritten {
+            let rebuilt = self.rebuilt + 1;
             *self = ContextIndex::default();
+            self.rebuilt = rebuilt;
         }
-        for field in LISTS {
-            let from = self.seen.get(&field).map(|s| s.0).unwrap_or(0);
-            let len = list_len(cp, field);
+        for list in LISTS {
+            let from = self.seen.get(&list).map_or(0, |s| s.0);
+            let len = list_len(cp, list);
+            if len == from {
+                continue;
+            }
             for i in from..len {
-                self.index_one(cp, field, i);
+                self.index_one(cp, list, i);
             }
-            if len > 0 {
-                self.seen
-                    .insert(field, (len, bookkeeping_id(cp, field, len - 1)));
-            }
+            let (event, id) = mark(cp, list, len - 1);
+            self.seen.insert(list, (len, event, id.to_string()));
         }
     }
 
-    /// Adds the hash of `field`'s next item (the sum of `ids`: a doubts entry has one a claim).
-    fn add_sum<'a>(&mut self, field: Field, ids: impl IntoIterator<Item = &'a str>) {
+    /// Keeps the hash of `list`'s next item under `field`: the sum over `ids`.
+    fn add_sum<'a>(&mut self, list: List, field: Field, ids: impl IntoIterator<Item = &'a str>) {
         let mut item = ItemSum::default();
         for id in ids {
             item.add(ItemSum::of(field, id));
         }
         self.sums.entry(field).or_default().add(item);
-        self.hashes.entry(field).or_default().push(item);
+        self.hashes.entry(list).or_default().push(item);
     }
 
-    fn index_one(&mut self, cp: &Checkpoint, field: Field, i: usize) {
-        match field {
-            Field::Evidence => {
+    fn index_one(&mut self, cp: &Checkpoint, list: List, i: usize) {
+        match list {
+            List::Evidence => {
                 let e = &cp.evidence[i];
                 let path = source_path(&e.source);
                 self.evidence_paths.insert(&path, i);
@@ -329,9 +342,9 @@ impl ContextIndex {
                 for word in words(&text, WORDS_PER_ITEM) {
                     self.evidence_words.entry(word).or_default().push(i);
                 }
-                self.add_sum(field, [e.source.as_str()]);
+                self.add_sum(list, Field::Evidence, [e.source.as_str()]);
             }
-            Field::NegativeEvidence => {
+            List::Negative => {
                 let n = &cp.negative_evidence[i];
                 for path in &n.scope {
                     self.negative_paths.insert(path, i);
@@ -339,52 +352,69 @@ impl ContextIndex {
                 for word in words(&n.pattern, WORDS_PER_ITEM) {
                     self.negative_words.entry(word).or_default().push(i);
                 }
-                self.add_sum(field, [format!("call:{}", n.call_id).as_str()]);
+                let id = format!("call:{}", n.call_id);
+                self.add_sum(list, Field::NegativeEvidence, [id.as_str()]);
             }
-            Field::Effects => {
+            List::Effects => {
                 let e = &cp.effects[i];
                 self.effects_of
                     .entry(e.subagent.clone())
                     .or_default()
                     .push(i);
-                self.add_sum(field, [e.intent_id.as_str()]);
+                self.add_sum(list, Field::Effects, [e.intent_id.as_str()]);
             }
-            Field::Plans => {
+            List::Plans => {
                 let p = &cp.plans[i];
                 for path in &p.scope {
                     self.plan_paths.insert(path, i);
                 }
                 self.plan_of.insert(p.subagent.clone(), i);
-                self.add_sum(field, [p.subagent.as_str()]);
+                self.add_sum(list, Field::Plans, [p.subagent.as_str()]);
             }
-            Field::Handoffs => {
-                let accepted = cp.handoffs.accepted.len();
-                let subagent = if i < accepted {
-                    let h = &cp.handoffs.accepted[i];
-                    self.accepted_of
-                        .entry(h.subagent.clone())
-                        .or_default()
-                        .push(i);
-                    h.subagent.clone()
-                } else {
-                    let h = &cp.handoffs.rejected[i - accepted];
-                    self.rejected_of
-                        .entry(h.subagent.clone())
-                        .or_default()
-                        .push(i - accepted);
-                    h.subagent.clone()
-                };
-                self.add_sum(field, [subagent.as_str()]);
-            }
-            Field::Doubts => {
+            List::Accepted => {
                 let h = &cp.handoffs.accepted[i];
+                self.accepted_of
+                    .entry(h.subagent.clone())
+                    .or_default()
+                    .push(i);
+                self.add_sum(list, Field::Handoffs, [h.subagent.as_str()]);
                 if !h.doubted.is_empty() {
                     self.with_doubts.push(i);
                 }
-                let ids: Vec<String> = h.doubted.iter().map(doubt_id).collect();
-                self.add_sum(field, ids.iter().map(String::as_str));
+                let mut doubts = ItemSum::default();
+                for c in &h.doubted {
+                    doubts.add(ItemSum::of(Field::Doubts, &doubt_id(c)));
+                }
+                self.sums.entry(Field::Doubts).or_default().add(doubts);
+                self.doubt_hashes.push(doubts);
+                self.doubts += h.doubted.len();
             }
-            _ => {}
+            List::Rejected => {
+                let h = &cp.handoffs.rejected[i];
+                self.rejected_of
+                    .entry(h.subagent.clone())
+                    .or_default()
+                    .push(i);
+                self.add_sum(list, Field::Handoffs, [h.subagent.as_str()]);
+            }
+        }
+    }
+
+    /// The hash of item `i` of `field` as a selection numbers it (handoffs: the accepted,
+    /// then the rejected).
+    fn hash_of(&self, cp: &Checkpoint, field: Field, i: usize) -> Option<ItemSum> {
+        let at = |list: List, i: usize| self.hashes.get(&list).and_then(|h| h.get(i)).copied();
+        match field {
+            Field::Evidence => at(List::Evidence, i),
+            Field::NegativeEvidence => at(List::Negative, i),
+            Field::Effects => at(List::Effects, i),
+            Field::Plans => at(List::Plans, i),
+            Field::Handoffs => match i.checked_sub(cp.handoffs.accepted.len()) {
+                None => at(List::Accepted, i),
+                Some(r) => at(List::Rejected, r),
+            },
+            Field::Doubts => self.doubt_hashes.get(i).copied(),
+            _ => None,
         }
     }
 
@@ -441,23 +471,25 @@ impl ContextIndex {
             if !fields.contains(field) {
                 continue;
             }
-            let total = match field {
-                Field::Doubts => cp.handoffs.accepted.iter().map(|h| h.doubted.len()).sum(),
-                _ => list_len(cp, *field),
-            };
-            let kept = match field {
-                Field::Doubts => list
-                    .iter()
-                    .map(|&i| cp.handoffs.accepted[i].doubted.len())
-                    .sum(),
-                _ => list.len(),
+            let (total, kept) = match field {
+                Field::Doubts => (
+                    self.doubts,
+                    list.iter()
+                        .map(|&i| cp.handoffs.accepted[i].doubted.len())
+                        .sum(),
+                ),
+                Field::Evidence => (cp.evidence.len(), list.len()),
+                Field::NegativeEvidence => (cp.negative_evidence.len(), list.len()),
+                Field::Effects => (cp.effects.len(), list.len()),
+                Field::Plans => (cp.plans.len(), list.len()),
+                Field::Handoffs => (accepted + cp.handoffs.rejected.len(), list.len()),
+                _ => (0, 0),
             };
             omitted.items += total.saturating_sub(kept) as u64;
             let mut sum = self.sums.get(field).copied().unwrap_or_default();
-            let hashes = self.hashes.get(field).map(Vec::as_slice).unwrap_or(&[]);
             for &i in list.iter() {
-                if let Some(hash) = hashes.get(i) {
-                    sum.sub(*hash);
+                if let Some(hash) = self.hash_of(cp, *field, i) {
+                    sum.sub(hash);
                 }
             }
             omitted.sum.add(sum);
@@ -511,9 +543,15 @@ mod tests {
 
     /// The sum recomputed without `ItemSum`: SHA-256 of `evidence NUL id` as big-endian words.
     fn independent_sum(ids: &[&str]) -> String {
+        let pairs: Vec<(&str, &str)> = ids.iter().map(|id| ("evidence", *id)).collect();
+        independent_sum_of(&pairs)
+    }
+
+    /// The same over (field, id) pairs.
+    fn independent_sum_of(items: &[(&str, &str)]) -> String {
         let mut words = [0u64; 4];
-        for id in ids {
-            let digest = sha2::Sha256::digest(format!("evidence\0{id}").as_bytes());
+        for (field, id) in items {
+            let digest = sha2::Sha256::digest(format!("{field}\0{id}").as_bytes());
             for (i, word) in words.iter_mut().enumerate() {
                 let bytes: [u8; 8] = digest[i * 8..i * 8 + 8].try_into().unwrap();
                 *word = word.wrapping_add(u64::from_be_bytes(bytes));
@@ -571,12 +609,93 @@ mod tests {
             index.select(&cp, &focus, &[]).of(Field::Evidence).unwrap(),
             [0, 1]
         );
+        // A plan entry updated in place as its subagent runs is not a rewrite.
+        cp.plans.push(crate::checkpoint::PlanEntry {
+            subagent: "sa1".into(),
+            scope: vec!["a".into()],
+            status: crate::checkpoint::PlanStatus::Active,
+            outcome: None,
+            event: 2,
+        });
+        index.sync(&cp);
+        cp.plans[0].event = 9;
+        cp.plans[0].status = crate::checkpoint::PlanStatus::Completed;
+        index.sync(&cp);
+        assert_eq!(index.rebuilt, 0);
         // A list rewritten in place (a resume drops entries) is indexed again.
         cp.evidence = checkpoint(&["b/z.rs", "a/w.rs"]).evidence;
         index.sync(&cp);
+        assert_eq!(index.rebuilt, 1);
         assert_eq!(
             index.select(&cp, &focus, &[]).of(Field::Evidence).unwrap(),
             [1]
+        );
+    }
+
+    /// Handoffs accepted after one was rejected: the index follows without starting over,
+    /// picks a subagent's own plan and handoff, and sums the rest.
+    #[test]
+    fn handoffs_and_plans_are_picked_by_subagent_and_the_rest_summed() {
+        use crate::checkpoint::{AcceptedEntry, PlanEntry, PlanStatus, RejectedEntry};
+        let plan = |who: &str, dir: &str| PlanEntry {
+            subagent: who.into(),
+            scope: vec![dir.into()],
+            status: PlanStatus::Active,
+            outcome: None,
+            event: 1,
+        };
+        let accepted = |who: &str, event| AcceptedEntry {
+            subagent: who.into(),
+            repairs: 0,
+            conclusions: 1,
+            doubted: Vec::new(),
+            event,
+        };
+        let mut cp = checkpoint(&[]);
+        cp.plans = vec![plan("sa1", "a"), plan("sa2", "b"), plan("sa3", "c")];
+        cp.handoffs.accepted = vec![accepted("sa1", 5)];
+        cp.handoffs.rejected = vec![RejectedEntry {
+            subagent: "sa3".into(),
+            codes: Vec::new(),
+            event: 6,
+        }];
+        let mut index = ContextIndex::default();
+        index.sync(&cp);
+        cp.handoffs.accepted.push(accepted("sa2", 7));
+        index.sync(&cp);
+        assert_eq!(index.seen[&List::Accepted].0, 2);
+        let focus = Focus {
+            subagent: "sa2".into(),
+            scope: vec!["b".into()],
+            terms: Vec::new(),
+        };
+        let fields = [Field::Plans, Field::Handoffs];
+        let pick = index.select(&cp, &focus, &fields);
+        assert_eq!(pick.of(Field::Plans).unwrap(), [1]);
+        // Handoffs number the accepted, then the rejected: sa2's accepted entry is 1.
+        assert_eq!(pick.of(Field::Handoffs).unwrap(), [1]);
+        assert_eq!(pick.omitted.items, 4);
+        assert_eq!(
+            pick.omitted.sum.hex(),
+            independent_sum_of(&[
+                ("plans", "sa1"),
+                ("plans", "sa3"),
+                ("handoffs", "sa1"),
+                ("handoffs", "sa3"),
+            ])
+        );
+        // The rejected subagent's own handoff is picked for it.
+        let focus = Focus {
+            subagent: "sa3".into(),
+            scope: vec!["c".into()],
+            terms: Vec::new(),
+        };
+        assert_eq!(
+            index
+                .select(&cp, &focus, &fields)
+                .of(Field::Handoffs)
+                .unwrap(),
+            [2]
         );
     }
 }

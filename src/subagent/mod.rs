@@ -132,7 +132,6 @@ pub(crate) struct SubagentState {
 
 pub(crate) struct SubagentActor;
 
-/// Runs `work` on the runtime; its value comes back as a message, a panic as `WorkPanicked`.
 /// Runs one tool call on a blocking thread; past `limit` it is a tool error the model sees
 /// (the thread is left to finish, its result dropped) and the second value is true. A
 /// panicking tool panics here, so the subagent's supervision sees it.
@@ -169,46 +168,55 @@ pub(crate) async fn run_tool(
     }
 }
 
+/// Runs `work` on the runtime; its value comes back as a message, a panic as `WorkPanicked`.
 fn spawn_work<T, F>(myself: &ActorRef<SubagentMsg>, work: F, into_msg: fn(T) -> SubagentMsg) -> Work
 where
     T: Send + 'static,
     F: std::future::Future<Output = T> + Send + 'static,
 {
     let me = myself.clone();
-    let inner = tokio::spawn(work);
-    let inner_abort = inner.abort_handle();
-    let watcher = tokio::spawn(async move {
-        let msg = match inner.await {
+    // One task: the work, its panic caught where it is polled.
+    let task = tokio::spawn(async move {
+        let msg = match CatchPanic(Box::pin(work)).await {
             Ok(value) => into_msg(value),
-            Err(e) if e.is_panic() => {
-                let payload = e.into_panic();
-                let text = payload
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".to_string());
-                SubagentMsg::WorkPanicked(text)
-            }
-            Err(_) => return,
+            Err(text) => SubagentMsg::WorkPanicked(text),
         };
         let _ = me.cast(msg);
     });
-    Work {
-        watcher,
-        inner: inner_abort,
+    Work { task }
+}
+
+/// A future whose panic while polling becomes `Err` with the panic's message.
+struct CatchPanic<F>(std::pin::Pin<Box<F>>);
+
+impl<F: std::future::Future> std::future::Future for CatchPanic<F> {
+    type Output = Result<F::Output, String>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(std::task::Poll::Ready(value)) => std::task::Poll::Ready(Ok(value)),
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Err(payload) => std::task::Poll::Ready(Err(payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string()))),
+        }
     }
 }
 
-/// Work in flight: the task doing it and the one that reports it back.
+/// Work in flight: the task doing it, which reports it back.
 pub(crate) struct Work {
-    watcher: JoinHandle<()>,
-    inner: tokio::task::AbortHandle,
+    task: JoinHandle<()>,
 }
 
 impl Work {
     fn abort(&self) {
-        self.inner.abort();
-        self.watcher.abort();
+        self.task.abort();
     }
 }
 
