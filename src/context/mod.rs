@@ -9,6 +9,7 @@
 //! Text in the data section cannot add a tool, lift a constraint or change policy: the tools
 //! come from the role profile alone.
 
+mod bpe;
 mod constraints;
 mod orientation;
 mod role;

@@ -3,7 +3,6 @@
 //! after a small change counts only what changed.
 
 use std::hash::{Hash, Hasher};
-use std::sync::OnceLock;
 
 /// Counts tokens.
 pub trait Tokenizer: Send + Sync {
@@ -48,17 +47,14 @@ pub fn line_chunks(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// OpenAI's o200k_base BPE (tiktoken-rs, vocabulary embedded). Loaded once, lazily (~0.2 s).
+/// OpenAI's o200k_base BPE (vocabulary embedded, counted by `context::bpe`, tiktoken's counts
+/// in about 7 MB). Loaded once, lazily.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Bpe;
 
 impl Tokenizer for Bpe {
     fn count(&self, text: &str) -> usize {
-        static BPE: OnceLock<Option<&'static tiktoken_rs::CoreBPE>> = OnceLock::new();
-        match BPE.get_or_init(|| Some(tiktoken_rs::o200k_base_singleton())) {
-            Some(bpe) => bpe.encode_ordinary(text).len(),
-            None => Estimate.count(text),
-        }
+        super::bpe::count(text).unwrap_or_else(|| Estimate.count(text))
     }
 
     fn name(&self) -> &'static str {
