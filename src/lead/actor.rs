@@ -233,6 +233,9 @@ async fn on_supervision(
         let Some(index) = state.by_actor.remove(&cell.get_id()) else {
             return Ok(());
         };
+        // A stopped actor's handle is let go: its mailbox and ports are freed, and what the
+        // lead keeps of a finished subagent is its record.
+        state.records[index].actor = None;
         if !state.records[index].summary.state.ended() {
             let (ended, why) = match failure {
                 Some(error) => (SubagentState::Failed, error),
