@@ -43,21 +43,26 @@
 //!   (there is no spawn tool). `lead::journal` builds the events the lead logs (every step)
 //!   and watches every append's acknowledgement (`watch_acks`): the first failure stops the
 //!   run and is its result — no report is given as if logged — and a checkpoint is stored
-//!   only once what it covers is durable (at most once a second, and at the end);
+//!   only once what it covers is durable (at most once a second, and at the end; a run keeps
+//!   its two latest);
 //!   `lead::resume` reads a log back into what a resumed run starts from (pure): ended
 //!   subagents (and accepted handoffs) are kept, mid-flight ones redone, cut-off effects
 //!   become outcome_unknown, and `Resumption::recheck` moves conclusions whose cited text
 //!   changed since to open items (logged as `evidence_stale`). Every
 //!   subagent's first context is compiled for its role (explorer, or verifier in the second
-//!   wave) from the checkpoint the lead keeps one event at a time (`checkpoint::Projector`,
-//!   `LeadState::context_for`); its manifest goes to the log (the items left out as a count
-//!   and a digest, so a spawn's entry does not grow with the run), and its tool set is its
-//!   profile's; a floor over the role's budget is
+//!   wave) from the items relevant to it — selected through the lead's `ContextIndex` from
+//!   the checkpoint the lead keeps one event at a time (`checkpoint::Projector`,
+//!   `LeadState::context_for`) — so it does not grow with the number of other subagents; its
+//!   manifest goes to the log (the items left out as a count and an order-free sum of their
+//!   hashes), and its tool set is its profile's; a finished subagent's actor handle is let
+//!   go; tool calls and validations run in at most four blocking slots a core
+//!   (`tools::blocking_slot`); a floor over the role's budget is
 //!   raised up to the subagent's model's window (`Model::context_window`), no further.
 //!   `LeadState::advance` plans the second wave once the first has ended: a verifier over the
 //!   conclusions of repaired handoffs, which reach it as data (the checkpoint's `doubts`
 //!   field), never in its brief (`lead::plan::verify_brief`); it counts against
-//!   `max_subagents`. `lead::merge` says "the whole
+//!   `max_subagents`. `lead::merge` (also public as [`merge_handoffs`]) indexes findings
+//!   and open items as it merges, so each costs the same; it says "the whole
 //!   tree" for a pattern's negative evidence only when every shard ran that same search
 //!   (pattern and flags) over its whole share and no file was skipped, and leaves out an
 //!   empty search whose words a matching search spells out (`source::shadowed`).
@@ -125,10 +130,17 @@
 //!   with its index (`Compacted::kept`).
 //! - `context` (public) — role profiles ([`context::RoleProfile`], `contracts/roles/*.toml`,
 //!   `--roles DIR`), the pure compiler [`context::compile`] from (checkpoint, delta, role,
-//!   budget, tokenizer) to a [`context::Compiled`] context with its manifest, the floor
-//!   ([`context::FloorError`]), the [`context::Tokenizer`] trait (o200k_base BPE by default,
-//!   per-block cache of at most 65,536 counts), binding sentences (`context::constraints`) and orientation on resume
-//!   (`context::orientation`). **Invariant:** mandatory fields are never truncated — the
+//!   budget, tokenizer) to a [`context::Compiled`] context with its manifest (or
+//!   [`context::compile_selected`] from a selection), relevance selection
+//!   (`context::select`: [`context::ContextIndex`] follows the checkpoint one item at a time —
+//!   items by path, by word, by subagent — and `select` picks a [`context::Focus`]'s items, at
+//!   most [`context::FIELD_CAP`] a field, summing what it leaves out as an order-free
+//!   [`context::ItemSum`]), the floor ([`context::FloorError`]), the [`context::Tokenizer`]
+//!   trait (o200k_base by default, counted by `context::bpe` — the embedded vocabulary in one
+//!   compact table, tiktoken's counts —; a cache of at most 65,536 counts, by line chunks cut
+//!   only where the pre-tokenizer never joins: [`context::line_chunks`]), binding sentences
+//!   (`context::constraints`) and orientation on resume (`context::orientation`).
+//!   **Invariant:** mandatory fields are never truncated — the
 //!   compiler refuses instead; data cannot add a tool or a standing condition (tools come from
 //!   the profile, constraints only from the checkpoint's `constraint_stated` events), nor close
 //!   the data section or add an entry (`context::escape_data`: inner lines indented, marker
@@ -157,6 +169,11 @@
 //! - `report` — [`Report`], [`SubagentSummary`], [`SubagentState`], [`RunUsage`]: the
 //!   `--json` wire format (fields may be added, never renamed).
 //! - `event` — [`Event`], the stream a run emits (progress display, embedding apps).
+//! - `telemetry` (public) — tracing: spans for the run, each subagent (its
+//!   `subagent_spawned` seq), each model call (its turn) and each tool call (its call id), and
+//!   a `logged` event per logged event (seq, kind), so a trace joins the event log;
+//!   `telemetry::init` reads `BATON_LOG` (off when unset) and, with the `otlp` feature,
+//!   `OTEL_EXPORTER_OTLP_ENDPOINT`.
 //! - `contracts` — the texts of `contracts/` compiled in (handoff contract, role system text).
 //! - `cli` (binary only) — argument parsing, `explore` / `resume` with the progress display,
 //!   `validate`, `runs` / `brief` / `context`, `compact` (kept lines passed through byte for
@@ -199,6 +216,7 @@ pub use handoff::{
     FileProblem, FileText, Files, Form, Handoff, HardConstraint, Layer, MemoryFiles, OpenItem,
     Parsed, Violation, ViolationCode, WorkspaceFiles, FILE_CACHE_BYTES, MAX_HANDOFF_BYTES,
 };
+pub use lead::merge_handoffs;
 pub use model::{
     estimate_tokens, Message, Model, ModelError, ModelRequest, ModelResponse, OfflineModel,
     ScriptedModel, ScriptedTurn, Usage,

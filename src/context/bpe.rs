@@ -118,7 +118,10 @@ fn vocabulary() -> Option<&'static Vocabulary> {
 /// Tokens of one pre-tokenized piece: one if it is in the vocabulary, else the parts left
 /// once the lowest-ranked adjacent pair has been merged until none is in it (tiktoken's
 /// merge, leftmost first among equals).
-fn piece_tokens(ranks: &HashMap<&'static [u8], Rank, BuildHasherDefault<Fnv>>, piece: &[u8]) -> usize {
+fn piece_tokens(
+    ranks: &HashMap<&'static [u8], Rank, BuildHasherDefault<Fnv>>,
+    piece: &[u8],
+) -> usize {
     if piece.len() <= 1 || ranks.contains_key(piece) {
         return piece.len().min(1);
     }

@@ -34,6 +34,24 @@ pub(crate) struct Unexplored<'a> {
     pub(crate) unverified: Option<&'a Handoff>,
 }
 
+/// Merges accepted handoffs as a lead does: duplicate conclusions merged with their sources,
+/// conclusions ordered by the rarity of what they match, negative evidence derived from the
+/// searches each observation log holds. Each entry is a handoff, its subagent's shard (its
+/// paths) and its observation log, in shard order.
+pub fn merge_handoffs(accepted: &[(Handoff, Vec<String>, ObservationLog)]) -> Handoff {
+    let list: Vec<Accepted<'_>> = accepted
+        .iter()
+        .map(|(handoff, scope, observations)| Accepted {
+            handoff,
+            scope,
+            observations,
+            verifier: false,
+            doubted: false,
+        })
+        .collect();
+    merge(&list, &[])
+}
+
 /// The lead's handoff from the accepted ones (in shard order) and the unexplored shards.
 pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) -> Handoff {
     let mut out = Handoff::default();

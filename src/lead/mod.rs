@@ -22,6 +22,7 @@ mod actor;
 mod handle;
 mod journal;
 mod merge;
+pub use merge::merge_handoffs;
 mod plan;
 mod relevance;
 mod report;

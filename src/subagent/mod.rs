@@ -268,21 +268,25 @@ impl SubagentState {
                 let tools = self.tools.clone();
                 let workspace = self.workspace.clone();
                 let limit = self.limits.tool_call;
-                let (parent, run_id, id) =
-                    (self.span.clone(), self.run_id.clone(), self.id.clone());
+                // Spans made here, so nothing is copied for them when tracing is off.
+                let spans: Vec<tracing::Span> = calls
+                    .iter()
+                    .map(|call| {
+                        tracing::info_span!(
+                            parent: &self.span,
+                            "tool_call",
+                            run_id = %self.run_id,
+                            subagent = %self.id,
+                            call_id = %call.id,
+                            tool = %call.name,
+                        )
+                    })
+                    .collect();
                 self.work = Some(spawn_work(
                     myself,
                     async move {
                         let mut results = Vec::with_capacity(calls.len());
-                        for call in calls {
-                            let span = tracing::info_span!(
-                                parent: &parent,
-                                "tool_call",
-                                run_id = %run_id,
-                                subagent = %id,
-                                call_id = %call.id,
-                                tool = %call.name,
-                            );
+                        for (call, span) in calls.into_iter().zip(spans) {
                             let run = run_tool(&tools, &workspace, call, limit);
                             results.push(run.instrument(span).await);
                         }
