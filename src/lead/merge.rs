@@ -2,7 +2,7 @@
 //! conclusions are merged with their sources kept; negative evidence is derived from the
 //! subagents' observation logs, not from their prose.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::relevance::Rarity;
 use crate::handoff::{one_line, Conclusion, ConclusionKind, Handoff, HardConstraint, OpenItem};
@@ -266,13 +266,13 @@ fn negative_evidence(accepted: &[Accepted<'_>], all_handed_off: bool) -> Vec<Con
     struct Group {
         found: bool,
         calls: Vec<String>,
-        scopes: Vec<String>,
+        scopes: BTreeSet<String>,
         /// Files searched, the most of any one call per subagent.
         files: BTreeMap<usize, usize>,
         /// Files that could not be searched, the most of any one call per subagent.
         skipped: BTreeMap<usize, usize>,
         /// Which shards ran it over their whole shard.
-        shards: Vec<usize>,
+        shards: BTreeSet<usize>,
     }
     let explorers: Vec<usize> = (0..accepted.len())
         .filter(|i| !accepted[*i].verifier)
@@ -302,12 +302,12 @@ fn negative_evidence(accepted: &[Accepted<'_>], all_handed_off: bool) -> Vec<Con
             *files = (*files).max(*files_searched);
             let skipped = g.skipped.entry(index).or_default();
             *skipped = (*skipped).max(*files_skipped);
-            if !a.scope.is_empty() && covers(scope, a.scope) && !g.shards.contains(&index) {
-                g.shards.push(index);
+            if !a.scope.is_empty() && !g.shards.contains(&index) && covers(scope, a.scope) {
+                g.shards.insert(index);
             }
             for s in scope {
                 if !g.scopes.contains(s) {
-                    g.scopes.push(s.clone());
+                    g.scopes.insert(s.clone());
                 }
             }
         }
@@ -334,8 +334,7 @@ fn negative_evidence(accepted: &[Accepted<'_>], all_handed_off: bool) -> Vec<Con
         let place = if everywhere {
             "the whole tree".to_string()
         } else {
-            let mut scopes = g.scopes.clone();
-            scopes.sort();
+            let scopes: Vec<String> = g.scopes.iter().cloned().collect();
             prose_list(&scopes)
         };
         let (glob, label) = match pattern.strip_prefix("glob:") {
