@@ -16,94 +16,16 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
-use baton::{
-    validate, Check, Coordinator, MemoryFiles, Message, Model, ModelError, ModelRequest,
-    ModelResponse, SqliteStore, Task, ToolCall, Usage,
-};
+use baton::{validate, Check, Coordinator, MemoryFiles, SqliteStore, Task};
 use serde_json::json;
 
-/// A model that reads its shard's file once and hands off what it read: two calls, each taking
-/// half of `latency`, so a subagent's model work takes `latency` in all.
-struct OneCall {
-    latency: Duration,
-}
-
-/// The shard directory a brief names (`Scope: ["d00042"]`).
-fn scope_of(request: &ModelRequest) -> String {
-    let brief = request
-        .messages
-        .iter()
-        .find_map(|m| match m {
-            Message::User { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .unwrap_or("");
-    brief
-        .split("Scope: [\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .unwrap_or(".")
-        .to_string()
-}
-
-/// The text of shard `dir`'s one file, and the handoff citing it.
-fn file_text(dir: &str) -> String {
-    format!("pub fn item_{dir}() -> u64 {{\n    42\n}}\n")
-}
-
-fn handoff(dir: &str) -> String {
-    format!(
-        "## Settled conclusions\n- `item_{dir}` is defined here: `pub fn item_{dir}() -> u64 {{` [{dir}/lib.rs:1-3]\n## Open items\n## Hard constraints\n- none\n"
-    )
-}
-
-#[async_trait]
-impl Model for OneCall {
-    fn name(&self) -> String {
-        "one-call".into()
-    }
-
-    async fn complete(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {
-        if !self.latency.is_zero() {
-            tokio::time::sleep(self.latency / 2).await;
-        }
-        let dir = scope_of(&request);
-        let read = request
-            .messages
-            .iter()
-            .any(|m| matches!(m, Message::Tool { .. }));
-        let (text, tool_calls) = if read {
-            (handoff(&dir), Vec::new())
-        } else {
-            let call = ToolCall {
-                id: "read".into(),
-                name: "read_file".into(),
-                arguments: json!({"path": format!("{dir}/lib.rs"), "start_line": 1, "end_line": 3}),
-            };
-            (String::new(), vec![call])
-        };
-        Ok(ModelResponse {
-            usage: Usage {
-                input_tokens: request.estimated_tokens(),
-                output_tokens: 20,
-            },
-            text,
-            tool_calls,
-        })
-    }
-}
+#[path = "support/one_call.rs"]
+mod one_call;
+use one_call::{file_text, handoff, OneCall};
 
 /// A tree of `n` shards, one small file each.
 fn tree(n: usize) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("temp dir");
-    for i in 0..n {
-        let name = format!("d{i:05}");
-        let path = dir.path().join(&name);
-        std::fs::create_dir(&path).expect("shard dir");
-        std::fs::write(path.join("lib.rs"), file_text(&name)).expect("shard file");
-    }
-    dir
+    one_call::tree(n, |i| format!("d{i:05}"))
 }
 
 /// Starts this process's peak resident set over from what it holds now (Linux: writing 5 to

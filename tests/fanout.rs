@@ -3,88 +3,24 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use baton::checkpoint::{EventStore, RunEvent};
-use baton::{
-    Coordinator, Message, Model, ModelError, ModelRequest, ModelResponse, SqliteStore, Task,
-    ToolCall, Usage,
-};
-use serde_json::json;
+use baton::{Coordinator, SqliteStore, Task};
 
-/// Reads its scope's one file, then hands off what it read.
-struct ReadOwn;
-
-fn scope_of(request: &ModelRequest) -> String {
-    let brief = request
-        .messages
-        .iter()
-        .find_map(|m| match m {
-            Message::User { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .unwrap_or("");
-    brief
-        .split("Scope: [\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .unwrap_or(".")
-        .to_string()
-}
-
-#[async_trait]
-impl Model for ReadOwn {
-    fn name(&self) -> String {
-        "read-own".into()
-    }
-
-    async fn complete(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {
-        let dir = scope_of(&request);
-        let read = request
-            .messages
-            .iter()
-            .any(|m| matches!(m, Message::Tool { .. }));
-        let (text, tool_calls) = if read {
-            let handoff = format!(
-                "## Settled conclusions\n- `widget_{dir}` is defined here: `pub fn widget_{dir}() -> u64 {{` [{dir}/lib.rs:1-3]\n## Open items\n## Hard constraints\n- none\n"
-            );
-            (handoff, Vec::new())
-        } else {
-            let call = ToolCall {
-                id: "read".into(),
-                name: "read_file".into(),
-                arguments: json!({"path": format!("{dir}/lib.rs"), "start_line": 1, "end_line": 3}),
-            };
-            (String::new(), vec![call])
-        };
-        Ok(ModelResponse {
-            usage: Usage {
-                input_tokens: request.estimated_tokens(),
-                output_tokens: 20,
-            },
-            text,
-            tool_calls,
-        })
-    }
-}
+#[path = "../examples/support/one_call.rs"]
+mod one_call;
+use one_call::OneCall;
 
 /// The last subagent spawned in a run over `others + 1` one-file shards, one subagent at a
 /// time: its checkpoint holds the accepted evidence of `others` subagents in other scopes.
 /// Returns its context's tokens, its logged entry's bytes and the items it left out.
 async fn last_spawn(others: usize) -> (u64, usize, u64) {
-    let root = tempfile::tempdir().unwrap();
-    for i in 0..=others {
-        let dir = root.path().join(format!("d{i:04}"));
-        std::fs::create_dir(&dir).unwrap();
-        std::fs::write(
-            dir.join("lib.rs"),
-            format!("pub fn widget_d{i:04}() -> u64 {{\n    42\n}}\n"),
-        )
-        .unwrap();
-    }
+    let root = one_call::tree(others + 1, |i| format!("d{i:04}"));
     let state = tempfile::tempdir().unwrap();
     let store = Arc::new(SqliteStore::open(state.path()).unwrap());
     let report = Coordinator::new()
-        .model(Arc::new(ReadOwn))
+        .model(Arc::new(OneCall {
+            latency: std::time::Duration::ZERO,
+        }))
         .store(Arc::clone(&store) as Arc<dyn EventStore>)
         .agents(1)
         .max_subagents(others + 1)

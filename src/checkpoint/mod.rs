@@ -21,6 +21,20 @@ pub use brief::{brief, Brief, BriefItem};
 pub use effect::{on_recovery, transition, EffectError, EffectState, TRANSITIONS};
 #[cfg(test)]
 pub(crate) use event::run_started_fixture;
+
+/// The checkpoint of run `r` with only its `run_started_fixture` logged, for unit tests.
+#[cfg(test)]
+pub(crate) fn started_checkpoint_fixture() -> Checkpoint {
+    let started = LoggedEvent {
+        run_id: "r".into(),
+        seq: 1,
+        at_ms: 0,
+        event: run_started_fixture(),
+        prev: String::new(),
+        digest: String::new(),
+    };
+    project("r", &[started])
+}
 pub use event::{sha256_hex, LoggedEvent, Manifest, PlannedSubagent, RunEvent};
 pub use log::{Ack, RunLog};
 pub use projection::{delta, project, Delta, Projector};

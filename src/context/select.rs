@@ -513,19 +513,11 @@ pub(crate) fn doubt_id(c: &crate::handoff::Conclusion) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checkpoint::{project, EvidenceEntry, LoggedEvent};
+    use crate::checkpoint::EvidenceEntry;
     use sha2::Digest;
 
     fn checkpoint(sources: &[&str]) -> Checkpoint {
-        let started = LoggedEvent {
-            run_id: "r".into(),
-            seq: 1,
-            at_ms: 0,
-            event: crate::checkpoint::run_started_fixture(),
-            prev: String::new(),
-            digest: String::new(),
-        };
-        let mut cp = project("r", &[started]);
+        let mut cp = crate::checkpoint::started_checkpoint_fixture();
         cp.evidence = sources
             .iter()
             .map(|s| EvidenceEntry {

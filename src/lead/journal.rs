@@ -229,21 +229,13 @@ pub(super) fn watch_acks(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checkpoint::{project, EvidenceEntry, LoggedEvent};
+    use crate::checkpoint::EvidenceEntry;
     use crate::context::{compile, load_roles, Estimate};
 
     /// The logged entry of a spawn whose context was compiled from a checkpoint holding
     /// `evidence` items of other subagents: its JSON size.
     fn spawn_entry_bytes(evidence: usize) -> usize {
-        let started = LoggedEvent {
-            run_id: "r".into(),
-            seq: 1,
-            at_ms: 0,
-            event: crate::checkpoint::run_started_fixture(),
-            prev: String::new(),
-            digest: String::new(),
-        };
-        let mut cp = project("r", &[started]);
+        let mut cp = crate::checkpoint::started_checkpoint_fixture();
         cp.evidence = (0..evidence)
             .map(|i| EvidenceEntry {
                 source: format!("other{i}/lib.rs:1-3"),
