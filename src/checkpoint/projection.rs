@@ -1,7 +1,7 @@
 //! The projection, pure: a run's events folded into its checkpoint, and the delta of events
 //! after a checkpoint. Projecting the same events always gives the same checkpoint.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use super::effect::transition;
 use super::event::{sha256_hex, LoggedEvent, RunEvent};
@@ -55,6 +55,9 @@ pub struct Projector {
     attempt: BTreeMap<String, u32>,
     /// Each subagent's latest plan entry, so an event finds it without a scan.
     plan_of: BTreeMap<String, usize>,
+    /// The searches negative evidence already holds (pattern, scope, flags), so a repeated
+    /// one is found without a scan.
+    searches: HashSet<(String, Vec<String>, bool, bool)>,
 }
 
 impl Projector {
@@ -88,6 +91,7 @@ impl Projector {
             entry_attempt: Vec::new(),
             attempt: BTreeMap::new(),
             plan_of: BTreeMap::new(),
+            searches: HashSet::new(),
         }
     }
 
@@ -109,6 +113,7 @@ impl Projector {
             entry_attempt,
             attempt,
             plan_of,
+            searches,
         } = self;
         if cp.first_seq == 0 {
             cp.first_seq = logged.seq;
@@ -236,12 +241,13 @@ impl Projector {
                     {
                         // The same search in the same scope (a restarted attempt repeating it)
                         // is one piece of negative evidence, not two.
-                        if cp.negative_evidence.iter().any(|n| {
-                            &n.pattern == pattern
-                                && &n.scope == scope
-                                && n.case_insensitive == *case_insensitive
-                                && n.fixed_string == *fixed_string
-                        }) {
+                        let key = (
+                            pattern.clone(),
+                            scope.clone(),
+                            *case_insensitive,
+                            *fixed_string,
+                        );
+                        if !searches.insert(key) {
                             continue;
                         }
                         cp.negative_evidence.push(NegativeEntry {
@@ -381,7 +387,17 @@ impl Projector {
                 }
                 // A search that finds something now is no longer negative evidence.
                 cp.negative_evidence.retain(|n| {
-                    !(&n.subagent == subagent && sources.contains(&format!("call:{}", n.call_id)))
+                    let keep = !(&n.subagent == subagent
+                        && sources.contains(&format!("call:{}", n.call_id)));
+                    if !keep {
+                        searches.remove(&(
+                            n.pattern.clone(),
+                            n.scope.clone(),
+                            n.case_insensitive,
+                            n.fixed_string,
+                        ));
+                    }
+                    keep
                 });
             }
             RunEvent::RunFinished { cancelled } => cp.finished = Some(*cancelled),

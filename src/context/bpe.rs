@@ -53,11 +53,19 @@ impl Hasher for Fnv {
     }
 }
 
+type Ranks = HashMap<&'static [u8], Rank, BuildHasherDefault<Fnv>>;
+
 /// The decoded vocabulary and the compiled pattern.
 struct Vocabulary {
-    ranks: HashMap<&'static [u8], Rank, BuildHasherDefault<Fnv>>,
+    ranks: Ranks,
+    /// The longest token's length: a longer span is never a token, so it is not looked up.
+    longest: usize,
     pattern: fancy_regex::Regex,
 }
+
+/// Pieces at least this long are merged with a heap (as tiktoken does from 100 bytes): a
+/// long run of one character class costs n log n, not n².
+const LARGE_PIECE: usize = 100;
 
 /// Standard base64 (with padding), or `None` for anything else.
 fn base64(text: &str) -> Option<Vec<u8>> {
@@ -106,11 +114,17 @@ fn vocabulary() -> Option<&'static Vocabulary> {
             // One allocation for every token's bytes, kept for the life of the process.
             let buffer: &'static [u8] = Box::leak(buffer.into_boxed_slice());
             let mut ranks = HashMap::with_capacity_and_hasher(entries.len(), Default::default());
+            let mut longest = 0;
             for (at, len, rank) in entries {
                 ranks.insert(&buffer[at..at + len], rank);
+                longest = longest.max(len);
             }
             let pattern = fancy_regex::Regex::new(PATTERN).ok()?;
-            Some(Vocabulary { ranks, pattern })
+            Some(Vocabulary {
+                ranks,
+                longest,
+                pattern,
+            })
         })
         .as_ref()
 }
@@ -118,12 +132,13 @@ fn vocabulary() -> Option<&'static Vocabulary> {
 /// Tokens of one pre-tokenized piece: one if it is in the vocabulary, else the parts left
 /// once the lowest-ranked adjacent pair has been merged until none is in it (tiktoken's
 /// merge, leftmost first among equals).
-fn piece_tokens(
-    ranks: &HashMap<&'static [u8], Rank, BuildHasherDefault<Fnv>>,
-    piece: &[u8],
-) -> usize {
-    if piece.len() <= 1 || ranks.contains_key(piece) {
+fn piece_tokens(vocab: &Vocabulary, piece: &[u8]) -> usize {
+    let ranks = &vocab.ranks;
+    if piece.len() <= 1 || (piece.len() <= vocab.longest && ranks.contains_key(piece)) {
         return piece.len().min(1);
+    }
+    if piece.len() >= LARGE_PIECE {
+        return large_piece_tokens(vocab, piece);
     }
     let rank_of = |bytes: &[u8]| ranks.get(bytes).copied().unwrap_or(Rank::MAX);
     // (start, rank of the pair that starts here)
@@ -162,6 +177,69 @@ fn piece_tokens(
     parts.len() - 1
 }
 
+/// [`piece_tokens`] for a long piece: the same merges in the same order — the lowest rank
+/// first, the leftmost of equals — found with a heap over the adjacent pairs (stale entries
+/// skipped) and the parts kept as a linked list.
+fn large_piece_tokens(vocab: &Vocabulary, piece: &[u8]) -> usize {
+    use std::cmp::Reverse;
+    let n = piece.len();
+    let rank_of = |from: usize, to: usize| {
+        if to - from > vocab.longest {
+            Rank::MAX
+        } else {
+            vocab
+                .ranks
+                .get(&piece[from..to])
+                .copied()
+                .unwrap_or(Rank::MAX)
+        }
+    };
+    // Part `i` (alive) spans i..next[i]; pair[i] is the rank of it joined with the next part.
+    let mut next: Vec<usize> = (1..=n).collect();
+    let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
+    let mut alive = vec![true; n];
+    let mut pair = vec![Rank::MAX; n];
+    let mut heap = std::collections::BinaryHeap::with_capacity(n);
+    for i in 0..n - 1 {
+        pair[i] = rank_of(i, i + 2);
+        if pair[i] != Rank::MAX {
+            heap.push(Reverse((pair[i], i)));
+        }
+    }
+    let mut parts = n;
+    while let Some(Reverse((rank, i))) = heap.pop() {
+        // A span from one start only grows, so a start never has the same rank twice: an
+        // entry is current exactly when it matches.
+        if !alive[i] || pair[i] != rank {
+            continue;
+        }
+        let j = next[i];
+        let k = next[j];
+        alive[j] = false;
+        next[i] = k;
+        if k < n {
+            prev[k] = i;
+        }
+        parts -= 1;
+        pair[i] = if k < n {
+            rank_of(i, next[k])
+        } else {
+            Rank::MAX
+        };
+        if pair[i] != Rank::MAX {
+            heap.push(Reverse((pair[i], i)));
+        }
+        if i > 0 {
+            let p = prev[i];
+            pair[p] = rank_of(p, k);
+            if pair[p] != Rank::MAX {
+                heap.push(Reverse((pair[p], p)));
+            }
+        }
+    }
+    parts
+}
+
 /// o200k_base tokens in `text`, or `None` when the vocabulary could not be loaded. A piece
 /// the pattern cannot match within its backtracking limit (not seen in practice) counts as
 /// one token per four bytes, never a panic.
@@ -172,7 +250,7 @@ pub(crate) fn count(text: &str) -> Option<usize> {
     for found in vocab.pattern.find_iter(text) {
         match found {
             Ok(m) => {
-                tokens += piece_tokens(&vocab.ranks, m.as_str().as_bytes());
+                tokens += piece_tokens(vocab, m.as_str().as_bytes());
                 at = m.end();
             }
             Err(_) => {
@@ -228,6 +306,18 @@ mod tests {
         ] {
             same(text);
         }
+        // Long pieces, merged with the heap: runs of one class, and words of many merges.
+        for long in [
+            "=".repeat(5_000),
+            " ".repeat(3_000),
+            "a".repeat(2_048),
+            "ab".repeat(700),
+            "internationalization".repeat(40),
+            "xyzzyplughfrobnicate".repeat(30),
+            "-_-".repeat(200),
+        ] {
+            same(&long);
+        }
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         let mut checked = 0;
         for entry in std::fs::read_dir(&dir).unwrap().flatten() {
@@ -239,7 +329,25 @@ mod tests {
         assert!(checked >= 5, "{checked}");
     }
 
+    /// A 160,000-character run of one class is counted in well under a second (n log n; it
+    /// was n², 13 s).
+    #[test]
+    fn a_long_run_of_one_class_is_counted_fast() {
+        let started = std::time::Instant::now();
+        for c in ["=", " ", "a"] {
+            assert!(count(&c.repeat(160_000)).unwrap() > 0);
+        }
+        assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+    }
+
     proptest::proptest! {
+        /// Long pieces from a few letters, where many merges compete.
+        #[test]
+        fn counts_match_tiktoken_on_long_pieces(text in "[abnert]{100,600}") {
+            let reference = tiktoken_rs::o200k_base_singleton();
+            proptest::prop_assert_eq!(count(&text).unwrap(), reference.encode_ordinary(&text).len());
+        }
+
         #[test]
         fn counts_match_tiktoken_on_any_text(text in "\\PC{0,200}") {
             let reference = tiktoken_rs::o200k_base_singleton();

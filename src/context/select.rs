@@ -142,31 +142,38 @@ impl PathIndex {
         self.0.entry(key.to_string()).or_default().push(index);
     }
 
-    /// Up to `cap` items under or above `scope`, most specific first.
-    fn find(&self, scope: &str, cap: usize, out: &mut Vec<usize>) {
+    /// Up to `cap` items under or above `scope`, most specific first; for the whole tree
+    /// (`.`), the latest of the `len` items the list holds.
+    fn find(&self, scope: &str, cap: usize, len: usize, out: &mut Vec<usize>) {
         let scope = scope.trim_end_matches('/');
         if scope.is_empty() || scope == "." {
-            // The whole tree: the latest items.
-            for list in self.0.values().rev() {
-                for &i in list.iter().rev() {
-                    if out.len() >= cap {
-                        return;
-                    }
-                    out.push(i);
-                }
-            }
+            out.extend(
+                (len.saturating_sub(cap)..len)
+                    .rev()
+                    .take(cap - out.len().min(cap)),
+            );
             return;
         }
-        let under = format!("{scope}/");
-        for (key, list) in self.0.range(scope.to_string()..) {
-            if key != scope && !key.starts_with(&under) {
-                break;
-            }
+        let take = |list: &Vec<usize>, out: &mut Vec<usize>| {
             for &i in list {
                 if out.len() >= cap {
-                    return;
+                    return false;
                 }
                 out.push(i);
+            }
+            true
+        };
+        // The scope itself, then everything under `scope/` — a range of its own, so a
+        // neighbour that sorts between them (`a.rs`, `a-b/` beside `a/`) never ends it.
+        if let Some(list) = self.0.get(scope) {
+            if !take(list, out) {
+                return;
+            }
+        }
+        let under = format!("{scope}/");
+        for (key, list) in self.0.range(under.clone()..) {
+            if !key.starts_with(&under) || !take(list, out) {
+                break;
             }
         }
         let ancestors = scope
@@ -174,11 +181,10 @@ impl PathIndex {
             .map(|(at, _)| &scope[..at])
             .chain(["."]);
         for ancestor in ancestors {
-            for &i in self.0.get(ancestor).into_iter().flatten() {
-                if out.len() >= cap {
+            if let Some(list) = self.0.get(ancestor) {
+                if !take(list, out) {
                     return;
                 }
-                out.push(i);
             }
         }
     }
@@ -422,18 +428,22 @@ impl ContextIndex {
     /// one, the verifier's whole task), and what that leaves out of `fields`.
     pub fn select(&self, cp: &Checkpoint, focus: &Focus, fields: &[Field]) -> Selection {
         let mut picked: BTreeMap<Field, Vec<usize>> = BTreeMap::new();
-        let by_scope = |paths: &PathIndex, out: &mut Vec<usize>| {
+        let by_scope = |paths: &PathIndex, len: usize, out: &mut Vec<usize>| {
             for scope in &focus.scope {
-                paths.find(scope, FIELD_CAP, out);
+                paths.find(scope, FIELD_CAP, len, out);
             }
         };
         let mut evidence = Vec::new();
-        by_scope(&self.evidence_paths, &mut evidence);
+        by_scope(&self.evidence_paths, cp.evidence.len(), &mut evidence);
         find_terms(&self.evidence_words, &focus.terms, &mut evidence);
         picked.insert(Field::Evidence, evidence);
 
         let mut negative = Vec::new();
-        by_scope(&self.negative_paths, &mut negative);
+        by_scope(
+            &self.negative_paths,
+            cp.negative_evidence.len(),
+            &mut negative,
+        );
         find_terms(&self.negative_words, &focus.terms, &mut negative);
         picked.insert(Field::NegativeEvidence, negative);
 
@@ -450,7 +460,7 @@ impl ContextIndex {
             .copied()
             .into_iter()
             .collect();
-        by_scope(&self.plan_paths, &mut plans);
+        by_scope(&self.plan_paths, cp.plans.len(), &mut plans);
         // Handoffs of the subagents whose plans are picked (accepted first, then rejected).
         let accepted = cp.handoffs.accepted.len();
         let mut handoffs = Vec::new();
@@ -554,27 +564,45 @@ mod tests {
 
     #[test]
     fn a_scope_selects_under_and_above_it_never_its_neighbours() {
-        let cp = checkpoint(&["a/x.rs:1-2", "a/b/y.rs", "ab/z.rs:3-4", "top.rs", "c/w.rs"]);
+        // `a.rs` and `a-x/` sort between `a` and `a/…`: neighbours, never under it.
+        let cp = checkpoint(&[
+            "a/x.rs:1-2",
+            "a.rs:1",
+            "a-x/f.rs",
+            "a/b/y.rs",
+            "ab/z.rs:3-4",
+            "top.rs",
+            "c/w.rs",
+            "a",
+        ]);
         let mut index = ContextIndex::default();
         index.sync(&cp);
+        let sources = |pick: &Selection| -> Vec<String> {
+            pick.of(Field::Evidence)
+                .unwrap()
+                .iter()
+                .map(|&i| cp.evidence[i].source.clone())
+                .collect()
+        };
         let focus = Focus {
             subagent: "sa1".into(),
             scope: vec!["a".into()],
             terms: Vec::new(),
         };
         let pick = index.select(&cp, &focus, &[Field::Evidence]);
-        let chosen: Vec<&str> = pick
-            .of(Field::Evidence)
-            .unwrap()
-            .iter()
-            .map(|&i| cp.evidence[i].source.as_str())
-            .collect();
-        assert_eq!(chosen, ["a/x.rs:1-2", "a/b/y.rs"]);
-        assert_eq!(pick.omitted.items, 3);
+        assert_eq!(sources(&pick), ["a/x.rs:1-2", "a/b/y.rs", "a"]);
+        assert_eq!(pick.omitted.items, 5);
         assert_eq!(
             pick.omitted.sum.hex(),
-            independent_sum(&["ab/z.rs:3-4", "top.rs", "c/w.rs"])
+            independent_sum(&["a.rs:1", "a-x/f.rs", "ab/z.rs:3-4", "top.rs", "c/w.rs"])
         );
+        // Under `a/b`: its own, and what is about `a` above it.
+        let focus = Focus {
+            scope: vec!["a/b".into()],
+            ..focus
+        };
+        let pick = index.select(&cp, &focus, &[Field::Evidence]);
+        assert_eq!(sources(&pick), ["a/b/y.rs", "a"]);
         // A file scope finds itself, and a word of the question finds a match elsewhere.
         let focus = Focus {
             subagent: "sa1".into(),
@@ -582,7 +610,27 @@ mod tests {
             terms: vec!["top".into()],
         };
         let pick = index.select(&cp, &focus, &[Field::Evidence]);
-        assert_eq!(pick.of(Field::Evidence).unwrap(), [3, 4]);
+        assert_eq!(sources(&pick), ["top.rs", "c/w.rs"]);
+        // The whole tree: the latest items, by when they came.
+        let focus = Focus {
+            subagent: "sa1".into(),
+            scope: vec![".".into()],
+            terms: Vec::new(),
+        };
+        let pick = index.select(&cp, &focus, &[Field::Evidence]);
+        assert_eq!(
+            pick.of(Field::Evidence).unwrap(),
+            (0..8).collect::<Vec<_>>()
+        );
+        let many: Vec<String> = (0..FIELD_CAP + 6).map(|i| format!("z{i}/f.rs")).collect();
+        let many = checkpoint(&many.iter().map(String::as_str).collect::<Vec<_>>());
+        let mut index = ContextIndex::default();
+        index.sync(&many);
+        let pick = index.select(&many, &focus, &[Field::Evidence]);
+        assert_eq!(
+            pick.of(Field::Evidence).unwrap(),
+            (6..FIELD_CAP + 6).collect::<Vec<_>>()
+        );
     }
 
     #[test]

@@ -180,13 +180,10 @@ async fn on_message(
                         digests,
                     });
                 };
-                tokio::spawn(async move {
-                    let slot = crate::tools::blocking_slot().await;
-                    tokio::task::spawn_blocking(move || {
-                        let _slot = slot;
-                        validate_off();
-                    });
-                });
+                // A validation stuck past the tool limit (a hung file system) gives its slot
+                // back; its verdict comes when it ends.
+                let limit = state.config.limits.tool_call;
+                tokio::spawn(crate::tools::run_blocking(limit, validate_off));
             }
             LeadMsg::HandoffChecked {
                 id,

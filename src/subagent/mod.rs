@@ -144,12 +144,8 @@ pub(crate) async fn run_tool(
     let (id, name) = (call.id.clone(), call.name.clone());
     let (tools, workspace) = (tools.clone(), workspace.clone());
     // The time limit runs from when the call gets a slot, not while it waits for one.
-    let slot = crate::tools::blocking_slot().await;
-    let run = tokio::task::spawn_blocking(move || {
-        let _slot = slot;
-        tools.execute(&workspace, &call)
-    });
-    match tokio::time::timeout(limit, run).await {
+    let run = crate::tools::run_blocking(limit, move || tools.execute(&workspace, &call));
+    match run.await {
         Ok(Ok(result)) => (result, false),
         Ok(Err(e)) => std::panic::resume_unwind(e.into_panic()),
         Err(_) => (

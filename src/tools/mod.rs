@@ -128,11 +128,23 @@ pub trait Tool: Send + Sync {
     ) -> Result<ToolOutput, ToolError>;
 }
 
-/// A slot for blocking work (a tool call, a handoff's validation) on tokio's blocking pool: at
-/// most four per core run at once in the process, so a fan-out of thousands of subagents does
-/// not start thousands of threads (each with its stack and its caches). Hold it while the work
-/// runs.
-pub(crate) async fn blocking_slot() -> tokio::sync::OwnedSemaphorePermit {
+/// Runs `work` on tokio's blocking pool in a slot — at most four per core in the process, so a
+/// fan-out of thousands of subagents does not start thousands of threads — and waits for it
+/// at most `limit` from when it got its slot. The slot is given back when the work ends or
+/// the limit passes, whichever is first: work stuck past its limit (a hung file system) runs
+/// on in its thread, its result dropped, and never holds a slot others wait for.
+pub(crate) async fn run_blocking<T: Send + 'static>(
+    limit: std::time::Duration,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<Result<T, tokio::task::JoinError>, tokio::time::error::Elapsed> {
+    let slot = blocking_slot().await;
+    let outcome = tokio::time::timeout(limit, tokio::task::spawn_blocking(work)).await;
+    drop(slot);
+    outcome
+}
+
+/// A slot for blocking work; see [`run_blocking`].
+async fn blocking_slot() -> tokio::sync::OwnedSemaphorePermit {
     static SLOTS: std::sync::OnceLock<Arc<tokio::sync::Semaphore>> = std::sync::OnceLock::new();
     let slots = SLOTS.get_or_init(|| {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -263,6 +275,40 @@ impl ToolRegistry {
                 is_error: true,
                 observations: Vec::new(),
             },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// Work stuck past its limit gives its slot back: with every slot taken by stuck work,
+    /// the next call still runs at once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn stuck_work_never_holds_a_slot_past_its_limit() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let slots = (4 * cores).max(4);
+        let stuck: Vec<_> = (0..slots + 2)
+            .map(|_| {
+                tokio::spawn(run_blocking(Duration::from_millis(50), || {
+                    std::thread::sleep(Duration::from_secs(3))
+                }))
+            })
+            .collect();
+        // Every stuck call has passed its limit; their threads sleep on for seconds.
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let started = Instant::now();
+        let quick = run_blocking(Duration::from_secs(10), || 42).await;
+        assert_eq!(quick.unwrap().unwrap(), 42);
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        for handle in stuck {
+            assert!(handle.await.unwrap().is_err(), "past its limit");
         }
     }
 }
