@@ -131,12 +131,8 @@ fn bench(c: &mut Criterion) {
     assert_eq!(checkpoint.evidence.len(), N);
     let roles = load_roles(None).expect("roles");
     let explorer = &roles["explorer"];
-    let fields: Vec<Field> = explorer
-        .mandatory
-        .iter()
-        .copied()
-        .chain(explorer.optional.iter().map(|o| o.field))
-        .collect();
+    // Optional fields are selected; mandatory ones are compiled whole.
+    let fields: Vec<Field> = explorer.optional.iter().map(|o| o.field).collect();
     let tokenizer = CachedTokenizer::new(Bpe);
     let mut index = ContextIndex::default();
     index.sync(&checkpoint);

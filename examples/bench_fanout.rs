@@ -16,7 +16,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use baton::{validate, Check, Coordinator, MemoryFiles, SqliteStore, Task};
+use baton::{
+    validate, Check, Coordinator, MemoryFiles, Observation, ObservationLog, SqliteStore, Task,
+};
 use serde_json::json;
 
 #[path = "support/one_call.rs"]
@@ -106,7 +108,8 @@ async fn baton_run(n: usize, concurrency: usize, latency: Duration) -> Measured 
 }
 
 /// The floor: `n` tokio tasks under a semaphore of `concurrency`, each sleeping `latency`,
-/// then validating the same handoff against the same file.
+/// then validating the same handoff against the same file and what its read showed (all four
+/// layers, as baton does).
 async fn floor_run(n: usize, concurrency: usize, latency: Duration) -> Measured {
     reset_peak_rss();
     let rss_before = peak_rss_kib();
@@ -125,11 +128,20 @@ async fn floor_run(n: usize, concurrency: usize, latency: Duration) -> Measured 
             let dir = format!("d{i:05}");
             let mut files = MemoryFiles::new();
             files.insert(&format!("{dir}/lib.rs"), &file_text(&dir));
+            // What the subagent's read showed: the lines its handoff cites.
+            let mut seen = ObservationLog::default();
+            seen.record([Observation::Lines {
+                call_id: "read".into(),
+                path: format!("{dir}/lib.rs"),
+                start: 1,
+                end: 3,
+            }]);
             let parsed = validate(
                 &handoff(&dir),
                 &Check {
                     files: Some(&files),
-                    ..Check::default()
+                    observations: Some(&seen),
+                    docs: None,
                 },
             );
             parsed.violations.is_empty()

@@ -46,7 +46,12 @@ impl Drop for TelemetryGuard {
 /// exporter when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. An unreadable filter is an error naming
 /// it.
 pub fn init(format: LogFormat) -> Result<TelemetryGuard, String> {
-    let filter = std::env::var(LOG_ENV).unwrap_or_default();
+    let filter = match std::env::var_os(LOG_ENV) {
+        None => String::new(),
+        Some(value) => value
+            .into_string()
+            .map_err(|_| format!("{LOG_ENV}: not valid UTF-8"))?,
+    };
     let guard = TelemetryGuard {
         #[cfg(feature = "otlp")]
         provider: None,

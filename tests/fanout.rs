@@ -25,10 +25,7 @@ async fn last_spawn(others: usize) -> (u64, usize, u64) {
         .agents(1)
         .max_subagents(others + 1)
         .shards(others + 1)
-        .run(Task::new(
-            "Which file is this shard's entry point?",
-            root.path(),
-        ))
+        .run(Task::new("Where is each item defined?", root.path()))
         .await
         .unwrap();
     assert_eq!(
@@ -52,7 +49,8 @@ async fn last_spawn(others: usize) -> (u64, usize, u64) {
 
 /// Issue 11: the same brief over checkpoints of 10 and of 1,000 finished subagents in other
 /// scopes compiles to the same context and logs the same manifest, within a few tokens and
-/// bytes; what it leaves out is counted.
+/// bytes; what it leaves out is counted. The question's word `item` occurs in every other
+/// subagent's evidence, so selection by words is at work too (at most eight a word).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_context_does_not_grow_with_other_subagents_evidence() {
     let (ten_tokens, ten_bytes, ten_left) = last_spawn(10).await;

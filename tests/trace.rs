@@ -154,6 +154,27 @@ fn without_baton_log_nothing_is_traced() {
     assert!(stderr.starts_with("baton: "), "{stderr}");
 }
 
+#[cfg(unix)]
+#[test]
+fn a_filter_that_is_not_utf8_is_one_line_and_exit_2() {
+    use std::os::unix::ffi::OsStrExt;
+    let state = tempfile::tempdir().unwrap();
+    let dir = rust_tree();
+    let out = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .arg("explore")
+        .arg(dir.path())
+        .arg("Where is next_delay defined?")
+        .args(["--no-progress", "--state"])
+        .arg(state.path())
+        .env("BATON_LOG", std::ffi::OsStr::from_bytes(b"baton=debug\xff"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("BATON_LOG"), "{stderr}");
+}
+
 #[test]
 fn a_bad_filter_is_one_line_and_exit_2() {
     let state = tempfile::tempdir().unwrap();

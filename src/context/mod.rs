@@ -423,8 +423,9 @@ pub fn compile_selected(
     // The floor: system text, frame, and every mandatory field whole.
     let mut floor = count(&system) + count(&frame);
     let mut mandatory_tokens = Vec::new();
+    // Mandatory fields whole, whatever the selection: they are never cut.
     for field in &role.mandatory {
-        let items = render(*field, cp, delta, pick);
+        let items = render(*field, cp, delta, &Selection::everything());
         let mut field_tokens = if *field == Field::Constraints {
             0
         } else {
@@ -465,6 +466,7 @@ pub fn compile_selected(
         }
         let head = count(&heading(field));
         if head > left {
+            // Not even the heading fits: the field, and each of its items, left out.
             manifest.push(ManifestEntry {
                 field,
                 item: None,
@@ -472,6 +474,18 @@ pub fn compile_selected(
                 tokens: 0,
                 reason: Reason::OverBudget,
             });
+            manifest.extend(
+                items
+                    .into_iter()
+                    .filter(|i| i.id.is_some())
+                    .map(|i| ManifestEntry {
+                        field,
+                        item: i.id,
+                        included: false,
+                        tokens: 0,
+                        reason: Reason::OverBudget,
+                    }),
+            );
             continue;
         }
         left -= head;

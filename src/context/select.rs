@@ -424,35 +424,41 @@ impl ContextIndex {
         }
     }
 
-    /// The items of `cp` relevant to `focus`, at most [`FIELD_CAP`] a field (doubts: every
-    /// one, the verifier's whole task), and what that leaves out of `fields`.
+    /// The items of `fields` (a role's optional fields: mandatory ones are compiled whole)
+    /// relevant to `focus`, and what that leaves out. By scope and by the question's words at
+    /// most [`FIELD_CAP`] a field; a subagent's own plan, effects (the latest
+    /// [`FIELD_CAP`]) and handoffs; the handoffs of the subagents whose plans were picked;
+    /// every doubted claim (the verifier's whole task). `cp` is the checkpoint the index was
+    /// last synced with; items it does not hold are skipped.
     pub fn select(&self, cp: &Checkpoint, focus: &Focus, fields: &[Field]) -> Selection {
         let mut picked: BTreeMap<Field, Vec<usize>> = BTreeMap::new();
+        let wanted = |field: Field| fields.contains(&field);
         let by_scope = |paths: &PathIndex, len: usize, out: &mut Vec<usize>| {
             for scope in &focus.scope {
                 paths.find(scope, FIELD_CAP, len, out);
             }
         };
-        let mut evidence = Vec::new();
-        by_scope(&self.evidence_paths, cp.evidence.len(), &mut evidence);
-        find_terms(&self.evidence_words, &focus.terms, &mut evidence);
-        picked.insert(Field::Evidence, evidence);
-
-        let mut negative = Vec::new();
-        by_scope(
-            &self.negative_paths,
-            cp.negative_evidence.len(),
-            &mut negative,
-        );
-        find_terms(&self.negative_words, &focus.terms, &mut negative);
-        picked.insert(Field::NegativeEvidence, negative);
-
-        let effects = self
-            .effects_of
-            .get(&focus.subagent)
-            .map(|own| own.iter().rev().take(FIELD_CAP).rev().copied().collect())
-            .unwrap_or_default();
-        picked.insert(Field::Effects, effects);
+        if wanted(Field::Evidence) {
+            let mut evidence = Vec::new();
+            by_scope(&self.evidence_paths, cp.evidence.len(), &mut evidence);
+            find_terms(&self.evidence_words, &focus.terms, &mut evidence);
+            picked.insert(Field::Evidence, evidence);
+        }
+        if wanted(Field::NegativeEvidence) {
+            let mut negative = Vec::new();
+            let len = cp.negative_evidence.len();
+            by_scope(&self.negative_paths, len, &mut negative);
+            find_terms(&self.negative_words, &focus.terms, &mut negative);
+            picked.insert(Field::NegativeEvidence, negative);
+        }
+        if wanted(Field::Effects) {
+            let effects = self
+                .effects_of
+                .get(&focus.subagent)
+                .map(|own| own.iter().rev().take(FIELD_CAP).rev().copied().collect())
+                .unwrap_or_default();
+            picked.insert(Field::Effects, effects);
+        }
 
         let mut plans: Vec<usize> = self
             .plan_of
@@ -464,28 +470,35 @@ impl ContextIndex {
         // Handoffs of the subagents whose plans are picked (accepted first, then rejected).
         let accepted = cp.handoffs.accepted.len();
         let mut handoffs = Vec::new();
-        for &p in &plans {
-            let who = &cp.plans[p].subagent;
+        for who in plans
+            .iter()
+            .filter_map(|&p| cp.plans.get(p))
+            .map(|p| &p.subagent)
+        {
             handoffs.extend(self.accepted_of.get(who).into_iter().flatten().copied());
             let rejected = self.rejected_of.get(who).into_iter().flatten();
             handoffs.extend(rejected.map(|r| accepted + r));
         }
-        picked.insert(Field::Plans, plans);
-        picked.insert(Field::Handoffs, handoffs);
-        picked.insert(Field::Doubts, self.with_doubts.clone());
+        if wanted(Field::Plans) {
+            picked.insert(Field::Plans, plans);
+        }
+        if wanted(Field::Handoffs) {
+            picked.insert(Field::Handoffs, handoffs);
+        }
+        if wanted(Field::Doubts) {
+            picked.insert(Field::Doubts, self.with_doubts.clone());
+        }
 
         let mut omitted = Omitted::default();
         for (field, list) in picked.iter_mut() {
             list.sort_unstable();
             list.dedup();
-            if !fields.contains(field) {
-                continue;
-            }
             let (total, kept) = match field {
                 Field::Doubts => (
                     self.doubts,
                     list.iter()
-                        .map(|&i| cp.handoffs.accepted[i].doubted.len())
+                        .filter_map(|&i| cp.handoffs.accepted.get(i))
+                        .map(|h| h.doubted.len())
                         .sum(),
                 ),
                 Field::Evidence => (cp.evidence.len(), list.len()),
@@ -646,7 +659,10 @@ mod tests {
         cp.evidence.push(checkpoint(&["a/y.rs"]).evidence.remove(0));
         index.sync(&cp);
         assert_eq!(
-            index.select(&cp, &focus, &[]).of(Field::Evidence).unwrap(),
+            index
+                .select(&cp, &focus, &[Field::Evidence])
+                .of(Field::Evidence)
+                .unwrap(),
             [0, 1]
         );
         // A plan entry updated in place as its subagent runs is not a rewrite.
@@ -667,7 +683,10 @@ mod tests {
         index.sync(&cp);
         assert_eq!(index.rebuilt, 1);
         assert_eq!(
-            index.select(&cp, &focus, &[]).of(Field::Evidence).unwrap(),
+            index
+                .select(&cp, &focus, &[Field::Evidence])
+                .of(Field::Evidence)
+                .unwrap(),
             [1]
         );
     }
@@ -737,5 +756,59 @@ mod tests {
                 .unwrap(),
             [2]
         );
+    }
+
+    /// A role's mandatory fields are compiled whole whatever the selection: the lead's plans
+    /// and handoffs, all of them, for a focus that picks none.
+    #[test]
+    fn mandatory_fields_are_never_cut_by_a_selection() {
+        use crate::checkpoint::{AcceptedEntry, PlanEntry, PlanStatus};
+        let mut cp = checkpoint(&[]);
+        for i in 0..FIELD_CAP + 10 {
+            cp.plans.push(PlanEntry {
+                subagent: format!("sa{i}"),
+                scope: vec![format!("d{i}")],
+                status: PlanStatus::Completed,
+                outcome: None,
+                event: 1,
+            });
+            cp.handoffs.accepted.push(AcceptedEntry {
+                subagent: format!("sa{i}"),
+                repairs: 0,
+                conclusions: 1,
+                doubted: Vec::new(),
+                event: 2,
+            });
+        }
+        let mut index = ContextIndex::default();
+        index.sync(&cp);
+        let roles = crate::context::load_roles(None).unwrap();
+        let lead = &roles["lead"];
+        let optional: Vec<Field> = lead.optional.iter().map(|o| o.field).collect();
+        let focus = Focus {
+            subagent: "nobody".into(),
+            scope: vec!["elsewhere".into()],
+            terms: Vec::new(),
+        };
+        let pick = index.select(&cp, &focus, &optional);
+        let compiled = crate::context::compile_selected(
+            &cp,
+            None,
+            lead,
+            200_000,
+            &crate::context::Estimate,
+            &pick,
+        )
+        .unwrap();
+        let listed = |field: Field| {
+            compiled
+                .manifest
+                .iter()
+                .filter(|e| e.field == field && e.included && e.item.is_some())
+                .count()
+        };
+        assert_eq!(listed(Field::Plans), FIELD_CAP + 10);
+        assert_eq!(listed(Field::Handoffs), FIELD_CAP + 10);
+        assert_eq!(pick.omitted.items, 0);
     }
 }

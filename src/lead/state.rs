@@ -209,12 +209,8 @@ impl LeadState {
         self.index.sync(self.projector.checkpoint());
         let checkpoint = self.projector.checkpoint();
         let focus = Focus::new(subagent, scope, &self.config.question);
-        let fields: Vec<Field> = role
-            .mandatory
-            .iter()
-            .copied()
-            .chain(role.optional.iter().map(|o| o.field))
-            .collect();
+        // Optional fields are selected; mandatory ones are compiled whole.
+        let fields: Vec<Field> = role.optional.iter().map(|o| o.field).collect();
         let pick = self.index.select(checkpoint, &focus, &fields);
         // After a resume, what changed since for this subagent (its effects cut off by the
         // crash) comes as the delta, and the restarted subagent orients itself first.
