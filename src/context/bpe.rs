@@ -200,10 +200,10 @@ fn large_piece_tokens(vocab: &Vocabulary, piece: &[u8]) -> usize {
     let mut alive = vec![true; n];
     let mut pair = vec![Rank::MAX; n];
     let mut heap = std::collections::BinaryHeap::with_capacity(n);
-    for i in 0..n - 1 {
-        pair[i] = rank_of(i, i + 2);
-        if pair[i] != Rank::MAX {
-            heap.push(Reverse((pair[i], i)));
+    for (i, rank) in pair.iter_mut().enumerate().take(n - 1) {
+        *rank = rank_of(i, i + 2);
+        if *rank != Rank::MAX {
+            heap.push(Reverse((*rank, i)));
         }
     }
     let mut parts = n;
