@@ -55,8 +55,9 @@
 //!   `LeadState::context_for`) — so it does not grow with the number of other subagents; its
 //!   manifest goes to the log (the items left out as a count and an order-free sum of their
 //!   hashes), and its tool set is its profile's; a finished subagent's actor handle is let
-//!   go; tool calls and validations run in at most four blocking slots a core
-//!   (`tools::blocking_slot`); a floor over the role's budget is
+//!   go; tool calls and validations run in at most four blocking slots a core, a slot given
+//!   back when its work passes its time limit (`tools::run_blocking`); a floor over the role's
+//!   budget is
 //!   raised up to the subagent's model's window (`Model::context_window`), no further.
 //!   `LeadState::advance` plans the second wave once the first has ended: a verifier over the
 //!   conclusions of repaired handoffs, which reach it as data (the checkpoint's `doubts`
@@ -133,9 +134,10 @@
 //!   budget, tokenizer) to a [`context::Compiled`] context with its manifest (or
 //!   [`context::compile_selected`] from a selection), relevance selection
 //!   (`context::select`: [`context::ContextIndex`] follows the checkpoint one item at a time —
-//!   items by path, by word, by subagent — and `select` picks a [`context::Focus`]'s items, at
-//!   most [`context::FIELD_CAP`] a field, summing what it leaves out as an order-free
-//!   [`context::ItemSum`]), the floor ([`context::FloorError`]), the [`context::Tokenizer`]
+//!   items by path, by word, by subagent — and `select` picks a [`context::Focus`]'s items of
+//!   a role's optional fields — by scope and words at most [`context::FIELD_CAP`] a field —,
+//!   summing what it leaves out as an order-free [`context::ItemSum`]; mandatory fields are
+//!   compiled whole), the floor ([`context::FloorError`]), the [`context::Tokenizer`]
 //!   trait (o200k_base by default, counted by `context::bpe` — the embedded vocabulary in one
 //!   compact table, tiktoken's counts —; a cache of at most 65,536 counts, by line chunks cut
 //!   only where the pre-tokenizer never joins: [`context::line_chunks`]), binding sentences
