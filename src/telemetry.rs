@@ -127,8 +127,14 @@ pub fn init(format: LogFormat) -> Result<TelemetryGuard, String> {
 #[cfg(feature = "otlp")]
 fn otlp_provider() -> Result<Option<opentelemetry_sdk::trace::SdkTracerProvider>, String> {
     use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
-    let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
-    if !set("OTEL_EXPORTER_OTLP_ENDPOINT") && !set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
+    let set = |name: &str| match std::env::var_os(name) {
+        None => Ok(false),
+        Some(value) => value
+            .into_string()
+            .map(|v| !v.trim().is_empty())
+            .map_err(|_| format!("{name}: not valid UTF-8")),
+    };
+    if !set("OTEL_EXPORTER_OTLP_ENDPOINT")? && !set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")? {
         return Ok(None);
     }
     let exporter = opentelemetry_otlp::SpanExporter::builder()

@@ -300,12 +300,16 @@ pub(crate) fn main() -> i32 {
             return EXIT_FAILED;
         }
     };
-    runtime.block_on(async move {
+    let code = runtime.block_on(async move {
         match job {
             Job::Explore(args) => explore(args).await,
             Job::Resume(args) => resume(args).await,
         }
-    })
+    });
+    // Everything the run logged is durable before it reports; a tool call still stuck in a
+    // hung file system past its limit must not keep the process from exiting.
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    code
 }
 
 enum Job {

@@ -183,7 +183,13 @@ async fn on_message(
                 // A validation stuck past the tool limit (a hung file system) gives its slot
                 // back; its verdict comes when it ends.
                 let limit = state.config.limits.tool_call;
-                tokio::spawn(crate::tools::run_blocking(limit, validate_off));
+                tokio::spawn(async move {
+                    if let Err(blocked) =
+                        crate::tools::run_blocking(limit, false, validate_off).await
+                    {
+                        tracing::warn!(?blocked, "a handoff's validation is held up");
+                    }
+                });
             }
             LeadMsg::HandoffChecked {
                 id,

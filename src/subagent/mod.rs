@@ -144,11 +144,21 @@ pub(crate) async fn run_tool(
     let (id, name) = (call.id.clone(), call.name.clone());
     let (tools, workspace) = (tools.clone(), workspace.clone());
     // The time limit runs from when the call gets a slot, not while it waits for one.
-    let run = crate::tools::run_blocking(limit, move || tools.execute(&workspace, &call));
+    let run = crate::tools::run_blocking(limit, true, move || tools.execute(&workspace, &call));
     match run.await {
         Ok(Ok(result)) => (result, false),
         Ok(Err(e)) => std::panic::resume_unwind(e.into_panic()),
-        Err(_) => (
+        Err(crate::tools::Blocked::TooManyStuck) => (
+            ToolResult {
+                call_id: id,
+                name,
+                content: "error: too many earlier tool calls are stuck past their time limit (a hung file system?); this call was not run".into(),
+                is_error: true,
+                observations: Vec::new(),
+            },
+            false,
+        ),
+        Err(crate::tools::Blocked::PastLimit) => (
             ToolResult {
             call_id: id,
             name,

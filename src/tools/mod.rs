@@ -133,14 +133,52 @@ pub trait Tool: Send + Sync {
 /// at most `limit` from when it got its slot. The slot is given back when the work ends or
 /// the limit passes, whichever is first: work stuck past its limit (a hung file system) runs
 /// on in its thread, its result dropped, and never holds a slot others wait for.
+/// With `refusable`, the work is not started when too many earlier calls are stuck (a tool
+/// call: the model is told); without, it always runs (a validation: a verdict must come).
 pub(crate) async fn run_blocking<T: Send + 'static>(
     limit: std::time::Duration,
+    refusable: bool,
     work: impl FnOnce() -> T + Send + 'static,
-) -> Result<Result<T, tokio::task::JoinError>, tokio::time::error::Elapsed> {
+) -> Result<Result<T, tokio::task::JoinError>, Blocked> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    /// Work past its limit still running in its thread.
+    static ABANDONED: AtomicUsize = AtomicUsize::new(0);
+    if refusable && ABANDONED.load(Ordering::Relaxed) >= MAX_ABANDONED {
+        return Err(Blocked::TooManyStuck);
+    }
     let slot = blocking_slot().await;
-    let outcome = tokio::time::timeout(limit, tokio::task::spawn_blocking(work)).await;
+    let abandoned = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&abandoned);
+    // Whichever of "the work ended" and "the caller gave up" comes second settles the count:
+    // a call given up on counts as stuck until its work ends.
+    let task = tokio::task::spawn_blocking(move || {
+        let value = work();
+        if flag.swap(true, Ordering::AcqRel) {
+            ABANDONED.fetch_sub(1, Ordering::AcqRel);
+        }
+        value
+    });
+    let outcome = tokio::time::timeout(limit, task).await;
     drop(slot);
-    outcome
+    outcome.map_err(|_| {
+        if !abandoned.swap(true, Ordering::AcqRel) {
+            ABANDONED.fetch_add(1, Ordering::AcqRel);
+        }
+        Blocked::PastLimit
+    })
+}
+
+/// Most calls left running past their limit before new blocking work is refused: threads
+/// stuck in a hung file system never fill the blocking pool the run's own writes need.
+const MAX_ABANDONED: usize = 64;
+
+/// Why blocking work gave no result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Blocked {
+    /// It ran past its limit (its thread may run on).
+    PastLimit,
+    /// Too many earlier calls are still stuck past theirs: it was not started.
+    TooManyStuck,
 }
 
 /// A slot for blocking work; see [`run_blocking`].
@@ -292,7 +330,7 @@ mod tests {
         let slots = (4 * cores).max(4);
         let stuck: Vec<_> = (0..slots + 2)
             .map(|_| {
-                tokio::spawn(run_blocking(Duration::from_millis(50), || {
+                tokio::spawn(run_blocking(Duration::from_millis(50), true, || {
                     std::thread::sleep(Duration::from_secs(3))
                 }))
             })
@@ -300,7 +338,7 @@ mod tests {
         // Every stuck call has passed its limit; their threads sleep on for seconds.
         tokio::time::sleep(Duration::from_millis(400)).await;
         let started = Instant::now();
-        let quick = run_blocking(Duration::from_secs(10), || 42).await;
+        let quick = run_blocking(Duration::from_secs(10), true, || 42).await;
         assert_eq!(quick.unwrap().unwrap(), 42);
         assert!(
             started.elapsed() < Duration::from_secs(2),
