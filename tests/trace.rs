@@ -11,20 +11,33 @@ use serde_json::Value;
 
 use crate::support::rust_tree;
 
-fn explore(state: &std::path::Path, log: Option<&str>) -> std::process::Output {
+/// One explore of the fixture tree with `--json` and state in `state`, `BATON_LOG` unset,
+/// then `configure`d.
+fn explore_with(
+    state: &std::path::Path,
+    configure: impl FnOnce(&mut Command),
+) -> std::process::Output {
     let dir = rust_tree();
     let mut command = Command::new(env!("CARGO_BIN_EXE_baton"));
     command
         .arg("explore")
         .arg(dir.path())
         .arg("Where is next_delay defined?")
-        .args(["--no-progress", "--json", "--log-format", "json", "--state"])
+        .args(["--no-progress", "--json", "--state"])
         .arg(state)
         .env_remove("BATON_LOG");
-    if let Some(filter) = log {
-        command.env("BATON_LOG", filter);
-    }
+    configure(&mut command);
     command.output().unwrap()
+}
+
+/// An explore traced as JSON with the filter `log` (none: `BATON_LOG` unset).
+fn explore(state: &std::path::Path, log: Option<&str>) -> std::process::Output {
+    explore_with(state, |command| {
+        command.args(["--log-format", "json"]);
+        if let Some(filter) = log {
+            command.env("BATON_LOG", filter);
+        }
+    })
 }
 
 /// A span's name and its fields, as text.
@@ -159,16 +172,9 @@ fn without_baton_log_nothing_is_traced() {
 fn a_filter_that_is_not_utf8_is_one_line_and_exit_2() {
     use std::os::unix::ffi::OsStrExt;
     let state = tempfile::tempdir().unwrap();
-    let dir = rust_tree();
-    let out = Command::new(env!("CARGO_BIN_EXE_baton"))
-        .arg("explore")
-        .arg(dir.path())
-        .arg("Where is next_delay defined?")
-        .args(["--no-progress", "--state"])
-        .arg(state.path())
-        .env("BATON_LOG", std::ffi::OsStr::from_bytes(b"baton=debug\xff"))
-        .output()
-        .unwrap();
+    let out = explore_with(state.path(), |command| {
+        command.env("BATON_LOG", std::ffi::OsStr::from_bytes(b"baton=debug\xff"));
+    });
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
@@ -246,21 +252,14 @@ fn spans_are_exported_to_an_otlp_receiver() {
     });
 
     let state = tempfile::tempdir().unwrap();
-    let dir = rust_tree();
-    let out = Command::new(env!("CARGO_BIN_EXE_baton"))
-        .arg("explore")
-        .arg(dir.path())
-        .arg("Where is next_delay defined?")
-        .args(["--no-progress", "--json", "--state"])
-        .arg(state.path())
-        .env_remove("BATON_LOG")
-        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .env(
-            "OTEL_EXPORTER_OTLP_ENDPOINT",
-            format!("http://127.0.0.1:{port}"),
-        )
-        .output()
-        .unwrap();
+    let out = explore_with(state.path(), |command| {
+        command
+            .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            .env(
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                format!("http://127.0.0.1:{port}"),
+            );
+    });
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let run_id = report["run_id"].as_str().unwrap();

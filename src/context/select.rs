@@ -33,13 +33,19 @@ pub struct Focus {
 impl Focus {
     /// The focus of `subagent` over `scope`, asked `question`.
     pub fn new(subagent: &str, scope: &[String], question: &str) -> Focus {
-        let mut terms = words(question, usize::MAX);
-        terms.retain(|w| !crate::model::is_stop_word(w));
         Focus {
             subagent: subagent.to_string(),
             scope: scope.to_vec(),
-            terms,
+            terms: Focus::terms(question),
         }
+    }
+
+    /// The content words of `question`: a run's subagents share them, so a lead takes them
+    /// once.
+    pub fn terms(question: &str) -> Vec<String> {
+        let mut terms = words(question, usize::MAX);
+        terms.retain(|w| !crate::model::is_stop_word(w));
+        terms
     }
 }
 

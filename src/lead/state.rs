@@ -76,6 +76,8 @@ pub(crate) struct LeadState {
     pub(super) index: ContextIndex,
     /// The run's span: every message is handled in it; each subagent's span is its child.
     pub(super) span: tracing::Span,
+    /// The question's content words, which every subagent's context is selected by.
+    pub(super) question_terms: Vec<String>,
     /// On a resumed run: the effect changes logged since the resume (each restarted subagent's
     /// delta).
     pub(super) since_resume: Vec<LoggedEvent>,
@@ -112,6 +114,7 @@ impl LeadState {
             None => (None, None),
         };
         let span = tracing::info_span!("run", run_id = %args.config.run_id);
+        let question_terms = Focus::terms(&args.config.question);
         LeadState {
             config: args.config,
             events: args.events,
@@ -132,6 +135,7 @@ impl LeadState {
             projector,
             index: ContextIndex::default(),
             span,
+            question_terms,
             since_resume: Vec::new(),
             next_seq: args.resume.as_ref().map(|r| r.after_seq).unwrap_or(0),
             resume: args.resume,
@@ -208,7 +212,11 @@ impl LeadState {
     ) -> Result<(Compiled, Option<Orientation>), FloorError> {
         self.index.sync(self.projector.checkpoint());
         let checkpoint = self.projector.checkpoint();
-        let focus = Focus::new(subagent, scope, &self.config.question);
+        let focus = Focus {
+            subagent: subagent.to_string(),
+            scope: scope.to_vec(),
+            terms: self.question_terms.clone(),
+        };
         // Optional fields are selected; mandatory ones are compiled whole.
         let fields: Vec<Field> = role.optional.iter().map(|o| o.field).collect();
         let pick = self.index.select(checkpoint, &focus, &fields);

@@ -182,20 +182,15 @@ pub(crate) enum Blocked {
 }
 
 /// A slot for blocking work; see [`run_blocking`].
-async fn blocking_slot() -> tokio::sync::OwnedSemaphorePermit {
+async fn blocking_slot() -> Option<tokio::sync::OwnedSemaphorePermit> {
     static SLOTS: std::sync::OnceLock<Arc<tokio::sync::Semaphore>> = std::sync::OnceLock::new();
     let slots = SLOTS.get_or_init(|| {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Arc::new(tokio::sync::Semaphore::new((4 * cores).max(4)))
     });
-    // The semaphore is never closed, so acquiring cannot fail; were it to, the work runs anyway.
-    match Arc::clone(slots).acquire_owned().await {
-        Ok(permit) => permit,
-        Err(_) => Arc::new(tokio::sync::Semaphore::new(1))
-            .acquire_owned()
-            .await
-            .expect("a fresh semaphore is open"),
-    }
+    // The semaphore is never closed, so acquiring cannot fail; were it to, the work runs
+    // without a slot.
+    Arc::clone(slots).acquire_owned().await.ok()
 }
 
 /// A tool and its spec, taken once when it is registered.
