@@ -31,11 +31,15 @@ fn events() -> Vec<LoggedEvent> {
             text: "Never modify anything under /migrations.".into(),
             normalised: "never modify anything under /migrations.".into(),
             provenance: "--constraint".into(),
+            rules: Vec::new(),
+            untyped: Vec::new(),
         },
         RunEvent::ConstraintStated {
             text: "Only cite source files.".into(),
             normalised: "only cite source files.".into(),
             provenance: "question".into(),
+            rules: Vec::new(),
+            untyped: Vec::new(),
         },
         RunEvent::PlanRevised {
             subagents: (1..=20)

@@ -10,9 +10,9 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::checkpoint::{EventStore, RunLog, StoreError};
 use crate::event::Event;
-use crate::lead::{restore, LeadArgs, LeadHandle, Resumption, RunConfig};
+use crate::lead::{restore, LeadArgs, LeadHandle, Resumption, RunConfig, Stated};
 use crate::model::{Model, OfflineModel};
-use crate::policy::{Budget, TimeLimits};
+use crate::policy::{Budget, Rule, TimeLimits};
 use crate::report::{Report, SubagentSummary};
 use crate::tools::{ToolRegistry, Workspace};
 
@@ -89,7 +89,8 @@ pub struct Coordinator {
     repairs: u32,
     shards: Option<usize>,
     store: Option<Arc<dyn EventStore>>,
-    constraints: Vec<String>,
+    /// Constraints given: the text, and the rules when given typed.
+    constraints: Vec<(String, Option<Vec<Rule>>)>,
     roles: Option<PathBuf>,
     limits: TimeLimits,
 }
@@ -178,8 +179,21 @@ impl Coordinator {
 
     /// A constraint the run must respect, verbatim (`--constraint`); binding sentences of the
     /// question (never, don't, always, only, must, from now on …) are added by themselves.
+    ///
+    /// The text is typed where it can be (`policy::parse_constraint`: "only read files under
+    /// src/", "never touch /vendor", "no network access", "read-only" …) and the gate
+    /// enforces its rules; what cannot be typed stays a standing condition, and the report
+    /// says it is not enforced.
     pub fn constraint(mut self, text: impl Into<String>) -> Coordinator {
-        self.constraints.push(text.into());
+        self.constraints.push((text.into(), None));
+        self
+    }
+
+    /// A typed constraint (`--constraint-json`): `text` is how it is shown (verbatim), the
+    /// rules are what the gate enforces. A rule that says nothing or names a path leaving the
+    /// root is refused when the run starts.
+    pub fn constraint_rules(mut self, text: impl Into<String>, rules: Vec<Rule>) -> Coordinator {
+        self.constraints.push((text.into(), Some(rules)));
         self
     }
 
@@ -245,16 +259,32 @@ impl Coordinator {
                 _ => e.to_string(),
             },
         })?;
-        let mut constraints: Vec<(String, String)> = self
-            .constraints
-            .iter()
-            .filter(|c| !c.trim().is_empty())
-            .map(|c| (c.trim().to_string(), "--constraint".to_string()))
-            .collect();
+        let tool_names = self.tools.names();
+        let mut constraints: Vec<Stated> = Vec::new();
+        for (text, rules) in &self.constraints {
+            let text = text.trim();
+            if text.is_empty() {
+                continue;
+            }
+            constraints.push(match rules {
+                Some(rules) => Stated {
+                    text: text.to_string(),
+                    provenance: "--constraint-json".into(),
+                    rules: rules
+                        .iter()
+                        .cloned()
+                        .map(Rule::checked)
+                        .collect::<Result<_, _>>()
+                        .map_err(|e| RunError::BadSetting(format!("constraint {text}: {e}")))?,
+                    untyped: Vec::new(),
+                },
+                None => stated(text, "--constraint", &tool_names),
+            });
+        }
         constraints.extend(
             crate::context::binding_sentences(&question)
                 .into_iter()
-                .map(|s| (s, "question".to_string())),
+                .map(|s| stated(&s, "question", &tool_names)),
         );
         // Everything the caller gave is checked before the run is claimed.
         let roles = self.role_profiles()?;
@@ -431,4 +461,15 @@ fn new_run_id() -> String {
         .unwrap_or(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     format!("run-{:x}-{:x}{n}", nanos / 1_000_000, std::process::id())
+}
+
+/// A constraint given as text, typed where it can be.
+fn stated(text: &str, provenance: &str, tools: &[String]) -> Stated {
+    let typed = crate::policy::parse_constraint(text, tools);
+    Stated {
+        text: text.to_string(),
+        provenance: provenance.to_string(),
+        rules: typed.rules,
+        untyped: typed.untyped,
+    }
 }

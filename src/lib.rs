@@ -200,7 +200,7 @@ mod event;
 mod handoff;
 mod lead;
 mod model;
-mod policy;
+pub mod policy;
 mod report;
 mod source;
 mod subagent;
@@ -223,7 +223,7 @@ pub use model::{
     estimate_tokens, Message, Model, ModelError, ModelRequest, ModelResponse, OfflineModel,
     ScriptedModel, ScriptedTurn, Usage,
 };
-pub use policy::{Budget, Spent, TimeLimits};
+pub use policy::{Budget, Category, Consequence, Denial, Effect, Policy, Rule, Spent, TimeLimits};
 pub use report::{HandoffCounts, Report, RunUsage, SubagentState, SubagentSummary};
 pub use source::{Observation, ObservationLog, Shown, SourceId, SourceParseError};
 pub use tools::{

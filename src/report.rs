@@ -76,6 +76,99 @@ pub struct SubagentSummary {
     /// The contract violations of a rejected handoff.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub violations: Vec<Violation>,
+    /// Its tool calls a constraint denied.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub denials: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// Whether the gate enforces a constraint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Enforcement {
+    /// Every clause is typed, and the gate or the budget enforces it.
+    Enforced,
+    /// Some clauses are typed and enforced; the others are standing conditions.
+    Partly,
+    /// Nothing of it could be typed: a standing condition, carried verbatim but not enforced.
+    NotEnforced,
+}
+
+/// One of the run's constraints as the report shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConstraintReport {
+    /// Verbatim.
+    pub text: String,
+    /// Where it came from (`--constraint`, `--constraint-json`, `question`).
+    pub provenance: String,
+    /// Whether it is enforced.
+    pub enforcement: Enforcement,
+    /// What is enforced, rule by rule.
+    pub enforced_as: Vec<String>,
+    /// Its typed rules.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<crate::policy::Rule>,
+    /// The clauses not enforced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub untyped: Vec<String>,
+}
+
+impl ConstraintReport {
+    /// The report's view of a constraint in force.
+    pub fn of(c: &crate::checkpoint::ConstraintEntry) -> ConstraintReport {
+        let enforced = c.rules.iter().filter(|r| r.enforced()).count();
+        ConstraintReport {
+            text: c.text.clone(),
+            provenance: c.provenance.clone(),
+            enforcement: if enforced == 0 {
+                Enforcement::NotEnforced
+            } else if enforced == c.rules.len() && c.untyped.is_empty() {
+                Enforcement::Enforced
+            } else {
+                Enforcement::Partly
+            },
+            enforced_as: c.rules.iter().map(|r| r.describe()).collect(),
+            rules: c.rules.clone(),
+            untyped: c.untyped.clone(),
+        }
+    }
+
+    /// One line for the report's Hard constraints: the text, where from, and what of it is
+    /// enforced.
+    pub fn line(&self) -> String {
+        let text = crate::handoff::one_line(&self.text);
+        let untyped = || {
+            self.untyped
+                .iter()
+                .map(|u| format!("\"{}\"", crate::handoff::one_line(u)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match self.enforcement {
+            Enforcement::NotEnforced => format!(
+                "\"{text}\" ({}): not enforced: no rule could be read from it, so it is only carried to every subagent as a standing condition",
+                self.provenance
+            ),
+            Enforcement::Enforced => format!(
+                "\"{text}\" ({}): enforced by the gate: {}",
+                self.provenance,
+                self.enforced_as.join("; ")
+            ),
+            Enforcement::Partly => format!(
+                "\"{text}\" ({}): partly enforced: {}; not enforced: {}",
+                self.provenance,
+                self.enforced_as.join("; "),
+                if self.untyped.is_empty() {
+                    "the cost limit (no price is reported)".to_string()
+                } else {
+                    untyped()
+                }
+            ),
+        }
+    }
 }
 
 /// What the run spent, over all subagents.
@@ -137,6 +230,12 @@ pub struct Report {
     pub cancelled: bool,
     /// Wall time of the run in milliseconds.
     pub elapsed_ms: u64,
+    /// The run's constraints and whether each is enforced.
+    #[serde(default)]
+    pub constraints: Vec<ConstraintReport>,
+    /// Every tool call a constraint denied, in order.
+    #[serde(default)]
+    pub denials: Vec<crate::checkpoint::DenialEntry>,
 }
 
 impl Report {
@@ -162,12 +261,17 @@ impl Report {
     pub fn summary_line(&self) -> String {
         let (handed_off, repaired, rejected, failed) = self.outcome_counts();
         format!(
-            "baton: {} subagent(s): {handed_off} handed off, {repaired} repaired, {rejected} rejected, {failed} failed{}; {} conclusion(s), {} open item(s); {} tool calls, {} tokens, {:.1}s",
+            "baton: {} subagent(s): {handed_off} handed off, {repaired} repaired, {rejected} rejected, {failed} failed{}; {} conclusion(s), {} open item(s); {} tool calls{}, {} tokens, {:.1}s",
             self.subagents.len(),
             if self.cancelled { " (cancelled)" } else { "" },
             self.handoff.settled_conclusions.len(),
             self.handoff.open_items.len(),
             self.usage.tool_calls,
+            if self.denials.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} denied)", self.denials.len())
+            },
             self.usage.tokens_in + self.usage.tokens_out,
             self.elapsed_ms as f64 / 1000.0
         )

@@ -43,6 +43,8 @@ fn checkpoint(evidence_items: usize) -> Checkpoint {
             text: CONSTRAINT.into(),
             normalised: baton::context::normalise(CONSTRAINT),
             provenance: "--constraint".into(),
+            rules: Vec::new(),
+            untyped: Vec::new(),
         },
         RunEvent::PlanRevised {
             subagents: vec![PlannedSubagent {
@@ -342,6 +344,8 @@ async fn killed_run(store: &MemoryStore, run_id: &str, root: &std::path::Path, q
             text: CONSTRAINT.into(),
             normalised: baton::context::normalise(CONSTRAINT),
             provenance: "--constraint".into(),
+            rules: Vec::new(),
+            untyped: Vec::new(),
         },
         RunEvent::PlanRevised {
             subagents: vec![PlannedSubagent {

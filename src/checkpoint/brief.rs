@@ -34,6 +34,9 @@ pub struct Brief {
     pub unresolved_effects: Vec<BriefItem>,
     /// Constraints in force.
     pub constraints: Vec<BriefItem>,
+    /// Tool calls a constraint denied.
+    #[serde(default)]
+    pub denials: Vec<BriefItem>,
     /// Budgets, exact.
     pub budgets: Vec<BriefItem>,
     /// What to do next.
@@ -90,9 +93,36 @@ pub fn brief(cp: &Checkpoint) -> Brief {
     let constraints = cp
         .constraints
         .iter()
-        .map(|c| BriefItem {
-            text: format!("{} (from {})", c.text, c.provenance),
-            event: c.event,
+        .map(|c| {
+            let report = crate::report::ConstraintReport::of(c);
+            BriefItem {
+                text: format!(
+                    "{} (from {}; {})",
+                    c.text,
+                    c.provenance,
+                    match report.enforcement {
+                        crate::report::Enforcement::NotEnforced => "not enforced".to_string(),
+                        _ => format!("enforced: {}", report.enforced_as.join("; ")),
+                    }
+                ),
+                event: c.event,
+            }
+        })
+        .collect();
+    let denials = cp
+        .denials
+        .iter()
+        .map(|d| BriefItem {
+            text: format!(
+                "{} {} ({}): {} denied by \"{}\" ({:?})",
+                d.subagent,
+                d.call_id,
+                d.tool,
+                d.consequence.describe(),
+                crate::handoff::one_line(&d.constraint),
+                d.category
+            ),
+            event: d.event,
         })
         .collect();
     let mut budgets: Vec<BriefItem> = cp
@@ -152,6 +182,7 @@ pub fn brief(cp: &Checkpoint) -> Brief {
         evidence,
         unresolved_effects: unresolved,
         constraints,
+        denials,
         budgets,
         next_step,
     }
@@ -181,6 +212,8 @@ impl Brief {
         section(&mut out, "Evidence", &self.evidence);
         section(&mut out, "Unresolved effects", &self.unresolved_effects);
         section(&mut out, "Active constraints", &self.constraints);
+        let title = format!("Denials ({})", self.denials.len());
+        section(&mut out, &title, &self.denials);
         section(&mut out, "Budgets", &self.budgets);
         let _ = writeln!(out, "\n## Next step\n{}", self.next_step);
         out

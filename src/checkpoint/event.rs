@@ -94,6 +94,12 @@ pub enum RunEvent {
         normalised: String,
         /// Where it came from.
         provenance: String,
+        /// Its typed rules, which the gate enforces (none: a standing condition only).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        rules: Vec<crate::policy::Rule>,
+        /// Its clauses no rule covers: carried verbatim, not enforced.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        untyped: Vec<String>,
     },
     /// The plan was made or changed.
     PlanRevised {
@@ -147,6 +153,17 @@ pub enum RunEvent {
         observations: Vec<Observation>,
         /// The effect's state now.
         effect: EffectState,
+    },
+    /// The policy gate refused a tool call: it did not run (its `tool_returned` follows, an
+    /// error). Logged before that return.
+    ToolDenied {
+        /// The subagent.
+        subagent: String,
+        /// The call.
+        call_id: String,
+        /// The refusal: the tool, the consequence, the constraint, its category.
+        #[serde(flatten)]
+        denial: crate::policy::Denial,
     },
     /// An effect changed state outside a call (recovery, reconciliation).
     EffectChanged {
@@ -257,6 +274,7 @@ impl RunEvent {
             RunEvent::SubagentSpawned { .. } => "subagent_spawned",
             RunEvent::ToolCalled { .. } => "tool_called",
             RunEvent::ToolReturned { .. } => "tool_returned",
+            RunEvent::ToolDenied { .. } => "tool_denied",
             RunEvent::EffectChanged { .. } => "effect_changed",
             RunEvent::HandoffAccepted { .. } => "handoff_accepted",
             RunEvent::HandoffRepairRequested { .. } => "handoff_repair_requested",
@@ -276,6 +294,7 @@ impl RunEvent {
             RunEvent::SubagentSpawned { subagent, .. }
             | RunEvent::ToolCalled { subagent, .. }
             | RunEvent::ToolReturned { subagent, .. }
+            | RunEvent::ToolDenied { subagent, .. }
             | RunEvent::HandoffAccepted { subagent, .. }
             | RunEvent::HandoffRepairRequested { subagent, .. }
             | RunEvent::HandoffRejected { subagent, .. }

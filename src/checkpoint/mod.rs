@@ -57,6 +57,12 @@ pub struct ConstraintEntry {
     pub normalised: String,
     /// Where it came from.
     pub provenance: String,
+    /// Its typed rules, which the gate enforces (none: a standing condition only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<crate::policy::Rule>,
+    /// Its clauses no rule covers: carried verbatim, not enforced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub untyped: Vec<String>,
     /// The event that stated it.
     pub event: u64,
 }
@@ -133,10 +139,20 @@ pub struct EffectEntry {
 /// A denial by policy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DenialEntry {
-    /// What was denied.
-    pub intent_id: String,
-    /// Why.
-    pub reason: String,
+    /// The subagent whose call was denied.
+    pub subagent: String,
+    /// The call.
+    pub call_id: String,
+    /// The tool called.
+    pub tool: String,
+    /// The consequence denied.
+    pub consequence: crate::policy::Consequence,
+    /// The constraint that denied it, verbatim.
+    pub constraint: String,
+    /// The `constraint_stated` event of that constraint.
+    pub constraint_event: u64,
+    /// The kind of constraint.
+    pub category: crate::policy::Category,
     /// The event.
     pub event: u64,
 }

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, HashSet};
 use super::effect::transition;
 use super::event::{sha256_hex, LoggedEvent, RunEvent};
 use super::{
-    AcceptedEntry, Budgets, Checkpoint, ConstraintEntry, EffectEntry, EvidenceEntry, Handoffs,
-    NegativeEntry, PlanEntry, PlanStatus, RejectedEntry, SCHEMA_VERSION,
+    AcceptedEntry, Budgets, Checkpoint, ConstraintEntry, DenialEntry, EffectEntry, EvidenceEntry,
+    Handoffs, NegativeEntry, PlanEntry, PlanStatus, RejectedEntry, SCHEMA_VERSION,
 };
 use crate::handoff::ConclusionKind;
 use crate::policy::{Budget, Spent};
@@ -138,10 +138,28 @@ impl Projector {
                 text,
                 normalised,
                 provenance,
+                rules,
+                untyped,
             } => cp.constraints.push(ConstraintEntry {
                 text: text.clone(),
                 normalised: normalised.clone(),
                 provenance: provenance.clone(),
+                rules: rules.clone(),
+                untyped: untyped.clone(),
+                event: at,
+            }),
+            RunEvent::ToolDenied {
+                subagent,
+                call_id,
+                denial,
+            } => cp.denials.push(DenialEntry {
+                subagent: subagent.clone(),
+                call_id: call_id.clone(),
+                tool: denial.tool.clone(),
+                consequence: denial.consequence.clone(),
+                constraint: denial.constraint.clone(),
+                constraint_event: denial.constraint_event,
+                category: denial.category,
                 event: at,
             }),
             RunEvent::PlanRevised { subagents, .. } => {

@@ -238,6 +238,10 @@ struct ExploreArgs {
     /// A constraint the run must respect, verbatim (repeatable).
     #[arg(long = "constraint", value_name = "TEXT")]
     constraints: Vec<String>,
+    /// A typed constraint the gate enforces, as JSON: one rule or an array, e.g.
+    /// `{"rule":"read_scope","only_under":["src"]}` (repeatable; see the README).
+    #[arg(long = "constraint-json", value_name = "JSON")]
+    constraint_json: Vec<String>,
     /// Extra role profiles (`*.toml`) adding to or replacing the built-in ones.
     #[arg(long)]
     roles: Option<std::path::PathBuf>,
@@ -371,6 +375,16 @@ async fn explore(args: ExploreArgs) -> i32 {
         say!("{}: {why}", args.root.display());
         return EXIT_USAGE;
     }
+    let mut typed = Vec::new();
+    for text in &args.constraint_json {
+        match baton::policy::rules_from_json(text) {
+            Ok(rules) => typed.push((text.trim().to_string(), rules)),
+            Err(why) => {
+                say!("--constraint-json: {why}");
+                return EXIT_USAGE;
+            }
+        }
+    }
     let store = match args.state.open() {
         Ok(s) => s,
         Err(e) => return store_error(&e),
@@ -381,6 +395,9 @@ async fn explore(args: ExploreArgs) -> i32 {
     }
     for c in &args.constraints {
         coordinator = coordinator.constraint(c.clone());
+    }
+    for (text, rules) in typed {
+        coordinator = coordinator.constraint_rules(text, rules);
     }
     if let Some(dir) = &args.roles {
         coordinator = coordinator.roles(dir.clone());

@@ -22,6 +22,17 @@ pub fn binding_sentences(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The question without its binding sentences — they become constraints, not search terms —
+/// or the whole question when every sentence binds.
+pub fn without_binding(text: &str) -> String {
+    let kept: Vec<&str> = sentences(text).into_iter().filter(|s| !binds(s)).collect();
+    if kept.is_empty() {
+        text.trim().to_string()
+    } else {
+        kept.join(" ")
+    }
+}
+
 /// Whether one sentence binds: it holds one of the binding words or phrases, as words (not
 /// inside another word), in any letter case, with either apostrophe.
 pub fn binds(sentence: &str) -> bool {

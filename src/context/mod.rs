@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::{Checkpoint, Delta};
 pub(crate) use constraints::sentences;
-pub use constraints::{binding_sentences, binds, normalise};
+pub use constraints::{binding_sentences, binds, normalise, without_binding};
 pub use orientation::{state_name, Orientation};
 pub use role::{load_roles, Field, OptionalField, RoleError, RoleProfile, KNOWN_TOOLS};
 pub use select::{ContextIndex, Focus, ItemSum, Omitted, Selection, FIELD_CAP};
@@ -275,7 +275,15 @@ fn render_raw(field: Field, cp: &Checkpoint, delta: Option<&Delta>, pick: &Selec
         Field::Denials => cp
             .denials
             .iter()
-            .map(|d| plain(format!("- {} denied: {}\n", d.intent_id, d.reason)))
+            .map(|d| {
+                plain(format!(
+                    "- {} {}: {} — denied by \"{}\"\n",
+                    d.subagent,
+                    d.call_id,
+                    d.consequence.describe(),
+                    crate::handoff::one_line(&d.constraint)
+                ))
+            })
             .collect(),
         Field::Approvals => cp
             .approvals

@@ -126,7 +126,7 @@ async fn on_message(
             } => {
                 let events = returned
                     .into_iter()
-                    .map(|r| journal::tool_returned(&id, r))
+                    .flat_map(|r| journal::tool_returned(&id, r))
                     .collect();
                 state.log(events);
             }

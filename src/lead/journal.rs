@@ -17,7 +17,7 @@ use crate::report::SubagentState;
 use crate::subagent::ToolReturn;
 use crate::tools::ToolCall;
 
-use super::{LeadMsg, RunConfig};
+use super::{LeadMsg, RunConfig, Stated};
 
 pub(super) fn started(config: &RunConfig) -> RunEvent {
     RunEvent::RunStarted {
@@ -95,14 +95,16 @@ pub(super) fn spawned(
     }
 }
 
-/// The constraints a run starts with, verbatim, normalised, with their provenance.
-pub(super) fn constraints(given: &[(String, String)]) -> Vec<RunEvent> {
+/// The constraints a run starts with, verbatim, normalised, typed, with their provenance.
+pub(super) fn constraints(given: &[Stated]) -> Vec<RunEvent> {
     given
         .iter()
-        .map(|(text, provenance)| RunEvent::ConstraintStated {
-            text: text.clone(),
-            normalised: crate::context::normalise(text),
-            provenance: provenance.clone(),
+        .map(|c| RunEvent::ConstraintStated {
+            text: c.text.clone(),
+            normalised: crate::context::normalise(&c.text),
+            provenance: c.provenance.clone(),
+            rules: c.rules.clone(),
+            untyped: c.untyped.clone(),
         })
         .collect()
 }
@@ -118,7 +120,20 @@ pub(super) fn tool_called(id: &str, call: &ToolCall, read_only: bool) -> RunEven
     }
 }
 
-pub(super) fn tool_returned(id: &str, result: ToolReturn) -> RunEvent {
+/// A call's return — after its denial, when a constraint denied it.
+pub(super) fn tool_returned(id: &str, mut result: ToolReturn) -> Vec<RunEvent> {
+    let denied = result.denial.take().map(|denial| RunEvent::ToolDenied {
+        subagent: id.to_string(),
+        call_id: result.call_id.clone(),
+        denial: *denial,
+    });
+    denied
+        .into_iter()
+        .chain(std::iter::once(returned(id, result)))
+        .collect()
+}
+
+fn returned(id: &str, result: ToolReturn) -> RunEvent {
     RunEvent::ToolReturned {
         subagent: id.to_string(),
         call_id: result.call_id,
@@ -287,10 +302,11 @@ mod tests {
                     timed_out,
                     content_digest: String::new(),
                     observations: Vec::new(),
+                    denial: None,
                 },
             );
-            match event {
-                RunEvent::ToolReturned { effect, .. } => effect,
+            match event.as_slice() {
+                [RunEvent::ToolReturned { effect, .. }] => *effect,
                 other => panic!("{other:?}"),
             }
         };

@@ -49,11 +49,20 @@ pub fn merge_handoffs(accepted: &[(Handoff, Vec<String>, ObservationLog)]) -> Ha
             doubted: false,
         })
         .collect();
-    merge(&list, &[])
+    merge(&list, &[], WHOLE_TREE)
 }
 
+/// What negative evidence calls everything the shards covered, when no constraint narrowed it.
+pub(crate) const WHOLE_TREE: &str = "the whole tree";
+
 /// The lead's handoff from the accepted ones (in shard order) and the unexplored shards.
-pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) -> Handoff {
+/// `whole` names everything the shards covered ("the whole tree", or the read scope the
+/// constraints allow).
+pub(crate) fn merge(
+    accepted: &[Accepted<'_>],
+    unexplored: &[Unexplored<'_>],
+    whole: &str,
+) -> Handoff {
     let mut out = Handoff::default();
     // Findings, taken in turn from each subagent, duplicates merged.
     // What an accepted verifier confirmed: a claim (its words) with the sources it cites. A
@@ -107,7 +116,7 @@ pub(crate) fn merge(accepted: &[Accepted<'_>], unexplored: &[Unexplored<'_>]) ->
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
     out.settled_conclusions = scored.into_iter().map(|(_, c)| c).collect();
     out.settled_conclusions
-        .extend(negative_evidence(accepted, unexplored.is_empty()));
+        .extend(negative_evidence(accepted, unexplored.is_empty(), whole));
     for a in accepted {
         for c in a
             .handoff
@@ -261,7 +270,11 @@ fn covers(searched: &[String], shard: &[String]) -> bool {
 /// searches. Its place is "the whole tree" only when every shard handed off and every one of
 /// them ran that same search over its whole shard — decided per pattern, never from the union
 /// of the scopes of different searches; otherwise the place is the scopes it ran in.
-fn negative_evidence(accepted: &[Accepted<'_>], all_handed_off: bool) -> Vec<Conclusion> {
+fn negative_evidence(
+    accepted: &[Accepted<'_>],
+    all_handed_off: bool,
+    whole: &str,
+) -> Vec<Conclusion> {
     #[derive(Default)]
     struct Group {
         found: bool,
@@ -332,7 +345,7 @@ fn negative_evidence(accepted: &[Accepted<'_>], all_handed_off: bool) -> Vec<Con
             && !explorers.is_empty()
             && explorers.iter().all(|i| g.shards.contains(i));
         let place = if everywhere {
-            "the whole tree".to_string()
+            whole.to_string()
         } else {
             let scopes: Vec<String> = g.scopes.iter().cloned().collect();
             prose_list(&scopes)
@@ -435,7 +448,7 @@ mod tests {
                 doubted: false,
             },
         ];
-        let everything = merge(&accepted, &[]);
+        let everything = merge(&accepted, &[], WHOLE_TREE);
         let negative = everything.settled_conclusions.last().unwrap();
         assert!(
             negative.claim.contains("in the whole tree"),
@@ -454,6 +467,7 @@ mod tests {
                     ..Handoff::default()
                 }),
             }],
+            WHOLE_TREE,
         );
         let claims: Vec<&str> = merged
             .settled_conclusions
@@ -506,7 +520,7 @@ mod tests {
                 doubted: false,
             },
         ];
-        let merged = merge(&accepted, &[]);
+        let merged = merge(&accepted, &[], WHOLE_TREE);
         assert_eq!(merged.settled_conclusions[0].claim, "the `parse` function");
     }
 
@@ -561,6 +575,7 @@ mod tests {
                 accepted(&empty, &scope_b, &log_b),
             ],
             &[],
+            WHOLE_TREE,
         );
         let claims: Vec<&str> = merged
             .settled_conclusions
@@ -613,6 +628,7 @@ mod tests {
                 },
             ],
             &[],
+            WHOLE_TREE,
         );
         let settled: Vec<&str> = merged
             .settled_conclusions

@@ -53,6 +53,15 @@ use state::LeadState;
 /// The least time between two checkpoints taken while a run goes on.
 const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// A constraint as the user gave it: verbatim, where from, and its typed form.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Stated {
+    pub(crate) text: String,
+    pub(crate) provenance: String,
+    pub(crate) rules: Vec<crate::policy::Rule>,
+    pub(crate) untyped: Vec<String>,
+}
+
 /// Everything one run needs; built by the `Coordinator`.
 #[derive(Clone)]
 pub(crate) struct RunConfig {
@@ -67,8 +76,8 @@ pub(crate) struct RunConfig {
     pub(crate) repairs: u32,
     /// Shards to split the tree into (none: one per agent, one more per MiB).
     pub(crate) shards: Option<usize>,
-    /// Constraints given with the task: (verbatim text, provenance).
-    pub(crate) constraints: Vec<(String, String)>,
+    /// Constraints given with the task, typed where they can be.
+    pub(crate) constraints: Vec<Stated>,
     /// The role profiles subagents are compiled for (explorer, verifier, …).
     pub(crate) roles: BTreeMap<String, RoleProfile>,
     /// Where the run's events go (none: the run is not logged).

@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 
 use super::{merge, plan, plan::Shard, LeadState};
-use crate::handoff::{Files, Handoff, OpenItem};
-use crate::report::{HandoffCounts, Report, RunUsage, SubagentState};
+use crate::handoff::{Files, Handoff, HardConstraint, OpenItem};
+use crate::policy::Policy;
+use crate::report::{ConstraintReport, HandoffCounts, Report, RunUsage, SubagentState};
 use crate::source::SourceId;
 use crate::tools::Workspace;
 
@@ -52,7 +53,24 @@ impl LeadState {
                 unverified: None,
             }
         }));
-        let mut handoff = merge::merge(&accepted, &unexplored);
+        let whole = scope_label(&self.policy);
+        let mut handoff = merge::merge(&accepted, &unexplored, &whole);
+        // The run's own constraints first, each with whether the gate enforces it.
+        let checkpoint = self.projector.checkpoint();
+        let constraints: Vec<ConstraintReport> = checkpoint
+            .constraints
+            .iter()
+            .map(ConstraintReport::of)
+            .collect();
+        let stated: Vec<HardConstraint> = constraints
+            .iter()
+            .zip(&checkpoint.constraints)
+            .map(|(c, entry)| HardConstraint {
+                constraint: c.line(),
+                sources: vec![SourceId::Event(entry.event.to_string())],
+            })
+            .collect();
+        handoff.hard_constraints.splice(0..0, stated);
         if let Some(error) = &self.planning_error {
             handoff.open_items.push(OpenItem {
                 item: "The tree could not be planned".into(),
@@ -69,7 +87,11 @@ impl LeadState {
         } else if self.records.is_empty() {
             handoff.open_items.push(OpenItem {
                 item: "Nothing was explored".into(),
-                stuck_on: "the root holds no readable, non-ignored file".into(),
+                stuck_on: if whole == merge::WHOLE_TREE {
+                    "the root holds no readable, non-ignored file".into()
+                } else {
+                    format!("{whole} holds no readable, non-ignored file")
+                },
             });
         }
         let mut usage = RunUsage::default();
@@ -84,7 +106,19 @@ impl LeadState {
             question: self.config.question.clone(),
             root: self.config.workspace.root().display().to_string(),
             handoff,
-            subagents: self.records.iter().map(|r| r.summary.clone()).collect(),
+            subagents: self
+                .records
+                .iter()
+                .map(|r| {
+                    let mut summary = r.summary.clone();
+                    summary.denials = checkpoint
+                        .denials
+                        .iter()
+                        .filter(|d| d.subagent == summary.id)
+                        .count() as u32;
+                    summary
+                })
+                .collect(),
             usage,
             handoffs: HandoffCounts::of(
                 &self
@@ -96,7 +130,31 @@ impl LeadState {
             model: self.config.model.name(),
             cancelled: self.cancelled,
             elapsed_ms: self.started.elapsed().as_millis() as u64,
+            constraints,
+            denials: checkpoint.denials.clone(),
         }
+    }
+}
+
+/// What the shards covered, as negative evidence names it: the whole tree, or the read scope
+/// the constraints leave ("`src` only, as constrained").
+pub(super) fn scope_label(policy: &Policy) -> String {
+    let quoted = |v: Vec<String>| {
+        v.iter()
+            .map(|p| format!("`{p}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let except = policy.read_exclusions();
+    match (policy.read_roots(), except.is_empty()) {
+        (None, true) => merge::WHOLE_TREE.to_string(),
+        (None, false) => format!("the whole tree except {}, as constrained", quoted(except)),
+        (Some(roots), true) => format!("{} only, as constrained", quoted(roots)),
+        (Some(roots), false) => format!(
+            "{} only, except {}, as constrained",
+            quoted(roots),
+            quoted(except)
+        ),
     }
 }
 
@@ -135,13 +193,23 @@ pub(crate) struct Planned {
 }
 
 /// The run's planning, off the actor: every non-ignored file with its size, then shards.
+/// `roots`: where the constraints let reading go (none: the whole tree); a root that does not
+/// exist plans nothing.
 pub(super) fn plan_run(
     workspace: &Workspace,
+    roots: Option<&[String]>,
     agents: usize,
     max_subagents: usize,
     shards: Option<usize>,
 ) -> Result<Planned, String> {
-    let walked = crate::tools::walk_files(workspace, &[".".to_string()]).map_err(|e| e.message)?;
+    let whole = [".".to_string()];
+    let roots: Vec<String> = roots
+        .unwrap_or(&whole)
+        .iter()
+        .filter(|r| r.as_str() == "." || workspace.resolve(r).is_ok())
+        .cloned()
+        .collect();
+    let walked = crate::tools::walk_files(workspace, &roots).map_err(|e| e.message)?;
     let left_out = walked.dirs_left_out;
     let files = walked.files;
     let sized: Vec<(String, u64)> = files

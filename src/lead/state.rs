@@ -20,7 +20,7 @@ use super::resume::Resumption;
 use crate::event::Event;
 use crate::handoff::Handoff;
 use crate::handoff::{Violation, WorkspaceFiles};
-use crate::policy::Spent;
+use crate::policy::{Policy, Spent};
 use crate::report::{Report, SubagentState, SubagentSummary};
 use crate::source::ObservationLog;
 use crate::subagent::{SubagentActor, SubagentArgs, SubagentMsg};
@@ -92,6 +92,12 @@ pub(crate) struct LeadState {
     pub(super) verifier_skipped: bool,
     /// Directories the plan could not cover (logged with the plan, restored on resume).
     pub(super) left_out: Vec<String>,
+    /// The gate's policy: the typed rules of the checkpoint's constraints, set when the run
+    /// starts (its constraints logged, or read back on a resume).
+    pub(super) policy: Arc<Policy>,
+    /// The question without its binding sentences (they are constraints, not search terms):
+    /// what briefs ask and contexts are selected by.
+    pub(super) search_question: String,
 }
 
 impl LeadState {
@@ -114,7 +120,8 @@ impl LeadState {
             None => (None, None),
         };
         let span = tracing::info_span!("run", run_id = %args.config.run_id);
-        let question_terms = Focus::terms(&args.config.question);
+        let search_question = crate::context::without_binding(&args.config.question);
+        let question_terms = Focus::terms(&search_question);
         LeadState {
             config: args.config,
             events: args.events,
@@ -145,6 +152,8 @@ impl LeadState {
             second_wave_planned: false,
             verifier_skipped: false,
             left_out: Vec::new(),
+            policy: Arc::new(Policy::default()),
+            search_question,
         }
     }
 
@@ -306,6 +315,7 @@ impl LeadState {
                     repairs: 0,
                     error: None,
                     violations: Vec::new(),
+                    denials: 0,
                 },
                 shard,
                 actor: None,
@@ -378,26 +388,37 @@ impl LeadState {
             };
             let record = &self.records[index];
             let brief = if role.name == "verifier" {
-                plan::verify_brief(&self.config.question)
+                plan::verify_brief(&self.search_question)
             } else {
-                plan::brief(&self.config.question, &record.shard)
+                plan::brief(&self.search_question, &record.shard)
             };
+            let budget = self.policy.cap(self.config.budget);
             let spawned = journal::spawned(
                 &record.summary.id,
                 &record.shard.paths,
                 &brief,
                 &context,
-                self.config.budget,
+                budget,
             );
+            // Its earlier attempts' denials (a resume) count toward the bound.
+            let denied = self
+                .projector
+                .checkpoint()
+                .denials
+                .iter()
+                .filter(|d| d.subagent == record.summary.id)
+                .map(|d| d.consequence.clone())
+                .collect();
             let args = SubagentArgs {
                 id: record.summary.id.clone(),
                 system: context.text,
                 brief,
                 orientation,
-                budget: self.config.budget,
+                denied,
+                budget,
                 model: Arc::clone(&self.config.model),
                 tools: self.config.tools.only(&role.tools),
-                workspace: self.config.workspace.clone(),
+                workspace: self.config.workspace.under(Arc::clone(&self.policy)),
                 report: {
                     let (lead, id) = (myself.clone(), record.summary.id.clone());
                     Arc::new(move |report| {
@@ -644,6 +665,10 @@ impl LeadState {
         self.reply = Some(reply);
         self.started = Instant::now();
         if let Some(resumption) = self.resume.take() {
+            // The constraints come back from the log, with the rules they were typed to.
+            self.policy = Arc::new(Policy::from_constraints(
+                &self.projector.checkpoint().constraints,
+            ));
             self.resumed_after = Some(resumption.after_seq);
             let mut events = vec![RunEvent::RunResumed {
                 after_seq: resumption.after_seq,
@@ -669,8 +694,13 @@ impl LeadState {
             let mut events = vec![journal::started(&self.config)];
             events.extend(journal::constraints(&self.config.constraints));
             self.log(events);
+            self.policy = Arc::new(Policy::from_constraints(
+                &self.projector.checkpoint().constraints,
+            ));
         }
-        let workspace = self.config.workspace.clone();
+        // Planning walks only what the constraints let be read.
+        let workspace = self.config.workspace.under(Arc::clone(&self.policy));
+        let roots = self.policy.read_roots();
         let (agents, max) = (self.config.agents, self.config.max_subagents);
         let shards = self.config.shards;
         let me = myself.clone();
@@ -678,7 +708,7 @@ impl LeadState {
         tokio::task::spawn_blocking(move || {
             // The BPE vocabulary loads once (~0.2 s): here, not in a handler.
             let _ = crate::context::Tokenizer::count(tokenizer.as_ref(), "warm");
-            let planned = plan_run(&workspace, agents, max, shards);
+            let planned = plan_run(&workspace, roots.as_deref(), agents, max, shards);
             let _ = me.cast(LeadMsg::Planned(planned));
         });
     }

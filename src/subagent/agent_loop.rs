@@ -60,6 +60,9 @@ pub(crate) struct AgentLoop {
     arrivals: usize,
     /// Set when no compaction can bring the next request under the model's window.
     window_full: Option<String>,
+    /// How often each consequence was denied to this subagent (from its earlier attempts
+    /// too, on a resume).
+    denied: std::collections::HashMap<crate::policy::Consequence, u32>,
 }
 
 /// One compaction of the window, for the run's log.
@@ -103,6 +106,7 @@ impl AgentLoop {
             ledger: Ledger::new(),
             arrivals: 1,
             window_full: None,
+            denied: std::collections::HashMap::new(),
         }
     }
 
@@ -369,8 +373,30 @@ impl AgentLoop {
     }
 
     /// The tools ran.
+    /// Consequences denied to this subagent before (its earlier attempts, on a resume): they
+    /// count toward the bound on repeated denials.
+    pub(crate) fn with_denied(mut self, earlier: &[crate::policy::Consequence]) -> AgentLoop {
+        for c in earlier {
+            *self.denied.entry(c.clone()).or_default() += 1;
+        }
+        self
+    }
+
     pub(crate) fn on_tools(&mut self, results: Vec<ToolResult>) -> Step {
         self.spent.tool_calls += results.len() as u32;
+        // The same consequence denied again and again ends the subagent, the denial its
+        // reason.
+        let mut stop = None;
+        for denial in results.iter().filter_map(|r| r.denial.as_deref()) {
+            let count = self.denied.entry(denial.consequence.clone()).or_default();
+            *count += 1;
+            if stop.is_none() && crate::policy::denied_too_often(*count) {
+                stop = Some(format!(
+                    "stopped after {count} denials of the same call: {}",
+                    denial.message()
+                ));
+            }
+        }
         // Results go right after their call, before any "not run" placeholders.
         let insert_at = self
             .messages
@@ -388,6 +414,9 @@ impl AgentLoop {
             };
             self.arrive(&message);
             self.messages.insert(position, message);
+        }
+        if let Some(reason) = stop {
+            return Step::Failed(reason);
         }
         self.model_step()
     }
@@ -418,6 +447,7 @@ mod tests {
             content: "x".into(),
             is_error: false,
             observations: vec![],
+            denial: None,
         }
     }
 
@@ -579,6 +609,7 @@ mod tests {
                     content: "no matches".into(),
                     is_error: false,
                     observations: vec![],
+                    denial: None,
                 })
                 .collect();
             let Step::CallModel(request) = l.on_tools(results) else {

@@ -79,6 +79,8 @@ pub(crate) struct ToolReturn {
     pub(crate) timed_out: bool,
     pub(crate) content_digest: String,
     pub(crate) observations: Vec<Observation>,
+    /// Set when a constraint denied the call.
+    pub(crate) denial: Option<Box<crate::policy::Denial>>,
 }
 
 impl ToolReturn {
@@ -89,6 +91,7 @@ impl ToolReturn {
             timed_out: *timed_out,
             content_digest: sha256_hex(result.content.as_bytes()),
             observations: result.observations.clone(),
+            denial: result.denial.clone(),
         }
     }
 }
@@ -104,6 +107,8 @@ pub(crate) struct SubagentArgs {
     pub(crate) budget: Budget,
     /// Set for a subagent restarted by a resume.
     pub(crate) orientation: Option<crate::context::Orientation>,
+    /// Consequences denied to its earlier attempts (a resume): they count toward the bound.
+    pub(crate) denied: Vec<crate::policy::Consequence>,
     pub(crate) model: Arc<dyn Model>,
     pub(crate) tools: ToolRegistry,
     pub(crate) workspace: Workspace,
@@ -155,6 +160,7 @@ pub(crate) async fn run_tool(
                 content: "error: too many earlier tool calls are stuck past their time limit (a hung file system?); this call was not run".into(),
                 is_error: true,
                 observations: Vec::new(),
+                denial: None,
             },
             false,
         ),
@@ -168,6 +174,7 @@ pub(crate) async fn run_tool(
             ),
             is_error: true,
             observations: Vec::new(),
+            denial: None,
             },
             true,
         ),
@@ -341,7 +348,8 @@ impl Actor for SubagentActor {
             args.budget,
         )
         .with_window(args.model.context_window())
-        .with_orientation(args.orientation);
+        .with_orientation(args.orientation)
+        .with_denied(&args.denied);
         let first = agent.start();
         myself.cast(SubagentMsg::Step(first))?;
         Ok(SubagentState {

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 
 use super::{Tool, ToolError, ToolOutput, ToolSpec, Workspace};
+use crate::policy::{Consequence, Effect};
 use crate::source::{prose_list, quote_path, search_label, Observation};
 
 /// Most matches grep prints; the rest are counted and a note says so.
@@ -63,6 +64,20 @@ fn scope_args(args: &Value) -> Result<Vec<String>, ToolError> {
     }
 }
 
+/// The directory every path a glob matches lies in: its leading parts without a wildcard
+/// (root-relative, normal form); `None` when it has none, or matches names at any depth.
+fn glob_literal_dir(pattern: &str) -> Option<String> {
+    let parts: Vec<&str> = pattern.split('/').collect();
+    let (_, dirs) = parts.split_last()?;
+    let literal: Vec<&str> = dirs
+        .iter()
+        .copied()
+        .filter(|p| !p.is_empty() && *p != ".")
+        .take_while(|p| *p != ".." && !p.contains(['*', '?', '[', '{', '\\']))
+        .collect();
+    (!literal.is_empty()).then(|| literal.join("/"))
+}
+
 /// The ignore files the walker reads in a directory. (`.git/info/exclude` is not read: finding
 /// it can mean following a `.git` file's `gitdir:` anywhere, reading files on the way.)
 const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
@@ -81,7 +96,10 @@ fn unreadable_ignore_file(dir: &Path) -> Option<PathBuf> {
 /// file of bounded size: one in `start` or above it is an error; one in a directory below
 /// leaves that directory out, recorded in `left_out` (without `left_out`, nothing below is
 /// descended into: a walk of depth 1 reads no ignore file below `start`).
+/// Entries the workspace's policy forbids are never yielded: a file it does not let be read,
+/// a directory below which nothing may be.
 fn walker(
+    ws: &Workspace,
     start: &Path,
     max_depth: Option<usize>,
     left_out: Option<Arc<Mutex<Vec<PathBuf>>>>,
@@ -99,10 +117,18 @@ fn walker(
         .follow_links(false)
         .max_depth(max_depth)
         .sort_by_file_name(|a, b| a.cmp(b));
-    if let Some(left_out) = left_out {
+    let constrained = !ws.policy().is_empty();
+    if left_out.is_some() || constrained {
+        let ws = ws.clone();
         builder.filter_entry(move |entry| {
-            let unwalkable = entry.file_type().is_some_and(|t| t.is_dir())
-                && unreadable_ignore_file(entry.path()).is_some();
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            if constrained && entry.depth() > 0 && !ws.walk_keeps(entry.path(), is_dir) {
+                return false;
+            }
+            let Some(left_out) = &left_out else {
+                return true;
+            };
+            let unwalkable = is_dir && unreadable_ignore_file(entry.path()).is_some();
             if unwalkable {
                 if let Ok(mut list) = left_out.lock() {
                     list.push(entry.path().to_path_buf());
@@ -130,10 +156,11 @@ pub(crate) fn walk_files(workspace: &Workspace, scopes: &[String]) -> Result<Wal
     for scope in scopes {
         let start = workspace.resolve_argument(scope)?;
         if start.is_file() {
+            workspace.may_open(&start)?;
             files.push((start.clone(), workspace.relative(&start)));
             continue;
         }
-        for entry in walker(&start, None, Some(Arc::clone(&left_out)))?.flatten() {
+        for entry in walker(workspace, &start, None, Some(Arc::clone(&left_out)))?.flatten() {
             let is_file = entry.file_type().is_some_and(|t| t.is_file());
             // A name that is not UTF-8 cannot be written in a citation: it is left out.
             if is_file && workspace.citable(entry.path()) {
@@ -175,6 +202,11 @@ impl Tool for ListDir {
         }
     }
 
+    fn consequences(&self, args: &Value) -> Vec<Consequence> {
+        let rel = args.get("path").and_then(Value::as_str).unwrap_or(".");
+        vec![Consequence::on_path(Effect::List, rel)]
+    }
+
     fn call(&self, ws: &Workspace, call_id: &str, args: &Value) -> Result<ToolOutput, ToolError> {
         let rel = args.get("path").and_then(Value::as_str).unwrap_or(".");
         let dir = ws.resolve_argument(rel)?;
@@ -183,7 +215,7 @@ impl Tool for ListDir {
         }
         let mut lines = Vec::new();
         let mut total = 0usize;
-        for entry in walker(&dir, Some(1), None)?
+        for entry in walker(ws, &dir, Some(1), None)?
             .flatten()
             .filter(|e| e.depth() == 1 && ws.citable(e.path()))
         {
@@ -242,6 +274,28 @@ impl Tool for Glob {
                 "paths": {"type": "array", "items": {"type": "string"}, "description": "where to look; default the root"}
             }}),
         }
+    }
+
+    /// A search of each scope — narrowed to the pattern's literal leading directories, which
+    /// every path it matches starts with.
+    fn consequences(&self, args: &Value) -> Vec<Consequence> {
+        let (Ok(pattern), Ok(scopes)) = (string_arg(args, "pattern"), scope_args(args)) else {
+            return Vec::new();
+        };
+        let literal = glob_literal_dir(pattern);
+        scopes
+            .iter()
+            .map(|scope| {
+                let scope = crate::policy::normal_path(scope);
+                match (scope, &literal) {
+                    (Some(s), Some(l)) if l.starts_with(&format!("{s}/")) || s == "." => {
+                        Consequence::on_path(Effect::Search, l)
+                    }
+                    (Some(s), _) => Consequence::on_path(Effect::Search, &s),
+                    (None, _) => Consequence::on_path(Effect::Search, "/"),
+                }
+            })
+            .collect()
     }
 
     fn call(&self, ws: &Workspace, call_id: &str, args: &Value) -> Result<ToolOutput, ToolError> {
@@ -315,6 +369,14 @@ impl Tool for Grep {
                 "max_matches": {"type": "integer", "default": GREP_DEFAULT_MATCHES, "maximum": GREP_MAX_MATCHES}
             }}),
         }
+    }
+
+    fn consequences(&self, args: &Value) -> Vec<Consequence> {
+        scope_args(args)
+            .unwrap_or_default()
+            .iter()
+            .map(|scope| Consequence::on_path(Effect::Search, scope))
+            .collect()
     }
 
     fn call(&self, ws: &Workspace, call_id: &str, args: &Value) -> Result<ToolOutput, ToolError> {
@@ -448,6 +510,12 @@ impl Tool for ReadFile {
                 "end_line": {"type": "integer", "minimum": 1}
             }}),
         }
+    }
+
+    fn consequences(&self, args: &Value) -> Vec<Consequence> {
+        string_arg(args, "path")
+            .map(|rel| vec![Consequence::on_path(Effect::Read, rel)])
+            .unwrap_or_default()
     }
 
     fn call(&self, ws: &Workspace, call_id: &str, args: &Value) -> Result<ToolOutput, ToolError> {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::policy::{Consequence, Denial, Effect};
 use crate::source::Observation;
 pub(crate) use fs::walk_files;
 pub use workspace::{open_regular_file, NotRegular, Workspace};
@@ -77,6 +78,9 @@ pub struct ToolError {
     pub message: String,
     /// Whether calling again unchanged could succeed.
     pub retryable: bool,
+    /// Set when the sandbox refused a file a constraint forbids (the gate's own refusals
+    /// never reach the tool).
+    pub denial: Option<Box<Denial>>,
 }
 
 impl ToolError {
@@ -84,13 +88,22 @@ impl ToolError {
         ToolError {
             message: message.into(),
             retryable: false,
+            denial: None,
         }
     }
 }
 
 impl From<SandboxError> for ToolError {
     fn from(error: SandboxError) -> ToolError {
-        ToolError::invalid(error.to_string())
+        let message = error.to_string();
+        ToolError {
+            message,
+            retryable: false,
+            denial: match error {
+                SandboxError::Denied(denial) => Some(denial),
+                _ => None,
+            },
+        }
     }
 }
 
@@ -108,6 +121,9 @@ pub struct ToolResult {
     /// What the call showed the caller.
     #[serde(default)]
     pub observations: Vec<Observation>,
+    /// Set when a constraint denied the call: it did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denial: Option<Box<Denial>>,
 }
 
 /// A tool a model can call. Tools are synchronous; the subagent runs them off the actor.
@@ -118,6 +134,18 @@ pub trait Tool: Send + Sync {
     /// not say so is taken to have effects: its cut-off calls are never repeated.
     fn read_only(&self) -> bool {
         false
+    }
+    /// What a call with these arguments would touch, for the policy gate, which judges it
+    /// before it runs. A tool that does not say is judged as touching anything
+    /// ([`Effect::Undeclared`]): under any scope, network or read-only constraint it is
+    /// denied. Arguments the tool would refuse may give none (the call then fails as the tool
+    /// says).
+    fn consequences(&self, arguments: &Value) -> Vec<Consequence> {
+        let _ = arguments;
+        vec![Consequence {
+            effect: Effect::Undeclared,
+            resource: self.spec().name,
+        }]
     }
     /// Runs one call inside `workspace`.
     fn call(
@@ -282,11 +310,27 @@ impl ToolRegistry {
         Arc::clone(&self.specs)
     }
 
-    /// Runs one call. An unknown tool or a failed call comes back as an error result, never a
+    /// Runs one call — the only way any tool runs. It first passes the gate: the call is
+    /// normalised to its consequences (`Tool::consequences`) and judged by the workspace's
+    /// policy; a denied call does not run and comes back as an error result carrying its
+    /// [`Denial`]. An unknown tool or a failed call comes back as an error result, never a
     /// panic or an `Err`.
     pub fn execute(&self, workspace: &Workspace, call: &ToolCall) -> ToolResult {
         let outcome = match self.tools.iter().find(|t| t.spec.name == call.name) {
-            Some(t) => t.tool.call(workspace, &call.id, &call.arguments),
+            Some(t) => {
+                let consequences = t.tool.consequences(&call.arguments);
+                match workspace
+                    .policy()
+                    .judge(&call.name, t.tool.read_only(), &consequences)
+                {
+                    Ok(()) => t.tool.call(workspace, &call.id, &call.arguments),
+                    Err(denial) => Err(ToolError {
+                        message: denial.message(),
+                        retryable: false,
+                        denial: Some(denial),
+                    }),
+                }
+            }
             None => Err(ToolError::invalid(format!(
                 "no tool named `{}`; the tools are: {}",
                 call.name,
@@ -300,6 +344,7 @@ impl ToolRegistry {
                 content: output.content,
                 is_error: false,
                 observations: output.observations,
+                denial: None,
             },
             Err(error) => ToolResult {
                 call_id: call.id.clone(),
@@ -307,6 +352,11 @@ impl ToolRegistry {
                 content: format!("error: {}", error.message),
                 is_error: true,
                 observations: Vec::new(),
+                // The sandbox does not know which tool asked.
+                denial: error.denial.map(|mut d| {
+                    d.tool = call.name.clone();
+                    d
+                }),
             },
         }
     }

@@ -3,6 +3,9 @@
 use std::fs;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use crate::policy::Policy;
 
 /// Files larger than this are not read by any workspace tool.
 pub(crate) const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
@@ -24,12 +27,17 @@ pub(crate) enum SandboxError {
     TooLarge { path: String, size: u64, limit: u64 },
     #[error("`{path}` could not be read: {reason}")]
     Unreadable { path: String, reason: String },
+    #[error("{}", .0.message())]
+    Denied(Box<crate::policy::Denial>),
 }
 
 /// The explored tree: an absolute, canonical root. Every path a tool touches is resolved here.
+/// A subagent's workspace carries the run's [`Policy`]: the gate judges every call by it, and
+/// no file it forbids is opened or walked, wherever the path that led there pointed.
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,
+    policy: Arc<Policy>,
 }
 
 impl Workspace {
@@ -42,7 +50,39 @@ impl Workspace {
                 format!("{} is not a directory", root.display()),
             ));
         }
-        Ok(Workspace { root: canonical })
+        Ok(Workspace {
+            root: canonical,
+            policy: Arc::new(Policy::default()),
+        })
+    }
+
+    /// The same tree under `policy`.
+    pub fn under(&self, policy: Arc<Policy>) -> Workspace {
+        Workspace {
+            root: self.root.clone(),
+            policy,
+        }
+    }
+
+    /// The policy every call in this workspace is judged by (empty: nothing is constrained).
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Whether a walk keeps the entry at `absolute` (a path inside the root).
+    pub(crate) fn walk_keeps(&self, absolute: &Path, is_dir: bool) -> bool {
+        self.policy.is_empty() || self.policy.walk_keeps(&self.relative(absolute), is_dir)
+    }
+
+    /// The sandbox's refusal of a file the policy forbids to read (`absolute`: where it
+    /// really lies).
+    pub(crate) fn may_open(&self, absolute: &Path) -> Result<(), SandboxError> {
+        if self.policy.is_empty() {
+            return Ok(());
+        }
+        self.policy
+            .may_open("", &self.relative(absolute))
+            .map_err(SandboxError::Denied)
     }
 
     /// The canonical root directory.
@@ -135,6 +175,7 @@ impl Workspace {
     /// UTF-8 is replaced lossily.
     pub(crate) fn read_text(&self, relative: &str) -> Result<(PathBuf, String), SandboxError> {
         let path = self.resolve_argument(relative)?;
+        self.may_open(&path)?;
         let shown = self.relative(&path);
         let text = read_text_file(&path, &shown)?;
         Ok((path, text))

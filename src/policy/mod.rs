@@ -1,7 +1,23 @@
-//! Budgets: the limits one subagent works within, what it has spent, and the pure decision of
-//! whether it may go on.
+//! Policy: typed constraints and the gate every tool call passes (`policy::rules`,
+//! `policy::gate`); budgets — the limits one subagent works within, what it has spent, and
+//! the pure decision of whether it may go on.
+
+mod gate;
+mod rules;
 
 use serde::{Deserialize, Serialize};
+
+pub use gate::{normal_path, Category, Consequence, Denial, Effect, Policy};
+pub use rules::{from_json as rules_from_json, parse as parse_constraint, Rule, Typed};
+
+/// How many times one subagent may be denied the same consequence: at this count it is
+/// ended, the denial its reason.
+pub const DENIALS_BEFORE_STOP: u32 = 3;
+
+/// Whether a consequence denied `count` times to one subagent ends it.
+pub fn denied_too_often(count: u32) -> bool {
+    count >= DENIALS_BEFORE_STOP
+}
 
 /// Per-subagent limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,0 +1,603 @@
+//! Typed constraints: the rules the gate can check, read deterministically from common English
+//! phrasings ("only read files under src/", "never touch /vendor", "don't modify anything in
+//! migrations", "no network access", "read-only") or given as JSON (`--constraint-json`).
+//! What cannot be typed stays a standing condition, and is said to be one.
+
+use serde::{Deserialize, Serialize};
+
+/// One rule the gate checks. Paths are root-relative (a leading `/` means the root), a
+/// directory or file and everything below it, or a glob (`**/*.lock`; one without `/`
+/// matches a name at any depth).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "rule", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Rule {
+    /// Reading, listing and searching: only under some places, never under others.
+    ReadScope {
+        /// Only under these places (none listed: anywhere).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        only_under: Vec<String>,
+        /// Never under these places.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        never_under: Vec<String>,
+    },
+    /// Writing: only under some places, never under others (`.`: nowhere).
+    WriteScope {
+        /// Only under these places (none listed: anywhere).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        only_under: Vec<String>,
+        /// Never under these places.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        never_under: Vec<String>,
+    },
+    /// Network: only these hosts (and their subdomains); none when empty.
+    Network {
+        /// The hosts that may be reached.
+        #[serde(default)]
+        allowed_hosts: Vec<String>,
+    },
+    /// Read-only: no write, network or program, and no tool that does not declare it only
+    /// reads.
+    NoEffects,
+    /// No program started.
+    NoSpawn,
+    /// Tools by name: only those allowed (when any are listed), never those denied.
+    Tools {
+        /// Only these tools (none listed: any).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        allow: Vec<String>,
+        /// Never these tools.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        deny: Vec<String>,
+    },
+    /// Limits for each subagent; the lower of this and the run's budget holds. A cost in US
+    /// dollars is recorded but not enforced: no model of this build reports a price.
+    Budget {
+        /// Most tool calls.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool_calls: Option<u32>,
+        /// Most tokens, input plus output.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<u64>,
+        /// Most model turns.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model_turns: Option<u32>,
+        /// Most cost in US dollars (recorded, not enforced).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
+    },
+}
+
+// Costs are finite (`Rule::checked`), so equality is total.
+impl Eq for Rule {}
+
+impl Rule {
+    /// What the rule enforces, in a few words, for the report.
+    pub fn describe(&self) -> String {
+        let list = |v: &[String]| {
+            v.iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let scope = |verb: &str, only: &[String], never: &[String]| {
+            let mut parts = Vec::new();
+            if !only.is_empty() {
+                parts.push(format!("{verb} only under {}", list(only)));
+            }
+            if !never.is_empty() {
+                parts.push(format!("never {verb} under {}", list(never)));
+            }
+            parts.join("; ")
+        };
+        match self {
+            Rule::ReadScope {
+                only_under,
+                never_under,
+            } => scope("read", only_under, never_under),
+            Rule::WriteScope { never_under, .. } if never_under.iter().any(|p| p == ".") => {
+                "no writes".into()
+            }
+            Rule::WriteScope {
+                only_under,
+                never_under,
+            } => scope("write", only_under, never_under),
+            Rule::Network { allowed_hosts } if allowed_hosts.is_empty() => "no network".into(),
+            Rule::Network { allowed_hosts } => format!("network only to {}", list(allowed_hosts)),
+            Rule::NoEffects => "read-only: no write, network or program".into(),
+            Rule::NoSpawn => "no program started".into(),
+            Rule::Tools { allow, deny } => {
+                let mut parts = Vec::new();
+                if !allow.is_empty() {
+                    parts.push(format!("only the tools {}", list(allow)));
+                }
+                if !deny.is_empty() {
+                    parts.push(format!("never the tools {}", list(deny)));
+                }
+                parts.join("; ")
+            }
+            Rule::Budget {
+                tool_calls,
+                tokens,
+                model_turns,
+                cost_usd,
+            } => {
+                let mut parts = Vec::new();
+                if let Some(n) = tool_calls {
+                    parts.push(format!("at most {n} tool calls a subagent"));
+                }
+                if let Some(n) = tokens {
+                    parts.push(format!("at most {n} tokens a subagent"));
+                }
+                if let Some(n) = model_turns {
+                    parts.push(format!("at most {n} model turns a subagent"));
+                }
+                if let Some(c) = cost_usd {
+                    parts.push(format!("at most ${c} (not enforced: no price is reported)"));
+                }
+                parts.join("; ")
+            }
+        }
+    }
+
+    /// Whether the gate or the budget enforces it (a cost-only budget is not).
+    pub fn enforced(&self) -> bool {
+        !matches!(
+            self,
+            Rule::Budget {
+                tool_calls: None,
+                tokens: None,
+                model_turns: None,
+                ..
+            }
+        )
+    }
+
+    /// Puts its paths in normal form (a leading `/` means the root); an error names a path
+    /// that leaves the root or a rule that says nothing.
+    pub fn checked(mut self) -> Result<Rule, String> {
+        let fix = |paths: &mut Vec<String>| -> Result<(), String> {
+            for p in paths.iter_mut() {
+                let rooted = p.trim().trim_start_matches('/');
+                let rooted = if rooted.is_empty() { "." } else { rooted };
+                *p = super::normal_path(rooted)
+                    .ok_or_else(|| format!("the path `{p}` leaves the root"))?;
+            }
+            Ok(())
+        };
+        match &mut self {
+            Rule::ReadScope {
+                only_under,
+                never_under,
+            }
+            | Rule::WriteScope {
+                only_under,
+                never_under,
+            } => {
+                fix(only_under)?;
+                fix(never_under)?;
+                if only_under.is_empty() && never_under.is_empty() {
+                    return Err("a scope rule needs only_under or never_under".into());
+                }
+            }
+            Rule::Tools { allow, deny } if allow.is_empty() && deny.is_empty() => {
+                return Err("a tools rule needs allow or deny".into())
+            }
+            Rule::Budget {
+                tool_calls: None,
+                tokens: None,
+                model_turns: None,
+                cost_usd: None,
+            } => return Err("a budget rule needs a limit".into()),
+            Rule::Budget {
+                cost_usd: Some(c), ..
+            } if !c.is_finite() || *c < 0.0 => {
+                return Err("cost_usd must be a number of dollars, at least 0".into())
+            }
+            _ => {}
+        }
+        Ok(self)
+    }
+}
+
+/// A constraint's typed form: its rules, and the clauses no rule covers (which stay
+/// standing conditions, carried verbatim but not enforced).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Typed {
+    /// The rules the gate enforces.
+    pub rules: Vec<Rule>,
+    /// The clauses no rule covers.
+    pub untyped: Vec<String>,
+}
+
+/// Reads a typed constraint given as JSON: one rule object or an array of them.
+pub fn from_json(text: &str) -> Result<Vec<Rule>, String> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let items = match value {
+        serde_json::Value::Array(items) => items,
+        one => vec![one],
+    };
+    if items.is_empty() {
+        return Err("an empty list states no rule".into());
+    }
+    items
+        .into_iter()
+        .map(|item| {
+            serde_json::from_value::<Rule>(item)
+                .map_err(|e| e.to_string())
+                .and_then(Rule::checked)
+        })
+        .collect()
+}
+
+/// Reads a constraint's text as typed rules, clause by clause (clauses split at `;`).
+/// `tools` are the names of the tools the run has: only they can be named by a tool rule.
+pub fn parse(text: &str, tools: &[String]) -> Typed {
+    let mut typed = Typed::default();
+    for clause in text.split(';') {
+        if !clause.chars().any(char::is_alphanumeric) {
+            continue;
+        }
+        let rules = parse_clause(clause, tools);
+        if rules.is_empty() {
+            typed.untyped.push(clause.trim().to_string());
+        }
+        typed.rules.extend(rules);
+    }
+    typed
+}
+
+/// Words of a clause in lower case, with where each came from in the clause.
+fn words(clause: &str) -> Vec<(String, &str)> {
+    clause
+        .split_whitespace()
+        .map(|raw| {
+            let bare = raw.trim_matches(|c: char| {
+                matches!(
+                    c,
+                    ',' | '.' | ';' | ':' | '!' | '?' | '(' | ')' | '"' | '\'' | '`' | '\u{2019}'
+                )
+            });
+            (bare.to_lowercase().replace('\u{2019}', "'"), raw)
+        })
+        .collect()
+}
+
+const NEGATIONS: &[&str] = &[
+    "never", "don't", "dont", "not", "no", "without", "avoid", "mustn't", "cannot", "can't",
+    "nothing",
+];
+const READ_VERBS: &[&str] = &[
+    "read",
+    "reads",
+    "reading",
+    "look",
+    "looking",
+    "search",
+    "searching",
+    "grep",
+    "list",
+    "open",
+    "inspect",
+    "explore",
+    "view",
+    "browse",
+    "scan",
+    "consult",
+    "see",
+    "examine",
+    "access",
+];
+const WRITE_VERBS: &[&str] = &[
+    "modify",
+    "modifying",
+    "edit",
+    "editing",
+    "write",
+    "writing",
+    "change",
+    "changing",
+    "delete",
+    "deleting",
+    "remove",
+    "create",
+    "alter",
+    "update",
+    "overwrite",
+    "rename",
+    "move",
+    "commit",
+];
+const TOUCH_VERBS: &[&str] = &["touch", "touching", "stay", "go", "enter", "use"];
+const PREPOSITIONS: &[&str] = &[
+    "under", "in", "inside", "within", "from", "at", "into", "outside", "below", "beneath", "to",
+    "of",
+];
+/// Words after a preposition that are not a place.
+const NOT_PLACES: &[&str] = &[
+    "the",
+    "a",
+    "an",
+    "any",
+    "all",
+    "this",
+    "that",
+    "files",
+    "file",
+    "directory",
+    "directories",
+    "folder",
+    "folders",
+    "dir",
+    "tree",
+    "anything",
+    "everything",
+    "order",
+    "case",
+    "general",
+    "particular",
+    "place",
+    "mind",
+    "it",
+    "them",
+    "there",
+    "here",
+    "way",
+    "code",
+    "repo",
+    "repository",
+    "workspace",
+    "project",
+];
+
+fn has(words: &[(String, &str)], set: &[&str]) -> bool {
+    words.iter().any(|(w, _)| set.contains(&w.as_str()))
+}
+
+fn parse_clause(clause: &str, tools: &[String]) -> Vec<Rule> {
+    let w = words(clause);
+    let lower = clause.to_lowercase().replace('\u{2019}', "'");
+    let negated = has(&w, NEGATIONS) || lower.contains("do not") || lower.contains("stay out");
+    let only = has(&w, &["only", "exclusively"]) || lower.contains("nothing but");
+    let mut rules = Vec::new();
+    // Budgets: "at most 20 tool calls", "no more than 50,000 tokens", "under $2".
+    if let Some(rule) = budget(&lower) {
+        return vec![rule];
+    }
+    // Network.
+    let network_words = [
+        "network", "internet", "online", "offline", "http", "https", "web", "url", "urls", "host",
+        "hosts", "download", "fetch",
+    ];
+    if has(&w, &network_words) {
+        let hosts: Vec<String> = w
+            .iter()
+            .map(|(word, _)| word.as_str())
+            .filter(|word| looks_like_host(word))
+            .map(str::to_string)
+            .collect();
+        if only && !hosts.is_empty() {
+            return vec![Rule::Network {
+                allowed_hosts: hosts,
+            }];
+        }
+        if negated || lower.contains("offline") {
+            return vec![Rule::Network {
+                allowed_hosts: hosts
+                    .into_iter()
+                    .filter(|_| lower.contains("except") || lower.contains("other than"))
+                    .collect(),
+            }];
+        }
+    }
+    // Programs.
+    if negated
+        && has(
+            &w,
+            &[
+                "command",
+                "commands",
+                "shell",
+                "program",
+                "programs",
+                "process",
+                "processes",
+                "execute",
+            ],
+        )
+    {
+        return vec![Rule::NoSpawn];
+    }
+    // Tools named by the run's own tool names.
+    let named: Vec<String> = tools
+        .iter()
+        .filter(|t| w.iter().any(|(word, _)| word == &t.to_lowercase()))
+        .cloned()
+        .collect();
+    if !named.is_empty() && (negated || only) {
+        return vec![if negated {
+            Rule::Tools {
+                allow: Vec::new(),
+                deny: named,
+            }
+        } else {
+            Rule::Tools {
+                allow: named,
+                deny: Vec::new(),
+            }
+        }];
+    }
+    // Read-only.
+    let places = places(&w);
+    let read_only_phrase = lower.contains("read-only")
+        || has(&w, &["readonly"])
+        || (lower.contains("read only") && places.is_empty())
+        || lower.contains("no side effect")
+        || lower.contains("no effect");
+    if read_only_phrase {
+        return vec![Rule::NoEffects];
+    }
+    let reads = has(&w, READ_VERBS);
+    let writes = has(&w, WRITE_VERBS) || lower.contains("make no change");
+    let touches = has(&w, TOUCH_VERBS) || (!reads && !writes);
+    if places.is_empty() {
+        // "Don't modify anything": no writes at all.
+        if writes && negated && !only {
+            rules.push(Rule::WriteScope {
+                only_under: Vec::new(),
+                never_under: vec![".".into()],
+            });
+        }
+        return rules;
+    }
+    if !negated && !only && !lower.contains("stay") {
+        return rules;
+    }
+    // "Do not read anything outside src", "stay in src" and "only … src": only; otherwise
+    // never.
+    let is_only = only
+        || (negated && (lower.contains("outside") || lower.contains("except")))
+        || (!negated && lower.contains("stay"));
+    let (only_under, never_under) = if is_only {
+        (places, Vec::new())
+    } else {
+        (Vec::new(), places)
+    };
+    let scope = |read: bool| {
+        let rule = if read {
+            Rule::ReadScope {
+                only_under: only_under.clone(),
+                never_under: never_under.clone(),
+            }
+        } else {
+            Rule::WriteScope {
+                only_under: only_under.clone(),
+                never_under: never_under.clone(),
+            }
+        };
+        rule.checked().ok()
+    };
+    if reads || touches {
+        rules.extend(scope(true));
+    }
+    if writes || touches {
+        rules.extend(scope(false));
+    }
+    rules
+}
+
+/// The places a clause names: a backticked or quoted path, a word holding `/`, a glob
+/// wildcard or a file extension, or a plain word right after "under", "in", "outside"…
+fn places(words: &[(String, &str)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, (word, raw)) in words.iter().enumerate() {
+        let quoted = raw.contains('`');
+        let path_like = word.contains('/')
+            || word.contains(['*', '?'])
+            || (word.contains('.')
+                && word.rsplit('.').next().is_some_and(|ext| {
+                    (1..=5).contains(&ext.len()) && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                })
+                && !word.starts_with("e.g")
+                && !word.starts_with("i.e")
+                && !word.chars().all(|c| c.is_ascii_digit() || c == '.'));
+        let after_preposition = i > 0
+            && (1..=3).any(|back| {
+                i >= back
+                    && PREPOSITIONS.contains(&words[i - back].0.as_str())
+                    && words[i - back + 1..i]
+                        .iter()
+                        .all(|(w, _)| NOT_PLACES.contains(&w.as_str()))
+            })
+            && !NOT_PLACES.contains(&word.as_str())
+            && !NEGATIONS.contains(&word.as_str())
+            && word
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-'));
+        if word.is_empty() || !(quoted || path_like || after_preposition) {
+            continue;
+        }
+        if looks_like_host(word) && !word.contains('/') && !quoted {
+            continue;
+        }
+        // Keep the written case of the path.
+        let written = raw
+            .trim_matches(|c: char| {
+                matches!(
+                    c,
+                    ',' | ';' | ':' | '!' | '?' | '(' | ')' | '"' | '\'' | '`'
+                )
+            })
+            .trim_end_matches('.');
+        let written = if written.is_empty() {
+            word.as_str()
+        } else {
+            written
+        };
+        if !out.iter().any(|p: &String| p == written) {
+            out.push(written.to_string());
+        }
+    }
+    out
+}
+
+/// A host name: dotted words ending in a known top-level domain, or `localhost`.
+fn looks_like_host(word: &str) -> bool {
+    const TLDS: &[&str] = &["com", "org", "net", "io", "dev", "ai", "co", "edu", "gov"];
+    word == "localhost"
+        || (word.contains('.')
+            && !word.contains('/')
+            && word
+                .rsplit('.')
+                .next()
+                .is_some_and(|tld| TLDS.contains(&tld))
+            && word
+                .split('.')
+                .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')))
+}
+
+/// A budget clause: "at most N tool calls / tokens / turns", "under $N".
+fn budget(lower: &str) -> Option<Rule> {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(
+            r"(?:at most|no more than|not more than|maximum of|max(?:imum)?|up to|under|fewer than|less than|within)\s+(\$)?([0-9][0-9,_]*(?:\.[0-9]+)?)\s*(k)?\s*(tool[ -]?calls?|calls?|tokens?|model turns?|turns?|dollars?|usd)?",
+        )
+        .expect("static regex")
+    });
+    let caps = re.captures(lower)?;
+    let number: f64 = caps[2].replace([',', '_'], "").parse().ok()?;
+    let number = if caps.get(3).is_some() {
+        number * 1000.0
+    } else {
+        number
+    };
+    let unit = caps.get(4).map(|m| m.as_str()).unwrap_or("");
+    let whole = || (number.fract() == 0.0 && number >= 0.0).then_some(number as u64);
+    let mut rule = Rule::Budget {
+        tool_calls: None,
+        tokens: None,
+        model_turns: None,
+        cost_usd: None,
+    };
+    if let Rule::Budget {
+        tool_calls,
+        tokens,
+        model_turns,
+        cost_usd,
+    } = &mut rule
+    {
+        if caps.get(1).is_some() || unit.starts_with("dollar") || unit == "usd" {
+            *cost_usd = Some(number);
+        } else if unit.contains("call") {
+            *tool_calls = Some(u32::try_from(whole()?).ok()?);
+        } else if unit.starts_with("token") {
+            *tokens = Some(whole()?);
+        } else if unit.contains("turn") {
+            *model_turns = Some(u32::try_from(whole()?).ok()?);
+        } else {
+            return None;
+        }
+    }
+    rule.checked().ok()
+}
