@@ -217,6 +217,16 @@ impl Coordinator {
         if !roles.contains_key("explorer") {
             return Err(RunError::BadSetting("no `explorer` role profile".into()));
         }
+        let known = self.tools.names();
+        for role in roles.values() {
+            if let Some(tool) = role.unknown_tool(&known) {
+                return Err(RunError::BadSetting(format!(
+                    "role `{}`: field `tools`: unknown tool `{tool}` (the run's tools: {})",
+                    role.name,
+                    known.join(", ")
+                )));
+            }
+        }
         Ok(roles)
     }
 

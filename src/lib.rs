@@ -224,7 +224,9 @@ pub use model::{
     ScriptedModel, ScriptedTurn, Usage,
 };
 pub use policy::{Budget, Category, Consequence, Denial, Effect, Policy, Rule, Spent, TimeLimits};
-pub use report::{HandoffCounts, Report, RunUsage, SubagentState, SubagentSummary};
+pub use report::{
+    ConstraintReport, Enforcement, HandoffCounts, Report, RunUsage, SubagentState, SubagentSummary,
+};
 pub use source::{Observation, ObservationLog, Shown, SourceId, SourceParseError};
 pub use tools::{
     open_regular_file, NotRegular, Tool, ToolCall, ToolError, ToolOutput, ToolRegistry, ToolResult,

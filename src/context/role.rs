@@ -124,7 +124,8 @@ pub struct RoleError {
     pub message: String,
 }
 
-/// The tools a profile may name.
+/// The built-in workspace tools a profile may name; tools registered with the coordinator
+/// may be named too ([`RoleProfile::unknown_tool`] is checked when a run starts).
 pub const KNOWN_TOOLS: &[&str] = &["list_dir", "glob", "grep", "read_file"];
 
 const BUILT_IN: &[(&str, &str)] = &[
@@ -148,6 +149,14 @@ const BUILT_IN: &[(&str, &str)] = &[
 ];
 
 impl RoleProfile {
+    /// The first tool the profile names that `known` (the run's tools) does not hold.
+    pub fn unknown_tool(&self, known: &[String]) -> Option<&str> {
+        self.tools
+            .iter()
+            .find(|t| !known.contains(t))
+            .map(String::as_str)
+    }
+
     /// Parses and checks one profile; `file` names it in errors.
     pub fn parse(file: &str, text: &str) -> Result<RoleProfile, RoleError> {
         let err = |message: String| RoleError {
@@ -164,15 +173,13 @@ impl RoleProfile {
                 "field `budget`: must be a positive number of tokens".into()
             ));
         }
-        if let Some(tool) = profile
-            .tools
-            .iter()
-            .find(|t| !KNOWN_TOOLS.contains(&t.as_str()))
-        {
-            return Err(err(format!(
-                "field `tools`: unknown tool `{tool}` (known: {})",
-                KNOWN_TOOLS.join(", ")
-            )));
+        if let Some(tool) = profile.tools.iter().find(|t| {
+            t.is_empty()
+                || !t
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        }) {
+            return Err(err(format!("field `tools`: `{tool}` is not a tool name")));
         }
         for f in &profile.optional {
             if profile.mandatory.contains(&f.field) {
@@ -241,7 +248,11 @@ mod tests {
     #[test]
     fn a_malformed_profile_names_the_file_and_field() {
         let bad = "name = \"x\"\ndescription = \"d\"\nsystem = \"s\"\nbudget = 100\ntools = [\"shell\"]\nmandatory = [\"goal\", \"constraints\"]\n";
-        let e = RoleProfile::parse("roles/x.toml", bad).unwrap_err();
+        // Any tool name parses; one the run does not have is refused when it starts.
+        let shell = RoleProfile::parse("roles/x.toml", bad).unwrap();
+        assert_eq!(shell.unknown_tool(&["grep".into()]), Some("shell"));
+        assert_eq!(shell.unknown_tool(&["shell".into()]), None);
+        let e = RoleProfile::parse("roles/x.toml", &bad.replace("shell", "a b")).unwrap_err();
         assert!(
             e.to_string().starts_with("roles/x.toml: field `tools`"),
             "{e}"
