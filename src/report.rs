@@ -148,9 +148,14 @@ impl ConstraintReport {
                 .join(", ")
         };
         match self.enforcement {
-            Enforcement::NotEnforced => format!(
+            Enforcement::NotEnforced if self.rules.is_empty() => format!(
                 "\"{text}\" ({}): not enforced: no rule could be read from it, so it is only carried to every subagent as a standing condition",
                 self.provenance
+            ),
+            Enforcement::NotEnforced => format!(
+                "\"{text}\" ({}): not enforced: read as {}, which nothing in this build enforces; it is carried to every subagent as a standing condition",
+                self.provenance,
+                self.enforced_as.join("; ")
             ),
             Enforcement::Enforced => format!(
                 "\"{text}\" ({}): enforced by the gate: {}",

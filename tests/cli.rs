@@ -263,3 +263,59 @@ fn validate_unusable_input_exits_2() {
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("no such file"));
 }
+
+/// `--constraint-json`: a typed rule is enforced and reported with its provenance; JSON that
+/// is not a rule is one line on stderr and exit 2, before any state is made.
+#[test]
+fn constraint_json_is_enforced_or_refused_in_one_line() {
+    let dir = rust_tree();
+    let state = tempfile::tempdir().unwrap();
+    let out = baton()
+        .arg("explore")
+        .arg(dir.path())
+        .arg("where is the retry delay computed?")
+        .args([
+            "--json",
+            "--no-progress",
+            "--constraint-json",
+            r#"{"rule":"read_scope","only_under":["src/net"]}"#,
+            "--state",
+        ])
+        .arg(state.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let constraint = &report["constraints"][0];
+    assert_eq!(constraint["provenance"], "--constraint-json");
+    assert_eq!(constraint["enforcement"], "enforced");
+    for s in report["subagents"].as_array().unwrap() {
+        assert!(s["scope"].as_str().unwrap().contains("src/net"), "{s}");
+    }
+    for bad in [
+        "{not json",
+        r#"{"rule":"read_scope"}"#,
+        r#"{"rule":"read_scope","only_under":["../x"]}"#,
+    ] {
+        let fresh = tempfile::tempdir().unwrap();
+        let never_made = fresh.path().join("state");
+        let out = baton()
+            .arg("explore")
+            .arg(dir.path())
+            .arg("where?")
+            .args(["--constraint-json", bad, "--state"])
+            .arg(&never_made)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.starts_with("baton: --constraint-json:"), "{stderr}");
+        assert!(!never_made.exists(), "{bad}");
+    }
+}

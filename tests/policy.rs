@@ -157,6 +157,44 @@ fn tools() -> ToolRegistry {
         .with(Arc::new(Fetch))
 }
 
+/// A `tool_denied` or `constraint_stated` payload declares every field it writes and writes
+/// every field its schema requires (contracts/event.schema.json).
+fn fits_the_schema(event: &RunEvent) {
+    let schema: Value =
+        serde_json::from_str(include_str!("../contracts/event.schema.json")).unwrap();
+    let payload = serde_json::to_value(event).unwrap();
+    let kind = payload["kind"].as_str().unwrap();
+    if kind != "tool_denied" && kind != "constraint_stated" {
+        return;
+    }
+    let branch = schema["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["properties"]["kind"]["const"] == kind)
+        .unwrap();
+    let declared = branch["properties"].as_object().unwrap();
+    let written = payload.as_object().unwrap();
+    for key in written.keys() {
+        assert!(declared.contains_key(key), "{kind}: {key} undeclared");
+    }
+    for key in branch["required"].as_array().unwrap() {
+        assert!(
+            written.contains_key(key.as_str().unwrap()),
+            "{kind}: {key} missing"
+        );
+    }
+    if let Some(consequence) = written.get("consequence") {
+        let effects = &schema["$defs"]["consequence"]["properties"]["effect"]["enum"];
+        assert!(effects.as_array().unwrap().contains(&consequence["effect"]));
+        let categories = &branch["properties"]["category"]["enum"];
+        assert!(categories
+            .as_array()
+            .unwrap()
+            .contains(&payload["category"]));
+    }
+}
+
 fn calls(list: &[(&str, Value)]) -> ScriptedTurn {
     ScriptedTurn::Tools(
         list.iter()
@@ -253,6 +291,9 @@ async fn only_src_denies_every_read_outside_it_and_the_run_answers_from_src() {
         .map(|(i, (tool, _))| (format!("sa1.{}", i + 1), tool.to_string()))
         .collect();
     assert_eq!(denied, expected);
+    for e in &events {
+        fits_the_schema(&e.event);
+    }
     assert_eq!(report.denials.len(), denied_calls.len());
     assert_eq!(report.subagents[0].denials, denied_calls.len() as u32);
     for d in &report.denials {
@@ -814,4 +855,105 @@ fn json_and_english_give_the_same_rule() {
         assert!(policy.judge(tool, true, &read("docs/a.md")).is_err());
         assert!(policy.judge(tool, true, &read("./src/../src/a.rs")).is_ok());
     }
+}
+
+/// A search over a directory that only contains a forbidden place runs with it left out:
+/// no match, listing or glob shows a file under a `never` directory or matching a `never`
+/// glob, and reading one is denied.
+#[tokio::test]
+async fn walks_leave_out_what_a_never_rule_forbids() {
+    let dir = rust_tree();
+    std::fs::create_dir_all(dir.path().join("vendor")).unwrap();
+    std::fs::write(
+        dir.path().join("vendor/fork.rs"),
+        "pub fn next_delay() -> u64 { 1 }\n",
+    )
+    .unwrap();
+    let model = Arc::new(ScriptedModel::new([
+        calls(&[
+            ("grep", json!({"pattern": "next_delay"})),
+            ("glob", json!({"pattern": "**/*"})),
+            ("list_dir", json!({})),
+            ("read_file", json!({"path": "vendor/fork.rs"})),
+            ("read_file", json!({"path": "README.md"})),
+            (
+                "grep",
+                json!({"pattern": "next_delay", "paths": ["vendor"]}),
+            ),
+        ]),
+        ScriptedTurn::text(NOTHING),
+    ]));
+    let report = Coordinator::new()
+        .model(model.clone())
+        .agents(1)
+        .shards(1)
+        .max_subagents(1)
+        .constraint("never touch /vendor")
+        .constraint("Never read *.md files")
+        .run(Task::new("Where is next_delay defined?", dir.path()))
+        .await
+        .unwrap();
+    let last = model.requests().last().unwrap().clone();
+    let results: Vec<(String, bool)> = last
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            baton::Message::Tool {
+                content, is_error, ..
+            } => Some((content.clone(), *is_error)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 6);
+    for (content, is_error) in &results[..3] {
+        assert!(!is_error, "{content}");
+        assert!(
+            !content.contains("vendor") && !content.contains("README.md"),
+            "{content}"
+        );
+    }
+    assert!(
+        results[0].0.contains("src/net/retry.rs"),
+        "{}",
+        results[0].0
+    );
+    for (content, is_error) in &results[3..] {
+        assert!(*is_error && content.contains("denied:"), "{content}");
+    }
+    let denied: Vec<(&str, &str)> = report
+        .denials
+        .iter()
+        .map(|d| (d.consequence.resource.as_str(), d.constraint.as_str()))
+        .collect();
+    assert_eq!(
+        denied,
+        vec![
+            ("vendor/fork.rs", "never touch /vendor"),
+            ("README.md", "Never read *.md files"),
+            ("vendor", "never touch /vendor"),
+        ]
+    );
+}
+
+/// A role profile may name a tool the coordinator was given; one naming a tool the run does
+/// not have stops the run before it starts, naming the tool.
+#[tokio::test]
+async fn a_role_naming_a_tool_the_run_lacks_is_refused() {
+    let dir = rust_tree();
+    let roles = roles_with_extra_tools();
+    let refused = Coordinator::new()
+        .roles(roles.path())
+        .run(Task::new("Where is the retry delay computed?", dir.path()))
+        .await
+        .unwrap_err();
+    let text = refused.to_string();
+    assert!(text.contains("unknown tool `open_file`"), "{text}");
+    assert_eq!(text.lines().count(), 1);
+    let report = Coordinator::new()
+        .roles(roles.path())
+        .tools(tools())
+        .run(Task::new("Where is the retry delay computed?", dir.path()))
+        .await
+        .unwrap();
+    assert!(!report.subagents.is_empty());
 }

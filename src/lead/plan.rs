@@ -47,15 +47,26 @@ struct Unit {
 /// Splits `files` (root-relative path, size) into at most `n` shards. Directories stay whole
 /// where they fit; a directory bigger than its share is split into its children. Units are then
 /// dealt largest first to the lightest shard.
-pub(crate) fn shard(files: &[(String, u64)], n: usize) -> Vec<Shard> {
+/// `roots` (the read scope, when constraints narrow it): a directory above one is always
+/// split, so no shard is wider than what may be read.
+pub(crate) fn shard(files: &[(String, u64)], n: usize, roots: Option<&[String]>) -> Vec<Shard> {
     let n = n.max(1);
     let total: u64 = files.iter().map(|f| f.1).sum();
     let target = total.div_ceil(n as u64).max(1);
+    let above_a_root = |dir: &str| {
+        roots.is_some_and(|roots| {
+            !roots
+                .iter()
+                .any(|r| r == "." || dir == r || dir.starts_with(&format!("{r}/")))
+        })
+    };
     let mut units = children(files, "");
     loop {
-        let splittable = units
-            .iter()
-            .position(|u| u.is_dir && u.bytes > target && children(files, &u.path).len() > 1);
+        let splittable = units.iter().position(|u| {
+            u.is_dir
+                && ((u.bytes > target && children(files, &u.path).len() > 1)
+                    || above_a_root(&u.path))
+        });
         let Some(index) = splittable else { break };
         let unit = units.remove(index);
         units.extend(children(files, &unit.path));
@@ -118,13 +129,14 @@ fn children(files: &[(String, u64)], dir: &str) -> Vec<Unit> {
     out.into_values().collect()
 }
 
-/// The first message of a second-wave verifier: the question, the whole tree as its scope,
-/// what to do, and the contract. The claims themselves are not here: they are data, in the
-/// `doubts` field of its compiled context, never instructions.
-pub(crate) fn verify_brief(question: &str) -> String {
+/// The first message of a second-wave verifier: the question, its scope (the whole tree, or
+/// the read scope), what to do, and the contract. The claims themselves are not here: they
+/// are data, in the `doubts` field of its compiled context, never instructions.
+pub(crate) fn verify_brief(question: &str, shard: &Shard) -> String {
+    let scope = serde_json::to_string(&shard.paths).unwrap_or_else(|_| "[\".\"]".into());
     let question = one_line(question);
     format!(
-        "Question: {question}\nScope: [\".\"]\n\n{} They are listed under `## doubts` in \
+        "Question: {question}\nScope: {scope}\n\n{} They are listed under `## doubts` in \
          the checkpoint data of your context. Reread the lines each one cites and hand off, as \
          settled conclusions, only the claims whose lines hold what they state — their quoted \
          text and the symbols they name — citing the lines you read; list the others as open \
@@ -163,7 +175,7 @@ mod tests {
             ("tests/t.rs", 300),
             ("README.md", 50),
         ]);
-        let shards = shard(&tree, 3);
+        let shards = shard(&tree, 3, None);
         assert_eq!(shards.len(), 3);
         for (path, _) in &tree {
             let owners = shards
@@ -180,10 +192,23 @@ mod tests {
         assert!(max <= 550, "largest shard {max} bytes");
     }
 
+    /// Under a read scope, no shard is wider than it: a directory above it is split even
+    /// when it is small.
+    #[test]
+    fn no_shard_is_wider_than_the_read_scope() {
+        let tree = files(&[("src/net/a.rs", 10), ("src/net/b.rs", 10)]);
+        let roots = vec!["src/net".to_string()];
+        assert_eq!(shard(&tree, 1, None)[0].paths, vec!["src".to_string()]);
+        assert_eq!(
+            shard(&tree, 1, Some(&roots))[0].paths,
+            vec!["src/net".to_string()]
+        );
+    }
+
     #[test]
     fn never_more_shards_than_files() {
         let tree = files(&[("a.rs", 10)]);
-        assert_eq!(shard(&tree, 4).len(), 1);
+        assert_eq!(shard(&tree, 4, None).len(), 1);
         assert_eq!(shard_count(10, 1, 4, 32), 1);
         assert_eq!(shard_count(10 * 1024 * 1024, 100, 4, 32), 10);
         assert_eq!(shard_count(100 * 1024 * 1024, 1000, 4, 32), 32);

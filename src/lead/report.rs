@@ -203,13 +203,13 @@ pub(super) fn plan_run(
     shards: Option<usize>,
 ) -> Result<Planned, String> {
     let whole = [".".to_string()];
-    let roots: Vec<String> = roots
+    let starts: Vec<String> = roots
         .unwrap_or(&whole)
         .iter()
         .filter(|r| r.as_str() == "." || workspace.resolve(r).is_ok())
         .cloned()
         .collect();
-    let walked = crate::tools::walk_files(workspace, &roots).map_err(|e| e.message)?;
+    let walked = crate::tools::walk_files(workspace, &starts).map_err(|e| e.message)?;
     let left_out = walked.dirs_left_out;
     let files = walked.files;
     let sized: Vec<(String, u64)> = files
@@ -231,7 +231,7 @@ pub(super) fn plan_run(
         None => plan::shard_count(total, sized.len(), agents, max_subagents),
     };
     Ok(Planned {
-        shards: plan::shard(&sized, count),
+        shards: plan::shard(&sized, count, roots),
         left_out,
     })
 }

@@ -388,7 +388,7 @@ impl LeadState {
             };
             let record = &self.records[index];
             let brief = if role.name == "verifier" {
-                plan::verify_brief(&self.search_question)
+                plan::verify_brief(&self.search_question, &record.shard)
             } else {
                 plan::brief(&self.search_question, &record.shard)
             };
@@ -565,8 +565,9 @@ impl LeadState {
             return false;
         }
         let id = format!("sa{}", self.records.len() + 1);
+        // The whole tree — or, under a read scope, all of it that may be read.
         let shard = Shard {
-            paths: vec![".".into()],
+            paths: self.policy.read_roots().unwrap_or_else(|| vec![".".into()]),
             bytes: 0,
             role: "verifier".into(),
         };

@@ -369,13 +369,14 @@ fn parse_clause(clause: &str, tools: &[String]) -> Vec<Rule> {
         "network", "internet", "online", "offline", "http", "https", "web", "url", "urls", "host",
         "hosts", "download", "fetch",
     ];
-    if has(&w, &network_words) {
-        let hosts: Vec<String> = w
-            .iter()
-            .map(|(word, _)| word.as_str())
-            .filter(|word| looks_like_host(word))
-            .map(str::to_string)
-            .collect();
+    let hosts: Vec<String> = w
+        .iter()
+        .map(|(word, _)| word.as_str())
+        .filter(|word| looks_like_host(word))
+        .map(str::to_string)
+        .collect();
+    let reaching = ["connect", "reach", "contact", "call", "send", "talk"];
+    if has(&w, &network_words) || (!hosts.is_empty() && has(&w, &reaching)) {
         if only && !hosts.is_empty() {
             return vec![Rule::Network {
                 allowed_hosts: hosts,
@@ -600,4 +601,146 @@ fn budget(lower: &str) -> Option<Rule> {
         }
     }
     rule.checked().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(only: &[&str], never: &[&str]) -> Rule {
+        Rule::ReadScope {
+            only_under: only.iter().map(|s| s.to_string()).collect(),
+            never_under: never.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn write(only: &[&str], never: &[&str]) -> Rule {
+        Rule::WriteScope {
+            only_under: only.iter().map(|s| s.to_string()).collect(),
+            never_under: never.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn budget(tool_calls: Option<u32>, tokens: Option<u64>, cost: Option<f64>) -> Rule {
+        Rule::Budget {
+            tool_calls,
+            tokens,
+            model_turns: None,
+            cost_usd: cost,
+        }
+    }
+
+    /// The common phrasings, each to the rules it states; what is not one stays untyped.
+    #[test]
+    fn common_phrasings_are_typed() {
+        let tools: Vec<String> = ["list_dir", "glob", "grep", "read_file"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let cases: Vec<(&str, Vec<Rule>)> = vec![
+            ("Only read files under src/", vec![read(&["src"], &[])]),
+            ("only look at src/net", vec![read(&["src/net"], &[])]),
+            (
+                "Do not read anything outside src",
+                vec![read(&["src"], &[])],
+            ),
+            (
+                "never touch /vendor",
+                vec![read(&[], &["vendor"]), write(&[], &["vendor"])],
+            ),
+            (
+                "Stay out of `third_party/`",
+                vec![read(&[], &["third_party"]), write(&[], &["third_party"])],
+            ),
+            (
+                "don't modify anything in migrations",
+                vec![write(&[], &["migrations"])],
+            ),
+            ("Never edit files under docs.", vec![write(&[], &["docs"])]),
+            ("Never modify anything.", vec![write(&[], &["."])]),
+            ("Never read *.env files", vec![read(&[], &["*.env"])]),
+            (
+                "no network access",
+                vec![Rule::Network {
+                    allowed_hosts: vec![],
+                }],
+            ),
+            (
+                "Only connect to api.example.com",
+                vec![Rule::Network {
+                    allowed_hosts: vec!["api.example.com".into()],
+                }],
+            ),
+            ("read-only", vec![Rule::NoEffects]),
+            ("This run is read only.", vec![Rule::NoEffects]),
+            ("Don't run shell commands", vec![Rule::NoSpawn]),
+            (
+                "don't use grep",
+                vec![Rule::Tools {
+                    allow: vec![],
+                    deny: vec!["grep".into()],
+                }],
+            ),
+            (
+                "Only use read_file and grep",
+                vec![Rule::Tools {
+                    allow: vec!["grep".into(), "read_file".into()],
+                    deny: vec![],
+                }],
+            ),
+            (
+                "Use at most 20 tool calls",
+                vec![budget(Some(20), None, None)],
+            ),
+            (
+                "no more than 50,000 tokens",
+                vec![budget(None, Some(50_000), None)],
+            ),
+            ("Spend under $2.50", vec![budget(None, None, Some(2.5))]),
+        ];
+        for (text, rules) in cases {
+            let typed = parse(text, &tools);
+            assert_eq!(typed.rules, rules, "{text}");
+            assert!(typed.untyped.is_empty(), "{text}: {:?}", typed.untyped);
+        }
+        for text in [
+            "Always use British spelling",
+            "The mustard must be yellow.",
+            "Cite every claim twice",
+            "Never guess.",
+        ] {
+            let typed = parse(text, &tools);
+            assert!(typed.rules.is_empty(), "{text}: {:?}", typed.rules);
+            assert_eq!(typed.untyped, vec![text.to_string()]);
+        }
+        // Clause by clause: the typed part is enforced, the rest is said to be untyped.
+        let both = parse("Only look at src/net; we always ship on Fridays.", &tools);
+        assert_eq!(both.rules, vec![read(&["src/net"], &[])]);
+        assert_eq!(both.untyped, vec!["we always ship on Fridays.".to_string()]);
+    }
+
+    #[test]
+    fn a_cost_limit_is_typed_but_not_enforced() {
+        assert!(!budget(None, None, Some(1.0)).enforced());
+        assert!(budget(Some(3), None, Some(1.0)).enforced());
+        assert!(read(&["src"], &[]).enforced());
+    }
+
+    #[test]
+    fn json_rules_are_checked() {
+        assert_eq!(
+            from_json(r#"[{"rule":"no_effects"},{"rule":"write_scope","never_under":["/db/"]}]"#)
+                .unwrap(),
+            vec![Rule::NoEffects, write(&[], &["db"])]
+        );
+        for bad in [
+            r#"{"rule":"budget"}"#,
+            r#"{"rule":"budget","cost_usd":-1}"#,
+            r#"{"rule":"tools"}"#,
+            r#"{"rule":"write_scope","never_under":["a/../../b"]}"#,
+            r#"{"only_under":["src"]}"#,
+        ] {
+            assert!(from_json(bad).is_err(), "{bad}");
+        }
+    }
 }
