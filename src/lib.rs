@@ -59,6 +59,14 @@
 //!   back when its work passes its time limit (`tools::run_blocking`); a floor over the role's
 //!   budget is
 //!   raised up to the subagent's model's window (`Model::context_window`), no further.
+//!   The lead builds the run's [`Policy`] from its checkpoint's constraints (logged at start,
+//!   typed by the `Coordinator`; read back on resume), plans only what it lets be read (no
+//!   shard wider than the read scope), gives each subagent a workspace under it and a budget
+//!   capped by it, seeds a restarted subagent with its earlier denials, logs each denial as
+//!   `tool_denied` before the call's return, and asks with the question's binding sentences
+//!   left out (they are constraints, not search terms); the report's Hard constraints open
+//!   with the run's constraints and whether each is enforced, and negative evidence names the
+//!   read scope ("`src` only, as constrained").
 //!   `LeadState::advance` plans the second wave once the first has ended: a verifier over the
 //!   conclusions of repaired handoffs, which reach it as data (the checkpoint's `doubts`
 //!   field), never in its brief (`lead::plan::verify_brief`); it counts against
@@ -130,7 +138,7 @@
 //!   a failed check leaves the window unchanged; what is not compacted comes back unchanged,
 //!   with its index (`Compacted::kept`).
 //! - `context` (public) — role profiles ([`context::RoleProfile`], `contracts/roles/*.toml`,
-//!   `--roles DIR`), the pure compiler [`context::compile`] from (checkpoint, delta, role,
+//!   `--roles DIR`; a profile may name any tool the run has, checked when it starts), the pure compiler [`context::compile`] from (checkpoint, delta, role,
 //!   budget, tokenizer) to a [`context::Compiled`] context with its manifest (or
 //!   [`context::compile_selected`] from a selection), relevance selection
 //!   (`context::select`: [`context::ContextIndex`] follows the checkpoint one item at a time —
@@ -158,8 +166,13 @@
 //!   not show it, and settles no location when too little of the question occurs. `model::scripted` ([`ScriptedModel`]) plays a script for tests. Nothing
 //!   outside `model` knows a wire format.
 //! - `tools` — the [`Tool`] trait (a tool declares whether it only reads: `Tool::read_only`,
-//!   false unless it says so), [`ToolRegistry`], [`Workspace`] (the sandbox) and the
-//!   read-only workspace tools list_dir, glob, grep, read_file. **Invariant:** every path is
+//!   false unless it says so; and what a call would touch: `Tool::consequences`, undeclared
+//!   unless it says), [`ToolRegistry`] (`execute`, the only way a tool runs, passes the gate
+//!   first: a denied call does not run and comes back as an error carrying its [`Denial`]),
+//!   [`Workspace`] (the sandbox, carrying the run's [`Policy`]: it opens no file and walks no
+//!   entry a constraint forbids, judged where the file really lies) and the
+//!   read-only workspace tools list_dir, glob, grep, read_file (a glob's consequence is a
+//!   search of its literal leading directories). **Invariant:** every path is
 //!   resolved inside the root; `..` above it, absolute paths and symlinks leading out are
 //!   refused; only regular files are read ([`open_regular_file`]: typed, then opened
 //!   non-blocking and typed again), within a byte cap; an ignore file that is not a regular
@@ -167,9 +180,23 @@
 //!   not searched and named in the report — and `.git/info/exclude` is never looked for;
 //!   binary files are skipped; output is capped and says so; what a tool records as seen is
 //!   what it printed; file names are printed in the source grammar's form.
-//! - `policy` — [`Budget`], [`Spent`] and [`TimeLimits`], the pure budget decision.
-//! - `report` — [`Report`], [`SubagentSummary`], [`SubagentState`], [`RunUsage`]: the
-//!   `--json` wire format (fields may be added, never renamed).
+//! - `policy` (public) — typed constraints and the gate. `policy::rules`: [`Rule`]s (read and
+//!   write scopes, network hosts, read-only, no programs, tool allow/deny lists, budgets),
+//!   read deterministically from common English phrasings clause by clause
+//!   (`policy::parse_constraint`: what no rule covers stays `untyped`, a standing condition
+//!   reported as not enforced) or from JSON (`policy::rules_from_json`). `policy::gate`: a
+//!   call's [`Consequence`]s ([`Effect`] on a resource: a path in normal form —
+//!   [`policy::normal_path`] —, a host, a program, or `undeclared`), the [`Policy`] built only
+//!   from the checkpoint's constraints, `Policy::judge` (allow, or a [`Denial`]: the
+//!   constraint, its event, its [`Category`], a safe alternative), the per-file check the
+//!   sandbox makes and the walk filter; `denied_too_often` (the same consequence denied 3
+//!   times ends a subagent). [`Budget`], [`Spent`] and [`TimeLimits`], the pure budget
+//!   decision; `Policy::cap` lowers a budget to the constraints'. **Invariant:** nothing but a
+//!   `constraint_stated` event adds, changes or lifts a rule; a tool that does not declare its
+//!   consequences is judged as touching anything.
+//! - `report` — [`Report`], [`SubagentSummary`], [`SubagentState`], [`RunUsage`],
+//!   [`ConstraintReport`] and [`Enforcement`] (each constraint: enforced, partly, not
+//!   enforced), the denials: the `--json` wire format (fields may be added, never renamed).
 //! - `event` — [`Event`], the stream a run emits (progress display, embedding apps).
 //! - `telemetry` (public) — tracing: spans for the run, each subagent (its
 //!   `subagent_spawned` seq), each model call (its turn) and each tool call (its call id), and
@@ -188,7 +215,7 @@
 //! - Errors: library errors are typed ([`RunError`], [`ToolError`], [`ModelError`]); tool
 //!   failures and contract violations are values the model sees as text.
 //! - Untrusted data: model output, tool results and file contents never change a tool set, a
-//!   budget or a permission.
+//!   budget or a permission: the gate's rules come from `constraint_stated` events only.
 //! - Tests run offline: temp-dir fixtures, the offline model, scripted models.
 
 pub mod checkpoint;
