@@ -10,6 +10,7 @@ mod contract;
 mod durable;
 mod explore;
 mod fanout;
+mod injection;
 mod policy;
 mod properties;
 mod reliability;
