@@ -289,6 +289,9 @@ const READ_VERBS: &[&str] = &[
     "access",
 ];
 const WRITE_VERBS: &[&str] = &[
+    "edits",
+    "writes",
+    "changes",
     "modify",
     "modifying",
     "edit",
@@ -440,7 +443,11 @@ fn parse_clause(clause: &str, tools: &[String]) -> Vec<Rule> {
     }
     let reads = has(&w, READ_VERBS);
     let writes = has(&w, WRITE_VERBS) || lower.contains("make no change");
-    let touches = has(&w, TOUCH_VERBS) || (!reads && !writes);
+    // A place with no verb ("never answer in French") is not a scope.
+    let touches = has(&w, TOUCH_VERBS);
+    if !reads && !writes && !touches {
+        return rules;
+    }
     if places.is_empty() {
         // "Don't modify anything": no writes at all.
         if writes && negated && !only {
@@ -657,6 +664,11 @@ mod tests {
                 vec![write(&[], &["migrations"])],
             ),
             ("Never edit files under docs.", vec![write(&[], &["docs"])]),
+            ("No changes under docs/ please", vec![write(&[], &["docs"])]),
+            (
+                "Do not search outside the src directory",
+                vec![read(&["src"], &[])],
+            ),
             ("Never modify anything.", vec![write(&[], &["."])]),
             ("Never read *.env files", vec![read(&[], &["*.env"])]),
             (
@@ -708,6 +720,8 @@ mod tests {
             "The mustard must be yellow.",
             "Cite every claim twice",
             "Never guess.",
+            "Never answer in French.",
+            "Always answer in English.",
         ] {
             let typed = parse(text, &tools);
             assert!(typed.rules.is_empty(), "{text}: {:?}", typed.rules);
