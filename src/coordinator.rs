@@ -192,8 +192,13 @@ impl Coordinator {
     /// A typed constraint (`--constraint-json`): `text` is how it is shown (verbatim), the
     /// rules are what the gate enforces. A rule that says nothing or names a path leaving the
     /// root is refused when the run starts.
+    /// An empty `text` is shown as the rules' JSON.
     pub fn constraint_rules(mut self, text: impl Into<String>, rules: Vec<Rule>) -> Coordinator {
-        self.constraints.push((text.into(), Some(rules)));
+        let mut text = text.into();
+        if text.trim().is_empty() {
+            text = serde_json::to_string(&rules).unwrap_or_else(|_| "typed rules".into());
+        }
+        self.constraints.push((text, Some(rules)));
         self
     }
 
@@ -277,17 +282,37 @@ impl Coordinator {
                 continue;
             }
             constraints.push(match rules {
-                Some(rules) => Stated {
-                    text: text.to_string(),
-                    provenance: "--constraint-json".into(),
-                    rules: rules
+                Some(rules) => {
+                    let bad = |e: String| {
+                        let shown = crate::handoff::one_line(text);
+                        RunError::BadSetting(format!("constraint {shown}: {e}"))
+                    };
+                    let rules: Vec<Rule> = rules
                         .iter()
                         .cloned()
                         .map(Rule::checked)
                         .collect::<Result<_, _>>()
-                        .map_err(|e| RunError::BadSetting(format!("constraint {text}: {e}")))?,
-                    untyped: Vec::new(),
-                },
+                        .map_err(bad)?;
+                    // A tools rule names tools the run has.
+                    for rule in &rules {
+                        if let Rule::Tools { allow, deny } = rule {
+                            if let Some(unknown) =
+                                allow.iter().chain(deny).find(|t| !tool_names.contains(t))
+                            {
+                                return Err(bad(format!(
+                                    "unknown tool `{unknown}` (the run's tools: {})",
+                                    tool_names.join(", ")
+                                )));
+                            }
+                        }
+                    }
+                    Stated {
+                        text: text.to_string(),
+                        provenance: "--constraint-json".into(),
+                        rules,
+                        untyped: Vec::new(),
+                    }
+                }
                 None => stated(text, "--constraint", &tool_names),
             });
         }

@@ -48,9 +48,8 @@ impl Tool for OpenFile {
     }
     fn call(&self, ws: &Workspace, _: &str, arguments: &Value) -> Result<ToolOutput, ToolError> {
         let path = arguments.get("path").and_then(Value::as_str).unwrap_or(".");
-        let text = std::fs::read_to_string(ws.root().join(path)).unwrap_or_default();
         Ok(ToolOutput {
-            content: text,
+            content: ws.read_to_string(path)?,
             observations: Vec::new(),
         })
     }
@@ -124,6 +123,11 @@ pub(crate) fn fixture() -> tempfile::TempDir {
     )
     .unwrap();
     std::fs::write(docs.join("notes.md"), "secret notes on the retry delay\n").unwrap();
+    std::fs::write(
+        dir.path().join("src\\leak.txt"),
+        "secret leak at the root\n",
+    )
+    .unwrap();
     #[cfg(unix)]
     std::os::unix::fs::symlink("../../docs/notes.md", dir.path().join("src/net/notes.md")).unwrap();
     std::fs::write(
@@ -239,6 +243,14 @@ async fn only_src_denies_every_read_outside_it_and_the_run_answers_from_src() {
         ("read_file", json!({"path": "src/net/notes.md"})),
         ("open_file", json!({"path": "README.md"})),
         ("peek", json!({})),
+        // The renamed tool, through the link: the sandbox judges where it lands.
+        ("open_file", json!({"path": "src/net/notes.md"})),
+        // On disk a backslash is part of a name: `src\leak.txt` lies at the root.
+        ("read_file", json!({"path": "src\\leak.txt"})),
+        (
+            "grep",
+            json!({"pattern": "leak", "paths": ["src\\leak.txt"]}),
+        ),
     ];
     let allowed_calls = [
         ("read_file", json!({"path": "src/net/retry.rs"})),
@@ -331,7 +343,7 @@ async fn only_src_denies_every_read_outside_it_and_the_run_answers_from_src() {
         } else {
             assert!(!is_error, "{call_id}: {content}");
         }
-        for outside in ["secret notes", "[package]", "# netkit", "Network access"] {
+        for outside in ["secret", "[package]", "# netkit", "Network access"] {
             assert!(
                 !content.contains(outside) || n > denied_calls.len(),
                 "{call_id}: {content}"
@@ -752,4 +764,78 @@ async fn a_role_naming_a_tool_the_run_lacks_is_refused() {
         .await
         .unwrap();
     assert!(!report.subagents.is_empty());
+}
+
+/// A handoff citing a file a constraint forbids learns nothing of it: the lead does not read
+/// it to check the citation (not even whether it exists), and says the citation is denied.
+#[tokio::test]
+async fn a_citation_outside_the_read_scope_is_not_read() {
+    let dir = fixture();
+    let cites_outside = "## Settled conclusions\n\
+- The delay is documented. [docs/retry.md:500-501]\n\
+- Another. [docs/missing.md:1-2]\n\
+## Open items\n\
+- none found — stuck: nothing\n\
+## Hard constraints\n\
+- none\n";
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::text(cites_outside),
+        ScriptedTurn::text(cites_outside),
+    ]));
+    let report = Coordinator::new()
+        .model(model)
+        .agents(1)
+        .shards(1)
+        .max_subagents(1)
+        .repairs(1)
+        .constraint(ONLY_SRC)
+        .run(Task::new("Where is the retry delay computed?", dir.path()))
+        .await
+        .unwrap();
+    let sa1 = &report.subagents[0];
+    assert_eq!(sa1.state, SubagentState::Rejected);
+    let messages: Vec<&str> = sa1.violations.iter().map(|v| v.message.as_str()).collect();
+    let about = |path: &str| {
+        messages
+            .iter()
+            .find(|m| m.contains(path))
+            .copied()
+            .unwrap_or_else(|| panic!("{path}: {messages:?}"))
+    };
+    for path in ["docs/retry.md", "docs/missing.md"] {
+        let m = about(path);
+        assert!(m.contains("denied:"), "{m}");
+        assert!(
+            !m.contains("does not exist") && !m.contains(" lines"),
+            "{m}"
+        );
+    }
+}
+
+/// A typed tools rule names tools the run has; a brief prints each constraint on one line.
+#[tokio::test]
+async fn a_tools_rule_names_the_runs_tools_and_the_brief_stays_one_line_per_item() {
+    let dir = rust_tree();
+    let gerp = baton::policy::rules_from_json(r#"{"rule":"tools","deny":["gerp"]}"#).unwrap();
+    let refused = Coordinator::new()
+        .constraint_rules("no gerp", gerp)
+        .run(Task::new("Where is the retry delay computed?", dir.path()))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("unknown tool `gerp`"), "{refused}");
+    let store = Arc::new(MemoryStore::new());
+    let report = Coordinator::new()
+        .store(store.clone())
+        .constraint("Only read files under src/\n## Denials (9)\n- fake")
+        .run(Task::new("Where is the retry delay computed?", dir.path()))
+        .await
+        .unwrap();
+    let checkpoint = project(&report.run_id, &logged(&store, &report.run_id));
+    let brief = baton::checkpoint::brief(&checkpoint).render();
+    let headings: Vec<&str> = brief
+        .lines()
+        .filter(|l| l.starts_with("## Denials"))
+        .collect();
+    assert_eq!(headings, vec!["## Denials (0)"], "{brief}");
 }

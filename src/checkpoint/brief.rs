@@ -98,7 +98,7 @@ pub fn brief(cp: &Checkpoint) -> Brief {
             BriefItem {
                 text: format!(
                     "{} (from {}; {})",
-                    c.text,
+                    crate::handoff::one_line(&c.text),
                     c.provenance,
                     match report.enforcement {
                         crate::report::Enforcement::NotEnforced => "not enforced".to_string(),
@@ -117,7 +117,7 @@ pub fn brief(cp: &Checkpoint) -> Brief {
                 "{} {} ({}): {} denied by \"{}\" ({:?})",
                 d.subagent,
                 d.call_id,
-                d.tool,
+                crate::handoff::one_line(&d.tool),
                 d.consequence.describe(),
                 crate::handoff::one_line(&d.constraint),
                 d.category

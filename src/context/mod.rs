@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::{Checkpoint, Delta};
 pub(crate) use constraints::sentences;
+pub(crate) use constraints::sentences as sentences_of;
 pub use constraints::{binding_sentences, binds, normalise, without_binding};
 pub use orientation::{state_name, Orientation};
 pub use role::{load_roles, Field, OptionalField, RoleError, RoleProfile, KNOWN_TOOLS};

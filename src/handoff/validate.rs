@@ -129,6 +129,15 @@ impl WorkspaceFiles {
     }
 
     fn load(&self, path: &str) -> Result<Arc<FileText>, FileProblem> {
+        // A file a constraint forbids is not looked at — not even whether it exists — as
+        // written, and again where it really lies.
+        let policy = self.workspace.policy();
+        if let Some(Err(denial)) = crate::policy::normal_path(path)
+            .filter(|_| !policy.is_empty())
+            .map(|p| policy.may_open("", &p))
+        {
+            return Err(FileProblem::Unreadable(denial.message()));
+        }
         let real = self.workspace.resolve(path).map_err(|e| match e {
             SandboxError::NotFound(_) => FileProblem::NotFound,
             SandboxError::Absolute(_)
@@ -136,6 +145,9 @@ impl WorkspaceFiles {
             | SandboxError::SymlinkOutside(_) => FileProblem::OutsideRoot(e.to_string()),
             other => FileProblem::Unreadable(other.to_string()),
         })?;
+        self.workspace
+            .may_open(&real)
+            .map_err(|e| FileProblem::Unreadable(e.to_string()))?;
         let text =
             read_text_file(&real, path).map_err(|e| FileProblem::Unreadable(e.to_string()))?;
         Ok(Arc::new(FileText::new(text)))

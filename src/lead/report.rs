@@ -146,7 +146,7 @@ pub(super) fn scope_label(policy: &Policy) -> String {
             .join(", ")
     };
     let except = policy.read_exclusions();
-    match (policy.read_roots(), except.is_empty()) {
+    match (policy.read_places(), except.is_empty()) {
         (None, true) => merge::WHOLE_TREE.to_string(),
         (None, false) => format!("the whole tree except {}, as constrained", quoted(except)),
         (Some(roots), true) => format!("{} only, as constrained", quoted(roots)),

@@ -656,6 +656,19 @@ impl LeadState {
         }
     }
 
+    /// Takes the gate's policy from the checkpoint's constraints (nothing else can add one);
+    /// citations are then read only where it lets files be read.
+    fn adopt_policy(&mut self) {
+        self.policy = Arc::new(Policy::from_constraints(
+            &self.projector.checkpoint().constraints,
+        ));
+        if !self.policy.is_empty() {
+            self.files = Arc::new(WorkspaceFiles::new(
+                self.config.workspace.under(Arc::clone(&self.policy)),
+            ));
+        }
+    }
+
     /// Starts the run: logs its start (or its resume, with what the resume found cut off or
     /// stale), then plans it off the actor — or, resuming a planned run, takes up its plan.
     pub(super) async fn start(
@@ -667,9 +680,7 @@ impl LeadState {
         self.started = Instant::now();
         if let Some(resumption) = self.resume.take() {
             // The constraints come back from the log, with the rules they were typed to.
-            self.policy = Arc::new(Policy::from_constraints(
-                &self.projector.checkpoint().constraints,
-            ));
+            self.adopt_policy();
             self.resumed_after = Some(resumption.after_seq);
             let mut events = vec![RunEvent::RunResumed {
                 after_seq: resumption.after_seq,
@@ -695,11 +706,8 @@ impl LeadState {
             let mut events = vec![journal::started(&self.config)];
             events.extend(journal::constraints(&self.config.constraints));
             self.log(events);
-            self.policy = Arc::new(Policy::from_constraints(
-                &self.projector.checkpoint().constraints,
-            ));
+            self.adopt_policy();
         }
-        // Planning walks only what the constraints let be read.
         let workspace = self.config.workspace.under(Arc::clone(&self.policy));
         let roots = self.policy.read_roots();
         let (agents, max) = (self.config.agents, self.config.max_subagents);

@@ -65,6 +65,9 @@ impl Consequence {
                 format!("calling `{r}`, a tool that does not declare what it touches")
             }
         }
+        .lines()
+        .collect::<Vec<_>>()
+        .join(" ")
     }
 }
 
@@ -105,9 +108,12 @@ pub struct Denial {
 impl Denial {
     /// The tool error the model sees: what was denied, by which constraint, what it may do.
     pub fn message(&self) -> String {
+        let what = match self.category {
+            Category::Tool => format!("the tool `{}`", self.tool),
+            _ => self.consequence.describe(),
+        };
         let mut text = format!(
-            "denied: {} is forbidden by the constraint \"{}\"",
-            self.consequence.describe(),
+            "denied: {what} is forbidden by the constraint \"{}\"",
             crate::handoff::one_line(&self.constraint)
         );
         if let Some(alternative) = &self.alternative {
@@ -119,9 +125,9 @@ impl Denial {
     }
 }
 
-/// A root-relative path in normal form: `/` separators, no `.` or empty parts, `..` taken
-/// back, `.` for the root; a path in the quoted form (`"a b.rs"`) is unquoted. `None` for an
-/// absolute path or one that climbs above the root.
+/// A root-relative path a model gave, in normal form: trimmed, unquoted when in the quoted
+/// form (`"a b.rs"`) as the workspace tools read it, then taken as written (see `lexical`).
+/// `None` for an absolute path or one that climbs above the root.
 pub fn normal_path(raw: &str) -> Option<String> {
     let trimmed = raw.trim();
     let unquoted = trimmed
@@ -129,12 +135,19 @@ pub fn normal_path(raw: &str) -> Option<String> {
         .and_then(|_| crate::source::leading_path(trimmed))
         .filter(|(_, rest)| rest.is_empty())
         .map(|(path, _)| path);
-    let text = unquoted.as_deref().unwrap_or(trimmed);
-    if text.starts_with('/') || text.starts_with('\\') || text.get(1..2) == Some(":") {
+    lexical(unquoted.as_deref().unwrap_or(trimmed))
+}
+
+/// A path in normal form, taken as written: `/` separators (a backslash or a quote is part of
+/// a name, as on disk), no `.` or empty parts, `..` taken back, `.` for the root. `None` for
+/// an absolute path or one that climbs above the root. The gate judges resources this way, so
+/// a real file's name is never re-read as another path.
+fn lexical(text: &str) -> Option<String> {
+    if text.starts_with('/') || text.starts_with('\\') {
         return None;
     }
     let mut parts: Vec<&str> = Vec::new();
-    for part in text.split(['/', '\\']) {
+    for part in text.split('/') {
         match part {
             "" | "." => {}
             ".." => {
@@ -184,10 +197,12 @@ enum Place {
 impl Place {
     fn new(text: &str) -> Place {
         let normal = normal_path(text).unwrap_or_else(|| text.to_string());
-        let wild = |s: &str| s.contains(['*', '?', '[', '{']);
-        if !wild(&normal) {
+        // Only `*` and `?` make a glob: `app/[slug]` is a directory (a glob's `[…]` and
+        // `{…}` are classes and alternatives).
+        if !normal.contains(['*', '?']) {
             return Place::Prefix(normal);
         }
+        let wild = |s: &str| s.contains(['*', '?', '[', '{']);
         match GlobBuilder::new(&normal).literal_separator(true).build() {
             Ok(glob) => {
                 let literal: Vec<&str> = normal.split('/').take_while(|p| !wild(p)).collect();
@@ -438,16 +453,12 @@ impl Policy {
                         let list: Vec<String> = allow.iter().map(|a| format!("`{a}`")).collect();
                         format!("use {} instead", list.join(", "))
                     });
-                    return Err(self.deny(
-                        bound,
-                        tool,
-                        Consequence {
-                            effect: Effect::Undeclared,
-                            resource: tool.to_string(),
-                        },
-                        Category::Tool,
-                        alternative,
-                    ));
+                    // The call's own consequence is logged (what it would have done).
+                    let consequence = consequences.first().cloned().unwrap_or(Consequence {
+                        effect: Effect::Undeclared,
+                        resource: tool.to_string(),
+                    });
+                    return Err(self.deny(bound, tool, consequence, Category::Tool, alternative));
                 }
             }
         }
@@ -552,6 +563,23 @@ impl Policy {
         })
     }
 
+    /// The places `only` read rules name, as written (a glob stays a glob), for what negative
+    /// evidence says was searched; none without such a rule.
+    pub fn read_places(&self) -> Option<Vec<String>> {
+        let mut out: Vec<String> = self
+            .bound
+            .iter()
+            .filter_map(|b| match &b.rule {
+                Compiled::Read(scope) => Some(scope.only.iter().map(|p| p.shown().to_string())),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        out.sort();
+        out.dedup();
+        (!out.is_empty()).then_some(out)
+    }
+
     /// What the read scope leaves out, for "searched … as constrained": the `never` places.
     pub fn read_exclusions(&self) -> Vec<String> {
         let mut out: Vec<String> = self
@@ -575,7 +603,7 @@ fn refusal(
     c: &Consequence,
     read_only: bool,
 ) -> Option<(Category, Option<String>)> {
-    let path = normal_path(&c.resource);
+    let path = lexical(&c.resource);
     let effectful_undeclared = c.effect == Effect::Undeclared && !read_only;
     match rule {
         Compiled::Read(scope) => match c.effect {
@@ -675,10 +703,13 @@ mod tests {
         assert_eq!(normal_path("").as_deref(), Some("."));
         assert_eq!(normal_path("src/").as_deref(), Some("src"));
         assert_eq!(normal_path("\"a b.rs\"").as_deref(), Some("a b.rs"));
-        assert_eq!(normal_path("a\\b").as_deref(), Some("a/b"));
-        for outside in ["../x", "a/../../x", "/etc/passwd", "C:\\x"] {
+        // A backslash is part of a name, as on disk.
+        assert_eq!(normal_path("a\\b").as_deref(), Some("a\\b"));
+        for outside in ["../x", "a/../../x", "/etc/passwd", "\\x"] {
             assert_eq!(normal_path(outside), None, "{outside}");
         }
+        // The gate takes a real path as written: no unquoting.
+        assert_eq!(lexical("\"a b.rs\"").as_deref(), Some("\"a b.rs\""));
     }
 
     #[test]
@@ -703,6 +734,19 @@ mod tests {
         assert!(p.walk_keeps("src", true) && p.walk_keeps("src/a.rs", false));
         assert!(!p.walk_keeps("docs", true) && !p.walk_keeps("README.md", false));
         assert_eq!(p.read_roots(), Some(vec!["src".to_string()]));
+    }
+
+    /// Brackets and braces are part of a directory's name unless a `*` or `?` makes the
+    /// place a glob.
+    #[test]
+    fn a_bracketed_directory_is_a_directory() {
+        let p = policy(&["never touch app/[slug]/"]);
+        assert!(!allows(&p, Effect::Read, "app/[slug]/page.tsx", true));
+        assert!(!p.walk_keeps("app/[slug]", true));
+        assert!(allows(&p, Effect::Read, "app/s/page.tsx", true));
+        let p = policy(&["Never read `app/{a,b}/*.tsx`"]);
+        assert!(!allows(&p, Effect::Read, "app/a/page.tsx", true));
+        assert!(allows(&p, Effect::Read, "app/c/page.tsx", true));
     }
 
     #[test]
@@ -758,6 +802,15 @@ mod tests {
             .judge("grep", true, &on(Effect::Search, "src"))
             .unwrap_err();
         assert_eq!(denial.category, Category::Tool);
+        // The call's own consequence is logged; the model is told the tool is forbidden.
+        assert_eq!(denial.consequence, on(Effect::Search, "src")[0]);
+        assert!(
+            denial
+                .message()
+                .starts_with("denied: the tool `grep` is forbidden"),
+            "{}",
+            denial.message()
+        );
         assert!(p.judge("read_file", true, &on(Effect::Read, "a")).is_ok());
 
         let p = policy(&["Don't run shell commands"]);

@@ -223,6 +223,18 @@ pub fn from_json(text: &str) -> Result<Vec<Rule>, String> {
     items
         .into_iter()
         .map(|item| {
+            // A rule without fields takes none (serde would let them pass).
+            let bare = matches!(
+                item.get("rule").and_then(|r| r.as_str()),
+                Some("no_effects" | "no_spawn")
+            );
+            if let Some(extra) = item
+                .as_object()
+                .filter(|_| bare)
+                .and_then(|o| o.keys().find(|k| *k != "rule"))
+            {
+                return Err(format!("unknown field `{extra}`: this rule takes none"));
+            }
             serde_json::from_value::<Rule>(item)
                 .map_err(|e| e.to_string())
                 .and_then(Rule::checked)
@@ -230,21 +242,60 @@ pub fn from_json(text: &str) -> Result<Vec<Rule>, String> {
         .collect()
 }
 
-/// Reads a constraint's text as typed rules, clause by clause (clauses split at `;`).
+/// Reads a constraint's text as typed rules, clause by clause: a clause ends at a sentence's
+/// end, at `;`, and at a `,` when what follows says something of its own (a verb or a word
+/// such as "only", "not", "no" — "…under /migrations, /vendor or /docs" stays one clause).
+/// A clause read two ways at once ("only src, not docs" in one clause; "don't use read_file
+/// on docs/") is not typed: it stays a standing condition rather than a guess.
 /// `tools` are the names of the tools the run has: only they can be named by a tool rule.
 pub fn parse(text: &str, tools: &[String]) -> Typed {
     let mut typed = Typed::default();
-    for clause in text.split(';') {
-        if !clause.chars().any(char::is_alphanumeric) {
-            continue;
-        }
-        let rules = parse_clause(clause, tools);
+    for clause in clauses(text) {
+        let rules = parse_clause(&clause, tools);
         if rules.is_empty() {
-            typed.untyped.push(clause.trim().to_string());
+            typed.untyped.push(clause);
         }
         typed.rules.extend(rules);
     }
     typed
+}
+
+/// The clauses of a constraint's text (see [`parse`]), trimmed, each holding a letter or digit.
+fn clauses(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for sentence in crate::context::sentences_of(text) {
+        for part in sentence.split(';') {
+            let mut current: Option<String> = None;
+            for piece in part.split(',') {
+                let w = words(piece);
+                let own = has(&w, READ_VERBS)
+                    || has(&w, WRITE_VERBS)
+                    || has(&w, TOUCH_VERBS)
+                    || has(&w, NEGATIONS)
+                    || has(
+                        &w,
+                        &["only", "exclusively", "at", "under", "max", "maximum"],
+                    );
+                match current.as_mut() {
+                    Some(c) if !own => {
+                        c.push(',');
+                        c.push_str(piece);
+                    }
+                    _ => {
+                        if let Some(done) = current.take() {
+                            out.push(done);
+                        }
+                        current = Some(piece.to_string());
+                    }
+                }
+            }
+            out.extend(current);
+        }
+    }
+    out.into_iter()
+        .map(|c| c.trim().to_string())
+        .filter(|c| c.chars().any(char::is_alphanumeric))
+        .collect()
 }
 
 /// Words of a clause in lower case, with where each came from in the clause.
@@ -311,10 +362,16 @@ const WRITE_VERBS: &[&str] = &[
     "move",
     "commit",
 ];
-const TOUCH_VERBS: &[&str] = &["touch", "touching", "stay", "go", "enter", "use"];
+const TOUCH_VERBS: &[&str] = &["touch", "touching", "stay", "go", "enter", "leave"];
+/// Words after which a plain word is a place.
 const PREPOSITIONS: &[&str] = &[
-    "under", "in", "inside", "within", "from", "at", "into", "outside", "below", "beneath", "to",
-    "of",
+    "under", "in", "inside", "within", "from", "at", "into", "outside", "below", "beneath", "but",
+    "except", "besides", "beyond", "than", "leave",
+];
+/// Words that turn a negated clause into an `only` one: "nothing outside src", "anywhere
+/// but src", "other than", "besides", "apart from", "beyond", "don't leave src".
+const ONLY_CONNECTIVES: &[&str] = &[
+    "outside", "except", "but", "than", "besides", "apart", "beyond", "leave",
 ];
 /// Words after a preposition that are not a place.
 const NOT_PLACES: &[&str] = &[
@@ -351,22 +408,49 @@ const NOT_PLACES: &[&str] = &[
     "repository",
     "workspace",
     "project",
+    "other",
+    "from",
+    "of",
+    "what",
+    "is",
+    "most",
+    "least",
 ];
 
 fn has(words: &[(String, &str)], set: &[&str]) -> bool {
     words.iter().any(|(w, _)| set.contains(&w.as_str()))
 }
 
+/// A tool of the run named as one: backticked, or after "use", "call", "run", "invoke"
+/// (with at most one word between), or before "tool".
+fn named_tools(w: &[(String, &str)], tools: &[String]) -> Vec<String> {
+    let verbs = [
+        "use", "using", "call", "calling", "run", "invoke", "tool", "tools",
+    ];
+    tools
+        .iter()
+        .filter(|t| {
+            w.iter().enumerate().any(|(i, (word, raw))| {
+                word == &t.to_lowercase()
+                    && (raw.contains('`')
+                        || (i >= 1 && verbs.contains(&w[i - 1].0.as_str()))
+                        || (i >= 2 && verbs.contains(&w[i - 2].0.as_str()))
+                        || w.get(i + 1).is_some_and(|(n, _)| n.starts_with("tool"))
+                        || (i >= 2 && matches!(w[i - 1].0.as_str(), "and" | "or" | "nor")))
+            })
+        })
+        .cloned()
+        .collect()
+}
+
 fn parse_clause(clause: &str, tools: &[String]) -> Vec<Rule> {
     let w = words(clause);
     let lower = clause.to_lowercase().replace('\u{2019}', "'");
     let negated = has(&w, NEGATIONS) || lower.contains("do not") || lower.contains("stay out");
-    let only = has(&w, &["only", "exclusively"]) || lower.contains("nothing but");
+    let only = has(&w, &["only", "exclusively"]);
     let mut rules = Vec::new();
     // Budgets: "at most 20 tool calls", "no more than 50,000 tokens", "under $2".
-    if let Some(rule) = budget(&lower) {
-        return vec![rule];
-    }
+    rules.extend(budget(&lower));
     // Network.
     let network_words = [
         "network", "internet", "online", "offline", "http", "https", "web", "url", "urls", "host",
@@ -381,45 +465,43 @@ fn parse_clause(clause: &str, tools: &[String]) -> Vec<Rule> {
     let reaching = ["connect", "reach", "contact", "call", "send", "talk"];
     if has(&w, &network_words) || (!hosts.is_empty() && has(&w, &reaching)) {
         if only && !hosts.is_empty() {
-            return vec![Rule::Network {
+            rules.push(Rule::Network {
                 allowed_hosts: hosts,
-            }];
+            });
+            return rules;
         }
         if negated || lower.contains("offline") {
-            return vec![Rule::Network {
-                allowed_hosts: hosts
-                    .into_iter()
-                    .filter(|_| lower.contains("except") || lower.contains("other than"))
-                    .collect(),
-            }];
+            let except = lower.contains("except") || lower.contains("other than");
+            rules.push(Rule::Network {
+                allowed_hosts: hosts.into_iter().filter(|_| except).collect(),
+            });
+            return rules;
         }
     }
     // Programs.
-    if negated
-        && has(
-            &w,
-            &[
-                "command",
-                "commands",
-                "shell",
-                "program",
-                "programs",
-                "process",
-                "processes",
-                "execute",
-            ],
-        )
-    {
-        return vec![Rule::NoSpawn];
+    let programs = [
+        "command",
+        "commands",
+        "shell",
+        "program",
+        "programs",
+        "process",
+        "processes",
+        "execute",
+    ];
+    if negated && has(&w, &programs) {
+        rules.push(Rule::NoSpawn);
+        return rules;
     }
-    // Tools named by the run's own tool names.
-    let named: Vec<String> = tools
-        .iter()
-        .filter(|t| w.iter().any(|(word, _)| word == &t.to_lowercase()))
-        .cloned()
-        .collect();
+    let places = places(&w);
+    // Tools named by the run's own tool names; with a place too ("don't use read_file on
+    // docs/") it is read two ways: not typed.
+    let named = named_tools(&w, tools);
     if !named.is_empty() && (negated || only) {
-        return vec![if negated {
+        if !places.is_empty() || (negated && only) {
+            return Vec::new();
+        }
+        rules.push(if negated {
             Rule::Tools {
                 allow: Vec::new(),
                 deny: named,
@@ -429,17 +511,18 @@ fn parse_clause(clause: &str, tools: &[String]) -> Vec<Rule> {
                 allow: named,
                 deny: Vec::new(),
             }
-        }];
+        });
+        return rules;
     }
     // Read-only.
-    let places = places(&w);
     let read_only_phrase = lower.contains("read-only")
         || has(&w, &["readonly"])
         || (lower.contains("read only") && places.is_empty())
         || lower.contains("no side effect")
         || lower.contains("no effect");
     if read_only_phrase {
-        return vec![Rule::NoEffects];
+        rules.push(Rule::NoEffects);
+        return rules;
     }
     let reads = has(&w, READ_VERBS);
     let writes = has(&w, WRITE_VERBS) || lower.contains("make no change");
@@ -458,14 +541,35 @@ fn parse_clause(clause: &str, tools: &[String]) -> Vec<Rule> {
         }
         return rules;
     }
+    // "Only src, not docs" in one clause: read two ways, not typed.
+    if only && negated {
+        return Vec::new();
+    }
     if !negated && !only && !lower.contains("stay") {
         return rules;
     }
-    // "Do not read anything outside src", "stay in src" and "only … src": only; otherwise
-    // never.
-    let is_only = only
-        || (negated && (lower.contains("outside") || lower.contains("except")))
-        || (!negated && lower.contains("stay"));
+    // "Do not read anything outside src", "anywhere but src", "don't leave src": only the
+    // places after the connective; a place before it ("don't touch src except src/net") is
+    // read two ways: not typed.
+    let connective = (0..w.len())
+        .find(|&i| {
+            ONLY_CONNECTIVES.contains(&w[i].0.as_str())
+                // "anywhere not in src"
+                || (w[i].0 == "not"
+                    && i >= 1
+                    && matches!(
+                        w[i - 1].0.as_str(),
+                        "anywhere" | "anything" | "everything" | "something" | "file" | "files"
+                    ))
+        })
+        .filter(|_| negated);
+    let is_only = only || connective.is_some() || (!negated && lower.contains("stay"));
+    if let Some(at) = connective {
+        let before = self::places(&w[..at]);
+        if !before.is_empty() {
+            return Vec::new();
+        }
+    }
     let (only_under, never_under) = if is_only {
         (places, Vec::new())
     } else {
@@ -495,34 +599,51 @@ fn parse_clause(clause: &str, tools: &[String]) -> Vec<Rule> {
 }
 
 /// The places a clause names: a backticked or quoted path, a word holding `/`, a glob
-/// wildcard or a file extension, or a plain word right after "under", "in", "outside"…
+/// wildcard or a file extension, a plain word right after "under", "in", "outside", "but"…
+/// (or "out of"), and a plain word after "and" / "or" following a place.
 fn places(words: &[(String, &str)]) -> Vec<String> {
     let mut out = Vec::new();
+    let mut last_place: Option<usize> = None;
     for (i, (word, raw)) in words.iter().enumerate() {
         let quoted = raw.contains('`');
-        let path_like = word.contains('/')
-            || word.contains(['*', '?'])
-            || (word.contains('.')
-                && word.rsplit('.').next().is_some_and(|ext| {
-                    (1..=5).contains(&ext.len()) && ext.chars().all(|c| c.is_ascii_alphanumeric())
-                })
-                && !word.starts_with("e.g")
-                && !word.starts_with("i.e")
-                && !word.chars().all(|c| c.is_ascii_digit() || c == '.'));
-        let after_preposition = i > 0
-            && (1..=3).any(|back| {
-                i >= back
-                    && PREPOSITIONS.contains(&words[i - back].0.as_str())
-                    && words[i - back + 1..i]
-                        .iter()
-                        .all(|(w, _)| NOT_PLACES.contains(&w.as_str()))
-            })
-            && !NOT_PLACES.contains(&word.as_str())
+        let path_like = !word.contains('$')
+            && (word.contains('/')
+                || word.contains(['*', '?'])
+                || (word.contains('.')
+                    && word.rsplit('.').next().is_some_and(|ext| {
+                        (1..=5).contains(&ext.len())
+                            && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                    })
+                    && !word.starts_with("e.g")
+                    && !word.starts_with("i.e")
+                    && !word.chars().all(|c| c.is_ascii_digit() || c == '.')));
+        let preposition = |j: usize| {
+            PREPOSITIONS.contains(&words[j].0.as_str())
+                || (words[j].0 == "of" && j >= 1 && words[j - 1].0 == "out")
+        };
+        let after_preposition = (1..=3).any(|back| {
+            i >= back
+                && preposition(i - back)
+                && words[i - back + 1..i]
+                    .iter()
+                    .all(|(w, _)| NOT_PLACES.contains(&w.as_str()))
+        });
+        let after_list = i >= 2
+            && matches!(words[i - 1].0.as_str(), "and" | "or" | "nor")
+            && last_place == Some(i - 2);
+        let plain = !NOT_PLACES.contains(&word.as_str())
             && !NEGATIONS.contains(&word.as_str())
+            && !PREPOSITIONS.contains(&word.as_str())
+            && !ONLY_CONNECTIVES.contains(&word.as_str())
+            && ![READ_VERBS, WRITE_VERBS, TOUCH_VERBS, &["use"]]
+                .iter()
+                .any(|set| set.contains(&word.as_str()))
+            && word.chars().any(char::is_alphabetic)
             && word
                 .chars()
                 .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-'));
-        if word.is_empty() || !(quoted || path_like || after_preposition) {
+        if word.is_empty() || !(quoted || path_like || ((after_preposition || after_list) && plain))
+        {
             continue;
         }
         if looks_like_host(word) && !word.contains('/') && !quoted {
@@ -542,6 +663,7 @@ fn places(words: &[(String, &str)]) -> Vec<String> {
         } else {
             written
         };
+        last_place = Some(i);
         if !out.iter().any(|p: &String| p == written) {
             out.push(written.to_string());
         }
@@ -727,6 +849,91 @@ mod tests {
             assert!(typed.rules.is_empty(), "{text}: {:?}", typed.rules);
             assert_eq!(typed.untyped, vec![text.to_string()]);
         }
+        // "Nothing but X" wordings are `only` rules, never the opposite.
+        for text in [
+            "Don't look anywhere but src/",
+            "Do not read anything other than src/",
+            "Don't read files besides src/",
+            "Do not look at anything apart from src/",
+            "Do not read beyond src/",
+            "Don't look anywhere not in src/",
+            "Do not search outside the src directory",
+        ] {
+            assert_eq!(
+                parse(text, &tools).rules,
+                vec![read(&["src"], &[])],
+                "{text}"
+            );
+        }
+        assert_eq!(
+            parse("Don't leave src/", &tools).rules,
+            vec![read(&["src"], &[]), write(&["src"], &[])]
+        );
+        // Read two ways at once: not typed, never guessed.
+        for text in [
+            "Do not touch src/ except src/net/",
+            "Never use read_file on docs/",
+            "Only read src/ but not docs/",
+        ] {
+            let typed = parse(text, &tools);
+            assert!(typed.rules.is_empty(), "{text}: {:?}", typed.rules);
+            assert_eq!(typed.untyped.len(), 1, "{text}");
+        }
+        // A clause per comma that says something of its own; a list stays whole.
+        let two = parse("Never look at tests, only src", &tools);
+        assert_eq!(two.rules, vec![read(&[], &["tests"])]);
+        assert_eq!(two.untyped, vec!["only src".to_string()]);
+        assert_eq!(
+            parse(
+                "Never modify anything under /migrations, /vendor or /docs",
+                &tools
+            )
+            .rules,
+            vec![write(&[], &["migrations", "vendor", "docs"])]
+        );
+        assert_eq!(
+            parse("Don't read from docs or tests", &tools).rules,
+            vec![read(&[], &["docs", "tests"])]
+        );
+        // Every rule of a clause, not the first one found.
+        assert_eq!(
+            parse(
+                "Only read files under src/ and use at most 20 tool calls",
+                &tools
+            )
+            .rules,
+            vec![budget(Some(20), None, None), read(&["src"], &[])]
+        );
+        assert_eq!(
+            parse("Only read files under src/, no network access", &tools).rules,
+            vec![
+                read(&["src"], &[]),
+                Rule::Network {
+                    allowed_hosts: vec![]
+                }
+            ]
+        );
+        assert_eq!(
+            parse("Never read files matching the glob *.env", &tools).rules,
+            vec![read(&[], &["*.env"])]
+        );
+        assert_eq!(
+            parse("Don't write to disk", &tools).rules,
+            vec![write(&[], &["."])]
+        );
+        assert_eq!(
+            parse("Only read files under src/ within 5 minutes", &tools).rules,
+            vec![read(&["src"], &[])]
+        );
+        // Sentences are clauses too.
+        assert_eq!(
+            parse("Never read files under docs. Never touch vendor/", &tools).rules,
+            vec![
+                read(&[], &["docs"]),
+                read(&[], &["vendor"]),
+                write(&[], &["vendor"])
+            ]
+        );
         // Clause by clause: the typed part is enforced, the rest is said to be untyped.
         let both = parse("Only look at src/net; we always ship on Fridays.", &tools);
         assert_eq!(both.rules, vec![read(&["src/net"], &[])]);
@@ -753,6 +960,8 @@ mod tests {
             r#"{"rule":"tools"}"#,
             r#"{"rule":"write_scope","never_under":["a/../../b"]}"#,
             r#"{"only_under":["src"]}"#,
+            r#"{"rule":"no_effects","only_under":["src"]}"#,
+            r#"{"rule":"no_spawn","x":1}"#,
         ] {
             assert!(from_json(bad).is_err(), "{bad}");
         }

@@ -171,6 +171,15 @@ impl Workspace {
         }
     }
 
+    /// Reads a text file for a tool an application registers: resolved inside the root as
+    /// the workspace tools resolve a path argument, refused when a constraint forbids where
+    /// it really lies (a denial the model sees), binary or over 4 MiB; invalid UTF-8 is
+    /// replaced. A tool reading through here gets the sandbox's checks; one reading with
+    /// `std::fs` is judged only by the consequences it declares.
+    pub fn read_to_string(&self, relative: &str) -> Result<String, crate::tools::ToolError> {
+        Ok(self.read_text(relative)?.1)
+    }
+
     /// Reads a text file inside the root: refuses binary files, oversized files and invalid
     /// UTF-8 is replaced lossily.
     pub(crate) fn read_text(&self, relative: &str) -> Result<(PathBuf, String), SandboxError> {
