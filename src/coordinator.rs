@@ -395,9 +395,10 @@ impl Coordinator {
                 path: settings.root.clone(),
                 reason: e.to_string(),
             })?;
-        // What was accepted is rechecked against the tree as it is now, and the log projected,
-        // off the runtime.
-        let (tree, id) = (workspace.clone(), run_id.to_string());
+        // What was accepted is rechecked against the tree as it is now — only where the run's
+        // constraints let files be read — and the log projected, off the runtime.
+        let policy = Arc::new(crate::policy::Policy::from_log(&logged));
+        let (tree, id) = (workspace.under(policy), run_id.to_string());
         let resumption = tokio::task::spawn_blocking(move || {
             let mut resumption = resumption;
             resumption.prepare(&tree, &id);

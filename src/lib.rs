@@ -181,13 +181,16 @@
 //!   binary files are skipped; output is capped and says so; what a tool records as seen is
 //!   what it printed; file names are printed in the source grammar's form.
 //! - `policy` (public) — typed constraints and the gate. `policy::rules`: [`Rule`]s (read and
-//!   write scopes, network hosts, read-only, no programs, tool allow/deny lists, budgets),
-//!   read deterministically from common English phrasings clause by clause
-//!   (`policy::parse_constraint`: what no rule covers stays `untyped`, a standing condition
-//!   reported as not enforced) or from JSON (`policy::rules_from_json`). `policy::gate`: a
+//!   write scopes, network hosts, read-only, no programs, tool allow/deny lists, budgets)
+//!   from JSON (`policy::rules_from_json`); `policy::english`: the same read deterministically
+//!   and conservatively from common English phrasings clause by clause
+//!   (`policy::parse_constraint`: a clause that is conditional, contrastive, doubly negated,
+//!   counted or read two ways is not typed; what no rule covers stays `untyped`, a standing
+//!   condition reported as not enforced). `policy::gate`: a
 //!   call's [`Consequence`]s ([`Effect`] on a resource: a path in normal form —
 //!   [`policy::normal_path`] —, a host, a program, or `undeclared`), the [`Policy`] built only
-//!   from the checkpoint's constraints, `Policy::judge` (allow, or a [`Denial`]: the
+//!   from the checkpoint's constraints (or a log's: `Policy::from_log`, which a resume's
+//!   rechecks run under), `Policy::judge` (allow, or a [`Denial`]: the
 //!   constraint, its event, its [`Category`], a safe alternative), the per-file check the
 //!   sandbox makes and the walk filter; `denied_too_often` (the same consequence denied 3
 //!   times ends a subagent). [`Budget`], [`Spent`] and [`TimeLimits`], the pure budget

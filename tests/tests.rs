@@ -12,6 +12,7 @@ mod explore;
 mod fanout;
 mod injection;
 mod policy;
+mod policy_resume;
 mod properties;
 mod reliability;
 mod repair;

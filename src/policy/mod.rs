@@ -1,14 +1,16 @@
 //! Policy: typed constraints and the gate every tool call passes (`policy::rules`,
-//! `policy::gate`); budgets — the limits one subagent works within, what it has spent, and
+//! `policy::english`, `policy::gate`); budgets — the limits one subagent works within, what it has spent, and
 //! the pure decision of whether it may go on.
 
+mod english;
 mod gate;
 mod rules;
 
 use serde::{Deserialize, Serialize};
 
+pub use english::parse as parse_constraint;
 pub use gate::{normal_path, Category, Consequence, Denial, Effect, Policy};
-pub use rules::{from_json as rules_from_json, parse as parse_constraint, Rule, Typed};
+pub use rules::{from_json as rules_from_json, Rule, Typed};
 
 /// How many times one subagent may be denied the same consequence: at this count it is
 /// ended, the denial its reason.

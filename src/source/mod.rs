@@ -136,7 +136,12 @@ pub(crate) fn quote_path(path: &str) -> Cow<'_, str> {
                 .chars()
                 .map(|c| {
                     if is_invisible(c) {
-                        format!("\\u{:04x}", c as u32)
+                        // JSON escapes UTF-16 units: past U+FFFF, a surrogate pair.
+                        let mut units = [0u16; 2];
+                        c.encode_utf16(&mut units)
+                            .iter()
+                            .map(|u| format!("\\u{u:04x}"))
+                            .collect()
                     } else {
                         c.to_string()
                     }
@@ -479,6 +484,7 @@ mod tests {
             ("doc", r#""doc""#),
             ("event", r#""event""#),
             ("bidi\u{202E}x.rs", r#""bidi\u202ex.rs""#),
+            ("tag\u{E0001}.rs", r#""tag\udb40\udc01.rs""#),
             ("kebab-case/x-1.rs", "kebab-case/x-1.rs"),
         ] {
             let source = SourceId::File {

@@ -1,0 +1,272 @@
+//! Tests of `policy::english`.
+use super::*;
+
+fn read(only: &[&str], never: &[&str]) -> Rule {
+    Rule::ReadScope {
+        only_under: only.iter().map(|s| s.to_string()).collect(),
+        never_under: never.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+fn write(only: &[&str], never: &[&str]) -> Rule {
+    Rule::WriteScope {
+        only_under: only.iter().map(|s| s.to_string()).collect(),
+        never_under: never.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+fn budget(tool_calls: Option<u32>, tokens: Option<u64>, cost: Option<f64>) -> Rule {
+    Rule::Budget {
+        tool_calls,
+        tokens,
+        model_turns: None,
+        cost_usd: cost,
+    }
+}
+
+fn none_hosts() -> Rule {
+    Rule::Network {
+        allowed_hosts: vec![],
+    }
+}
+
+fn tools() -> Vec<String> {
+    ["list_dir", "glob", "grep", "read_file"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// The shapes that are typed, each to the rules it states, with nothing left over.
+#[test]
+fn common_phrasings_are_typed() {
+    let cases: Vec<(&str, Vec<Rule>)> = vec![
+        ("Only read files under src/", vec![read(&["src"], &[])]),
+        ("only look at src/net", vec![read(&["src/net"], &[])]),
+        (
+            "Do not read anything outside src",
+            vec![read(&["src"], &[])],
+        ),
+        (
+            "Do not search outside the src directory",
+            vec![read(&["src"], &[])],
+        ),
+        ("Don't look anywhere but src/", vec![read(&["src"], &[])]),
+        (
+            "Do not read anything other than src/",
+            vec![read(&["src"], &[])],
+        ),
+        ("Don't read files besides src/", vec![read(&["src"], &[])]),
+        (
+            "Do not look at anything apart from src/",
+            vec![read(&["src"], &[])],
+        ),
+        ("Do not read beyond src/", vec![read(&["src"], &[])]),
+        (
+            "Don't leave src/",
+            vec![read(&["src"], &[]), write(&["src"], &[])],
+        ),
+        (
+            "never touch /vendor",
+            vec![read(&[], &["vendor"]), write(&[], &["vendor"])],
+        ),
+        (
+            "Stay out of `third_party/`",
+            vec![read(&[], &["third_party"]), write(&[], &["third_party"])],
+        ),
+        (
+            "don't modify anything in migrations",
+            vec![write(&[], &["migrations"])],
+        ),
+        ("Never edit files under docs.", vec![write(&[], &["docs"])]),
+        ("No changes under docs/ please", vec![write(&[], &["docs"])]),
+        ("Never modify anything.", vec![write(&[], &["."])]),
+        ("Don't write to disk", vec![write(&[], &["."])]),
+        ("Never read *.env files", vec![read(&[], &["*.env"])]),
+        (
+            "Never read files matching the glob *.env",
+            vec![read(&[], &["*.env"])],
+        ),
+        (
+            "Never read secrets.json or .env files",
+            vec![read(&[], &["**/secrets.json", "**/.env"])],
+        ),
+        (
+            "Never modify anything under /migrations, /vendor or /docs",
+            vec![write(&[], &["migrations", "vendor", "docs"])],
+        ),
+        (
+            "Don't read from docs or tests",
+            vec![read(&[], &["docs", "tests"])],
+        ),
+        (
+            "Never read from docs, vendor or tests",
+            vec![read(&[], &["docs", "vendor", "tests"])],
+        ),
+        (
+            "Don't touch anything in vendor, third_party, or generated",
+            vec![
+                read(&[], &["vendor", "third_party", "generated"]),
+                write(&[], &["vendor", "third_party", "generated"]),
+            ],
+        ),
+        ("no network access", vec![none_hosts()]),
+        (
+            "Only connect to api.example.com",
+            vec![Rule::Network {
+                allowed_hosts: vec!["api.example.com".into()],
+            }],
+        ),
+        (
+            "No network access except api.example.com",
+            vec![Rule::Network {
+                allowed_hosts: vec!["api.example.com".into()],
+            }],
+        ),
+        ("read-only", vec![Rule::NoEffects]),
+        ("This run is read only.", vec![Rule::NoEffects]),
+        ("Don't run shell commands", vec![Rule::NoSpawn]),
+        (
+            "don't use grep",
+            vec![Rule::Tools {
+                allow: vec![],
+                deny: vec!["grep".into()],
+            }],
+        ),
+        (
+            "Only use read_file and grep",
+            vec![Rule::Tools {
+                allow: vec!["grep".into(), "read_file".into()],
+                deny: vec![],
+            }],
+        ),
+        (
+            "Use at most 20 tool calls",
+            vec![budget(Some(20), None, None)],
+        ),
+        (
+            "fewer than 10 tool calls",
+            vec![budget(Some(9), None, None)],
+        ),
+        (
+            "no more than 50,000 tokens",
+            vec![budget(None, Some(50_000), None)],
+        ),
+        ("Spend under $2.50", vec![budget(None, None, Some(2.5))]),
+        // Clauses: at sentences, `;`, a comma or "and"/"or" before a clause of its own.
+        (
+            "Only read files under src/ and use at most 20 tool calls",
+            vec![read(&["src"], &[]), budget(Some(20), None, None)],
+        ),
+        (
+            "Only read files under src/, no network access",
+            vec![read(&["src"], &[]), none_hosts()],
+        ),
+        (
+            "Only read files under src/ and no network access",
+            vec![read(&["src"], &[]), none_hosts()],
+        ),
+        (
+            "Never read files under docs. Never touch vendor/",
+            vec![
+                read(&[], &["docs"]),
+                read(&[], &["vendor"]),
+                write(&[], &["vendor"]),
+            ],
+        ),
+        (
+            "Only read and write files under src/",
+            vec![read(&["src"], &[]), write(&["src"], &[])],
+        ),
+    ];
+    for (text, rules) in cases {
+        let typed = parse(text, &tools());
+        assert_eq!(typed.rules, rules, "{text}");
+        assert!(typed.untyped.is_empty(), "{text}: {:?}", typed.untyped);
+    }
+}
+
+/// A condition, a contrast, a double negative, a quantity, a budget about something else,
+/// a host deny-list or two readings at once: not typed — never a wrong rule claimed as
+/// enforced.
+#[test]
+fn what_reads_two_ways_is_not_typed() {
+    for text in [
+        "Always use British spelling",
+        "The mustard must be yellow.",
+        "Cite every claim twice",
+        "Never guess.",
+        "Never answer in French.",
+        "Always answer in English.",
+        "Never touch vendor",
+        "Do not touch src/ except src/net/",
+        "Do not read tests except tests/fixtures",
+        "Never use read_file on docs/",
+        "Only read src/ but not docs/",
+        "Only read src/ except src/generated",
+        "Only read src/ minus src/generated",
+        "Don't look anywhere not in src/",
+        "Don't read files that are not in src/",
+        "Don't read files that aren't in src/",
+        "Never read anything that isn't in src/",
+        "Don't read files unless they're in src/",
+        "Do not open files that do not live in src/",
+        "Read whatever you want but never modify src/",
+        "You can read anything but only write to out/",
+        "Don't use any tool except grep",
+        "No network except github.com but not gist.github.com",
+        "Don't connect to evil.com",
+        "Keep the final answer under 300 tokens",
+        "Each summary at most 100 tokens",
+        "Use at most 100 tool calls in total",
+        "at most 20 tool calls and 50k tokens",
+        "Do not read files larger than 1MB",
+        "Never read more than 3 files under src/",
+        "Don't read anything in docs/ unless it's README.md",
+        "Only read files under src/ within 5 minutes",
+    ] {
+        let typed = parse(text, &tools());
+        assert!(typed.rules.is_empty(), "{text}: {:?}", typed.rules);
+        assert!(!typed.untyped.is_empty(), "{text}");
+    }
+}
+
+/// Clause by clause: the typed part is enforced, the rest is said to be untyped.
+#[test]
+fn the_untyped_part_of_a_constraint_is_kept() {
+    let cases: Vec<(&str, Vec<Rule>, Vec<&str>)> = vec![
+        (
+            "Only look at src/net; we always ship on Fridays.",
+            vec![read(&["src/net"], &[])],
+            vec!["we always ship on Fridays."],
+        ),
+        (
+            "Never look at tests, only src",
+            vec![read(&[], &["tests"])],
+            vec!["only src"],
+        ),
+        (
+            "Do not use grep, use read_file instead",
+            vec![Rule::Tools {
+                allow: vec![],
+                deny: vec!["grep".into()],
+            }],
+            vec!["use read_file instead"],
+        ),
+        (
+            "Don't run shell commands or read outside src/",
+            vec![Rule::NoSpawn],
+            vec!["read outside src/"],
+        ),
+        (
+            "Only read src/ and skip src/generated",
+            vec![read(&["src"], &[])],
+            vec!["skip src/generated"],
+        ),
+    ];
+    for (text, rules, untyped) in cases {
+        let typed = parse(text, &tools());
+        assert_eq!(typed.rules, rules, "{text}");
+        assert_eq!(typed.untyped, untyped, "{text}");
+    }
+}
