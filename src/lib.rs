@@ -184,9 +184,9 @@
 //!   write scopes, network hosts, read-only, no programs, tool allow/deny lists, budgets)
 //!   from JSON (`policy::rules_from_json`); `policy::english`: the same read deterministically
 //!   and conservatively from common English phrasings clause by clause
-//!   (`policy::parse_constraint`: a clause that is conditional, contrastive, doubly negated,
-//!   counted or read two ways is not typed; what no rule covers stays `untyped`, a standing
-//!   condition reported as not enforced). `policy::gate`: a
+//!   (`policy::parse_constraint`: a clause is typed only when the whole of it has one of a
+//!   fixed set of shapes, and one with two readings is not; what no rule covers stays
+//!   `untyped`, a standing condition reported as not enforced). `policy::gate`: a
 //!   call's [`Consequence`]s ([`Effect`] on a resource: a path in normal form —
 //!   [`policy::normal_path`] —, a host, a program, or `undeclared`), the [`Policy`] built only
 //!   from the checkpoint's constraints (or a log's: `Policy::from_log`, which a resume's

@@ -125,7 +125,7 @@ impl ConstraintReport {
             provenance: c.provenance.clone(),
             enforcement: if enforced == 0 {
                 Enforcement::NotEnforced
-            } else if enforced == c.rules.len() && c.untyped.is_empty() {
+            } else if c.rules.iter().all(|r| r.wholly_enforced()) && c.untyped.is_empty() {
                 Enforcement::Enforced
             } else {
                 Enforcement::Partly

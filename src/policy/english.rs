@@ -1,15 +1,22 @@
 //! Constraints in English, read as typed rules — deterministically and conservatively: a
-//! clause is typed only when it has one of the shapes below, and anything else (a condition,
-//! a contrast, a double negative, a quantity, two kinds of rule at once) stays a standing
-//! condition, reported as not enforced. A wrong rule claimed as enforced is worse than none.
+//! clause is typed only when the whole of it has one of the shapes below ("only read files
+//! under src/", "never touch /vendor", "don't modify anything in migrations", "no network
+//! access", "read-only", "don't use grep", "use at most 20 tool calls"…). Anything else — a
+//! condition, a contrast, an explanation, a qualifier ("test files in src/"), a quantity —
+//! stays a standing condition, reported as not enforced: a wrong rule claimed as enforced
+//! would be worse than none.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
 
 use super::rules::{Rule, Typed};
 
 /// Reads a constraint's text as typed rules, clause by clause: a clause ends at a sentence's
-/// end, at `;`, at a `,` when what follows says something of its own (a verb, or a word such
-/// as "only", "not", "no" — "…under /migrations, /vendor or /docs" stays one clause), and at
-/// "and" / "or" when a verb or such a word follows. `tools` are the names of the tools the run
-/// has: only they can be named by a tool rule.
+/// end, at `;`, and at a `,`, "and" or "or" before a word that starts a clause of its own (a
+/// negation, a verb, "use", "no", "stay" — not "only": "no network, only localhost" is one
+/// clause). `tools` are the names of the tools the run has: only they can be named by a
+/// tool rule.
 pub fn parse(text: &str, tools: &[String]) -> Typed {
     let mut typed = Typed::default();
     for clause in clauses(text, tools) {
@@ -22,127 +29,36 @@ pub fn parse(text: &str, tools: &[String]) -> Typed {
     typed
 }
 
-/// Words that start a clause of their own after "and", "or" or a comma.
+/// Words that start a clause of their own after a `,`, "and" or "or".
 const CLAUSE_STARTS: &[&str] = &[
-    "use", "spend", "keep", "skip", "ignore", "no", "never", "don't", "dont", "do", "only", "not",
-    "at", "make", "stay", "avoid", "access", "connect", "run", "call", "limit",
-];
-
-fn starts_clause(word: &str) -> bool {
-    CLAUSE_STARTS.contains(&word)
-        || READ_VERBS.contains(&word)
-        || WRITE_VERBS.contains(&word)
-        || TOUCH_VERBS.contains(&word)
-}
-
-/// The clauses of a constraint's text (see [`parse`]), trimmed, each holding a letter or digit
-/// (a tool's name after "and" does not start one: "only use read_file and grep").
-fn clauses(text: &str, tools: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for sentence in crate::context::sentences_of(text) {
-        for part in sentence.split(';') {
-            let mut current: Option<String> = None;
-            for piece in part.split(',') {
-                let own = words(piece).iter().any(|(w, _)| starts_clause(w));
-                match current.as_mut() {
-                    Some(c) if !own => {
-                        c.push(',');
-                        c.push_str(piece);
-                    }
-                    _ => {
-                        out.extend(current.take());
-                        current = Some(piece.to_string());
-                    }
-                }
-            }
-            out.extend(current);
-        }
-    }
-    // "and" / "or" followed by a clause's first word ends the clause before it — not after
-    // a verb ("read and write under src/" is one clause).
-    let mut split = Vec::new();
-    for clause in out {
-        let raw: Vec<&str> = clause.split_whitespace().collect();
-        let lower: Vec<String> = words(&clause).into_iter().map(|(w, _)| w).collect();
-        let mut current: Vec<&str> = Vec::new();
-        for (i, word) in raw.iter().enumerate() {
-            let cut = matches!(lower[i].as_str(), "and" | "or")
-                && lower
-                    .get(i + 1)
-                    .is_some_and(|n| starts_clause(n) && !tools.iter().any(|t| t == n))
-                && i >= 1
-                && !starts_clause(&lower[i - 1]);
-            if cut {
-                split.push(current.join(" "));
-                current.clear();
-            } else {
-                current.push(word);
-            }
-        }
-        split.push(current.join(" "));
-    }
-    split
-        .into_iter()
-        .map(|c| c.trim().to_string())
-        .filter(|c| c.chars().any(char::is_alphanumeric))
-        .collect()
-}
-
-/// Words of a clause in lower case, with where each came from in the clause.
-fn words(clause: &str) -> Vec<(String, &str)> {
-    clause
-        .split_whitespace()
-        .map(|raw| {
-            let bare = raw.trim_matches(|c: char| {
-                matches!(
-                    c,
-                    ',' | '.' | ';' | ':' | '!' | '?' | '(' | ')' | '"' | '\'' | '`' | '\u{2019}'
-                )
-            });
-            (bare.to_lowercase().replace('\u{2019}', "'"), raw)
-        })
-        .collect()
-}
-
-const NEGATIONS: &[&str] = &[
-    "never", "don't", "dont", "not", "no", "without", "avoid", "mustn't", "cannot", "can't",
-    "nothing",
-];
-const READ_VERBS: &[&str] = &[
+    "use",
+    "spend",
+    "never",
+    "don't",
+    "dont",
+    "do",
+    "no",
+    "not",
+    "make",
+    "stay",
+    "avoid",
     "read",
-    "reads",
-    "reading",
     "look",
-    "looking",
     "search",
-    "searching",
-    "grep",
     "list",
     "open",
-    "inspect",
-    "explore",
-    "view",
-    "browse",
-    "scan",
-    "consult",
-    "see",
-    "examine",
     "access",
-];
-const WRITE_VERBS: &[&str] = &[
+    "explore",
+    "browse",
+    "inspect",
+    "examine",
+    "scan",
+    "view",
     "modify",
-    "modifying",
     "edit",
-    "edits",
-    "editing",
     "write",
-    "writes",
-    "writing",
     "change",
-    "changes",
-    "changing",
     "delete",
-    "deleting",
     "remove",
     "create",
     "alter",
@@ -150,83 +66,91 @@ const WRITE_VERBS: &[&str] = &[
     "overwrite",
     "rename",
     "move",
-    "commit",
-];
-const TOUCH_VERBS: &[&str] = &["touch", "touching", "stay", "go", "enter", "leave"];
-/// Words after which a plain word is a place (and "other than", "out of").
-const PREPOSITIONS: &[&str] = &[
-    "under",
-    "in",
-    "inside",
-    "within",
-    "from",
+    "touch",
+    "run",
+    "execute",
     "at",
-    "into",
-    "outside",
-    "below",
-    "beneath",
-    "but",
-    "except",
-    "besides",
-    "beyond",
-    "excluding",
-    "leave",
+    "skip",
+    "ignore",
+    "exclude",
 ];
-/// Words that turn a negated clause into an `only` one: "nothing outside src", "anywhere
-/// but src", "other than", "besides", "apart from", "beyond", "don't leave src".
-const ONLY_CONNECTIVES: &[&str] = &[
-    "outside",
-    "except",
-    "but",
-    "than",
-    "besides",
-    "apart",
-    "beyond",
-    "excluding",
-    "minus",
-    "leave",
-];
-/// What may stand between a verb and a connective: "read anything outside", "look anywhere
-/// but", "read files besides".
-const GENERIC: &[&str] = &[
-    "anything",
-    "anywhere",
-    "everything",
-    "files",
-    "file",
-    "the",
-    "a",
-    "any",
-    "at",
-    "in",
-    "stuff",
-    "else",
-    "other",
-    "code",
-];
-/// Words that make a clause conditional, comparative or contrastive: not typed.
-const AMBIGUOUS: &[&str] = &[
-    "unless",
-    "if",
-    "when",
-    "whenever",
-    "while",
-    "whereas",
-    "however",
-    "instead",
-    "otherwise",
-    "larger",
-    "smaller",
-    "bigger",
-    "longer",
-    "shorter",
-    "older",
-    "newer",
-    "more",
-    "fewer",
-    "less",
-];
-/// Words after a preposition that are not a place.
+
+/// A token of a clause: as written, without the quotes, backticks and trailing punctuation
+/// around it; a `,` on its own.
+fn tokens(clause: &str) -> Vec<String> {
+    let quotes = |c: char| {
+        matches!(
+            c,
+            '"' | '\'' | '`' | '\u{2018}' | '\u{2019}' | '\u{201C}' | '\u{201D}'
+        )
+    };
+    let mut out = Vec::new();
+    for raw in clause.split_whitespace() {
+        let comma = raw.ends_with(',');
+        let word = raw
+            .trim_end_matches([',', ';', ':', '!', '?', ')'])
+            .trim_start_matches('(')
+            .trim_end_matches('.')
+            .trim_matches(quotes)
+            .trim_end_matches('.')
+            .to_string();
+        // An apostrophe inside a word stays: "don't".
+        let word = word.replace('\u{2019}', "'");
+        if !word.is_empty() {
+            out.push(word);
+        }
+        if comma {
+            out.push(",".to_string());
+        }
+    }
+    out
+}
+
+/// The clauses of a constraint's text (see [`parse`]), each a run of tokens joined by single
+/// spaces, holding a letter or digit and more than a list marker ("1.").
+fn clauses(text: &str, tools: &[String]) -> Vec<String> {
+    let starts = |w: &str| {
+        let w = w.to_lowercase();
+        CLAUSE_STARTS.contains(&w.as_str()) && !tools.contains(&w)
+    };
+    let verb = |w: &str| {
+        let w = w.to_lowercase();
+        CLAUSE_STARTS.contains(&w.as_str()) && !matches!(w.as_str(), "no" | "not" | "at" | "do")
+    };
+    let mut out = Vec::new();
+    for sentence in crate::context::sentences_of(text) {
+        for part in sentence.split(';') {
+            let t = tokens(part);
+            let mut current: Vec<&str> = Vec::new();
+            for (i, word) in t.iter().enumerate() {
+                let joiner = matches!(word.to_lowercase().as_str(), "," | "and" | "or");
+                let next_starts = t.get(i + 1).is_some_and(|n| starts(n))
+                    || (word == ","
+                        && t.get(i + 1)
+                            .is_some_and(|n| matches!(n.to_lowercase().as_str(), "and" | "or"))
+                        && t.get(i + 2).is_some_and(|n| starts(n)));
+                // "read and write under src/": a verb joined to a verb stays one clause.
+                let after_verb = i >= 1 && verb(&t[i - 1]);
+                if joiner && next_starts && !after_verb && !current.is_empty() {
+                    out.push(current.join(" "));
+                    current.clear();
+                } else if !(joiner && current.is_empty()) {
+                    current.push(word);
+                }
+            }
+            out.push(current.join(" "));
+        }
+    }
+    out.into_iter()
+        .map(|c| c.replace(" ,", ",").trim_matches([' ', ',']).to_string())
+        .filter(|c| {
+            c.chars().any(char::is_alphabetic)
+                && !c.chars().all(|ch| ch.is_ascii_digit() || ".)".contains(ch))
+        })
+        .collect()
+}
+
+/// Words that are never a place.
 const NOT_PLACES: &[&str] = &[
     "the",
     "a",
@@ -235,418 +159,115 @@ const NOT_PLACES: &[&str] = &[
     "all",
     "this",
     "that",
-    "files",
-    "file",
-    "directory",
-    "directories",
-    "folder",
-    "folders",
-    "dir",
-    "tree",
-    "anything",
-    "everything",
-    "order",
-    "case",
-    "general",
-    "particular",
-    "place",
-    "mind",
+    "these",
+    "those",
+    "current",
+    "same",
+    "first",
+    "last",
+    "whole",
+    "entire",
+    "root",
+    "top",
+    "other",
+    "hidden",
+    "relevant",
+    "following",
+    "given",
+    "specified",
+    "above",
+    "below",
     "it",
     "them",
     "there",
     "here",
-    "way",
+    "everything",
+    "anything",
+    "nothing",
+    "files",
+    "file",
     "code",
+    "stuff",
+    "folder",
+    "folders",
+    "directory",
+    "directories",
+    "dir",
+    "tree",
     "repo",
     "repository",
     "workspace",
     "project",
-    "other",
-    "from",
-    "of",
-    "what",
-    "is",
-    "most",
-    "least",
-    "only",
-    "apart",
-    "you",
-    "your",
-    "our",
-    "my",
+    "disk",
+    "network",
+    "internet",
+    "again",
+    "please",
+    "anymore",
+    "ever",
+    "directly",
     "and",
     "or",
     "nor",
+    "only",
+    "except",
+    "but",
+    "besides",
+    "outside",
+    "beyond",
+    "than",
+    "apart",
+    "from",
+    "in",
+    "under",
+    "inside",
+    "within",
+    "at",
+    "into",
+    "to",
+    "of",
+    "yourself",
 ];
 
-fn has(words: &[(String, &str)], set: &[&str]) -> bool {
-    words.iter().any(|(w, _)| set.contains(&w.as_str()))
+/// A place a clause names: a path (holding `/`, a wildcard, a file extension, or a name
+/// starting with `.`) or a plain name; never a word of the clause's grammar.
+fn place(word: &str) -> bool {
+    let path_like = word.contains('/')
+        || word.contains(['*', '?'])
+        || (word.starts_with('.') && word.len() > 1)
+        || has_extension(word);
+    let name = word
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
+        && word
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-'));
+    (path_like || name)
+        && !NOT_PLACES.contains(&word.to_lowercase().as_str())
+        && !word.contains('$')
+        && !looks_like_host(word)
 }
 
-/// Negations in a clause: "never", "not", "no", "nothing", "without", any "…n't".
-fn negations(words: &[(String, &str)]) -> usize {
-    words
-        .iter()
-        .filter(|(w, _)| NEGATIONS.contains(&w.as_str()) || w.ends_with("n't"))
-        .count()
-}
-
-/// A tool of the run named as one: backticked, or after "use", "call", "run", "invoke"
-/// (with at most one word between), before "tool", or after "and" / "or".
-fn named_tools(w: &[(String, &str)], tools: &[String]) -> Vec<String> {
-    let verbs = [
-        "use", "using", "call", "calling", "run", "invoke", "tool", "tools",
-    ];
-    tools
-        .iter()
-        .filter(|t| {
-            w.iter().enumerate().any(|(i, (word, raw))| {
-                word == &t.to_lowercase()
-                    && (raw.contains('`')
-                        || (i >= 1 && verbs.contains(&w[i - 1].0.as_str()))
-                        || (i >= 2 && verbs.contains(&w[i - 2].0.as_str()))
-                        || w.get(i + 1).is_some_and(|(n, _)| n.starts_with("tool"))
-                        || (i >= 2 && matches!(w[i - 1].0.as_str(), "and" | "or" | "nor")))
-            })
-        })
-        .cloned()
-        .collect()
-}
-
-fn parse_clause(clause: &str, tools: &[String]) -> Vec<Rule> {
-    let w = words(clause);
-    let lower = clause.to_lowercase().replace('\u{2019}', "'");
-    let negs = negations(&w) + usize::from(lower.contains("stay out"));
-    let negated = negs > 0;
-    let only = has(&w, &["only", "exclusively"]);
-    let places = places_in(&w);
-    // Budgets: "at most 20 tool calls", "no more than 50,000 tokens", "under $2".
-    if let Some(found) = budget(&lower) {
-        let about_something_else = has(
-            &w,
-            &[
-                "answer",
-                "answers",
-                "summary",
-                "summaries",
-                "response",
-                "output",
-                "reply",
-                "report",
-                "final",
-                "total",
-                "overall",
-                "across",
-                "altogether",
-                "whole",
-                "each",
-                "per",
-                "file",
-                "files",
-                "document",
-                "documents",
-                "line",
-                "lines",
-                "words",
-                "characters",
-                "minute",
-                "minutes",
-                "second",
-                "seconds",
-                "hour",
-                "hours",
-            ],
-        );
-        return match found {
-            Some(rule) if !about_something_else && places.is_empty() => vec![rule],
-            _ => Vec::new(),
-        };
-    }
-    // A condition, a comparison, a double negative or a contrast: not typed.
-    let contrast = w.iter().enumerate().any(|(i, (word, _))| {
-        word == "but"
-            && !(i >= 1
-                && matches!(
-                    w[i - 1].0.as_str(),
-                    "anything" | "anywhere" | "everything" | "nothing" | "all" | "files" | "file"
-                ))
-    });
-    if has(&w, AMBIGUOUS) || negs > 1 || contrast {
-        return Vec::new();
-    }
-    // Network.
-    let network_words = [
-        "network", "internet", "online", "offline", "http", "https", "web", "url", "urls", "host",
-        "hosts", "download", "fetch",
-    ];
-    let hosts: Vec<String> = w
-        .iter()
-        .map(|(word, _)| word.as_str())
-        .filter(|word| looks_like_host(word))
-        .map(str::to_string)
-        .collect();
-    let reaching = ["connect", "reach", "contact", "call", "send", "talk"];
-    if has(&w, &network_words) || (!hosts.is_empty() && has(&w, &reaching)) {
-        let except = has(&w, &["except", "besides", "excluding"]) || lower.contains("other than");
-        let rule = match (only, negated, hosts.is_empty()) {
-            (true, false, false) => Some(hosts),
-            // "No network except api.example.com"
-            (false, true, false) if except => Some(hosts),
-            (false, true, true) if !except => Some(Vec::new()),
-            (false, false, true) if lower.contains("offline") => Some(Vec::new()),
-            // "Don't connect to evil.com": a host deny-list is not a rule here.
-            _ => None,
-        };
-        return match rule {
-            Some(allowed_hosts) if places.is_empty() => vec![Rule::Network { allowed_hosts }],
-            _ => Vec::new(),
-        };
-    }
-    // Programs.
-    let programs = [
-        "command",
-        "commands",
-        "shell",
-        "program",
-        "programs",
-        "process",
-        "processes",
-        "execute",
-    ];
-    if negated && has(&w, &programs) {
-        return if places.is_empty() && !only {
-            vec![Rule::NoSpawn]
-        } else {
-            Vec::new()
-        };
-    }
-    let connective = w
-        .iter()
-        .position(|(word, _)| ONLY_CONNECTIVES.contains(&word.as_str()));
-    // Tools named by the run's own tool names.
-    let named = named_tools(&w, tools);
-    if !named.is_empty() && (negated || only) {
-        if !places.is_empty() || (negated && only) || connective.is_some() {
-            return Vec::new();
-        }
-        return vec![if negated {
-            Rule::Tools {
-                allow: Vec::new(),
-                deny: named,
-            }
-        } else {
-            Rule::Tools {
-                allow: named,
-                deny: Vec::new(),
-            }
-        }];
-    }
-    // Read-only.
-    let read_only_phrase = lower.contains("read-only")
-        || has(&w, &["readonly"])
-        || (lower.contains("read only") && places.is_empty())
-        || lower.contains("no side effect")
-        || lower.contains("no effect");
-    if read_only_phrase {
-        return if places.is_empty() {
-            vec![Rule::NoEffects]
-        } else {
-            Vec::new()
-        };
-    }
-    scope_rules(&w, &lower, &places, negated, only, connective)
-}
-
-/// A read or write scope clause: "only read under X", "never touch X", "do not read anything
-/// outside X", "don't modify anything in X", "never modify anything".
-fn scope_rules(
-    w: &[(String, &str)],
-    lower: &str,
-    places: &[String],
-    negated: bool,
-    only: bool,
-    connective: Option<usize>,
-) -> Vec<Rule> {
-    let reads = has(w, READ_VERBS);
-    let writes = has(w, WRITE_VERBS) || lower.contains("make no change");
-    // A place with no verb ("never answer in French") is not a scope.
-    let touches = has(w, TOUCH_VERBS);
-    let stay = lower.contains("stay");
-    if !reads && !writes && !touches {
-        return Vec::new();
-    }
-    // A quantity ("never read more than 3 files") is not a scope.
-    let counted = w.iter().any(|(word, raw)| {
-        word.chars().any(|c| c.is_ascii_digit()) && !places.iter().any(|p| raw.contains(p.as_str()))
-    });
-    if counted {
-        return Vec::new();
-    }
-    if places.is_empty() {
-        // "Don't modify anything": no writes at all.
-        return if writes && negated && !only && !reads && connective.is_none() {
-            vec![write_scope(Vec::new(), vec![".".into()])]
-        } else {
-            Vec::new()
-        };
-    }
-    // "Only src except src/gen", "only … but not …": read two ways, not typed.
-    if only && (negated || connective.is_some()) {
-        return Vec::new();
-    }
-    if !negated && !only && !stay {
-        return Vec::new();
-    }
-    // "Do not read anything outside src", "anywhere but src", "don't leave src": only the
-    // places after the connective, and only generic words between the verb and it ("don't
-    // touch src except src/net", "do not read tests except tests/x" are not typed).
-    let connective = connective.filter(|_| negated);
-    if let Some(at) = connective {
-        let verb = w[..at].iter().rposition(|(word, _)| {
-            READ_VERBS.contains(&word.as_str())
-                || WRITE_VERBS.contains(&word.as_str())
-                || TOUCH_VERBS.contains(&word.as_str())
-        });
-        let between_generic = match verb {
-            Some(v) => w[v + 1..at]
-                .iter()
-                .all(|(word, _)| GENERIC.contains(&word.as_str())),
-            None => w[at].0 == "leave",
-        };
-        if !between_generic || !places_in(&w[..at]).is_empty() {
-            return Vec::new();
-        }
-    }
-    let is_only = only || connective.is_some() || (!negated && stay);
-    let (only_under, never_under): (Vec<String>, Vec<String>) = if is_only {
-        (places.to_vec(), Vec::new())
-    } else {
-        // A file's name without a directory is forbidden at any depth, as an ignore file
-        // reads it: "never read secrets.json or .env files".
-        let anywhere = places
-            .iter()
-            .map(|p| {
-                let name_only = !p.contains('/') && (p.starts_with('.') || has_extension(p));
-                if name_only && !p.contains('*') {
-                    format!("**/{p}")
-                } else {
-                    p.clone()
-                }
-            })
-            .collect();
-        (Vec::new(), anywhere)
-    };
-    let mut rules = Vec::new();
-    if reads || touches {
-        rules.extend(
-            Rule::ReadScope {
-                only_under: only_under.clone(),
-                never_under: never_under.clone(),
-            }
-            .checked()
-            .ok(),
-        );
-    }
-    if writes || touches {
-        rules.extend(write_scope(only_under, never_under).checked().ok());
-    }
-    rules
-}
-
-fn write_scope(only_under: Vec<String>, never_under: Vec<String>) -> Rule {
-    Rule::WriteScope {
-        only_under,
-        never_under,
-    }
+/// A place that a trailing "files" may follow: "*.env files", ".env files".
+fn file_kind(word: &str) -> bool {
+    word.contains(['*', '?']) || word.starts_with('.') || has_extension(word)
 }
 
 fn has_extension(word: &str) -> bool {
     word.rsplit_once('.').is_some_and(|(stem, ext)| {
         !stem.is_empty()
+            && !stem.ends_with('.')
             && (1..=5).contains(&ext.len())
             && ext.chars().all(|c| c.is_ascii_alphanumeric())
             && ext.chars().any(|c| c.is_ascii_alphabetic())
     })
 }
 
-/// The places a run of words names: a backticked path, a word holding `/`, a glob wildcard
-/// or a file extension, a plain word right after "under", "in", "outside", "but"… (or "out
-/// of", "other than"), and a plain word in a list after one ("docs, vendor or tests").
-fn places_in(words: &[(String, &str)]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut last_place: Option<usize> = None;
-    for (i, (word, raw)) in words.iter().enumerate() {
-        let quoted = raw.contains('`');
-        let path_like = !word.contains('$')
-            && (word.contains('/')
-                || word.contains(['*', '?'])
-                || (word.starts_with('.')
-                    && word.len() > 1
-                    && word[1..]
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
-                || (has_extension(word) && !word.starts_with("e.g") && !word.starts_with("i.e")));
-        let preposition = |j: usize| {
-            PREPOSITIONS.contains(&words[j].0.as_str())
-                || (words[j].0 == "of" && j >= 1 && words[j - 1].0 == "out")
-                || (words[j].0 == "than" && j >= 1 && words[j - 1].0 == "other")
-                || (words[j].0 == "from" && j >= 1 && words[j - 1].0 == "apart")
-        };
-        let after_preposition = (1..=3).any(|back| {
-            i >= back
-                && preposition(i - back)
-                && words[i - back + 1..i]
-                    .iter()
-                    .all(|(w, _)| NOT_PLACES.contains(&w.as_str()))
-        });
-        let after_list = i >= 1
-            && ((i >= 2
-                && matches!(words[i - 1].0.as_str(), "and" | "or" | "nor")
-                && last_place == Some(i - 2))
-                || (last_place == Some(i - 1) && words[i - 1].1.ends_with(',')));
-        let plain = !NOT_PLACES.contains(&word.as_str())
-            && !NEGATIONS.contains(&word.as_str())
-            && !PREPOSITIONS.contains(&word.as_str())
-            && !ONLY_CONNECTIVES.contains(&word.as_str())
-            && ![READ_VERBS, WRITE_VERBS, TOUCH_VERBS, &["use"]]
-                .iter()
-                .any(|set| set.contains(&word.as_str()))
-            && word.chars().next().is_some_and(char::is_alphabetic)
-            && word
-                .chars()
-                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-'));
-        if word.is_empty() || !(quoted || path_like || ((after_preposition || after_list) && plain))
-        {
-            continue;
-        }
-        if looks_like_host(word) && !word.contains('/') && !quoted {
-            continue;
-        }
-        // Keep the written case of the path.
-        let written = raw
-            .trim_matches(|c: char| {
-                matches!(
-                    c,
-                    ',' | ';' | ':' | '!' | '?' | '(' | ')' | '"' | '\'' | '`'
-                )
-            })
-            .trim_end_matches('.');
-        let written = if written.is_empty() {
-            word.as_str()
-        } else {
-            written
-        };
-        last_place = Some(i);
-        if !out.iter().any(|p: &String| p == written) {
-            out.push(written.to_string());
-        }
-    }
-    out
-}
-
 /// A host name: dotted words ending in a known top-level domain, or `localhost`.
 fn looks_like_host(word: &str) -> bool {
     const TLDS: &[&str] = &["com", "org", "net", "io", "dev", "ai", "co", "edu", "gov"];
+    let word = word.to_lowercase();
     word == "localhost"
         || (word.contains('.')
             && !word.contains('/')
@@ -659,74 +280,240 @@ fn looks_like_host(word: &str) -> bool {
                 .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')))
 }
 
-/// A budget clause: "at most N tool calls / tokens / turns", "under $N", each limit it
-/// states. `Some(None)`: it states a limit that cannot be read (no unit, a fraction of a
-/// call, a number no limit took) — not typed.
-fn budget(lower: &str) -> Option<Option<Rule>> {
-    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let re = RE.get_or_init(|| {
-        regex::Regex::new(
-            r"(at most|no more than|not more than|maximum of|max(?:imum)?|up to|under|fewer than|less than)\s+(\$)?([0-9][0-9,_]*(?:\.[0-9]+)?)\s*(k)?\s*(tool[ -]?calls?|calls?|tokens?|model turns?|turns?|dollars?|usd)?",
-        )
-        .expect("static regex")
-    });
-    let found: Vec<regex::Captures> = re.captures_iter(lower).collect();
-    if found.is_empty() {
-        return None;
-    }
-    let numbers = lower
-        .split(|c: char| !(c.is_ascii_digit() || c == ',' || c == '.' || c == '_'))
-        .filter(|t| t.chars().any(|c| c.is_ascii_digit()))
-        .count();
-    if numbers != found.len() {
-        return Some(None);
-    }
-    let (mut tool_calls, mut tokens, mut model_turns, mut cost_usd) = (None, None, None, None);
-    for caps in found {
-        let Ok(mut number) = caps[3].replace([',', '_'], "").parse::<f64>() else {
-            return Some(None);
+/// The items of a list ("docs , vendor or tests"): its words between separators.
+fn items(list: &str) -> Vec<&str> {
+    list.split(' ')
+        .filter(|w| !matches!(w.to_lowercase().as_str(), "," | "and" | "or" | "nor" | ""))
+        .collect()
+}
+
+/// What a clause's shape says.
+#[derive(Clone, Copy, PartialEq)]
+enum Shape {
+    OnlyRead,
+    OnlyReadWrite,
+    NeverRead,
+    OnlyWrite,
+    NeverWrite,
+    NeverTouch,
+    OnlyTouch,
+    NoWrites,
+    NoNetwork,
+    OnlyHosts,
+    ReadOnly,
+    NoSpawn,
+    DenyTools,
+    AllowTools,
+    Budget,
+}
+
+/// The shapes, anchored to the whole clause (case aside). `P` is a list of places, `H` of
+/// hosts, `T` of tools, `B` of limits.
+fn shapes() -> &'static [(Shape, Regex)] {
+    static SHAPES: OnceLock<Vec<(Shape, Regex)>> = OnceLock::new();
+    SHAPES.get_or_init(|| {
+        let neg = r"(?:never|don't|dont|do not|must not|mustn't|should not|shouldn't|you must not|you should not|please don't|please do not|please never)";
+        let read = r"(?:read|look(?: at| in| into| through)?|search(?: in| through)?|grep|list|open|access|explore|browse|inspect|examine|scan|view|consult)";
+        let write = r"(?:modify|edit|write(?: to)?|change|delete|remove|create|alter|update|overwrite|rename|move|commit to)";
+        let fill = r"(?:(?:anything|any files|files|any file|any code|code)\s+)?";
+        let prep = r"(?:(?:in|under|inside|within|from|at|into|below|beneath)\s+)?(?:the\s+)?";
+        // Items need a separator: "the HTTP client" is not a list of two places.
+        let list = r"(?P<list>\S+(?:(?: ,(?: (?:and|or|nor))?| (?:and|or|nor)) \S+)*?)";
+        let tail = r"(?P<files> files)?(?: (?:directory|directories|folder|folders|dir|tree))?(?: please)?";
+        let hosts = r"(?P<list>\S+(?:(?: ,(?: (?:and|or))?| (?:and|or)) \S+)*?)";
+        let limit = r"(?:at most|no more than|not more than|up to|max(?:imum)?(?: of)?|fewer than|less than|under) \$?[0-9][0-9,_]*(?:\.[0-9]+)?k? ?(?:tool calls?|calls|tokens|model turns|turns|dollars|usd)?";
+        let table: Vec<(Shape, String)> = vec![
+            (Shape::OnlyRead, format!(r"(?:only|exclusively) {read} {fill}{prep}{list}{tail}")),
+            (Shape::OnlyRead, format!(r"{read} only (?:files )?(?:in|under|inside|within|from|at) (?:the )?{list}{tail}")),
+            (Shape::OnlyRead, format!(r"{neg} {read} (?:anything |anywhere |files |any files |any file )?(?:outside(?: of)?|beyond|but|other than|besides|apart from|except) (?:the )?{list}{tail}")),
+            (Shape::OnlyReadWrite, format!(r"only {read} and {write} {fill}{prep}{list}{tail}")),
+            (Shape::NeverRead, format!(r"{neg} {read} {fill}{prep}{list}{tail}")),
+            (Shape::NeverRead, format!(r"{neg} {read} files matching (?:the )?(?:glob |pattern )?{list}")),
+            (Shape::OnlyWrite, format!(r"only {write} {fill}{prep}{list}{tail}")),
+            (Shape::NeverWrite, format!(r"{neg} {write} {fill}{prep}{list}{tail}")),
+            (Shape::NeverWrite, format!(r"no (?:changes|edits|writes) (?:in|under|to|inside) (?:the )?{list}{tail}")),
+            (Shape::NeverTouch, format!(r"{neg} (?:touch|go into|enter) {fill}{prep}{list}{tail}")),
+            (Shape::NeverTouch, format!(r"stay (?:out of|away from|clear of) (?:the )?{list}{tail}")),
+            (Shape::OnlyTouch, format!(r"(?:{neg} leave|stay (?:in|within|inside)) (?:the )?{list}{tail}")),
+            (Shape::NoWrites, format!(r"(?:{neg} {write} (?:anything|any files|files)|make no changes|{neg} write to disk)")),
+            (Shape::NoNetwork, format!(r"(?:(?:no|without) (?:network|internet)(?: access)?|{neg} (?:access|use|reach) the (?:network|internet)|(?:stay |work )?offline|no network calls)")),
+            (Shape::OnlyHosts, format!(r"(?:only (?:connect|talk) to|no (?:network|internet)(?: access)? (?:except|other than|besides)(?: to)?) {hosts}")),
+            (Shape::ReadOnly, r"(?:read[- ]only|be read[- ]only|stay read[- ]only|(?:this|the) (?:run|task|job) is read[- ]only|no side effects)".to_string()),
+            (Shape::NoSpawn, format!(r"(?:{neg} (?:run|execute|start|spawn) (?:any )?(?:shell )?(?:commands|programs|processes|scripts)|no shell(?: commands)?)")),
+            (Shape::DenyTools, format!(r"{neg} use (?:the )?{list}(?: tools?)?")),
+            (Shape::AllowTools, format!(r"only use (?:the )?{list}(?: tools?)?")),
+            (Shape::Budget, format!(r"(?:use |make |spend )?(?P<list>{limit}(?:(?: ,)?(?: and)? {limit})*)(?: per subagent| each| per agent)?")),
+        ];
+        table
+            .into_iter()
+            .map(|(shape, pattern)| {
+                (
+                    shape,
+                    Regex::new(&format!("(?i)^{pattern}$")).expect("static regex"),
+                )
+            })
+            .collect()
+    })
+}
+
+fn parse_clause(clause: &str, tools: &[String]) -> Vec<Rule> {
+    // Matched token by token: a `,` stands apart.
+    let clause = tokens(clause).join(" ");
+    // Every shape the clause has; two different readings of one clause type nothing.
+    let mut readings = Vec::new();
+    for (shape, re) in shapes() {
+        let Some(caps) = re.captures(&clause) else {
+            continue;
         };
+        let list = caps.name("list").map_or("", |m| m.as_str());
+        let files = caps.name("files").is_some();
+        if let Some(rules) = rules_of(*shape, list, files, tools) {
+            if !readings.contains(&rules) {
+                readings.push(rules);
+            }
+        }
+    }
+    match readings.len() {
+        1 => readings.remove(0),
+        _ => Vec::new(),
+    }
+}
+
+/// The rules of one shape, or `None` when its list does not hold what the shape needs.
+fn rules_of(shape: Shape, list: &str, files: bool, tools: &[String]) -> Option<Vec<Rule>> {
+    let places = || -> Option<Vec<String>> {
+        let found = items(list);
+        let ok = !found.is_empty() && found.iter().all(|p| place(p) && (!files || file_kind(p)));
+        ok.then(|| found.iter().map(|p| p.to_string()).collect())
+    };
+    let read = |only: Vec<String>, never: Vec<String>| {
+        Rule::ReadScope {
+            only_under: only,
+            never_under: never,
+        }
+        .checked()
+        .ok()
+    };
+    let write = |only: Vec<String>, never: Vec<String>| {
+        Rule::WriteScope {
+            only_under: only,
+            never_under: never,
+        }
+        .checked()
+        .ok()
+    };
+    // A file's name without a directory is forbidden at any depth, as an ignore file reads it.
+    let anywhere = |places: Vec<String>| -> Vec<String> {
+        places
+            .into_iter()
+            .map(|p| {
+                let name_only = !p.contains('/') && !p.contains('*') && file_kind(&p);
+                if name_only {
+                    format!("**/{p}")
+                } else {
+                    p
+                }
+            })
+            .collect()
+    };
+    let rules = match shape {
+        Shape::OnlyRead => vec![read(places()?, vec![])?],
+        Shape::OnlyReadWrite | Shape::OnlyTouch => {
+            let p = places()?;
+            vec![read(p.clone(), vec![])?, write(p, vec![])?]
+        }
+        Shape::NeverRead => vec![read(vec![], anywhere(places()?))?],
+        Shape::OnlyWrite => vec![write(places()?, vec![])?],
+        Shape::NeverWrite => vec![write(vec![], anywhere(places()?))?],
+        Shape::NeverTouch => {
+            let p = anywhere(places()?);
+            vec![read(vec![], p.clone())?, write(vec![], p)?]
+        }
+        Shape::NoWrites => vec![write(vec![], vec![".".into()])?],
+        Shape::NoNetwork => vec![Rule::Network {
+            allowed_hosts: vec![],
+        }],
+        Shape::OnlyHosts => {
+            let hosts = items(list);
+            if hosts.is_empty() || !hosts.iter().all(|h| looks_like_host(h)) {
+                return None;
+            }
+            vec![Rule::Network {
+                allowed_hosts: hosts.iter().map(|h| h.to_lowercase()).collect(),
+            }]
+        }
+        Shape::ReadOnly => vec![Rule::NoEffects],
+        Shape::NoSpawn => vec![Rule::NoSpawn],
+        Shape::DenyTools | Shape::AllowTools => {
+            let named: Vec<String> = items(list).iter().map(|t| t.to_string()).collect();
+            if named.is_empty() || !named.iter().all(|t| tools.contains(t)) {
+                return None;
+            }
+            vec![if shape == Shape::DenyTools {
+                Rule::Tools {
+                    allow: vec![],
+                    deny: named,
+                }
+            } else {
+                Rule::Tools {
+                    allow: named,
+                    deny: vec![],
+                }
+            }]
+        }
+        Shape::Budget => budgets(list)?,
+    };
+    Some(rules)
+}
+
+/// Each limit of a budget clause, a rule apiece (so a cost limit, which nothing enforces,
+/// is reported apart): "at most 20 tool calls", "fewer than 10 turns" (9), "under $2".
+fn budgets(list: &str) -> Option<Vec<Rule>> {
+    static LIMIT: OnceLock<Regex> = OnceLock::new();
+    let re = LIMIT.get_or_init(|| {
+        Regex::new(r"(?i)(at most|no more than|not more than|up to|max(?:imum)?(?: of)?|fewer than|less than|under) (\$)?([0-9][0-9,_]*(?:\.[0-9]+)?)(k)? ?(tool calls?|calls|tokens|model turns|turns|dollars|usd)?")
+            .expect("static regex")
+    });
+    let mut rules = Vec::new();
+    for caps in re.captures_iter(list) {
+        let mut number: f64 = caps[3].replace([',', '_'], "").parse().ok()?;
         if caps.get(4).is_some() {
             number *= 1000.0;
         }
-        let unit = caps.get(5).map(|m| m.as_str()).unwrap_or("");
-        let strict = matches!(&caps[1], "under" | "fewer than" | "less than");
+        let unit = caps.get(5).map_or("", |m| m.as_str()).to_lowercase();
+        let strict = matches!(
+            caps[1].to_lowercase().as_str(),
+            "under" | "fewer than" | "less than"
+        );
         let whole = || {
             (number.fract() == 0.0 && number >= 1.0)
                 .then_some(number as u64 - u64::from(strict))
                 .filter(|n| *n > 0)
         };
+        let (mut tool_calls, mut tokens, mut model_turns, mut cost_usd) = (None, None, None, None);
         if caps.get(2).is_some() || unit.starts_with("dollar") || unit == "usd" {
             cost_usd = Some(number);
         } else if unit.contains("call") {
-            tool_calls = whole().and_then(|n| u32::try_from(n).ok());
-            if tool_calls.is_none() {
-                return Some(None);
-            }
+            tool_calls = Some(u32::try_from(whole()?).ok()?);
         } else if unit.starts_with("token") {
-            tokens = whole();
-            if tokens.is_none() {
-                return Some(None);
-            }
+            tokens = Some(whole()?);
         } else if unit.contains("turn") {
-            model_turns = whole().and_then(|n| u32::try_from(n).ok());
-            if model_turns.is_none() {
-                return Some(None);
-            }
+            model_turns = Some(u32::try_from(whole()?).ok()?);
         } else {
-            return Some(None);
+            return None;
         }
+        rules.push(
+            Rule::Budget {
+                tool_calls,
+                tokens,
+                model_turns,
+                cost_usd,
+            }
+            .checked()
+            .ok()?,
+        );
     }
-    Some(
-        Rule::Budget {
-            tool_calls,
-            tokens,
-            model_turns,
-            cost_usd,
-        }
-        .checked()
-        .ok(),
-    )
+    (!rules.is_empty()).then_some(rules)
 }
 
 #[cfg(test)]

@@ -139,7 +139,7 @@ impl Rule {
         }
     }
 
-    /// Whether the gate or the budget enforces it (a cost-only budget is not).
+    /// Whether the gate or the budget enforces any of it (a cost-only budget does not).
     pub fn enforced(&self) -> bool {
         !matches!(
             self,
@@ -150,6 +150,18 @@ impl Rule {
                 ..
             }
         )
+    }
+
+    /// Whether all of it is enforced (a cost limit never is).
+    pub fn wholly_enforced(&self) -> bool {
+        self.enforced()
+            && !matches!(
+                self,
+                Rule::Budget {
+                    cost_usd: Some(_),
+                    ..
+                }
+            )
     }
 
     /// Puts its paths in normal form (a leading `/` means the root); an error names a path
@@ -273,6 +285,8 @@ mod tests {
     fn a_cost_limit_is_typed_but_not_enforced() {
         assert!(!budget(None, None, Some(1.0)).enforced());
         assert!(budget(Some(3), None, Some(1.0)).enforced());
+        assert!(!budget(Some(3), None, Some(1.0)).wholly_enforced());
+        assert!(budget(Some(3), None, None).wholly_enforced());
         assert!(read(&["src"], &[]).enforced());
     }
 

@@ -386,17 +386,21 @@ impl AgentLoop {
         self.spent.tool_calls += results.len() as u32;
         // The same consequence denied again and again ends the subagent, the denial its
         // reason.
-        let mut stop = None;
-        for denial in results.iter().filter_map(|r| r.denial.as_deref()) {
-            let count = self.denied.entry(denial.consequence.clone()).or_default();
-            *count += 1;
-            if stop.is_none() && crate::policy::denied_too_often(*count) {
-                stop = Some(format!(
+        let denials: Vec<&crate::policy::Denial> =
+            results.iter().filter_map(|r| r.denial.as_deref()).collect();
+        for denial in &denials {
+            *self.denied.entry(denial.consequence.clone()).or_default() += 1;
+        }
+        // Counted once the whole batch is in, so the reason gives the true count.
+        let stop = denials.iter().find_map(|denial| {
+            let count = self.denied.get(&denial.consequence).copied().unwrap_or(0);
+            crate::policy::denied_too_often(count).then(|| {
+                format!(
                     "stopped after {count} denials of the same call: {}",
                     denial.message()
-                ));
-            }
-        }
+                )
+            })
+        });
         // Results go right after their call, before any "not run" placeholders.
         let insert_at = self
             .messages

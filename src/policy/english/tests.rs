@@ -136,7 +136,7 @@ fn common_phrasings_are_typed() {
         (
             "Only use read_file and grep",
             vec![Rule::Tools {
-                allow: vec!["grep".into(), "read_file".into()],
+                allow: vec!["read_file".into(), "grep".into()],
                 deny: vec![],
             }],
         ),
@@ -165,6 +165,24 @@ fn common_phrasings_are_typed() {
         (
             "Only read files under src/ and no network access",
             vec![read(&["src"], &[]), none_hosts()],
+        ),
+        (
+            "Never touch vendor",
+            vec![read(&[], &["vendor"]), write(&[], &["vendor"])],
+        ),
+        (
+            "stay within src/",
+            vec![read(&["src"], &[]), write(&["src"], &[])],
+        ),
+        (
+            "Stay away from docs/",
+            vec![read(&[], &["docs"]), write(&[], &["docs"])],
+        ),
+        ("Never read .env", vec![read(&[], &["**/.env"])]),
+        ("Never read \"docs/\".", vec![read(&[], &["docs"])]),
+        (
+            "at most 20 tool calls, under $2",
+            vec![budget(Some(20), None, None), budget(None, None, Some(2.0))],
         ),
         (
             "Never read files under docs. Never touch vendor/",
@@ -198,7 +216,6 @@ fn what_reads_two_ways_is_not_typed() {
         "Never guess.",
         "Never answer in French.",
         "Always answer in English.",
-        "Never touch vendor",
         "Do not touch src/ except src/net/",
         "Do not read tests except tests/fixtures",
         "Never use read_file on docs/",
@@ -224,6 +241,32 @@ fn what_reads_two_ways_is_not_typed() {
         "Never read more than 3 files under src/",
         "Don't read anything in docs/ unless it's README.md",
         "Only read files under src/ within 5 minutes",
+        "read anything but never modify src/",
+        "Look anywhere but never edit docs/",
+        "Don't read tests, the answer is in src",
+        "Never read docs/, src/ is fine",
+        "Only read src/, docs/ is off limits",
+        "Don't look outside src/, including tests/",
+        "Don't read outside src/, e.g. docs/ or vendor/",
+        "Don't read outside src/ except src/generated",
+        "Don't forget to look in docs/",
+        "Reading docs/ is not prohibited",
+        "Never modify the HTTP client",
+        "Don't change the fetch logic",
+        "Never touch the process module",
+        "This is not a read-only task",
+        "Only look at Rust files",
+        "Only read files in the current directory",
+        "Don't look beyond the first match",
+        "Never look in hidden directories",
+        "Don't look at Python files",
+        "Don't read test files in src/",
+        "Never edit main.rs in src/bin",
+        "Only read files under src/ that end in .rs",
+        "Use at most 5 tool calls unless you need more",
+        "At most 10 calls to grep",
+        "Don't use grep for everything",
+        "No network access, only localhost",
     ] {
         let typed = parse(text, &tools());
         assert!(typed.rules.is_empty(), "{text}: {:?}", typed.rules);
@@ -238,12 +281,12 @@ fn the_untyped_part_of_a_constraint_is_kept() {
         (
             "Only look at src/net; we always ship on Fridays.",
             vec![read(&["src/net"], &[])],
-            vec!["we always ship on Fridays."],
+            vec!["we always ship on Fridays"],
         ),
         (
             "Never look at tests, only src",
-            vec![read(&[], &["tests"])],
-            vec!["only src"],
+            vec![],
+            vec!["Never look at tests, only src"],
         ),
         (
             "Do not use grep, use read_file instead",
