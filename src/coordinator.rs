@@ -275,6 +275,9 @@ impl Coordinator {
             },
         })?;
         let tool_names = self.tools.names();
+        // A plain name in a constraint is a place only when the root holds it.
+        let root = workspace.root().to_path_buf();
+        let is_path = move |name: &str| std::fs::symlink_metadata(root.join(name)).is_ok();
         let mut constraints: Vec<Stated> = Vec::new();
         for (text, rules) in &self.constraints {
             let text = text.trim();
@@ -313,13 +316,13 @@ impl Coordinator {
                         untyped: Vec::new(),
                     }
                 }
-                None => stated(text, "--constraint", &tool_names),
+                None => stated(text, "--constraint", &tool_names, &is_path),
             });
         }
         constraints.extend(
             crate::context::binding_sentences(&question)
                 .into_iter()
-                .map(|s| stated(&s, "question", &tool_names)),
+                .map(|s| stated(&s, "question", &tool_names, &is_path)),
         );
         // Everything the caller gave is checked before the run is claimed.
         let roles = self.role_profiles()?;
@@ -500,8 +503,13 @@ fn new_run_id() -> String {
 }
 
 /// A constraint given as text, typed where it can be.
-fn stated(text: &str, provenance: &str, tools: &[String]) -> Stated {
-    let typed = crate::policy::parse_constraint(text, tools);
+fn stated(
+    text: &str,
+    provenance: &str,
+    tools: &[String],
+    is_path: &dyn Fn(&str) -> bool,
+) -> Stated {
+    let typed = crate::policy::parse_constraint(text, tools, is_path);
     Stated {
         text: text.to_string(),
         provenance: provenance.to_string(),

@@ -526,7 +526,7 @@ async fn a_binding_sentence_is_not_a_search_term() {
 /// is refused.
 #[test]
 fn json_and_english_give_the_same_rule() {
-    let english = baton::policy::parse_constraint("Only read files under src/", &[]);
+    let english = baton::policy::parse_constraint("Only read files under src/", &[], &|_| false);
     let json =
         baton::policy::rules_from_json(r#"{"rule":"read_scope","only_under":["/src/"]}"#).unwrap();
     assert_eq!(english.rules, json);
@@ -732,4 +732,42 @@ async fn a_tools_rule_names_the_runs_tools_and_the_brief_stays_one_line_per_item
         .filter(|l| l.starts_with("## Denials"))
         .collect();
     assert_eq!(headings, vec!["## Denials (0)"], "{brief}");
+}
+
+/// A tool allow list denies the other tools, and only them: the tools it allows read through
+/// the sandbox as ever.
+#[tokio::test]
+async fn a_tool_allow_list_denies_only_the_other_tools() {
+    let dir = rust_tree();
+    let store = Arc::new(MemoryStore::new());
+    let report = Coordinator::new()
+        .store(store.clone())
+        .constraint("only use read_file and grep")
+        .run(Task::new("Where is the retry delay computed?", dir.path()))
+        .await
+        .unwrap();
+    assert_eq!(
+        report.constraints[0].enforcement,
+        baton::Enforcement::Enforced
+    );
+    for d in &report.denials {
+        assert!(d.tool != "grep" && d.tool != "read_file", "{d:?}");
+    }
+    let events = logged(&store, &report.run_id);
+    let called: Vec<(String, String)> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            RunEvent::ToolCalled { call_id, tool, .. } => Some((call_id.clone(), tool.clone())),
+            _ => None,
+        })
+        .collect();
+    let ran_clean = |name: &str| {
+        called.iter().any(|(id, tool)| {
+            tool == name
+                && events.iter().any(|e| {
+                    matches!(&e.event, RunEvent::ToolReturned { call_id, is_error: false, .. } if call_id == id)
+                })
+        })
+    };
+    assert!(ran_clean("grep") && ran_clean("read_file"), "{called:?}");
 }

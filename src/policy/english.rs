@@ -17,17 +17,63 @@ use super::rules::{Rule, Typed};
 /// negation, a verb, "use", "no", "stay" — not "only": "no network, only localhost" is one
 /// clause). `tools` are the names of the tools the run has: only they can be named by a
 /// tool rule.
-pub fn parse(text: &str, tools: &[String]) -> Typed {
+///
+/// A sentence holding a condition ("unless", "if", "when"…) is not typed at all, nor is one
+/// whose untyped clause holds an exception ("except for README.md, don't read outside src/"):
+/// its other clauses would otherwise be enforced without it. A plain name (no `/`, wildcard,
+/// extension or leading dot) is a place only when `is_path` says the root holds it — "stay
+/// within budget" names no directory.
+pub fn parse(text: &str, tools: &[String], is_path: &dyn Fn(&str) -> bool) -> Typed {
     let mut typed = Typed::default();
-    for clause in clauses(text, tools) {
-        let rules = parse_clause(&clause, tools);
-        if rules.is_empty() {
-            typed.untyped.push(clause);
+    for (sentence, clauses) in sentences(text, tools) {
+        let words: Vec<String> = tokens(&sentence).iter().map(|w| w.to_lowercase()).collect();
+        let conditional = words.iter().any(|w| CONDITIONS.contains(&w.as_str()));
+        let parsed: Vec<(String, Vec<Rule>)> = clauses
+            .into_iter()
+            .map(|c| {
+                let rules = if conditional {
+                    Vec::new()
+                } else {
+                    parse_clause(&c, tools, is_path)
+                };
+                (c, rules)
+            })
+            .collect();
+        let excepted = parsed.iter().any(|(c, rules)| {
+            rules.is_empty()
+                && tokens(c)
+                    .iter()
+                    .any(|w| EXCEPTIONS.contains(&w.to_lowercase().as_str()))
+        });
+        if conditional || excepted {
+            typed.untyped.push(sentence);
+            continue;
         }
-        typed.rules.extend(rules);
+        for (clause, rules) in parsed {
+            if rules.is_empty() {
+                typed.untyped.push(clause);
+            }
+            typed.rules.extend(rules);
+        }
     }
     typed
 }
+
+/// Words that make a sentence conditional: not typed.
+const CONDITIONS: &[&str] = &[
+    "unless", "if", "when", "whenever", "provided", "until", "while", "once", "before", "after",
+    "assuming",
+];
+/// Words of an exception: in a clause that is not typed, its sentence is not typed.
+const EXCEPTIONS: &[&str] = &[
+    "except",
+    "besides",
+    "excluding",
+    "but",
+    "apart",
+    "save",
+    "than",
+];
 
 /// Words that start a clause of their own after a `,`, "and" or "or".
 const CLAUSE_STARTS: &[&str] = &[
@@ -106,9 +152,9 @@ fn tokens(clause: &str) -> Vec<String> {
     out
 }
 
-/// The clauses of a constraint's text (see [`parse`]), each a run of tokens joined by single
-/// spaces, holding a letter or digit and more than a list marker ("1.").
-fn clauses(text: &str, tools: &[String]) -> Vec<String> {
+/// The sentences of a constraint's text (tokens joined by single spaces), each with its
+/// clauses (see [`parse`]), each holding a letter and more than a list marker ("1.").
+fn sentences(text: &str, tools: &[String]) -> Vec<(String, Vec<String>)> {
     let starts = |w: &str| {
         let w = w.to_lowercase();
         CLAUSE_STARTS.contains(&w.as_str()) && !tools.contains(&w)
@@ -117,8 +163,14 @@ fn clauses(text: &str, tools: &[String]) -> Vec<String> {
         let w = w.to_lowercase();
         CLAUSE_STARTS.contains(&w.as_str()) && !matches!(w.as_str(), "no" | "not" | "at" | "do")
     };
-    let mut out = Vec::new();
+    let keep = |c: &String| {
+        c.chars().any(char::is_alphabetic)
+            && !c.chars().all(|ch| ch.is_ascii_digit() || ".)".contains(ch))
+    };
+    let tidy = |c: String| c.replace(" ,", ",").trim_matches([' ', ',']).to_string();
+    let mut all = Vec::new();
     for sentence in crate::context::sentences_of(text) {
+        let mut out = Vec::new();
         for part in sentence.split(';') {
             let t = tokens(part);
             let mut current: Vec<&str> = Vec::new();
@@ -140,14 +192,12 @@ fn clauses(text: &str, tools: &[String]) -> Vec<String> {
             }
             out.push(current.join(" "));
         }
+        let clauses: Vec<String> = out.into_iter().map(tidy).filter(keep).collect();
+        if !clauses.is_empty() {
+            all.push((tidy(tokens(sentence).join(" ")), clauses));
+        }
     }
-    out.into_iter()
-        .map(|c| c.replace(" ,", ",").trim_matches([' ', ',']).to_string())
-        .filter(|c| {
-            c.chars().any(char::is_alphabetic)
-                && !c.chars().all(|ch| ch.is_ascii_digit() || ".)".contains(ch))
-        })
-        .collect()
+    all
 }
 
 /// Words that are never a place.
@@ -199,6 +249,8 @@ const NOT_PLACES: &[&str] = &[
     "workspace",
     "project",
     "disk",
+    "web",
+    "online",
     "network",
     "internet",
     "again",
@@ -232,10 +284,7 @@ const NOT_PLACES: &[&str] = &[
 /// A place a clause names: a path (holding `/`, a wildcard, a file extension, or a name
 /// starting with `.`) or a plain name; never a word of the clause's grammar.
 fn place(word: &str) -> bool {
-    let path_like = word.contains('/')
-        || word.contains(['*', '?'])
-        || (word.starts_with('.') && word.len() > 1)
-        || has_extension(word);
+    let path_like = path_like(word);
     let name = word
         .chars()
         .next()
@@ -247,6 +296,15 @@ fn place(word: &str) -> bool {
         && !NOT_PLACES.contains(&word.to_lowercase().as_str())
         && !word.contains('$')
         && !looks_like_host(word)
+}
+
+/// A path rather than a plain name: it holds `/`, a wildcard or an extension, or starts with
+/// `.`.
+fn path_like(word: &str) -> bool {
+    word.contains('/')
+        || word.contains(['*', '?'])
+        || (word.starts_with('.') && word.len() > 1)
+        || has_extension(word)
 }
 
 /// A place that a trailing "files" may follow: "*.env files", ".env files".
@@ -293,6 +351,7 @@ enum Shape {
     OnlyRead,
     OnlyReadWrite,
     NeverRead,
+    NeverReadMatching,
     OnlyWrite,
     NeverWrite,
     NeverTouch,
@@ -314,7 +373,9 @@ fn shapes() -> &'static [(Shape, Regex)] {
     SHAPES.get_or_init(|| {
         let neg = r"(?:never|don't|dont|do not|must not|mustn't|should not|shouldn't|you must not|you should not|please don't|please do not|please never)";
         let read = r"(?:read|look(?: at| in| into| through)?|search(?: in| through)?|grep|list|open|access|explore|browse|inspect|examine|scan|view|consult)";
-        let write = r"(?:modify|edit|write(?: to)?|change|delete|remove|create|alter|update|overwrite|rename|move|commit to)";
+        // Verbs for changing what is there: deleting, creating or committing are narrower
+        // than the write rule, so they are not typed as one.
+        let write = r"(?:modify|edit|write(?: to)?|change|alter|update|overwrite)";
         let fill = r"(?:(?:anything|any files|files|any file|any code|code)\s+)?";
         let prep = r"(?:(?:in|under|inside|within|from|at|into|below|beneath)\s+)?(?:the\s+)?";
         // Items need a separator: "the HTTP client" is not a list of two places.
@@ -328,7 +389,7 @@ fn shapes() -> &'static [(Shape, Regex)] {
             (Shape::OnlyRead, format!(r"{neg} {read} (?:anything |anywhere |files |any files |any file )?(?:outside(?: of)?|beyond|but|other than|besides|apart from|except) (?:the )?{list}{tail}")),
             (Shape::OnlyReadWrite, format!(r"only {read} and {write} {fill}{prep}{list}{tail}")),
             (Shape::NeverRead, format!(r"{neg} {read} {fill}{prep}{list}{tail}")),
-            (Shape::NeverRead, format!(r"{neg} {read} files matching (?:the )?(?:glob |pattern )?{list}")),
+            (Shape::NeverReadMatching, format!(r"{neg} {read} files matching (?:the )?(?:glob |pattern )?{list}")),
             (Shape::OnlyWrite, format!(r"only {write} {fill}{prep}{list}{tail}")),
             (Shape::NeverWrite, format!(r"{neg} {write} {fill}{prep}{list}{tail}")),
             (Shape::NeverWrite, format!(r"no (?:changes|edits|writes) (?:in|under|to|inside) (?:the )?{list}{tail}")),
@@ -356,7 +417,7 @@ fn shapes() -> &'static [(Shape, Regex)] {
     })
 }
 
-fn parse_clause(clause: &str, tools: &[String]) -> Vec<Rule> {
+fn parse_clause(clause: &str, tools: &[String], is_path: &dyn Fn(&str) -> bool) -> Vec<Rule> {
     // Matched token by token: a `,` stands apart.
     let clause = tokens(clause).join(" ");
     // Every shape the clause has; two different readings of one clause type nothing.
@@ -367,7 +428,7 @@ fn parse_clause(clause: &str, tools: &[String]) -> Vec<Rule> {
         };
         let list = caps.name("list").map_or("", |m| m.as_str());
         let files = caps.name("files").is_some();
-        if let Some(rules) = rules_of(*shape, list, files, tools) {
+        if let Some(rules) = rules_of(*shape, list, files, tools, is_path) {
             if !readings.contains(&rules) {
                 readings.push(rules);
             }
@@ -380,11 +441,36 @@ fn parse_clause(clause: &str, tools: &[String]) -> Vec<Rule> {
 }
 
 /// The rules of one shape, or `None` when its list does not hold what the shape needs.
-fn rules_of(shape: Shape, list: &str, files: bool, tools: &[String]) -> Option<Vec<Rule>> {
+fn rules_of(
+    shape: Shape,
+    list: &str,
+    files: bool,
+    tools: &[String],
+    is_path: &dyn Fn(&str) -> bool,
+) -> Option<Vec<Rule>> {
     let places = || -> Option<Vec<String>> {
         let found = items(list);
-        let ok = !found.is_empty() && found.iter().all(|p| place(p) && (!files || file_kind(p)));
-        ok.then(|| found.iter().map(|p| p.to_string()).collect())
+        let ok = !found.is_empty()
+            && found.iter().all(|p| {
+                place(p)
+                    && (!files || file_kind(p))
+                    && (path_like(p) || is_path(p))
+                    && (shape != Shape::NeverReadMatching || p.contains(['*', '?']))
+            });
+        // ".md files": files whose names end in `.md`.
+        ok.then(|| {
+            found
+                .iter()
+                .map(|p| {
+                    let extension = files && p.starts_with('.') && !p[1..].contains('.');
+                    if extension {
+                        format!("*{p}")
+                    } else {
+                        p.to_string()
+                    }
+                })
+                .collect()
+        })
     };
     let read = |only: Vec<String>, never: Vec<String>| {
         Rule::ReadScope {
@@ -417,13 +503,15 @@ fn rules_of(shape: Shape, list: &str, files: bool, tools: &[String]) -> Option<V
             .collect()
     };
     let rules = match shape {
-        Shape::OnlyRead => vec![read(places()?, vec![])?],
+        Shape::OnlyRead => vec![read(anywhere(places()?), vec![])?],
         Shape::OnlyReadWrite | Shape::OnlyTouch => {
-            let p = places()?;
+            let p = anywhere(places()?);
             vec![read(p.clone(), vec![])?, write(p, vec![])?]
         }
-        Shape::NeverRead => vec![read(vec![], anywhere(places()?))?],
-        Shape::OnlyWrite => vec![write(places()?, vec![])?],
+        Shape::NeverRead | Shape::NeverReadMatching => {
+            vec![read(vec![], anywhere(places()?))?]
+        }
+        Shape::OnlyWrite => vec![write(anywhere(places()?), vec![])?],
         Shape::NeverWrite => vec![write(vec![], anywhere(places()?))?],
         Shape::NeverTouch => {
             let p = anywhere(places()?);

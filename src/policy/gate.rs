@@ -509,6 +509,17 @@ impl Policy {
                 }
             }
         }
+        self.judge_consequences(tool, read_only, consequences)
+    }
+
+    /// The gate's judgement of consequences alone (no tool rule: the sandbox does not know
+    /// which tool asks, and the gate has judged the tool already).
+    fn judge_consequences(
+        &self,
+        tool: &str,
+        read_only: bool,
+        consequences: &[Consequence],
+    ) -> Result<(), Box<Denial>> {
         for consequence in consequences {
             for bound in &self.bound {
                 if let Some((category, alternative)) = refusal(&bound.rule, consequence, read_only)
@@ -541,7 +552,7 @@ impl Policy {
     /// The sandbox's check before opening the file at `path` (root-relative, normal form,
     /// where it really lies): whatever tool asks, a read a constraint forbids is denied.
     pub(crate) fn may_open(&self, tool: &str, path: &str) -> Result<(), Box<Denial>> {
-        self.judge(
+        self.judge_consequences(
             tool,
             true,
             &[Consequence {

@@ -30,6 +30,21 @@ fn none_hosts() -> Rule {
     }
 }
 
+/// The plain names the tests' tree holds at its root.
+fn in_tree(name: &str) -> bool {
+    [
+        "src",
+        "docs",
+        "vendor",
+        "tests",
+        "migrations",
+        "third_party",
+        "generated",
+        "web",
+    ]
+    .contains(&name)
+}
+
 fn tools() -> Vec<String> {
     ["list_dir", "glob", "grep", "read_file"]
         .iter()
@@ -89,7 +104,7 @@ fn common_phrasings_are_typed() {
         ),
         (
             "Never read secrets.json or .env files",
-            vec![read(&[], &["**/secrets.json", "**/.env"])],
+            vec![read(&[], &["**/secrets.json", "*.env"])],
         ),
         (
             "Never modify anything under /migrations, /vendor or /docs",
@@ -179,6 +194,8 @@ fn common_phrasings_are_typed() {
             vec![read(&[], &["docs"]), write(&[], &["docs"])],
         ),
         ("Never read .env", vec![read(&[], &["**/.env"])]),
+        ("never read .md files", vec![read(&[], &["*.md"])]),
+        ("only read a.rs", vec![read(&["**/a.rs"], &[])]),
         ("Never read \"docs/\".", vec![read(&[], &["docs"])]),
         (
             "at most 20 tool calls, under $2",
@@ -198,7 +215,7 @@ fn common_phrasings_are_typed() {
         ),
     ];
     for (text, rules) in cases {
-        let typed = parse(text, &tools());
+        let typed = parse(text, &tools(), &in_tree);
         assert_eq!(typed.rules, rules, "{text}");
         assert!(typed.untyped.is_empty(), "{text}: {:?}", typed.untyped);
     }
@@ -267,8 +284,30 @@ fn what_reads_two_ways_is_not_typed() {
         "At most 10 calls to grep",
         "Don't use grep for everything",
         "No network access, only localhost",
+        "stay within budget",
+        "stay in scope",
+        "don't leave comments",
+        "don't read anything outside the working directory",
+        "don't read anything outside the codebase",
+        "only look at the diff",
+        "only look at errors",
+        "never read anything but Rust",
+        "don't search the web",
+        "never commit to main",
+        "don't change the API",
+        "don't update dependencies",
+        "don't touch prod",
+        "don't read binaries",
+        "don't go into detail",
+        "don't read the README",
+        "never read files matching secret",
+        "don't delete files in migrations",
+        "don't create files",
+        "Unless the user asks, never modify migrations",
+        "If possible, don't read docs/",
+        "Except for README.md, don't read outside src/",
     ] {
-        let typed = parse(text, &tools());
+        let typed = parse(text, &tools(), &in_tree);
         assert!(typed.rules.is_empty(), "{text}: {:?}", typed.rules);
         assert!(!typed.untyped.is_empty(), "{text}");
     }
@@ -308,7 +347,7 @@ fn the_untyped_part_of_a_constraint_is_kept() {
         ),
     ];
     for (text, rules, untyped) in cases {
-        let typed = parse(text, &tools());
+        let typed = parse(text, &tools(), &in_tree);
         assert_eq!(typed.rules, rules, "{text}");
         assert_eq!(typed.untyped, untyped, "{text}");
     }

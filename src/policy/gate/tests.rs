@@ -12,7 +12,7 @@ fn policy(texts: &[&str]) -> Policy {
             text: text.to_string(),
             normalised: text.to_lowercase(),
             provenance: "--constraint".into(),
-            rules: parse_constraint(text, &tools).rules,
+            rules: parse_constraint(text, &tools, &|_| true).rules,
             untyped: Vec::new(),
             event: i as u64 + 2,
         })
@@ -134,6 +134,14 @@ fn writes_network_programs_and_tools_are_judged_by_consequence() {
         .unwrap_err();
     assert_eq!(denial.category, Category::Network);
     assert!(denial.alternative.unwrap().contains("api.example.com"));
+
+    // A tool allow list is the gate's business: the sandbox, which does not know the tool,
+    // opens what the read scope allows.
+    let p = policy(&["only use read_file and grep"]);
+    assert!(p.judge("grep", true, &on(Effect::Search, "src")).is_ok());
+    assert!(p.judge("glob", true, &on(Effect::Search, "src")).is_err());
+    assert!(p.may_open("", "src/a.rs").is_ok());
+    assert!(p.walk_keeps("src/a.rs", false));
 
     let p = policy(&["don't use grep"]);
     let denial = p
