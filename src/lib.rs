@@ -185,9 +185,10 @@
 //!   from JSON (`policy::rules_from_json`); `policy::english`: the same read deterministically
 //!   and conservatively from common English phrasings clause by clause
 //!   (`policy::parse_constraint`: a clause is typed only when the whole of it has one of a
-//!   fixed set of shapes, one with two readings is not, nor is a sentence with a condition; a
-//!   plain name is a place only when the root holds it; what no rule covers stays `untyped`,
-//!   a standing condition reported as not enforced). `policy::gate`: a
+//!   fixed set of shapes, one with two readings is not, and nothing of a constraint is typed
+//!   when it states a condition or an untyped clause of it qualifies the rest; a plain name is
+//!   a place only after a preposition of place and when the root holds it; what no rule
+//!   covers stays `untyped`, a standing condition reported as not enforced). `policy::gate`: a
 //!   call's [`Consequence`]s ([`Effect`] on a resource: a path in normal form —
 //!   [`policy::normal_path`] —, a host, a program, or `undeclared`), the [`Policy`] built only
 //!   from the checkpoint's constraints (or a log's: `Policy::from_log`, which a resume's

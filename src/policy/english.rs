@@ -24,34 +24,27 @@ use super::rules::{Rule, Typed};
 /// extension or leading dot) is a place only when `is_path` says the root holds it — "stay
 /// within budget" names no directory.
 pub fn parse(text: &str, tools: &[String], is_path: &dyn Fn(&str) -> bool) -> Typed {
+    let found = sentences(text, tools);
+    let whole = || Typed {
+        rules: Vec::new(),
+        untyped: found.iter().map(|(sentence, _)| sentence.clone()).collect(),
+    };
+    // A condition anywhere ("… Otherwise, never modify docs.") leaves nothing typed.
+    if found.iter().any(|(sentence, _)| conditional(sentence)) {
+        return whole();
+    }
     let mut typed = Typed::default();
-    for (sentence, clauses) in sentences(text, tools) {
-        let words: Vec<String> = tokens(&sentence).iter().map(|w| w.to_lowercase()).collect();
-        let conditional = words.iter().any(|w| CONDITIONS.contains(&w.as_str()));
-        let parsed: Vec<(String, Vec<Rule>)> = clauses
-            .into_iter()
-            .map(|c| {
-                let rules = if conditional {
-                    Vec::new()
-                } else {
-                    parse_clause(&c, tools, is_path)
-                };
-                (c, rules)
-            })
-            .collect();
-        let excepted = parsed.iter().any(|(c, rules)| {
-            rules.is_empty()
-                && tokens(c)
-                    .iter()
-                    .any(|w| EXCEPTIONS.contains(&w.to_lowercase().as_str()))
-        });
-        if conditional || excepted {
-            typed.untyped.push(sentence);
-            continue;
-        }
-        for (clause, rules) in parsed {
+    for (_, clauses) in &found {
+        for clause in clauses {
+            let rules = parse_clause(clause, tools, is_path);
             if rules.is_empty() {
-                typed.untyped.push(clause);
+                // An untyped clause that could change what the typed ones mean — an
+                // exception, a permission, a place, a tool ("stay out of vendor, read
+                // vendor/README.md only") — leaves nothing typed.
+                if qualifies(clause, tools) {
+                    return whole();
+                }
+                typed.untyped.push(clause.clone());
             }
             typed.rules.extend(rules);
         }
@@ -59,20 +52,95 @@ pub fn parse(text: &str, tools: &[String], is_path: &dyn Fn(&str) -> bool) -> Ty
     typed
 }
 
-/// Words that make a sentence conditional: not typed.
+/// Whether a sentence states a condition: "unless", "if", "as long as", "where possible",
+/// "for now", "otherwise"… ("from now on" binds; it is no condition).
+fn conditional(sentence: &str) -> bool {
+    let words: Vec<String> = tokens(sentence)
+        .iter()
+        .filter(|w| *w != ",")
+        .map(|w| w.to_lowercase())
+        .collect();
+    let lower = format!(" {} ", words.join(" ").replace("from now on", ""));
+    words.iter().any(|w| CONDITIONS.contains(&w.as_str()))
+        || CONDITION_PHRASES.iter().any(|p| lower.contains(p))
+}
+
+/// Whether an untyped clause could change what the typed clauses beside it mean.
+fn qualifies(clause: &str, tools: &[String]) -> bool {
+    tokens(clause).iter().any(|w| {
+        let lower = w.to_lowercase();
+        EXCEPTIONS.contains(&lower.as_str())
+            || PERMISSIONS.contains(&lower.as_str())
+            || tools.contains(&lower)
+            || (path_like(w) && !looks_like_host(w))
+    })
+}
+
+/// Words that make a constraint conditional: not typed.
 const CONDITIONS: &[&str] = &[
-    "unless", "if", "when", "whenever", "provided", "until", "while", "once", "before", "after",
+    "unless",
+    "if",
+    "when",
+    "whenever",
+    "provided",
+    "until",
+    "while",
+    "once",
+    "before",
+    "after",
     "assuming",
+    "otherwise",
+    "ideally",
+    "preferably",
+    "initially",
+    "possible",
+    "possibly",
+    "usually",
+    "generally",
+    "normally",
+    "typically",
+    "mostly",
 ];
-/// Words of an exception: in a clause that is not typed, its sentence is not typed.
+/// Phrases that make a constraint conditional.
+const CONDITION_PHRASES: &[&str] = &[
+    " as long as ",
+    " so long as ",
+    " in case ",
+    " by default ",
+    " for now ",
+    " at first ",
+    " not yet ",
+    " at least ",
+    " for the time being ",
+];
+/// Words of an exception: in a clause that is not typed, they leave nothing typed.
 const EXCEPTIONS: &[&str] = &[
     "except",
+    "excepting",
+    "exception",
     "besides",
     "excluding",
     "but",
     "apart",
+    "aside",
     "save",
     "than",
+    "barring",
+    "only",
+    "instead",
+];
+/// Words of a permission: in a clause that is not typed, they leave nothing typed.
+const PERMISSIONS: &[&str] = &[
+    "fine",
+    "ok",
+    "okay",
+    "allowed",
+    "permitted",
+    "may",
+    "can",
+    "could",
+    "free",
+    "welcome",
 ];
 
 /// Words that start a clause of their own after a `,`, "and" or "or".
@@ -295,7 +363,8 @@ fn place(word: &str) -> bool {
     (path_like || name)
         && !NOT_PLACES.contains(&word.to_lowercase().as_str())
         && !word.contains('$')
-        && !looks_like_host(word)
+        && !word.contains("://")
+        && !looks_like_host(word.split('/').next().unwrap_or(word))
 }
 
 /// A path rather than a plain name: it holds `/`, a wildcard or an extension, or starts with
@@ -377,22 +446,23 @@ fn shapes() -> &'static [(Shape, Regex)] {
         // than the write rule, so they are not typed as one.
         let write = r"(?:modify|edit|write(?: to)?|change|alter|update|overwrite)";
         let fill = r"(?:(?:anything|any files|files|any file|any code|code)\s+)?";
-        let prep = r"(?:(?:in|under|inside|within|from|at|into|below|beneath)\s+)?(?:the\s+)?";
+        // `at`: a preposition of place — a plain name after one is taken for a directory.
+        let prep = r"(?:(?:(?P<at>in|under|inside|within|from|into|below|beneath)|at)\s+)?(?:the\s+)?";
         // Items need a separator: "the HTTP client" is not a list of two places.
         let list = r"(?P<list>\S+(?:(?: ,(?: (?:and|or|nor))?| (?:and|or|nor)) \S+)*?)";
-        let tail = r"(?P<files> files)?(?: (?:directory|directories|folder|folders|dir|tree))?(?: please)?";
+        let tail = r"(?P<files> files)?(?P<dir> (?:directory|directories|folder|folders|dir|tree))?(?: please)?";
         let hosts = r"(?P<list>\S+(?:(?: ,(?: (?:and|or))?| (?:and|or)) \S+)*?)";
         let limit = r"(?:at most|no more than|not more than|up to|max(?:imum)?(?: of)?|fewer than|less than|under) \$?[0-9][0-9,_]*(?:\.[0-9]+)?k? ?(?:tool calls?|calls|tokens|model turns|turns|dollars|usd)?";
         let table: Vec<(Shape, String)> = vec![
             (Shape::OnlyRead, format!(r"(?:only|exclusively) {read} {fill}{prep}{list}{tail}")),
-            (Shape::OnlyRead, format!(r"{read} only (?:files )?(?:in|under|inside|within|from|at) (?:the )?{list}{tail}")),
-            (Shape::OnlyRead, format!(r"{neg} {read} (?:anything |anywhere |files |any files |any file )?(?:outside(?: of)?|beyond|but|other than|besides|apart from|except) (?:the )?{list}{tail}")),
+            (Shape::OnlyRead, format!(r"{read} only (?:files )?(?:(?P<at>in|under|inside|within|from)|at) (?:the )?{list}{tail}")),
+            (Shape::OnlyRead, format!(r"{neg} {read} (?:anything |anywhere |files |any files |any file )?(?:(?P<at>outside(?: of)?|beyond)|but|other than|besides|apart from|except) (?:the )?{list}{tail}")),
             (Shape::OnlyReadWrite, format!(r"only {read} and {write} {fill}{prep}{list}{tail}")),
             (Shape::NeverRead, format!(r"{neg} {read} {fill}{prep}{list}{tail}")),
             (Shape::NeverReadMatching, format!(r"{neg} {read} files matching (?:the )?(?:glob |pattern )?{list}")),
             (Shape::OnlyWrite, format!(r"only {write} {fill}{prep}{list}{tail}")),
             (Shape::NeverWrite, format!(r"{neg} {write} {fill}{prep}{list}{tail}")),
-            (Shape::NeverWrite, format!(r"no (?:changes|edits|writes) (?:in|under|to|inside) (?:the )?{list}{tail}")),
+            (Shape::NeverWrite, format!(r"no (?:changes|edits|writes) (?:(?P<at>in|under|inside)|to) (?:the )?{list}{tail}")),
             (Shape::NeverTouch, format!(r"{neg} (?:touch|go into|enter) {fill}{prep}{list}{tail}")),
             (Shape::NeverTouch, format!(r"stay (?:out of|away from|clear of) (?:the )?{list}{tail}")),
             (Shape::OnlyTouch, format!(r"(?:{neg} leave|stay (?:in|within|inside)) (?:the )?{list}{tail}")),
@@ -428,7 +498,11 @@ fn parse_clause(clause: &str, tools: &[String], is_path: &dyn Fn(&str) -> bool) 
         };
         let list = caps.name("list").map_or("", |m| m.as_str());
         let files = caps.name("files").is_some();
-        if let Some(rules) = rules_of(*shape, list, files, tools, is_path) {
+        // A plain name is a directory only after a preposition of place or before
+        // "directory": "stay within budget" and "never write to main" name none.
+        let located = caps.name("at").is_some() || caps.name("dir").is_some();
+        let is_path = |name: &str| located && is_path(name);
+        if let Some(rules) = rules_of(*shape, list, files, tools, &is_path) {
             if !readings.contains(&rules) {
                 readings.push(rules);
             }
@@ -450,26 +524,33 @@ fn rules_of(
 ) -> Option<Vec<Rule>> {
     let places = || -> Option<Vec<String>> {
         let found = items(list);
+        let only = matches!(
+            shape,
+            Shape::OnlyRead | Shape::OnlyReadWrite | Shape::OnlyWrite | Shape::OnlyTouch
+        );
         let ok = !found.is_empty()
             && found.iter().all(|p| {
                 place(p)
                     && (!files || file_kind(p))
                     && (path_like(p) || is_path(p))
                     && (shape != Shape::NeverReadMatching || p.contains(['*', '?']))
+                    // "only consult docs.rs": a bare file name may be a site, and an `only`
+                    // rule on the wrong reading would block everything else.
+                    && (!only || files || p.contains(['/', '*', '?']) || !file_kind(p))
             });
-        // ".md files": files whose names end in `.md`.
+        // ".md files": files whose names end in `.md` (or start with it: `.env.local`).
         ok.then(|| {
             found
                 .iter()
-                .map(|p| {
+                .flat_map(|p| {
                     let extension = files && p.starts_with('.') && !p[1..].contains('.');
                     if extension {
-                        format!("*{p}")
+                        vec![format!("*{p}"), format!("{p}*")]
                     } else {
-                        p.to_string()
+                        vec![p.to_string()]
                     }
                 })
-                .collect()
+                .collect::<Vec<String>>()
         })
     };
     let read = |only: Vec<String>, never: Vec<String>| {

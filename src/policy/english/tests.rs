@@ -41,6 +41,9 @@ fn in_tree(name: &str) -> bool {
         "third_party",
         "generated",
         "web",
+        "budget",
+        "main",
+        "api",
     ]
     .contains(&name)
 }
@@ -104,7 +107,7 @@ fn common_phrasings_are_typed() {
         ),
         (
             "Never read secrets.json or .env files",
-            vec![read(&[], &["**/secrets.json", "*.env"])],
+            vec![read(&[], &["**/secrets.json", "*.env", ".env*"])],
         ),
         (
             "Never modify anything under /migrations, /vendor or /docs",
@@ -182,10 +185,6 @@ fn common_phrasings_are_typed() {
             vec![read(&["src"], &[]), none_hosts()],
         ),
         (
-            "Never touch vendor",
-            vec![read(&[], &["vendor"]), write(&[], &["vendor"])],
-        ),
-        (
             "stay within src/",
             vec![read(&["src"], &[]), write(&["src"], &[])],
         ),
@@ -194,8 +193,9 @@ fn common_phrasings_are_typed() {
             vec![read(&[], &["docs"]), write(&[], &["docs"])],
         ),
         ("Never read .env", vec![read(&[], &["**/.env"])]),
-        ("never read .md files", vec![read(&[], &["*.md"])]),
-        ("only read a.rs", vec![read(&["**/a.rs"], &[])]),
+        ("Don't read the docs folder", vec![read(&[], &["docs"])]),
+        ("never modify anything in docs", vec![write(&[], &["docs"])]),
+        ("never read .md files", vec![read(&[], &["*.md", ".md*"])]),
         ("Never read \"docs/\".", vec![read(&[], &["docs"])]),
         (
             "at most 20 tool calls, under $2",
@@ -306,6 +306,35 @@ fn what_reads_two_ways_is_not_typed() {
         "Unless the user asks, never modify migrations",
         "If possible, don't read docs/",
         "Except for README.md, don't read outside src/",
+        "Never touch vendor",
+        "never read docs",
+        "only read a.rs",
+        "stay within budget",
+        "don't leave main",
+        "never write to main",
+        "no edits to main",
+        "don't access the api",
+        "don't open https://evil.com/page",
+        "never access http://localhost:8080/admin",
+        "never browse github.com/foo",
+        "only consult docs.rs",
+        "As long as the tests pass, don't modify docs",
+        "In case of doubt, don't read vendor",
+        "Where possible, don't read vendor/",
+        "Ideally, never read docs/",
+        "By default, don't read vendor/",
+        "For now, don't read vendor/",
+        "Initially, stay within src/",
+        "If the user asks, modify docs. Otherwise, never modify docs.",
+        "Don't read vendor/, not yet",
+        "Aside from README.md, don't read outside src/",
+        "With the exception of README.md, don't read outside src/",
+        "Don't read outside src/. The one exception is README.md.",
+        "Never modify docs/. Except docs/CHANGELOG.md.",
+        "Stay out of vendor/, read vendor/README.md only",
+        "Only read src/, use docs/ only as a last resort",
+        "Never touch vendor/. Reading it is fine.",
+        "Only read src/ and look at docs/",
     ] {
         let typed = parse(text, &tools(), &in_tree);
         assert!(typed.rules.is_empty(), "{text}: {:?}", typed.rules);
@@ -327,23 +356,22 @@ fn the_untyped_part_of_a_constraint_is_kept() {
             vec![],
             vec!["Never look at tests, only src"],
         ),
+        // An untyped clause holding a tool, a place or an exception leaves nothing typed:
+        // the typed clauses alone would say something else.
         (
             "Do not use grep, use read_file instead",
-            vec![Rule::Tools {
-                allow: vec![],
-                deny: vec!["grep".into()],
-            }],
-            vec!["use read_file instead"],
+            vec![],
+            vec!["Do not use grep, use read_file instead"],
         ),
         (
             "Don't run shell commands or read outside src/",
-            vec![Rule::NoSpawn],
-            vec!["read outside src/"],
+            vec![],
+            vec!["Don't run shell commands or read outside src/"],
         ),
         (
             "Only read src/ and skip src/generated",
-            vec![read(&["src"], &[])],
-            vec!["skip src/generated"],
+            vec![],
+            vec!["Only read src/ and skip src/generated"],
         ),
     ];
     for (text, rules, untyped) in cases {
