@@ -254,25 +254,26 @@ pub fn from_json(text: &str) -> Result<Vec<Rule>, String> {
         .collect()
 }
 
+/// Rules written shortly, for tests.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod build {
+    use super::Rule;
 
-    fn read(only: &[&str], never: &[&str]) -> Rule {
+    pub(crate) fn read(only: &[&str], never: &[&str]) -> Rule {
         Rule::ReadScope {
             only_under: only.iter().map(|s| s.to_string()).collect(),
             never_under: never.iter().map(|s| s.to_string()).collect(),
         }
     }
 
-    fn write(only: &[&str], never: &[&str]) -> Rule {
+    pub(crate) fn write(only: &[&str], never: &[&str]) -> Rule {
         Rule::WriteScope {
             only_under: only.iter().map(|s| s.to_string()).collect(),
             never_under: never.iter().map(|s| s.to_string()).collect(),
         }
     }
 
-    fn budget(tool_calls: Option<u32>, tokens: Option<u64>, cost: Option<f64>) -> Rule {
+    pub(crate) fn budget(tool_calls: Option<u32>, tokens: Option<u64>, cost: Option<f64>) -> Rule {
         Rule::Budget {
             tool_calls,
             tokens,
@@ -280,6 +281,12 @@ mod tests {
             cost_usd: cost,
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::build::{budget, read, write};
+    use super::*;
 
     #[test]
     fn a_cost_limit_is_typed_but_not_enforced() {

@@ -1,28 +1,6 @@
 //! Tests of `policy::english`.
 use super::*;
-
-fn read(only: &[&str], never: &[&str]) -> Rule {
-    Rule::ReadScope {
-        only_under: only.iter().map(|s| s.to_string()).collect(),
-        never_under: never.iter().map(|s| s.to_string()).collect(),
-    }
-}
-
-fn write(only: &[&str], never: &[&str]) -> Rule {
-    Rule::WriteScope {
-        only_under: only.iter().map(|s| s.to_string()).collect(),
-        never_under: never.iter().map(|s| s.to_string()).collect(),
-    }
-}
-
-fn budget(tool_calls: Option<u32>, tokens: Option<u64>, cost: Option<f64>) -> Rule {
-    Rule::Budget {
-        tool_calls,
-        tokens,
-        model_turns: None,
-        cost_usd: cost,
-    }
-}
+use crate::policy::rules::build::{budget, read, write};
 
 fn none_hosts() -> Rule {
     Rule::Network {
