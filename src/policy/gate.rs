@@ -337,11 +337,8 @@ impl Scope {
                 return Some(Some(format!("{verb} under {list} instead")));
             }
         }
-        let forbidden = self
-            .never
-            .iter()
-            .find(|p| p.holds(path) || (whole && matches!(p, Place::Prefix(x) if within(path, x))));
-        forbidden.map(|_| None)
+        // Inside a `never` place (a directory, or one a glob names): denied.
+        self.never.iter().find(|p| p.holds(path)).map(|_| None)
     }
 }
 

@@ -182,3 +182,24 @@ fn budgets_lower_a_subagents_limits() {
     };
     assert_eq!(p.cap(low), low);
 }
+
+/// Under an `only` glob a search runs, and walks keep only the files it matches.
+#[test]
+fn an_only_glob_lets_searches_run_and_walks_keep_its_files() {
+    let rules = crate::policy::rules_from_json(r#"{"rule":"read_scope","only_under":["**/*.rs"]}"#)
+        .unwrap();
+    let p = Policy::from_constraints(&[ConstraintEntry {
+        text: "rust only".into(),
+        normalised: "rust only".into(),
+        provenance: "--constraint-json".into(),
+        rules,
+        untyped: Vec::new(),
+        event: 2,
+    }]);
+    assert!(allows(&p, Effect::Search, ".", true));
+    assert!(allows(&p, Effect::Read, "src/a.rs", true));
+    assert!(!allows(&p, Effect::Read, "README.md", true));
+    assert!(p.walk_keeps("src", true) && p.walk_keeps("src/a.rs", false));
+    assert!(!p.walk_keeps("README.md", false));
+    assert_eq!(p.read_places(), Some(vec!["**/*.rs".to_string()]));
+}
