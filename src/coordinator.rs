@@ -190,9 +190,9 @@ impl Coordinator {
     }
 
     /// A typed constraint (`--constraint-json`): `text` is how it is shown (verbatim), the
-    /// rules are what the gate enforces. A rule that says nothing or names a path leaving the
-    /// root is refused when the run starts.
-    /// An empty `text` is shown as the rules' JSON.
+    /// rules are what the gate enforces. A rule that says nothing, names a path leaving the
+    /// root or names a tool the run does not have is refused when the run starts. An empty
+    /// `text` is shown as the rules' JSON.
     pub fn constraint_rules(mut self, text: impl Into<String>, rules: Vec<Rule>) -> Coordinator {
         let mut text = text.into();
         if text.trim().is_empty() {

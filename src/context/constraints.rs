@@ -104,12 +104,16 @@ pub(crate) fn sentences(text: &str) -> Vec<&str> {
             }
             b'.' | b'!' | b'?' => {
                 let before_space = bytes.get(i + 1).is_none_or(|n| n.is_ascii_whitespace());
-                let word = text[start..i]
-                    .rsplit(|c: char| c.is_whitespace() || c == '(')
-                    .next()
-                    .unwrap_or("")
-                    .to_ascii_lowercase();
-                let abbreviation = *b == b'.' && ABBREVIATIONS.contains(&word.as_str());
+                // The word before is looked at only where a sentence could end, so a long run
+                // of dots costs linear time.
+                let abbreviation = before_space && *b == b'.' && {
+                    let word = text[start..i]
+                        .rsplit(|c: char| c.is_whitespace() || c == '(')
+                        .next()
+                        .unwrap_or("")
+                        .to_ascii_lowercase();
+                    ABBREVIATIONS.contains(&word.as_str())
+                };
                 before_space && !abbreviation
             }
             _ => false,
