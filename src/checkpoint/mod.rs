@@ -67,6 +67,30 @@ pub struct ConstraintEntry {
     pub event: u64,
 }
 
+impl ConstraintEntry {
+    /// The constraint a `constraint_stated` event (logged as `seq`) states; `None` for any
+    /// other event. The checkpoint and the gate's policy both read constraints this way.
+    pub fn stated(event: &RunEvent, seq: u64) -> Option<ConstraintEntry> {
+        match event {
+            RunEvent::ConstraintStated {
+                text,
+                normalised,
+                provenance,
+                rules,
+                untyped,
+            } => Some(ConstraintEntry {
+                text: text.clone(),
+                normalised: normalised.clone(),
+                provenance: provenance.clone(),
+                rules: rules.clone(),
+                untyped: untyped.clone(),
+                event: seq,
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// One piece of evidence: a cited source, the digest of what it said, an excerpt or a
 /// tombstone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

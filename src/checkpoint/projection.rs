@@ -134,20 +134,9 @@ impl Projector {
                 cp.tool_registry_revision =
                     sha256_hex(tools.join("\n").as_bytes())[..16].to_string();
             }
-            RunEvent::ConstraintStated {
-                text,
-                normalised,
-                provenance,
-                rules,
-                untyped,
-            } => cp.constraints.push(ConstraintEntry {
-                text: text.clone(),
-                normalised: normalised.clone(),
-                provenance: provenance.clone(),
-                rules: rules.clone(),
-                untyped: untyped.clone(),
-                event: at,
-            }),
+            RunEvent::ConstraintStated { .. } => cp
+                .constraints
+                .extend(ConstraintEntry::stated(&logged.event, at)),
             RunEvent::ToolDenied {
                 subagent,
                 call_id,

@@ -129,13 +129,7 @@ impl Denial {
 /// form (`"a b.rs"`) as the workspace tools read it, then taken as written (see `lexical`).
 /// `None` for an absolute path or one that climbs above the root.
 pub fn normal_path(raw: &str) -> Option<String> {
-    let trimmed = raw.trim();
-    let unquoted = trimmed
-        .strip_prefix('"')
-        .and_then(|_| crate::source::leading_path(trimmed))
-        .filter(|(_, rest)| rest.is_empty())
-        .map(|(path, _)| path);
-    lexical(unquoted.as_deref().unwrap_or(trimmed))
+    lexical(&crate::source::unquoted_path(raw).unwrap_or_else(|| raw.trim().to_string()))
 }
 
 /// A path in normal form, taken as written: `/` separators (a backslash or a quote is part of
@@ -444,23 +438,7 @@ impl Policy {
     pub fn from_log(events: &[crate::checkpoint::LoggedEvent]) -> Policy {
         let entries: Vec<ConstraintEntry> = events
             .iter()
-            .filter_map(|e| match &e.event {
-                crate::checkpoint::RunEvent::ConstraintStated {
-                    text,
-                    normalised,
-                    provenance,
-                    rules,
-                    untyped,
-                } => Some(ConstraintEntry {
-                    text: text.clone(),
-                    normalised: normalised.clone(),
-                    provenance: provenance.clone(),
-                    rules: rules.clone(),
-                    untyped: untyped.clone(),
-                    event: e.seq,
-                }),
-                _ => None,
-            })
+            .filter_map(|e| ConstraintEntry::stated(&e.event, e.seq))
             .collect();
         Policy::from_constraints(&entries)
     }

@@ -173,6 +173,17 @@ pub(crate) fn prose_list(paths: &[String]) -> String {
         .join(", ")
 }
 
+/// The path `text` holds whole in the quoted form a tool prints (`"a b.rs"`), unquoted;
+/// `None` when it is not one (surrounding whitespace aside).
+pub(crate) fn unquoted_path(text: &str) -> Option<String> {
+    let trimmed = text.trim();
+    trimmed
+        .strip_prefix('"')
+        .and_then(|_| leading_path(trimmed))
+        .filter(|(_, rest)| rest.is_empty())
+        .map(|(path, _)| path)
+}
+
 /// Reads a path written at the start of `text` as a tool prints it — quoted, or plain up to the
 /// first `:` or the end — and returns it with the rest of the text. A plain path holds no `:`
 /// (it would have been quoted), so the first `:` ends it.

@@ -99,13 +99,7 @@ impl Workspace {
         if !matches!(exact, Err(SandboxError::NotFound(_))) {
             return exact;
         }
-        let unquoted = relative
-            .trim()
-            .strip_prefix('"')
-            .and_then(|_| crate::source::leading_path(relative.trim()))
-            .filter(|(_, rest)| rest.is_empty())
-            .map(|(path, _)| path);
-        match unquoted {
+        match crate::source::unquoted_path(relative) {
             Some(path) => self.resolve(&path),
             None if relative.trim() != relative => self.resolve(relative.trim()),
             None => exact,
