@@ -93,6 +93,10 @@ pub struct Coordinator {
     constraints: Vec<(String, Option<Vec<Rule>>)>,
     roles: Option<PathBuf>,
     limits: TimeLimits,
+    /// The run's cost limit, in millionths of a dollar.
+    max_cost: Option<u64>,
+    /// One subagent's cost limit, in millionths of a dollar.
+    subagent_max_cost: Option<u64>,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -123,6 +127,8 @@ impl Default for Coordinator {
             constraints: Vec::new(),
             roles: None,
             limits: TimeLimits::default(),
+            max_cost: None,
+            subagent_max_cost: None,
         }
     }
 }
@@ -205,6 +211,22 @@ impl Coordinator {
     /// How long one model call and one tool call may take (default: 600 s and 120 s).
     pub fn time_limits(mut self, limits: TimeLimits) -> Coordinator {
         self.limits = limits;
+        self
+    }
+
+    /// The most a run's model calls may cost, in US dollars: no call is sent whose estimate
+    /// (its input at the model's price, and every answer token it may take) would pass it, and
+    /// once a subagent's first call would, no more are spawned — the report says so in its open
+    /// items. It needs the model's price ([`Model::price`]): with none, nothing is counted.
+    pub fn max_cost(mut self, dollars: f64) -> Coordinator {
+        self.max_cost = Some(micros(dollars));
+        self
+    }
+
+    /// The most one subagent's model calls may cost, in US dollars: near it the subagent is
+    /// asked to hand off, then stopped.
+    pub fn subagent_max_cost(mut self, dollars: f64) -> Coordinator {
+        self.subagent_max_cost = Some(micros(dollars));
         self
     }
 
@@ -343,6 +365,8 @@ impl Coordinator {
             roles,
             log: None,
             limits: self.limits,
+            cost: Arc::new(crate::model::CostMeter::new(self.max_cost)),
+            subagent_cost_cap: self.subagent_max_cost,
             _claim: claim,
         };
         self.launch(config, events, None).await
@@ -424,6 +448,8 @@ impl Coordinator {
             roles: self.role_profiles()?,
             log: None,
             limits: self.limits,
+            cost: Arc::new(crate::model::CostMeter::new(self.max_cost)),
+            subagent_cost_cap: self.subagent_max_cost,
             _claim: claim,
         };
         self.launch(config, events, Some(resumption)).await
@@ -515,5 +541,14 @@ fn stated(
         provenance: provenance.to_string(),
         rules: typed.rules,
         untyped: typed.untyped,
+    }
+}
+
+/// Millionths of a dollar from dollars (negative and non-numbers are 0).
+fn micros(dollars: f64) -> u64 {
+    if dollars.is_finite() && dollars > 0.0 {
+        (dollars * 1e6).round().min(u64::MAX as f64) as u64
+    } else {
+        0
     }
 }

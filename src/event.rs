@@ -33,6 +33,9 @@ pub enum Event {
         tool_calls: u32,
         /// Tokens so far.
         tokens: u64,
+        /// What its model calls cost so far, in US dollars (none: the price is unknown).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
     },
     /// The lead checked a subagent's handoff against the contract.
     HandoffChecked {
@@ -53,5 +56,8 @@ pub enum Event {
         tool_calls: u32,
         /// Tokens it used.
         tokens: u64,
+        /// What its model calls cost, in US dollars (none: the price is unknown).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
     },
 }

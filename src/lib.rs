@@ -231,7 +231,7 @@ mod coordinator;
 mod event;
 mod handoff;
 mod lead;
-mod model;
+pub mod model;
 pub mod policy;
 mod report;
 mod source;

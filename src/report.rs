@@ -79,6 +79,9 @@ pub struct SubagentSummary {
     /// Its tool calls a constraint denied.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub denials: u32,
+    /// What its model calls cost, in US dollars (none: the price is unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -177,16 +180,29 @@ impl ConstraintReport {
 }
 
 /// What the run spent, over all subagents.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunUsage {
     /// Model calls.
     pub model_calls: u64,
     /// Tool calls.
     pub tool_calls: u64,
-    /// Input tokens.
+    /// Input tokens (cached or not).
     pub tokens_in: u64,
     /// Output tokens.
     pub tokens_out: u64,
+    /// Of the input tokens, those read from the provider's prompt cache.
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// Of the input tokens, those written to the provider's prompt cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    /// What the model calls cost, in US dollars, from the provider's usage and the model's
+    /// price (none: the price is unknown, as for the offline model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// The run's cost limit (`--max-cost`), in US dollars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
 }
 
 /// How the run's handoffs fared against the contract.
@@ -266,7 +282,7 @@ impl Report {
     pub fn summary_line(&self) -> String {
         let (handed_off, repaired, rejected, failed) = self.outcome_counts();
         format!(
-            "baton: {} subagent(s): {handed_off} handed off, {repaired} repaired, {rejected} rejected, {failed} failed{}; {} conclusion(s), {} open item(s); {} tool calls{}, {} tokens, {:.1}s",
+            "baton: {} subagent(s): {handed_off} handed off, {repaired} repaired, {rejected} rejected, {failed} failed{}; {} conclusion(s), {} open item(s); {} tool calls{}, {} tokens{}, {:.1}s",
             self.subagents.len(),
             if self.cancelled { " (cancelled)" } else { "" },
             self.handoff.settled_conclusions.len(),
@@ -278,6 +294,11 @@ impl Report {
                 format!(" ({} denied)", self.denials.len())
             },
             self.usage.tokens_in + self.usage.tokens_out,
+            match (self.usage.cost_usd, self.usage.max_cost_usd) {
+                (Some(c), Some(max)) => format!(", ${c:.4} of ${max:.4}"),
+                (Some(c), None) => format!(", ${c:.4}"),
+                _ => String::new(),
+            },
             self.elapsed_ms as f64 / 1000.0
         )
     }

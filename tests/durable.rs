@@ -525,7 +525,10 @@ fn event() -> impl Strategy<Value = RunEvent> {
                 model_turns: n,
                 tool_calls: n,
                 tokens_in: 10 * n as u64,
-                tokens_out: n as u64
+                tokens_out: n as u64,
+                cache_read_tokens: n as u64,
+                cache_write_tokens: 0,
+                cost_micros: 7 * n as u64,
             },
         }),
         sub.prop_map(|s| RunEvent::SubagentEnded {

@@ -81,13 +81,11 @@ impl Model for OneCall {
             };
             (String::new(), vec![call])
         };
-        Ok(ModelResponse {
-            usage: Usage {
-                input_tokens: request.estimated_tokens(),
-                output_tokens: 20,
-            },
-            text,
-            tool_calls,
-        })
+        let usage = Usage {
+            input_tokens: request.estimated_tokens(),
+            output_tokens: 20,
+            ..Usage::default()
+        };
+        Ok(ModelResponse::new(text, tool_calls, usage))
     }
 }

@@ -86,6 +86,15 @@ pub enum RunEvent {
         /// The tools every subagent may call.
         tools: Vec<String>,
     },
+    /// The model playing a role, as configured now: logged when a run starts or resumes, and
+    /// whenever it changes (a provider's fallback taken). No credentials.
+    ModelConfigured {
+        /// `subagents` or `lead`.
+        role: String,
+        /// Provider, model, base URL, context window, price, fallbacks in force.
+        #[serde(flatten)]
+        config: crate::model::ModelConfig,
+    },
     /// A constraint binds the run from now on.
     ConstraintStated {
         /// Verbatim.
@@ -269,6 +278,7 @@ impl RunEvent {
     pub fn kind(&self) -> &'static str {
         match self {
             RunEvent::RunStarted { .. } => "run_started",
+            RunEvent::ModelConfigured { .. } => "model_configured",
             RunEvent::ConstraintStated { .. } => "constraint_stated",
             RunEvent::PlanRevised { .. } => "plan_revised",
             RunEvent::SubagentSpawned { .. } => "subagent_spawned",

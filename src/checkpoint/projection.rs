@@ -331,7 +331,9 @@ impl Projector {
                     event: at,
                 });
             }
-            RunEvent::HandoffRepairRequested { .. } | RunEvent::WindowCompacted { .. } => {}
+            RunEvent::HandoffRepairRequested { .. }
+            | RunEvent::WindowCompacted { .. }
+            | RunEvent::ModelConfigured { .. } => {}
             RunEvent::HandoffRejected {
                 subagent,
                 violations,

@@ -18,7 +18,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use baton::checkpoint::StoreError;
-use baton::{Budget, Coordinator, OfflineModel, Report, RunError, SqliteStore, Task};
+use baton::{Budget, Coordinator, Report, RunError, SqliteStore, Task};
 use clap::{Parser, Subcommand};
 
 /// Exit code: the run finished.
@@ -183,9 +183,40 @@ fn escaped(text: &str, kept: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str>
 /// How the model plays (shared by explore and resume).
 #[derive(clap::Args, Debug, Clone)]
 struct ModelArgs {
-    /// The model playing the subagents (only `offline` for now).
-    #[arg(long, default_value = "offline", value_parser = ["offline"])]
+    /// The model playing the subagents: `offline` (the deterministic local explorer),
+    /// `anthropic:MODEL` (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) or `openai:MODEL`
+    /// (OPENAI_API_KEY, optional for a local server; OPENAI_BASE_URL).
+    #[arg(long, default_value = "offline")]
     model: String,
+    /// The model's context window in tokens, instead of the known models' table (unknown
+    /// models: 32,768).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1024..=100_000_000))]
+    context_window: Option<u64>,
+    /// A TOML file of prices (dollars per million tokens) and context windows that adds to or
+    /// overrides the built-in table.
+    #[arg(long, env = "BATON_PRICES", value_name = "FILE")]
+    prices: Option<std::path::PathBuf>,
+    /// The most the run's model calls may cost, in US dollars: no call goes out that could
+    /// pass it, and no subagent starts whose first call could.
+    #[arg(long, value_name = "DOLLARS", value_parser = dollars)]
+    max_cost: Option<f64>,
+    /// The most one subagent's model calls may cost, in US dollars.
+    #[arg(long, value_name = "DOLLARS", value_parser = dollars)]
+    max_cost_per_subagent: Option<f64>,
+    /// Most model requests a minute, shared by every subagent of the process (0: no limit).
+    #[arg(long, env = "BATON_RPM", default_value_t = 0)]
+    rpm: u64,
+    /// Most model tokens (input plus output allowed) a minute, shared by every subagent of the
+    /// process (0: no limit).
+    #[arg(long, env = "BATON_TPM", default_value_t = 0)]
+    tpm: u64,
+    /// Retries of a model call that failed for a reason that may pass (429, 5xx, overloaded,
+    /// a dropped connection), with exponential backoff or the provider's retry-after.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(0..=20))]
+    retries: u32,
+    /// Ask providers for whole answers instead of streamed ones.
+    #[arg(long)]
+    no_stream: bool,
     /// Milliseconds added to every offline model call (demos, tests, benchmarks), at most a
     /// minute.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=60_000))]
@@ -321,11 +352,60 @@ enum Job {
     Resume(ResumeArgs),
 }
 
-fn coordinator(model: &ModelArgs, store: std::sync::Arc<SqliteStore>) -> Coordinator {
-    let offline = OfflineModel::with_latency(Duration::from_millis(model.offline_latency_ms));
-    Coordinator::new()
-        .model(std::sync::Arc::new(offline))
-        .store(store)
+/// A cost in dollars: a number above 0.
+fn dollars(text: &str) -> Result<f64, String> {
+    match text.trim().trim_start_matches('$').parse::<f64>() {
+        Ok(d) if d.is_finite() && d > 0.0 && d < 1e9 => Ok(d),
+        _ => Err(format!("`{text}` is not an amount of dollars above 0")),
+    }
+}
+
+/// The coordinator the flags describe, or a one-line error (exit 2): an unknown model, a
+/// missing key, a bad base URL or prices file, a cost limit for a model with no known price.
+fn coordinator(args: &ModelArgs) -> Result<Coordinator, String> {
+    let spec = baton::model::ModelSpec::parse(&args.model).map_err(|e| format!("--model: {e}"))?;
+    let prices = match &args.prices {
+        None => baton::model::PriceTable::default(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("--prices {}: {e}", path.display()))?;
+            baton::model::PriceTable::parse(&text)
+                .map_err(|e| format!("--prices {}: {e}", path.display()))?
+        }
+    };
+    let options = baton::model::HttpOptions {
+        limiter: baton::model::Limiter::per_minute(args.rpm, args.tpm),
+        retry: baton::model::Retry {
+            attempts: args.retries + 1,
+            ..Default::default()
+        },
+        stream: !args.no_stream,
+        ..Default::default()
+    };
+    let env = |name: &str| std::env::var(name).ok();
+    let model = baton::model::connect(
+        &spec,
+        &env,
+        &prices,
+        args.context_window.map(|w| w as usize),
+        options,
+        Duration::from_millis(args.offline_latency_ms),
+    )?;
+    if (args.max_cost.is_some() || args.max_cost_per_subagent.is_some()) && model.price().is_none()
+    {
+        return Err(format!(
+            "--max-cost: no price is known for {}: give one in a --prices file",
+            model.name()
+        ));
+    }
+    let mut coordinator = Coordinator::new().model(model);
+    if let Some(d) = args.max_cost {
+        coordinator = coordinator.max_cost(d);
+    }
+    if let Some(d) = args.max_cost_per_subagent {
+        coordinator = coordinator.subagent_max_cost(d);
+    }
+    Ok(coordinator)
 }
 
 async fn resume(args: ResumeArgs) -> i32 {
@@ -353,11 +433,16 @@ async fn resume(args: ResumeArgs) -> i32 {
         Err(e @ StoreError::Corrupt { .. }) => return store_error(&damaged(e.to_string())),
         Err(e) => return store_error(&e),
     };
+    let coordinator = match coordinator(&args.model) {
+        Ok(c) => c.store(store),
+        Err(e) => {
+            say!("{e}");
+            return EXIT_USAGE;
+        }
+    };
     let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
     let display = progress::spawn(receiver, !args.model.no_progress);
-    let started = coordinator(&args.model, store)
-        .resume(&args.run, Some(events))
-        .await;
+    let started = coordinator.resume(&args.run, Some(events)).await;
     finish(started, display, args.model.json).await
 }
 
@@ -385,11 +470,19 @@ async fn explore(args: ExploreArgs) -> i32 {
             }
         }
     }
+    // Every flag is checked before the state is opened (and perhaps created).
+    let mut coordinator = match coordinator(&args.model) {
+        Ok(c) => c,
+        Err(e) => {
+            say!("{e}");
+            return EXIT_USAGE;
+        }
+    };
     let store = match args.state.open() {
         Ok(s) => s,
         Err(e) => return store_error(&e),
     };
-    let mut coordinator = coordinator(&args.model, store);
+    coordinator = coordinator.store(store);
     if let Some(shards) = args.shards {
         coordinator = coordinator.shards(shards as usize);
     }

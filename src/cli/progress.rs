@@ -1,5 +1,6 @@
 //! The live progress display on stderr: one line per subagent (id, role, shard, tool calls,
-//! tokens, state), drawn with indicatif; nothing when stderr is not a terminal.
+//! tokens, cost when the model's price is known, state), and a line with the run's cost so far,
+//! drawn with indicatif; nothing when stderr is not a terminal.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -14,6 +15,7 @@ struct Line {
     scope: String,
     tool_calls: u32,
     tokens: u64,
+    cost: Option<f64>,
     state: SubagentState,
     /// Set while a repair turn is under way: the violations quoted back.
     repairing: Option<usize>,
@@ -28,10 +30,11 @@ impl Line {
             self.scope.clone()
         };
         format!(
-            "{id:<5} {:<9} {scope:<40} tools {:>3}  tokens {:>7}  {}",
+            "{id:<5} {:<9} {scope:<40} tools {:>3}  tokens {:>7}{}  {}",
             self.role,
             self.tool_calls,
             human(self.tokens),
+            self.cost.map(|c| format!("  ${c:.4}")).unwrap_or_default(),
             match (self.state, self.repairing) {
                 (SubagentState::Running, Some(n)) => format!("repairing ({n} violation(s))"),
                 (state, _) => state.label().to_string(),
@@ -65,6 +68,15 @@ pub(crate) fn spawn(
         let style = ProgressStyle::with_template("{spinner} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
         let mut lines: HashMap<String, Line> = HashMap::new();
+        // The run's cost so far, shown once a subagent reports one.
+        let total = multi.add(ProgressBar::new_spinner().with_style(style.clone()));
+        let show_total = |lines: &HashMap<String, Line>| {
+            let costs: Vec<f64> = lines.values().filter_map(|l| l.cost).collect();
+            if !costs.is_empty() {
+                total.set_message(format!("cost so far ${:.4}", costs.iter().sum::<f64>()));
+                total.tick();
+            }
+        };
         while let Some(event) = events.recv().await {
             match event {
                 Event::SubagentSpawned { id, role, scope } => {
@@ -76,6 +88,7 @@ pub(crate) fn spawn(
                         scope: super::terminal_safe(&scope).into_owned(),
                         tool_calls: 0,
                         tokens: 0,
+                        cost: None,
                         state: SubagentState::Running,
                         repairing: None,
                     };
@@ -86,26 +99,32 @@ pub(crate) fn spawn(
                     id,
                     tool_calls,
                     tokens,
+                    cost_usd,
                 } => {
                     if let Some(line) = lines.get_mut(&id) {
                         line.tool_calls = tool_calls;
                         line.tokens = tokens;
+                        line.cost = cost_usd;
                         line.bar.set_message(line.render(&id));
                     }
+                    show_total(&lines);
                 }
                 Event::SubagentEnded {
                     id,
                     state,
                     tool_calls,
                     tokens,
+                    cost_usd,
                 } => {
                     if let Some(line) = lines.get_mut(&id) {
                         line.tool_calls = tool_calls;
                         line.tokens = tokens;
+                        line.cost = cost_usd;
                         line.state = state;
                         let text = line.render(&id);
                         line.bar.finish_with_message(text);
                     }
+                    show_total(&lines);
                 }
                 Event::HandoffChecked { id, violations, .. } => {
                     if let Some(line) = lines.get_mut(&id) {
@@ -121,5 +140,6 @@ pub(crate) fn spawn(
                 line.bar.abandon();
             }
         }
+        total.finish_and_clear();
     })
 }

@@ -95,6 +95,15 @@ async fn on_message(
                 state.advance(&myself).await;
             }
             LeadMsg::Subagent {
+                report: SubagentReport::ModelConfigured { config },
+                ..
+            } => {
+                state.log(vec![RunEvent::ModelConfigured {
+                    role: "subagents".into(),
+                    config,
+                }]);
+            }
+            LeadMsg::Subagent {
                 id,
                 report: SubagentReport::WindowCompacted { note },
             } => {
@@ -140,6 +149,7 @@ async fn on_message(
                         id,
                         tool_calls: spent.tool_calls,
                         tokens: spent.tokens(),
+                        cost_usd: state.records[index].summary.cost_usd,
                     });
                 }
             }

@@ -33,6 +33,14 @@ pub(super) fn started(config: &RunConfig) -> RunEvent {
     }
 }
 
+/// The subagents' model as configured now.
+pub(super) fn model_configured(config: &RunConfig) -> RunEvent {
+    RunEvent::ModelConfigured {
+        role: "subagents".into(),
+        config: config.model.config(),
+    }
+}
+
 pub(super) fn planned(
     plan: &[(String, Vec<String>, String)],
     reason: &str,

@@ -84,6 +84,10 @@ pub(crate) struct RunConfig {
     pub(crate) log: Option<RunLog>,
     /// How long one model call and one tool call may take.
     pub(crate) limits: crate::policy::TimeLimits,
+    /// The run's cost meter (with its limit, if any), shared by every subagent.
+    pub(crate) cost: Arc<crate::model::CostMeter>,
+    /// Most one subagent's model calls may cost, in millionths of a dollar.
+    pub(crate) subagent_cost_cap: Option<u64>,
     /// This process's hold on the run, released when the lead stops.
     pub(crate) _claim: Option<Arc<crate::checkpoint::RunClaim>>,
 }

@@ -101,6 +101,17 @@ impl LeadState {
         }
         usage.tokens_in = self.records.iter().map(|r| r.spent.tokens_in).sum();
         usage.tokens_out = self.records.iter().map(|r| r.spent.tokens_out).sum();
+        usage.cache_read_tokens = self.records.iter().map(|r| r.spent.cache_read_tokens).sum();
+        usage.cache_write_tokens = self
+            .records
+            .iter()
+            .map(|r| r.spent.cache_write_tokens)
+            .sum();
+        let dollars = crate::model::price::dollars;
+        usage.cost_usd = self
+            .priced
+            .then(|| dollars(self.records.iter().map(|r| r.spent.cost_micros).sum()));
+        usage.max_cost_usd = self.config.cost.limit().map(dollars);
         Report {
             run_id: self.config.run_id.clone(),
             question: self.config.question.clone(),

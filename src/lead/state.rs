@@ -98,6 +98,8 @@ pub(crate) struct LeadState {
     /// The question without its binding sentences (they are constraints, not search terms):
     /// what briefs ask and contexts are selected by.
     pub(super) search_question: String,
+    /// Whether the subagents' model has a price: costs are shown only then.
+    pub(super) priced: bool,
 }
 
 impl LeadState {
@@ -122,6 +124,7 @@ impl LeadState {
         let span = tracing::info_span!("run", run_id = %args.config.run_id);
         let search_question = crate::context::without_binding(&args.config.question);
         let question_terms = Focus::terms(&search_question);
+        let priced = args.config.model.price().is_some();
         LeadState {
             config: args.config,
             events: args.events,
@@ -154,6 +157,7 @@ impl LeadState {
             left_out: Vec::new(),
             policy: Arc::new(Policy::default()),
             search_question,
+            priced,
         }
     }
 
@@ -316,6 +320,7 @@ impl LeadState {
                     error: None,
                     violations: Vec::new(),
                     denials: 0,
+                    cost_usd: None,
                 },
                 shard,
                 actor: None,
@@ -392,6 +397,14 @@ impl LeadState {
             } else {
                 plan::brief(&self.search_question, &record.shard)
             };
+            if let Some(why) = self.unaffordable(&context.text, &brief, &role.tools) {
+                // Spawning stops: this subagent and every one still queued are not started.
+                self.end(index, SubagentState::Failed, Some(why.clone()));
+                while let Some(queued) = self.queue.pop_front() {
+                    self.end(queued, SubagentState::Failed, Some(why.clone()));
+                }
+                break;
+            }
             let budget = self.policy.cap(self.config.budget);
             let spawned = journal::spawned(
                 &record.summary.id,
@@ -429,6 +442,8 @@ impl LeadState {
                     })
                 },
                 limits: self.config.limits,
+                cost: Arc::clone(&self.config.cost),
+                cost_cap: self.config.subagent_cost_cap,
                 run_id: self.config.run_id.clone(),
                 // Its spawn is the next event logged.
                 span: tracing::info_span!(
@@ -463,6 +478,31 @@ impl LeadState {
         }
     }
 
+    /// Why a subagent with this system text, brief and tools may not start under the run's
+    /// cost limit: its first call alone could pass it (none: it may start).
+    fn unaffordable(&self, system: &str, brief: &str, tools: &[String]) -> Option<String> {
+        let price = self.config.model.price()?;
+        let limit = self.config.cost.limit()?;
+        let first = crate::model::ModelRequest::new(
+            system.to_string(),
+            vec![crate::model::Message::User {
+                text: brief.to_string(),
+            }],
+            self.config.tools.only(tools).specs(),
+            crate::subagent::ANSWER_TOKENS,
+        );
+        let estimate = price.estimate_micros(&first);
+        (!self.config.cost.affords(estimate)).then(|| {
+            let dollars = crate::model::price::dollars;
+            format!(
+                "not started: the run's cost limit (${:.4}, --max-cost) would be passed: ${:.4} spent, and a subagent's first call may cost up to ${:.4}",
+                dollars(limit),
+                dollars(self.config.cost.spent()),
+                dollars(estimate)
+            )
+        })
+    }
+
     pub(super) fn end(&mut self, index: usize, state: SubagentState, error: Option<String>) {
         self.end_after(None, index, state, error);
     }
@@ -495,6 +535,7 @@ impl LeadState {
             state,
             tool_calls: record.summary.tool_calls,
             tokens: record.summary.tokens,
+            cost_usd: record.summary.cost_usd,
         };
         self.emit(event);
     }
@@ -524,6 +565,9 @@ impl LeadState {
         s.tool_calls = spent.tool_calls;
         s.tokens = spent.tokens();
         s.model_turns = spent.model_turns;
+        s.cost_usd = self
+            .priced
+            .then(|| crate::model::price::dollars(spent.cost_micros));
     }
 
     /// Spawns what it may; once the first wave has ended, plans the second (a verifier over
@@ -682,9 +726,12 @@ impl LeadState {
             // The constraints come back from the log, with the rules they were typed to.
             self.adopt_policy();
             self.resumed_after = Some(resumption.after_seq);
-            let mut events = vec![RunEvent::RunResumed {
-                after_seq: resumption.after_seq,
-            }];
+            let mut events = vec![
+                RunEvent::RunResumed {
+                    after_seq: resumption.after_seq,
+                },
+                journal::model_configured(&self.config),
+            ];
             events.extend(journal::cut_off(&resumption.cut_off));
             events.extend(resumption.stale.iter().map(|s| RunEvent::EvidenceStale {
                 subagent: s.subagent.clone(),
@@ -703,7 +750,10 @@ impl LeadState {
                 return;
             }
         } else {
-            let mut events = vec![journal::started(&self.config)];
+            let mut events = vec![
+                journal::started(&self.config),
+                journal::model_configured(&self.config),
+            ];
             events.extend(journal::constraints(&self.config.constraints));
             self.log(events);
             self.adopt_policy();

@@ -1,16 +1,32 @@
 //! The `Model` trait — messages and tool specs in; text and/or tool calls plus usage out — and
 //! its implementations. Nothing outside this module knows a provider's wire format.
 
+mod anthropic;
+mod http;
+mod limiter;
 mod offline;
+mod openai;
+pub(crate) mod price;
 mod scripted;
+mod secret;
+mod spec;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::tools::{ToolCall, ToolSpec};
+pub use anthropic::AnthropicModel;
+pub use http::{HttpOptions, Retry};
+pub use limiter::Limiter;
 pub(crate) use offline::is_stop_word;
 pub use offline::OfflineModel;
+pub use openai::OpenAiModel;
+pub use price::{
+    known_context_window, known_price, CostMeter, Price, PriceTable, UNKNOWN_CONTEXT_WINDOW,
+};
 pub use scripted::{ScriptedModel, ScriptedTurn};
+pub use secret::ApiKey;
+pub use spec::{connect, Env, ModelSpec, Provider};
 
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -59,6 +75,21 @@ impl Message {
     }
 }
 
+/// Which tool the model must call this turn, if any.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "name", rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides (the default).
+    #[default]
+    Auto,
+    /// No tool: the model answers in text.
+    None,
+    /// Some tool, the model picks which.
+    Required,
+    /// This tool.
+    Tool(String),
+}
+
 /// What is sent to a model for one turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelRequest {
@@ -71,9 +102,38 @@ pub struct ModelRequest {
     pub tools: std::sync::Arc<[ToolSpec]>,
     /// Most tokens the answer may take.
     pub max_tokens: u32,
+    /// Sampling temperature (none: the provider's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Which tool the model must call, if any.
+    #[serde(default)]
+    pub tool_choice: ToolChoice,
+    /// Whether a text answer is a handoff: a provider that can asks for the contract's JSON
+    /// form (`contracts/handoff.schema.json`); the contract still validates what comes back.
+    #[serde(default)]
+    pub handoff: bool,
 }
 
 impl ModelRequest {
+    /// A request with the provider's defaults: no temperature, tool choice `auto`, a text
+    /// answer that is not a handoff.
+    pub fn new(
+        system: String,
+        messages: Vec<Message>,
+        tools: std::sync::Arc<[ToolSpec]>,
+        max_tokens: u32,
+    ) -> ModelRequest {
+        ModelRequest {
+            system,
+            messages,
+            tools,
+            max_tokens,
+            temperature: None,
+            tool_choice: ToolChoice::Auto,
+            handoff: false,
+        }
+    }
+
     /// An estimate of the request's input tokens (about four bytes a token).
     pub fn estimated_tokens(&self) -> u64 {
         let bytes = self.system.len()
@@ -83,20 +143,46 @@ impl ModelRequest {
     }
 }
 
-/// Tokens used by one call.
+/// Tokens used by one call, as the provider reported them (or estimated, where it did not).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Input (prompt) tokens.
+    /// Input (prompt) tokens not read from or written to a cache.
     pub input_tokens: u64,
     /// Output (completion) tokens.
     pub output_tokens: u64,
+    /// Input tokens read from the provider's prompt cache.
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// Input tokens written to the provider's prompt cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
 }
 
 impl Usage {
-    /// Input plus output.
+    /// Every input token (uncached, read from and written to the cache) plus output.
     pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens
+        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens + self.output_tokens
     }
+
+    /// Every input token, cached or not.
+    pub fn all_input(&self) -> u64 {
+        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+    }
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// It finished its answer.
+    #[default]
+    End,
+    /// It called tools.
+    ToolUse,
+    /// It reached the answer's token limit: the text is cut, never a finished handoff.
+    MaxTokens,
+    /// It refused to answer.
+    Refusal,
 }
 
 /// A model's answer for one turn.
@@ -108,16 +194,153 @@ pub struct ModelResponse {
     pub tool_calls: Vec<ToolCall>,
     /// Tokens used.
     pub usage: Usage,
+    /// Why the model stopped.
+    #[serde(default)]
+    pub stop: StopReason,
 }
 
-/// A failed model call: the provider's message, never hidden, and whether to retry.
+impl ModelResponse {
+    /// A finished answer: `text`, these tool calls (`tool_use` when there are any), `usage`.
+    pub fn new(text: String, tool_calls: Vec<ToolCall>, usage: Usage) -> ModelResponse {
+        let stop = if tool_calls.is_empty() {
+            StopReason::End
+        } else {
+            StopReason::ToolUse
+        };
+        ModelResponse {
+            text,
+            tool_calls,
+            usage,
+            stop,
+        }
+    }
+}
+
+/// What kind of failure a model call met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// Too many requests (HTTP 429).
+    RateLimited,
+    /// The provider is overloaded (Anthropic's 529, an `overloaded_error`).
+    Overloaded,
+    /// The provider failed (HTTP 5xx).
+    Server,
+    /// The call took too long.
+    Timeout,
+    /// The connection failed or was cut (a stream that ended mid-message).
+    Connection,
+    /// The provider refused the request as malformed (HTTP 400, 404, 422).
+    BadRequest,
+    /// The key is missing, wrong or lacks permission (HTTP 401, 403).
+    Auth,
+    /// The request is longer than the model's context window.
+    ContextTooLong,
+    /// The run's or the subagent's cost limit would be passed by this call.
+    CostLimit,
+    /// Anything else (a scripted failure, a malformed answer).
+    Other,
+}
+
+impl ErrorKind {
+    /// Whether the same call may succeed if sent again later.
+    pub fn retryable(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::RateLimited
+                | ErrorKind::Overloaded
+                | ErrorKind::Server
+                | ErrorKind::Timeout
+                | ErrorKind::Connection
+        )
+    }
+}
+
+/// A failed model call: the provider's message, never hidden, with what the provider said
+/// about it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("model error: {message}")]
+#[error("{}", self.describe())]
 pub struct ModelError {
+    /// What kind of failure.
+    pub kind: ErrorKind,
     /// What the provider (or the model implementation) said.
     pub message: String,
-    /// Whether the same call may succeed later.
-    pub retryable: bool,
+    /// The provider, e.g. `anthropic` (empty for a local model).
+    pub provider: String,
+    /// The HTTP status, when there was one.
+    pub status: Option<u16>,
+    /// The provider's request id, when it sent one.
+    pub request_id: Option<String>,
+    /// How long the provider asked to wait before trying again.
+    pub retry_after: Option<std::time::Duration>,
+}
+
+impl ModelError {
+    /// An error of `kind` with `message` and nothing else known.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> ModelError {
+        ModelError {
+            kind,
+            message: message.into(),
+            provider: String::new(),
+            status: None,
+            request_id: None,
+            retry_after: None,
+        }
+    }
+
+    /// Whether the same call may succeed later (read by the providers' retry loop).
+    pub fn retryable(&self) -> bool {
+        self.kind.retryable()
+    }
+
+    fn describe(&self) -> String {
+        let mut out = String::from("model error");
+        if !self.provider.is_empty() {
+            out.push_str(&format!(" from {}", self.provider));
+        }
+        if let Some(status) = self.status {
+            out.push_str(&format!(" (HTTP {status}"));
+            if let Some(id) = &self.request_id {
+                out.push_str(&format!(", request {id}"));
+            }
+            out.push(')');
+        } else if let Some(id) = &self.request_id {
+            out.push_str(&format!(" (request {id})"));
+        }
+        out.push_str(": ");
+        out.push_str(&self.message);
+        out
+    }
+}
+
+/// What a provider has settled on for the rest of the run: a fallback taken because the
+/// server did not support something.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fallback {
+    /// What changed, e.g. `response_format: json_schema -> json_object`.
+    pub change: String,
+    /// What the server did that called for it.
+    pub why: String,
+}
+
+/// How a model is configured, for the event log: no credentials.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelConfig {
+    /// `offline`, `scripted`, `anthropic` or `openai`.
+    pub provider: String,
+    /// The model's name at the provider.
+    pub model: String,
+    /// The endpoint, without credentials (none for a local model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The context window, in tokens.
+    pub context_window: usize,
+    /// The price per million tokens, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<Price>,
+    /// Fallbacks in force.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallbacks: Vec<Fallback>,
 }
 
 /// A language model, local or remote. One call is one turn.
@@ -132,6 +355,49 @@ pub trait Model: Send + Sync {
     }
     /// Plays one turn.
     async fn complete(&self, request: ModelRequest) -> Result<ModelResponse, ModelError>;
+    /// The model's price per million tokens, when known: costs are computed from it and a cost
+    /// limit is enforced against it.
+    fn price(&self) -> Option<Price> {
+        None
+    }
+    /// How the model is configured now (fallbacks included), for the event log.
+    fn config(&self) -> ModelConfig {
+        ModelConfig {
+            provider: self.name(),
+            model: self.name(),
+            base_url: None,
+            context_window: self.context_window(),
+            price: self.price(),
+            fallbacks: Vec::new(),
+        }
+    }
+    /// The configuration, once after it has changed (a fallback taken); none otherwise. Every
+    /// change is given to exactly one caller, which logs it.
+    fn take_config_change(&self) -> Option<ModelConfig> {
+        None
+    }
+}
+
+/// The tool a provider is asked to hand off through, where it takes a forced tool call.
+pub(crate) const HANDOFF_TOOL: &str = "submit_handoff";
+
+/// The contract's JSON form as a provider takes it: `contracts/handoff.schema.json` without
+/// its document keys.
+pub(crate) fn handoff_schema() -> serde_json::Value {
+    static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    SCHEMA
+        .get_or_init(|| {
+            let mut v: serde_json::Value =
+                serde_json::from_str(include_str!("../../contracts/handoff.schema.json"))
+                    .unwrap_or_default();
+            if let Some(o) = v.as_object_mut() {
+                for key in ["$schema", "$id", "title"] {
+                    o.remove(key);
+                }
+            }
+            v
+        })
+        .clone()
 }
 
 /// About four bytes a token: the estimate used where no tokenizer is given.

@@ -7,7 +7,9 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{estimate_tokens, Model, ModelError, ModelRequest, ModelResponse, Usage};
+use super::{
+    estimate_tokens, ErrorKind, Model, ModelError, ModelRequest, ModelResponse, StopReason, Usage,
+};
 use crate::tools::ToolCall;
 
 /// One scripted turn.
@@ -19,6 +21,8 @@ pub enum ScriptedTurn {
     Tools(Vec<(String, Value)>),
     /// Fail the call with this provider message.
     Fail(String),
+    /// Answer with this text, cut at the answer's token limit (`max_tokens`).
+    Cut(String),
 }
 
 impl ScriptedTurn {
@@ -87,19 +91,24 @@ impl Model for ScriptedModel {
             self.turns.lock().ok().and_then(|mut t| t.pop_front())
         };
         let (text, tool_calls) = match next {
-            None => {
-                return Err(ModelError {
-                    message: "the script has run out".into(),
-                    retryable: false,
-                })
-            }
+            None => return Err(ModelError::new(ErrorKind::Other, "the script has run out")),
             Some(ScriptedTurn::Fail(message)) => {
-                return Err(ModelError {
-                    message,
-                    retryable: false,
-                })
+                return Err(ModelError::new(ErrorKind::Other, message))
             }
             Some(ScriptedTurn::Text(text)) => (text, Vec::new()),
+            Some(ScriptedTurn::Cut(text)) => {
+                let output_tokens = estimate_tokens(&text);
+                return Ok(ModelResponse {
+                    text,
+                    tool_calls: Vec::new(),
+                    usage: Usage {
+                        input_tokens,
+                        output_tokens,
+                        ..Usage::default()
+                    },
+                    stop: StopReason::MaxTokens,
+                });
+            }
             Some(ScriptedTurn::Tools(calls)) => (
                 String::new(),
                 calls
@@ -113,13 +122,11 @@ impl Model for ScriptedModel {
                     .collect(),
             ),
         };
-        Ok(ModelResponse {
-            usage: Usage {
-                input_tokens,
-                output_tokens: estimate_tokens(&text),
-            },
-            text,
-            tool_calls,
-        })
+        let usage = Usage {
+            input_tokens,
+            output_tokens: estimate_tokens(&text),
+            ..Usage::default()
+        };
+        Ok(ModelResponse::new(text, tool_calls, usage))
     }
 }

@@ -72,6 +72,15 @@ pub struct Spent {
     pub tokens_in: u64,
     /// Output tokens.
     pub tokens_out: u64,
+    /// Of the input tokens, those read from the provider's prompt cache.
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// Of the input tokens, those written to the provider's prompt cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    /// What its model calls cost, in millionths of a US dollar (0 when the price is unknown).
+    #[serde(default)]
+    pub cost_micros: u64,
 }
 
 impl Spent {

@@ -10,7 +10,8 @@ use crate::compaction::{
 };
 use crate::context::{Estimate, Orientation, Tokenizer};
 use crate::handoff::{repair_prompt, Violation};
-use crate::model::{Message, ModelError, ModelRequest, ModelResponse};
+use crate::model::price::dollars;
+use crate::model::{Message, ModelError, ModelRequest, ModelResponse, Price, StopReason};
 use crate::policy::{Budget, Spent};
 use crate::source::ObservationLog;
 use crate::tools::{ToolCall, ToolResult, ToolSpec};
@@ -63,6 +64,12 @@ pub(crate) struct AgentLoop {
     /// How often each consequence was denied to this subagent (from its earlier attempts
     /// too, on a resume).
     denied: std::collections::HashMap<crate::policy::Consequence, u32>,
+    /// The model's price: what each call cost, and what the next may cost.
+    #[serde(default)]
+    price: Option<Price>,
+    /// Most this subagent's model calls may cost, in millionths of a dollar.
+    #[serde(default)]
+    cost_cap: Option<u64>,
 }
 
 /// One compaction of the window, for the run's log.
@@ -107,6 +114,8 @@ impl AgentLoop {
             arrivals: 1,
             window_full: None,
             denied: std::collections::HashMap::new(),
+            price: None,
+            cost_cap: None,
         }
     }
 
@@ -130,6 +139,14 @@ impl AgentLoop {
     /// Compacts the window before a request would fill `tokens` (the model's window).
     pub(crate) fn with_window(mut self, tokens: usize) -> AgentLoop {
         self.window = Some(tokens);
+        self
+    }
+
+    /// Prices its calls at `price`; with a cap, no call is sent that could take its cost past
+    /// `cap` (millionths of a dollar): it is asked to hand off first, then stopped.
+    pub(crate) fn with_price(mut self, price: Option<Price>, cap: Option<u64>) -> AgentLoop {
+        self.price = price;
+        self.cost_cap = cap;
         self
     }
 
@@ -256,15 +273,51 @@ impl AgentLoop {
         if let Some(reason) = self.window_full.take() {
             return Step::Failed(reason);
         }
-        Step::CallModel(ModelRequest {
-            system: self.system.clone(),
-            messages: self.messages.clone(),
-            tools: if self.handoff_demanded || self.orienting {
+        let request = self.request();
+        if let Some(over) = self.over_cost(&request) {
+            if self.handoff_demanded {
+                return Step::Failed(over);
+            }
+            self.demand_handoff(&format!(
+                "Cost limit near ({over}). Hand off now with what you have, in the three sections \
+                 of the contract; no more tool calls."
+            ));
+            let request = self.request();
+            if let Some(over) = self.over_cost(&request) {
+                return Step::Failed(over);
+            }
+            return Step::CallModel(request);
+        }
+        Step::CallModel(request)
+    }
+
+    fn request(&self) -> ModelRequest {
+        let mut request = ModelRequest::new(
+            self.system.clone(),
+            self.messages.clone(),
+            if self.handoff_demanded || self.orienting {
                 Vec::new().into()
             } else {
                 self.tools.clone()
             },
-            max_tokens: ANSWER_TOKENS,
+            ANSWER_TOKENS,
+        );
+        // A text answer is a handoff, except the restatement a resume asks for.
+        request.handoff = !self.orienting;
+        request
+    }
+
+    /// Why `request` may not be sent under the subagent's cost cap, if it may not.
+    fn over_cost(&self, request: &ModelRequest) -> Option<String> {
+        let (price, cap) = (self.price?, self.cost_cap?);
+        let estimate = price.estimate_micros(request);
+        (self.spent.cost_micros.saturating_add(estimate) > cap).then(|| {
+            format!(
+                "the subagent's cost limit (${:.4}) would be passed: ${:.4} spent and the next call may cost up to ${:.4}",
+                dollars(cap),
+                dollars(self.spent.cost_micros),
+                dollars(estimate)
+            )
         })
     }
 
@@ -281,14 +334,41 @@ impl AgentLoop {
             Ok(r) => r,
             Err(e) => return Step::Failed(e.to_string()),
         };
+        let usage = response.usage;
         self.spent.model_turns += 1;
-        self.spent.tokens_in += response.usage.input_tokens;
-        self.spent.tokens_out += response.usage.output_tokens;
+        self.spent.tokens_in += usage.all_input();
+        self.spent.tokens_out += usage.output_tokens;
+        self.spent.cache_read_tokens += usage.cache_read_tokens;
+        self.spent.cache_write_tokens += usage.cache_write_tokens;
+        if let Some(price) = self.price {
+            self.spent.cost_micros += price.cost_micros(&usage);
+        }
+        if response.stop == StopReason::Refusal {
+            return Step::Failed(format!(
+                "the model refused: {}",
+                crate::handoff::one_line(&response.text)
+            ));
+        }
         if self.orienting {
             return self.on_orientation(response.text);
         }
         if !response.tool_calls.is_empty() {
             return self.on_tool_calls(response);
+        }
+        if response.stop == StopReason::MaxTokens {
+            // A cut answer is never taken for a finished handoff.
+            self.push(Message::Assistant {
+                text: response.text,
+                tool_calls: Vec::new(),
+            });
+            self.push(Message::User {
+                text: format!(
+                    "Your answer was cut off at the {ANSWER_TOKENS}-token limit, so it was not \
+                     handed off. Hand off again, shorter: the three sections of the contract, \
+                     one line per item."
+                ),
+            });
+            return self.model_step();
         }
         self.handed_off = Some(response.text.clone());
         Step::HandOff(response.text)
@@ -434,14 +514,15 @@ mod tests {
     use serde_json::json;
 
     fn answer(text: &str, calls: Vec<ToolCall>) -> Result<ModelResponse, ModelError> {
-        Ok(ModelResponse {
-            text: text.into(),
-            tool_calls: calls,
-            usage: Usage {
+        Ok(ModelResponse::new(
+            text.into(),
+            calls,
+            Usage {
                 input_tokens: 10,
                 output_tokens: 5,
+                ..Usage::default()
             },
-        })
+        ))
     }
 
     fn grep_result(call_id: &str) -> ToolResult {

@@ -26,7 +26,7 @@ pub(crate) use agent_loop::{AgentLoop, CompactionNote, Step, ANSWER_TOKENS};
 
 use crate::checkpoint::sha256_hex;
 use crate::handoff::Violation;
-use crate::model::{Model, ModelError, ModelResponse};
+use crate::model::{CostMeter, ErrorKind, Model, ModelConfig, ModelError, ModelResponse};
 use crate::policy::{Budget, Spent, TimeLimits};
 use crate::source::{Observation, ObservationLog};
 use crate::tools::{ToolCall, ToolRegistry, ToolResult, Workspace};
@@ -49,6 +49,8 @@ pub(crate) enum SubagentMsg {
 pub(crate) enum SubagentReport {
     /// Its running totals.
     Progressed { spent: Spent },
+    /// Its model's configuration changed (a fallback taken): the lead logs it.
+    ModelConfigured { config: ModelConfig },
     /// It started these tool calls.
     ToolsStarted { calls: Vec<ToolCall> },
     /// Its window was compacted (or compaction was refused).
@@ -114,6 +116,10 @@ pub(crate) struct SubagentArgs {
     pub(crate) workspace: Workspace,
     pub(crate) report: Reporter,
     pub(crate) limits: TimeLimits,
+    /// The run's cost meter: every call reserves its estimate first.
+    pub(crate) cost: Arc<CostMeter>,
+    /// Most its own calls may cost, in millionths of a dollar.
+    pub(crate) cost_cap: Option<u64>,
     /// Its run.
     pub(crate) run_id: String,
     /// Its span (a child of the run's, carrying its `subagent_spawned` seq): its model and
@@ -129,6 +135,7 @@ pub(crate) struct SubagentState {
     workspace: Workspace,
     report: Reporter,
     limits: TimeLimits,
+    cost: Arc<CostMeter>,
     work: Option<Work>,
     finished: bool,
     run_id: String,
@@ -249,6 +256,18 @@ impl SubagentState {
             Step::CallModel(request) => {
                 let model = Arc::clone(&self.model);
                 let limit = self.limits.model_call;
+                let price = model.price();
+                let estimate = price.map_or(0, |p| p.estimate_micros(&request));
+                // No call goes out that could take the run past its cost limit.
+                if let Err(why) = self.cost.reserve(estimate) {
+                    let _ = myself.cast(SubagentMsg::ModelReplied(Err(ModelError::new(
+                        ErrorKind::CostLimit,
+                        why,
+                    ))));
+                    return;
+                }
+                let cost = Arc::clone(&self.cost);
+                let report = Arc::clone(&self.report);
                 let span = tracing::info_span!(
                     parent: &self.span,
                     "model_call",
@@ -260,15 +279,24 @@ impl SubagentState {
                     myself,
                     async move {
                         let call = tokio::time::timeout(limit, model.complete(request));
-                        match call.instrument(span).await {
+                        let reply = call.instrument(span).await;
+                        let spent = match &reply {
+                            Ok(Ok(r)) => price.map_or(0, |p| p.cost_micros(&r.usage)),
+                            _ => 0,
+                        };
+                        cost.settle(estimate, spent);
+                        if let Some(config) = model.take_config_change() {
+                            report(SubagentReport::ModelConfigured { config });
+                        }
+                        match reply {
                             Ok(reply) => reply,
-                            Err(_) => Err(ModelError {
-                                message: format!(
+                            Err(_) => Err(ModelError::new(
+                                ErrorKind::Timeout,
+                                format!(
                                     "the model call ran past its {} s limit",
                                     limit.as_secs_f64()
                                 ),
-                                retryable: true,
-                            }),
+                            )),
                         }
                     },
                     SubagentMsg::ModelReplied,
@@ -349,7 +377,8 @@ impl Actor for SubagentActor {
         )
         .with_window(args.model.context_window())
         .with_orientation(args.orientation)
-        .with_denied(&args.denied);
+        .with_denied(&args.denied)
+        .with_price(args.model.price(), args.cost_cap);
         let first = agent.start();
         myself.cast(SubagentMsg::Step(first))?;
         Ok(SubagentState {
@@ -360,6 +389,7 @@ impl Actor for SubagentActor {
             workspace: args.workspace,
             report: args.report,
             limits: args.limits,
+            cost: args.cost,
             work: None,
             finished: false,
             run_id: args.run_id,

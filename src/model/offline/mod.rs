@@ -78,14 +78,12 @@ impl Model for OfflineModel {
                 .iter()
                 .map(|c| estimate_tokens(&c.arguments.to_string()))
                 .sum::<u64>();
-        Ok(ModelResponse {
-            text,
-            tool_calls,
-            usage: Usage {
-                input_tokens: request.estimated_tokens(),
-                output_tokens,
-            },
-        })
+        let usage = Usage {
+            input_tokens: request.estimated_tokens(),
+            output_tokens,
+            ..Usage::default()
+        };
+        Ok(ModelResponse::new(text, tool_calls, usage))
     }
 }
 
@@ -630,14 +628,14 @@ mod tests {
 
     #[test]
     fn no_question_hands_off_an_open_item() {
-        let request = ModelRequest {
-            system: String::new(),
-            messages: vec![Message::User {
+        let request = ModelRequest::new(
+            String::new(),
+            vec![Message::User {
                 text: "hello".into(),
             }],
-            tools: Vec::new().into(),
-            max_tokens: 100,
-        };
+            Vec::new().into(),
+            100,
+        );
         let (text, calls) = next_turn(&request);
         assert!(calls.is_empty());
         let h = Handoff::parse(&text).unwrap();

@@ -1,0 +1,610 @@
+//! What the HTTP providers share: the client (rustls, connect / request / idle-stream
+//! timeouts), one attempt's send with its error classified from the status and body, the
+//! retry loop (exponential backoff with jitter, `retry-after` honoured, bounded attempts, the
+//! shared [`Limiter`] before every attempt), and a server-sent-events reader.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tracing::Instrument;
+
+use super::{ApiKey, ErrorKind, Limiter, ModelError};
+
+/// Retries of a failed call: only errors whose kind is retryable are retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retry {
+    /// Most attempts in all (1: no retry).
+    pub attempts: u32,
+    /// The first backoff; each later one doubles, with jitter.
+    pub base: Duration,
+    /// The longest backoff, and the longest `retry-after` honoured.
+    pub max_delay: Duration,
+}
+
+impl Default for Retry {
+    fn default() -> Retry {
+        Retry {
+            attempts: 5,
+            base: Duration::from_millis(500),
+            max_delay: Duration::from_secs(60),
+        }
+    }
+}
+
+impl Retry {
+    /// How long to wait before attempt `attempt + 1` after `error` (attempt counts from 1).
+    pub(crate) fn delay(&self, attempt: u32, error: &ModelError) -> Duration {
+        if let Some(after) = error.retry_after {
+            return after.min(self.max_delay);
+        }
+        let exp = self
+            .base
+            .saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
+        let capped = exp.min(self.max_delay);
+        // Equal jitter: half fixed, half random, so siblings do not retry in step.
+        capped / 2 + capped.mul_f64(jitter() / 2.0)
+    }
+}
+
+/// A number in [0, 1) that differs from call to call.
+fn jitter() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// How a provider client talks HTTP.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Most time to connect.
+    pub connect_timeout: Duration,
+    /// Most time for a whole answer that is not streamed.
+    pub request_timeout: Duration,
+    /// Most time between two pieces of a streamed answer.
+    pub idle_timeout: Duration,
+    /// Retries of retryable failures.
+    pub retry: Retry,
+    /// The process's rate limit, shared by every model call.
+    pub limiter: Limiter,
+    /// Stream answers (server-sent events); off: one JSON answer per call.
+    pub stream: bool,
+}
+
+impl Default for HttpOptions {
+    fn default() -> HttpOptions {
+        HttpOptions {
+            connect_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(600),
+            idle_timeout: Duration::from_secs(90),
+            retry: Retry::default(),
+            limiter: Limiter::none(),
+            stream: true,
+        }
+    }
+}
+
+/// Most bytes of one answer read (a streamed one too).
+const MAX_BODY_BYTES: usize = 32 << 20;
+
+/// One provider's HTTP client.
+#[derive(Debug, Clone)]
+pub(crate) struct Http {
+    client: reqwest::Client,
+    pub(crate) options: HttpOptions,
+    pub(crate) provider: &'static str,
+    pub(crate) key: Option<ApiKey>,
+}
+
+/// What came back from one attempt.
+pub(crate) enum Answer {
+    /// A whole JSON body.
+    Json(Value),
+    /// A stream of server-sent events.
+    Stream(Events),
+}
+
+impl Http {
+    pub(crate) fn new(
+        provider: &'static str,
+        options: HttpOptions,
+        key: Option<ApiKey>,
+    ) -> Result<Http, String> {
+        // reqwest is built without a default crypto provider: ring is installed once.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .connect_timeout(options.connect_timeout)
+            .build()
+            .map_err(|e| format!("could not build the HTTP client: {}", e.without_url()))?;
+        Ok(Http {
+            client,
+            options,
+            provider,
+            key,
+        })
+    }
+
+    fn error(&self, kind: ErrorKind, message: impl Into<String>) -> ModelError {
+        let message = message.into();
+        ModelError {
+            provider: self.provider.to_string(),
+            message: match &self.key {
+                Some(key) => key.redact(&message),
+                None => message,
+            },
+            ..ModelError::new(kind, "")
+        }
+    }
+
+    fn transport_error(&self, e: reqwest::Error) -> ModelError {
+        let kind = if e.is_timeout() {
+            ErrorKind::Timeout
+        } else {
+            ErrorKind::Connection
+        };
+        let e = e.without_url();
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            text.push_str(": ");
+            text.push_str(&s.to_string());
+            source = s.source();
+        }
+        self.error(kind, text)
+    }
+
+    /// Sends one POST and reads its status: an error status becomes a typed error with the
+    /// provider's message, status, request id and `retry-after`.
+    pub(crate) async fn post(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        body: &Value,
+        stream: bool,
+    ) -> Result<Answer, ModelError> {
+        let bytes = serde_json::to_vec(body).unwrap_or_default();
+        let mut request = self
+            .client
+            .post(url)
+            .header("content-type", "application/json")
+            .body(bytes);
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        if !stream {
+            request = request.timeout(self.options.request_timeout);
+        }
+        let response = request.send().await.map_err(|e| self.transport_error(e))?;
+        let status = response.status().as_u16();
+        let request_id = ["request-id", "x-request-id"]
+            .iter()
+            .find_map(|h| response.headers().get(*h))
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.chars().take(128).collect::<String>());
+        let retry_after = retry_after(response.headers());
+        if !(200..300).contains(&status) {
+            let bytes = self.read_all(response).await.unwrap_or_default();
+            let text = String::from_utf8_lossy(&bytes);
+            let (message, kind_hint) = error_message(&text);
+            let mut error = self.error(classify(status, &message, &kind_hint), message);
+            error.status = Some(status);
+            error.request_id = request_id;
+            error.retry_after = retry_after;
+            return Err(error);
+        }
+        if stream {
+            return Ok(Answer::Stream(Events {
+                response,
+                buffer: Vec::new(),
+                data: Vec::new(),
+                event: String::new(),
+                read: 0,
+                idle: self.options.idle_timeout,
+                done: false,
+                request_id,
+            }));
+        }
+        let bytes = self.read_all(response).await?;
+        serde_json::from_slice(&bytes)
+            .map(Answer::Json)
+            .map_err(|e| {
+                let mut error = self.error(
+                    ErrorKind::Server,
+                    format!("the answer is not JSON ({e}): {}", excerpt(&bytes)),
+                );
+                error.status = Some(status);
+                error.request_id = request_id.clone();
+                error
+            })
+    }
+
+    async fn read_all(&self, mut response: reqwest::Response) -> Result<Vec<u8>, ModelError> {
+        let mut out = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    if out.len() + chunk.len() > MAX_BODY_BYTES {
+                        return Err(self.error(
+                            ErrorKind::Server,
+                            format!("the answer is over {MAX_BODY_BYTES} bytes"),
+                        ));
+                    }
+                    out.extend_from_slice(&chunk);
+                }
+                Ok(None) => return Ok(out),
+                Err(e) => return Err(self.transport_error(e)),
+            }
+        }
+    }
+
+    /// Runs `attempt` until it succeeds, fails for good, or the attempts run out: each
+    /// attempt waits for the shared limiter first; a retryable failure waits its backoff (or
+    /// the provider's `retry-after`). The last error names the attempts made.
+    pub(crate) async fn with_retries<T, F, Fut>(
+        &self,
+        model: &str,
+        tokens: u64,
+        mut attempt: F,
+    ) -> Result<T, ModelError>
+    where
+        F: FnMut(u32) -> Fut,
+        Fut: std::future::Future<Output = Result<T, ModelError>>,
+    {
+        let retry = self.options.retry;
+        let mut n = 1;
+        loop {
+            self.options.limiter.acquire(tokens).await;
+            let span = tracing::debug_span!(
+                "model_request",
+                provider = self.provider,
+                model,
+                attempt = n,
+                status = tracing::field::Empty,
+                latency_ms = tracing::field::Empty,
+            );
+            let started = Instant::now();
+            let result = attempt(n).instrument(span.clone()).await;
+            span.record("latency_ms", started.elapsed().as_millis() as u64);
+            match result {
+                Ok(value) => {
+                    span.record("status", "ok");
+                    return Ok(value);
+                }
+                Err(mut error) => {
+                    span.record("status", error.status.unwrap_or(0));
+                    if !error.retryable() || n >= retry.attempts.max(1) {
+                        if n > 1 {
+                            error.message = format!("{} (after {n} attempts)", error.message);
+                        }
+                        return Err(error);
+                    }
+                    let wait = retry.delay(n, &error);
+                    tracing::debug!(
+                        parent: &span,
+                        provider = self.provider,
+                        model,
+                        attempt = n,
+                        wait_ms = wait.as_millis() as u64,
+                        error = %error,
+                        "model_retry"
+                    );
+                    tokio::time::sleep(wait).await;
+                    n += 1;
+                }
+            }
+        }
+    }
+}
+
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(ms) = text("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
+        return seconds(ms / 1000.0);
+    }
+    text("retry-after")
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .and_then(seconds)
+}
+
+fn seconds(s: f64) -> Option<Duration> {
+    (s.is_finite() && s >= 0.0).then(|| Duration::from_secs_f64(s.min(86_400.0)))
+}
+
+/// The provider's message from an error body (`{"error":{"message","type"}}`, `{"error":
+/// "..."}`, `{"message": "..."}`, `{"detail": "..."}`, or the text itself), with the error's
+/// type when it names one.
+pub(crate) fn error_message(body: &str) -> (String, String) {
+    let value: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+    let error = value.get("error").unwrap_or(&value);
+    let kind = error
+        .get("type")
+        .or_else(|| error.get("code"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let mut message = error
+        .get("message")
+        .or_else(|| value.get("detail"))
+        .and_then(Value::as_str)
+        .or_else(|| error.as_str())
+        .map(str::to_string)
+        .unwrap_or_else(|| excerpt(body.as_bytes()));
+    if let Some(param) = error.get("param").and_then(Value::as_str) {
+        message.push_str(&format!(" (param: {param})"));
+    }
+    (message, kind)
+}
+
+/// The kind of a failed call from its status and the provider's words.
+pub(crate) fn classify(status: u16, message: &str, kind: &str) -> ErrorKind {
+    let lower = message.to_lowercase();
+    let too_long = [
+        "context length",
+        "context_length",
+        "prompt is too long",
+        "too many tokens",
+        "context window",
+        "maximum context",
+    ]
+    .iter()
+    .any(|w| lower.contains(w));
+    match status {
+        429 => ErrorKind::RateLimited,
+        529 => ErrorKind::Overloaded,
+        _ if kind == "overloaded_error" => ErrorKind::Overloaded,
+        401 | 403 => ErrorKind::Auth,
+        408 => ErrorKind::Timeout,
+        413 => ErrorKind::ContextTooLong,
+        400..=499 if too_long => ErrorKind::ContextTooLong,
+        400..=499 => ErrorKind::BadRequest,
+        500..=599 => ErrorKind::Server,
+        _ => ErrorKind::Other,
+    }
+}
+
+/// The first 300 characters of a body, on one line.
+pub(crate) fn excerpt(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let cut: String = one.chars().take(300).collect();
+    if cut.len() < one.len() {
+        format!("{cut}…")
+    } else {
+        cut
+    }
+}
+
+/// One server-sent event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Event {
+    /// The `event:` field, empty when none.
+    pub(crate) event: String,
+    /// The `data:` lines, joined by newlines.
+    pub(crate) data: String,
+}
+
+/// Reads server-sent events from a response, each piece within the idle timeout.
+pub(crate) struct Events {
+    response: reqwest::Response,
+    buffer: Vec<u8>,
+    data: Vec<String>,
+    event: String,
+    read: usize,
+    idle: Duration,
+    done: bool,
+    pub(crate) request_id: Option<String>,
+}
+
+impl Events {
+    /// The next event; none when the stream has ended.
+    pub(crate) async fn next(&mut self, http: &Http) -> Result<Option<Event>, ModelError> {
+        loop {
+            if let Some(event) = self.take_event() {
+                return Ok(Some(event));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            let chunk = tokio::time::timeout(self.idle, self.response.chunk()).await;
+            match chunk {
+                Err(_) => {
+                    return Err(http.error(
+                        ErrorKind::Timeout,
+                        format!("the stream was idle for {} s", self.idle.as_secs_f64()),
+                    ))
+                }
+                Ok(Err(e)) => return Err(http.transport_error(e)),
+                Ok(Ok(None)) => self.done = true,
+                Ok(Ok(Some(bytes))) => {
+                    self.read += bytes.len();
+                    if self.read > MAX_BODY_BYTES {
+                        return Err(http.error(
+                            ErrorKind::Server,
+                            format!("the stream is over {MAX_BODY_BYTES} bytes"),
+                        ));
+                    }
+                    self.buffer.extend_from_slice(&bytes);
+                }
+            }
+        }
+    }
+
+    /// Parses whole lines from the buffer until an event is complete.
+    fn take_event(&mut self) -> Option<Event> {
+        while let Some(end) = self.buffer.iter().position(|b| *b == b'\n') {
+            let mut line: Vec<u8> = self.buffer.drain(..=end).collect();
+            line.pop();
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            let line = String::from_utf8_lossy(&line).into_owned();
+            if line.is_empty() {
+                if self.data.is_empty() {
+                    self.event.clear();
+                    continue;
+                }
+                return Some(Event {
+                    event: std::mem::take(&mut self.event),
+                    data: std::mem::take(&mut self.data).join("\n"),
+                });
+            }
+            if line.starts_with(':') {
+                continue;
+            }
+            let (field, value) = line.split_once(':').unwrap_or((&line, ""));
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            match field {
+                "event" => self.event = value.to_string(),
+                "data" => self.data.push(value.to_string()),
+                _ => {}
+            }
+        }
+        // A last event not followed by a blank line still counts once the stream has ended.
+        if self.done && !self.data.is_empty() {
+            return Some(Event {
+                event: std::mem::take(&mut self.event),
+                data: std::mem::take(&mut self.data).join("\n"),
+            });
+        }
+        None
+    }
+}
+
+/// A provider-safe tool-call id (only `[A-Za-z0-9_-]`), one to one: `_` and every other
+/// character become `_` and its hex code and `_`, so `sa1.2` is `sa1_2e_2`.
+pub(crate) fn safe_id(id: &str) -> String {
+    let mut out = String::with_capacity(id.len());
+    for c in id.chars() {
+        if c.is_ascii_alphanumeric() || c == '-' {
+            out.push(c);
+        } else {
+            out.push_str(&format!("_{:x}_", c as u32));
+        }
+    }
+    if out.is_empty() {
+        out.push_str("_0_");
+    }
+    out
+}
+
+/// A tool call's arguments from the text a model sent: the JSON object, `{}` when empty, or
+/// the text itself (as a JSON string) when it is not JSON — a tool error the model is shown.
+pub(crate) fn arguments(text: &str) -> Value {
+    if text.trim().is_empty() {
+        return Value::Object(Default::default());
+    }
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+}
+
+/// A base URL checked: http or https, no query; credentials are never logged
+/// ([`without_credentials`]).
+pub(crate) fn base_url(text: &str) -> Result<String, String> {
+    let url = reqwest::Url::parse(text.trim())
+        .map_err(|e| format!("`{}` is not a URL ({e})", without_credentials(text)))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!(
+            "`{}` is not an http or https URL",
+            without_credentials(text)
+        ));
+    }
+    Ok(url.as_str().trim_end_matches('/').to_string())
+}
+
+/// A URL with any user name and password taken out.
+pub(crate) fn without_credentials(text: &str) -> String {
+    match reqwest::Url::parse(text.trim()) {
+        Ok(mut url) => {
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
+            url.as_str().trim_end_matches('/').to_string()
+        }
+        Err(_) => match text.rsplit_once('@') {
+            Some((_, host)) => host.to_string(),
+            None => text.to_string(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_safe_and_one_to_one() {
+        assert_eq!(safe_id("sa1.2"), "sa1_2e_2");
+        assert_ne!(safe_id("a_b"), safe_id("a.b"));
+        assert_ne!(safe_id("a_2e_b"), safe_id("a.b"));
+        for id in ["sa1.2", "x y", "é", ""] {
+            assert!(safe_id(id)
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'));
+        }
+    }
+
+    #[test]
+    fn statuses_and_words_give_the_kind() {
+        assert_eq!(classify(429, "", ""), ErrorKind::RateLimited);
+        assert_eq!(classify(529, "", ""), ErrorKind::Overloaded);
+        assert_eq!(
+            classify(500, "x", "overloaded_error"),
+            ErrorKind::Overloaded
+        );
+        assert_eq!(classify(503, "", ""), ErrorKind::Server);
+        assert_eq!(classify(401, "", ""), ErrorKind::Auth);
+        assert_eq!(
+            classify(400, "prompt is too long: 300000 tokens", ""),
+            ErrorKind::ContextTooLong
+        );
+        assert_eq!(classify(400, "bad field", ""), ErrorKind::BadRequest);
+        assert!(ErrorKind::RateLimited.retryable() && !ErrorKind::BadRequest.retryable());
+    }
+
+    #[test]
+    fn backoff_doubles_within_its_cap_and_retry_after_wins() {
+        let retry = Retry {
+            attempts: 5,
+            base: Duration::from_millis(100),
+            max_delay: Duration::from_secs(1),
+        };
+        let e = ModelError::new(ErrorKind::Server, "x");
+        for (attempt, full) in [(1, 100), (2, 200), (3, 400), (6, 1000)] {
+            let d = retry.delay(attempt, &e).as_millis() as u64;
+            assert!(d >= full / 2 && d <= full, "attempt {attempt}: {d} ms");
+        }
+        let mut limited = ModelError::new(ErrorKind::RateLimited, "x");
+        limited.retry_after = Some(Duration::from_secs(3));
+        assert_eq!(retry.delay(1, &limited), Duration::from_secs(1));
+        limited.retry_after = Some(Duration::from_millis(250));
+        assert_eq!(retry.delay(1, &limited), Duration::from_millis(250));
+    }
+
+    #[test]
+    fn error_bodies_of_every_shape_give_their_message() {
+        let (m, k) = error_message(
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        );
+        assert_eq!((m.as_str(), k.as_str()), ("Overloaded", "overloaded_error"));
+        let (m, _) = error_message(
+            r#"{"error":{"message":"Invalid schema","type":"invalid_request_error","param":"response_format"}}"#,
+        );
+        assert_eq!(m, "Invalid schema (param: response_format)");
+        assert_eq!(error_message(r#"{"error":"nope"}"#).0, "nope");
+        assert_eq!(error_message(r#"{"detail":"gone"}"#).0, "gone");
+        assert_eq!(error_message("plain\ntext").0, "plain text");
+    }
+
+    #[test]
+    fn urls_lose_their_credentials() {
+        assert_eq!(
+            without_credentials("http://user:pw@127.0.0.1:8080/v1/"),
+            "http://127.0.0.1:8080/v1"
+        );
+        assert!(base_url("ftp://x").is_err());
+        assert_eq!(base_url("http://h:1/v1/").unwrap(), "http://h:1/v1");
+    }
+}

@@ -1,0 +1,312 @@
+//! What models cost and how much they hold: a table of known models (price per million
+//! tokens, context window), found by the longest prefix of the model's name, and a TOML file
+//! that adds to it or overrides it (`--prices FILE`).
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{ModelRequest, Usage};
+
+/// US dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// Uncached input.
+    pub input: f64,
+    /// Output.
+    pub output: f64,
+    /// Input read from the prompt cache.
+    #[serde(default)]
+    pub cache_read: f64,
+    /// Input written to the prompt cache.
+    #[serde(default)]
+    pub cache_write: f64,
+}
+
+impl Price {
+    /// What `usage` cost, in millionths of a dollar (tokens × dollars per million tokens).
+    pub fn cost_micros(&self, usage: &Usage) -> u64 {
+        let micros = usage.input_tokens as f64 * self.input
+            + usage.output_tokens as f64 * self.output
+            + usage.cache_read_tokens as f64 * self.cache_read
+            + usage.cache_write_tokens as f64 * self.cache_write;
+        micros.ceil().max(0.0) as u64
+    }
+
+    /// The most `request` can cost, in millionths of a dollar: its estimated input at the
+    /// uncached price (or the cache-write price, when higher) and every answer token allowed.
+    pub fn estimate_micros(&self, request: &ModelRequest) -> u64 {
+        let input = request.estimated_tokens() as f64 * self.input.max(self.cache_write);
+        let output = f64::from(request.max_tokens) * self.output;
+        (input + output).ceil().max(0.0) as u64
+    }
+
+    fn valid(&self) -> bool {
+        [self.input, self.output, self.cache_read, self.cache_write]
+            .iter()
+            .all(|p| p.is_finite() && *p >= 0.0 && *p < 1e6)
+    }
+}
+
+/// Dollars from millionths of a dollar.
+pub(crate) fn dollars(micros: u64) -> f64 {
+    micros as f64 / 1e6
+}
+
+/// (name prefix, price, context window). Prices as published when this table was written;
+/// override them with `--prices FILE`.
+const KNOWN: &[(&str, Price, usize)] = &[
+    ("claude-opus-4-5", p(5.0, 25.0, 0.5, 6.25), 200_000),
+    ("claude-opus-4", p(15.0, 75.0, 1.5, 18.75), 200_000),
+    ("claude-sonnet-4", p(3.0, 15.0, 0.3, 3.75), 200_000),
+    ("claude-3-7-sonnet", p(3.0, 15.0, 0.3, 3.75), 200_000),
+    ("claude-haiku-4-5", p(1.0, 5.0, 0.1, 1.25), 200_000),
+    ("claude-3-5-haiku", p(0.8, 4.0, 0.08, 1.0), 200_000),
+    ("gpt-5-nano", p(0.05, 0.4, 0.005, 0.0), 400_000),
+    ("gpt-5-mini", p(0.25, 2.0, 0.025, 0.0), 400_000),
+    ("gpt-5", p(1.25, 10.0, 0.125, 0.0), 400_000),
+    ("gpt-4.1-nano", p(0.1, 0.4, 0.025, 0.0), 1_047_576),
+    ("gpt-4.1-mini", p(0.4, 1.6, 0.1, 0.0), 1_047_576),
+    ("gpt-4.1", p(2.0, 8.0, 0.5, 0.0), 1_047_576),
+    ("gpt-4o-mini", p(0.15, 0.6, 0.075, 0.0), 128_000),
+    ("gpt-4o", p(2.5, 10.0, 1.25, 0.0), 128_000),
+    ("o4-mini", p(1.1, 4.4, 0.275, 0.0), 200_000),
+    ("o3", p(2.0, 8.0, 0.5, 0.0), 200_000),
+];
+
+const fn p(input: f64, output: f64, cache_read: f64, cache_write: f64) -> Price {
+    Price {
+        input,
+        output,
+        cache_read,
+        cache_write,
+    }
+}
+
+/// The context window assumed for a model the table does not know: small enough for most
+/// local servers; `--context-window` sets the real one.
+pub const UNKNOWN_CONTEXT_WINDOW: usize = 32_768;
+
+fn known(model: &str) -> Option<&'static (&'static str, Price, usize)> {
+    KNOWN
+        .iter()
+        .filter(|(prefix, _, _)| model.starts_with(prefix))
+        .max_by_key(|(prefix, _, _)| prefix.len())
+}
+
+/// The published price of a known model.
+pub fn known_price(model: &str) -> Option<Price> {
+    known(model).map(|k| k.1)
+}
+
+/// The context window of a known model.
+pub fn known_context_window(model: &str) -> Option<usize> {
+    known(model).map(|k| k.2)
+}
+
+/// One entry of a prices file.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    input: f64,
+    output: f64,
+    #[serde(default)]
+    cache_read: f64,
+    #[serde(default)]
+    cache_write: f64,
+    #[serde(default)]
+    context_window: Option<usize>,
+}
+
+/// Prices and windows from a TOML file, each table named `provider:model` or `model`:
+///
+/// ```toml
+/// ["openai:gpt-4o"]
+/// input = 2.5          # dollars per million uncached input tokens
+/// output = 10.0
+/// cache_read = 1.25    # optional, default 0
+/// cache_write = 0.0    # optional, default 0
+/// context_window = 128000  # optional
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PriceTable {
+    entries: HashMap<String, Entry>,
+}
+
+impl PriceTable {
+    /// Parses a prices file; the error names what is wrong in one line.
+    pub fn parse(text: &str) -> Result<PriceTable, String> {
+        let entries: HashMap<String, Entry> =
+            toml::from_str(text).map_err(|e| one_line(&e.to_string()))?;
+        for (name, entry) in &entries {
+            let price = p(
+                entry.input,
+                entry.output,
+                entry.cache_read,
+                entry.cache_write,
+            );
+            if !price.valid() {
+                return Err(format!(
+                    "`{name}`: a price must be a number from 0 to 1,000,000 dollars per million tokens"
+                ));
+            }
+            if entry
+                .context_window
+                .is_some_and(|w| !(1024..=100_000_000).contains(&w))
+            {
+                return Err(format!(
+                    "`{name}`: context_window must be from 1,024 to 100,000,000 tokens"
+                ));
+            }
+        }
+        Ok(PriceTable { entries })
+    }
+
+    fn entry(&self, provider: &str, model: &str) -> Option<&Entry> {
+        self.entries
+            .get(&format!("{provider}:{model}"))
+            .or_else(|| self.entries.get(model))
+    }
+
+    /// The price of `provider:model`: this table's, else the known one.
+    pub fn price(&self, provider: &str, model: &str) -> Option<Price> {
+        self.entry(provider, model)
+            .map(|e| p(e.input, e.output, e.cache_read, e.cache_write))
+            .or_else(|| known_price(model))
+    }
+
+    /// The context window of `provider:model`: this table's, else the known one.
+    pub fn context_window(&self, provider: &str, model: &str) -> Option<usize> {
+        self.entry(provider, model)
+            .and_then(|e| e.context_window)
+            .or_else(|| known_context_window(model))
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_longest_known_prefix_wins() {
+        assert_eq!(known_price("gpt-4o-mini-2024-07-18").unwrap().input, 0.15);
+        assert_eq!(known_price("gpt-4o-2024-08-06").unwrap().input, 2.5);
+        assert_eq!(known_context_window("claude-sonnet-4-5"), Some(200_000));
+        assert_eq!(known_price("llama3"), None);
+    }
+
+    #[test]
+    fn a_file_overrides_and_adds() {
+        let table = PriceTable::parse(
+            "[\"openai:gpt-4o\"]\ninput = 1.0\noutput = 2.0\n[local]\ninput = 0\noutput = 0\ncontext_window = 8192\n",
+        )
+        .unwrap();
+        assert_eq!(table.price("openai", "gpt-4o").unwrap().input, 1.0);
+        assert_eq!(table.price("anthropic", "gpt-4o").unwrap().input, 2.5);
+        assert_eq!(table.context_window("openai", "local"), Some(8192));
+        assert!(PriceTable::parse("[x]\ninput = -1\noutput = 0\n").is_err());
+        assert!(PriceTable::parse("[x]\ninput = 1\n").is_err());
+        assert!(PriceTable::parse("[x]\ninput = 1\noutput = 1\nwindow = 3\n").is_err());
+    }
+
+    #[test]
+    fn cost_is_tokens_times_price_per_million() {
+        let price = p(3.0, 15.0, 0.3, 3.75);
+        let usage = Usage {
+            input_tokens: 1000,
+            output_tokens: 100,
+            cache_read_tokens: 10_000,
+            cache_write_tokens: 0,
+        };
+        // 3000 + 1500 + 3000 micro-dollars.
+        assert_eq!(price.cost_micros(&usage), 7500);
+    }
+}
+
+/// What a run has spent on models and reserved for calls in flight, against its cost limit
+/// (none: no limit, still counted). Shared by every subagent of the run.
+#[derive(Debug, Default)]
+pub struct CostMeter {
+    limit: Option<u64>,
+    state: std::sync::Mutex<(u64, u64)>,
+}
+
+impl CostMeter {
+    /// A meter with this limit in millionths of a dollar (none: no limit).
+    pub fn new(limit: Option<u64>) -> CostMeter {
+        CostMeter {
+            limit,
+            state: std::sync::Mutex::new((0, 0)),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (u64, u64)> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The limit, in millionths of a dollar.
+    pub fn limit(&self) -> Option<u64> {
+        self.limit
+    }
+
+    /// Spent so far, in millionths of a dollar.
+    pub fn spent(&self) -> u64 {
+        self.lock().0
+    }
+
+    /// Whether a call estimated at `estimate` fits with what is spent and reserved.
+    pub fn affords(&self, estimate: u64) -> bool {
+        let (spent, reserved) = *self.lock();
+        self.limit
+            .is_none_or(|l| spent.saturating_add(reserved).saturating_add(estimate) <= l)
+    }
+
+    /// Reserves `estimate` for a call about to be sent, or says why it may not be.
+    pub fn reserve(&self, estimate: u64) -> Result<(), String> {
+        let mut s = self.lock();
+        if let Some(limit) = self.limit {
+            if s.0.saturating_add(s.1).saturating_add(estimate) > limit {
+                return Err(format!(
+                    "the run's cost limit (${:.4}) would be passed: ${:.4} spent, ${:.4} reserved by calls in flight, and this call may cost up to ${:.4}",
+                    dollars(limit),
+                    dollars(s.0),
+                    dollars(s.1),
+                    dollars(estimate)
+                ));
+            }
+        }
+        s.1 = s.1.saturating_add(estimate);
+        Ok(())
+    }
+
+    /// Settles a reservation with what the call cost.
+    pub fn settle(&self, estimate: u64, cost: u64) {
+        let mut s = self.lock();
+        s.1 = s.1.saturating_sub(estimate);
+        s.0 = s.0.saturating_add(cost);
+    }
+}
+
+#[cfg(test)]
+mod meter_tests {
+    use super::*;
+
+    #[test]
+    fn reservations_count_until_settled() {
+        let m = CostMeter::new(Some(100));
+        m.reserve(60).unwrap();
+        assert!(!m.affords(50));
+        assert!(m.reserve(50).unwrap_err().contains("$0.0001"));
+        m.settle(60, 20);
+        assert_eq!(m.spent(), 20);
+        assert!(m.affords(80) && !m.affords(81));
+        let free = CostMeter::new(None);
+        free.reserve(u64::MAX).unwrap();
+        assert!(free.affords(u64::MAX));
+    }
+}

@@ -1,0 +1,170 @@
+//! `--model PROVIDER:MODEL`: which model plays a role, and `connect`, which builds it from the
+//! spec, the environment (`ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `OPENAI_API_KEY`,
+//! `OPENAI_BASE_URL`), the price table and the HTTP options.
+
+use std::sync::Arc;
+
+use super::{AnthropicModel, ApiKey, HttpOptions, Model, OfflineModel, OpenAiModel, PriceTable};
+
+/// A model's provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    /// The deterministic local explorer.
+    Offline,
+    /// Anthropic's Messages API.
+    Anthropic,
+    /// An OpenAI-compatible chat completions endpoint.
+    OpenAi,
+}
+
+/// `offline`, `anthropic:MODEL` or `openai:MODEL`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelSpec {
+    /// The provider.
+    pub provider: Provider,
+    /// The model's name at the provider (empty for offline).
+    pub model: String,
+}
+
+impl ModelSpec {
+    /// Parses a spec; the error says what is accepted.
+    pub fn parse(text: &str) -> Result<ModelSpec, String> {
+        let text = text.trim();
+        if text == "offline" {
+            return Ok(ModelSpec {
+                provider: Provider::Offline,
+                model: String::new(),
+            });
+        }
+        let (provider, model) = text.split_once(':').unwrap_or((text, ""));
+        let provider = match provider {
+            "anthropic" => Provider::Anthropic,
+            "openai" => Provider::OpenAi,
+            _ => {
+                return Err(format!(
+                    "`{text}` is not a model: use offline, anthropic:MODEL or openai:MODEL"
+                ))
+            }
+        };
+        if model.trim().is_empty() || model.chars().any(char::is_control) {
+            return Err(format!(
+                "`{text}` names no model: use {}MODEL",
+                &text[..text.len() - model.len()]
+            ));
+        }
+        Ok(ModelSpec {
+            provider,
+            model: model.trim().to_string(),
+        })
+    }
+}
+
+/// Reads one environment variable; none when unset or empty. Given as a function so tests
+/// and embedders need not touch the process's environment.
+pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// Builds the model a spec names. `offline_latency` slows the offline model (demos, tests);
+/// `window` overrides the context window; a missing key or a bad base URL is an error naming
+/// the variable.
+pub fn connect(
+    spec: &ModelSpec,
+    env: Env<'_>,
+    prices: &PriceTable,
+    window: Option<usize>,
+    options: HttpOptions,
+    offline_latency: std::time::Duration,
+) -> Result<Arc<dyn Model>, String> {
+    let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    let provider = match spec.provider {
+        Provider::Offline => return Ok(Arc::new(OfflineModel::with_latency(offline_latency))),
+        Provider::Anthropic => "anthropic",
+        Provider::OpenAi => "openai",
+    };
+    let price = prices.price(provider, &spec.model);
+    let window = window
+        .or_else(|| prices.context_window(provider, &spec.model))
+        .unwrap_or(super::price::UNKNOWN_CONTEXT_WINDOW);
+    match spec.provider {
+        Provider::Anthropic => {
+            let key = var("ANTHROPIC_API_KEY")
+                .and_then(ApiKey::new)
+                .ok_or("ANTHROPIC_API_KEY is not set: anthropic:MODEL needs an API key")?;
+            let base = var("ANTHROPIC_BASE_URL");
+            let model = AnthropicModel::new(&spec.model, key, base.as_deref(), options)
+                .map_err(|e| format!("ANTHROPIC_BASE_URL: {e}"))?;
+            Ok(Arc::new(model.with_window(window).with_price(price)))
+        }
+        _ => {
+            let key = var("OPENAI_API_KEY").and_then(ApiKey::new);
+            let base = var("OPENAI_BASE_URL");
+            let model = OpenAiModel::new(&spec.model, key, base.as_deref(), options)
+                .map_err(|e| format!("OPENAI_BASE_URL: {e}"))?;
+            Ok(Arc::new(model.with_window(window).with_price(price)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_or_say_what_is_accepted() {
+        assert_eq!(
+            ModelSpec::parse("offline").unwrap().provider,
+            Provider::Offline
+        );
+        let s = ModelSpec::parse("anthropic:claude-sonnet-4-5").unwrap();
+        assert_eq!(
+            (s.provider, s.model.as_str()),
+            (Provider::Anthropic, "claude-sonnet-4-5")
+        );
+        assert!(ModelSpec::parse("openai:")
+            .unwrap_err()
+            .contains("openai:MODEL"));
+        assert!(ModelSpec::parse("gemini:x")
+            .unwrap_err()
+            .contains("anthropic:MODEL"));
+    }
+
+    #[test]
+    fn a_missing_key_names_its_variable_and_a_window_is_taken() {
+        let none = |_: &str| None;
+        let spec = ModelSpec::parse("anthropic:claude-sonnet-4-5").unwrap();
+        let e = connect(
+            &spec,
+            &none,
+            &PriceTable::default(),
+            None,
+            HttpOptions::default(),
+            Default::default(),
+        )
+        .err()
+        .unwrap();
+        assert!(e.contains("ANTHROPIC_API_KEY"));
+        let spec = ModelSpec::parse("openai:llama3").unwrap();
+        let m = connect(
+            &spec,
+            &none,
+            &PriceTable::default(),
+            Some(8192),
+            HttpOptions::default(),
+            Default::default(),
+        )
+        .unwrap();
+        assert_eq!(m.context_window(), 8192);
+        assert_eq!(m.price(), None);
+        let bad = |k: &str| (k == "OPENAI_BASE_URL").then(|| "ftp://x".to_string());
+        assert!(connect(
+            &spec,
+            &bad,
+            &PriceTable::default(),
+            None,
+            HttpOptions::default(),
+            Default::default()
+        )
+        .err()
+        .unwrap()
+        .contains("OPENAI_BASE_URL"));
+    }
+}
