@@ -1,5 +1,7 @@
 //! baton's integration tests: one binary, a module per area, fixtures built in temp dirs.
 
+mod providers;
+mod providers_e2e;
 mod support;
 
 mod citations;

@@ -197,7 +197,13 @@ impl Http {
             error.retry_after = retry_after;
             return Err(error);
         }
-        if stream {
+        let json_body = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        // A server that ignores `stream` and answers whole is read whole.
+        if stream && !json_body {
             return Ok(Answer::Stream(Events {
                 response,
                 buffer: Vec::new(),

@@ -1,0 +1,545 @@
+//! `baton explore --model openai:… / anthropic:…` end to end against loopback servers that
+//! play a model: it greps its scope, reads the first hit, and hands off a conclusion citing
+//! that line (through `response_format` for OpenAI, the `submit_handoff` tool for Anthropic).
+//! The report has the offline report's shape and its sources hold; one subagent meeting a
+//! persistent 429 fails alone; `--max-cost` stops spawning; keys appear nowhere.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use baton::Report;
+use serde_json::{json, Value};
+
+use crate::support::http::{data, event, Reply, Server};
+use crate::support::{assert_citations_hold, tree};
+
+#[derive(Clone, Copy, PartialEq)]
+enum Dialect {
+    OpenAi,
+    Anthropic,
+}
+
+/// The texts of the tool results in a request, in order, and the first user message.
+fn transcript(body: &Value, dialect: Dialect) -> (String, Vec<String>) {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let mut results = Vec::new();
+    let mut first = String::new();
+    for m in &messages {
+        match dialect {
+            Dialect::OpenAi => {
+                if m["role"] == "user" && first.is_empty() {
+                    first = m["content"].as_str().unwrap_or_default().to_string();
+                }
+                if m["role"] == "tool" {
+                    results.push(m["content"].as_str().unwrap_or_default().to_string());
+                }
+            }
+            Dialect::Anthropic => {
+                for block in m["content"].as_array().into_iter().flatten() {
+                    if m["role"] == "user" && first.is_empty() && block["type"] == "text" {
+                        first = block["text"].as_str().unwrap_or_default().to_string();
+                    }
+                    if block["type"] == "tool_result" {
+                        results.push(block["content"].as_str().unwrap_or_default().to_string());
+                    }
+                }
+            }
+        }
+    }
+    (first, results)
+}
+
+/// The scope a brief names (`Scope: [...]`).
+fn scope(brief: &str) -> Vec<String> {
+    brief
+        .lines()
+        .find_map(|l| l.strip_prefix("Scope: "))
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or_else(|| vec![".".to_string()])
+}
+
+/// The model's next move: a tool call (name, arguments) or a handoff (JSON).
+enum Move {
+    Call(&'static str, Value),
+    HandOff(Value),
+}
+
+fn next_move(body: &Value, dialect: Dialect) -> Move {
+    let (brief, results) = transcript(body, dialect);
+    match results.len() {
+        0 => Move::Call("grep", json!({"pattern": "fn ", "paths": scope(&brief)})),
+        _ => {
+            // The first `path:line:text` hit of the grep.
+            let hit = results[0].lines().find_map(|l| {
+                let mut parts = l.splitn(3, ':');
+                let (path, line, text) = (parts.next()?, parts.next()?, parts.next()?);
+                Some((
+                    path.to_string(),
+                    line.parse::<u32>().ok()?,
+                    text.trim().to_string(),
+                ))
+            });
+            match (hit, results.len()) {
+                (None, _) => Move::HandOff(json!({"settled_conclusions": [],
+                    "open_items": [{"item": "No function in this scope", "stuck_on": "the grep for `fn ` found nothing"}],
+                    "hard_constraints": []})),
+                (Some((path, line, _)), 1) => Move::Call(
+                    "read_file",
+                    json!({"path": path, "start_line": line, "end_line": line}),
+                ),
+                (Some((path, line, text)), _) => Move::HandOff(json!({
+                    "settled_conclusions": [{"claim": format!("Line {line} of {path} reads `{text}`."), "sources": [format!("{path}:{line}")]}],
+                    "open_items": [], "hard_constraints": []})),
+            }
+        }
+    }
+}
+
+const USAGE_IN: u64 = 2000;
+const USAGE_OUT: u64 = 50;
+
+fn openai_reply(body: &Value, n: usize) -> Reply {
+    let message = match next_move(body, Dialect::OpenAi) {
+        Move::Call(name, args) => json!({"role": "assistant", "content": null,
+            "tool_calls": [{"id": format!("call_{n}"), "type": "function", "function": {"name": name, "arguments": args.to_string()}}]}),
+        Move::HandOff(h) => json!({"role": "assistant", "content": h.to_string()}),
+    };
+    let finish = if message["tool_calls"].is_array() {
+        "tool_calls"
+    } else {
+        "stop"
+    };
+    if body["stream"] == true {
+        // The message in two pieces (content, or the call's arguments), then usage, then done.
+        let (head, tail) = match &message["tool_calls"][0]["function"]["arguments"] {
+            Value::String(args) => {
+                let mut first = message.clone();
+                let cut = args.len() / 2;
+                first["tool_calls"][0]["function"]["arguments"] = json!(args[..cut]);
+                first["tool_calls"][0]["index"] = json!(0);
+                let rest =
+                    json!({"tool_calls": [{"index": 0, "function": {"arguments": args[cut..]}}]});
+                (first, rest)
+            }
+            _ => {
+                let text = message["content"].as_str().unwrap_or_default().to_string();
+                let cut = text
+                    .char_indices()
+                    .nth(text.chars().count() / 2)
+                    .map_or(0, |(i, _)| i);
+                (
+                    json!({"role": "assistant", "content": text[..cut]}),
+                    json!({"content": text[cut..]}),
+                )
+            }
+        };
+        return Reply::Sse(
+            vec![
+                data(json!({"choices": [{"index": 0, "delta": head, "finish_reason": null}]})),
+                data(json!({"choices": [{"index": 0, "delta": tail, "finish_reason": finish}]})),
+                data(
+                    json!({"choices": [], "usage": {"prompt_tokens": USAGE_IN, "completion_tokens": USAGE_OUT}}),
+                ),
+                "data: [DONE]".into(),
+            ],
+            None,
+        );
+    }
+    Reply::Json(
+        200,
+        vec![],
+        json!({"choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": USAGE_IN, "completion_tokens": USAGE_OUT}}),
+    )
+}
+
+fn anthropic_reply(body: &Value, n: usize) -> Reply {
+    let (content, stop) = match next_move(body, Dialect::Anthropic) {
+        Move::Call(name, args) => (
+            json!([{"type": "tool_use", "id": format!("toolu_{n}"), "name": name, "input": args}]),
+            "tool_use",
+        ),
+        Move::HandOff(h) => (
+            json!([{"type": "tool_use", "id": format!("toolu_{n}"), "name": "submit_handoff", "input": h}]),
+            "tool_use",
+        ),
+    };
+    if body["stream"] == true {
+        // The tool call's input in two pieces of JSON text.
+        let block = &content[0];
+        let input = block["input"].to_string();
+        let cut = input.len() / 2;
+        let mut start = block.clone();
+        start["input"] = json!({});
+        return Reply::Sse(
+            vec![
+                event(
+                    "message_start",
+                    json!({"type": "message_start", "message": {"id": format!("msg_{n}"), "usage": {"input_tokens": USAGE_IN, "output_tokens": 1}}}),
+                ),
+                event(
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": 0, "content_block": start}),
+                ),
+                event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": input[..cut]}}),
+                ),
+                event("ping", json!({"type": "ping"})),
+                event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": input[cut..]}}),
+                ),
+                event(
+                    "content_block_stop",
+                    json!({"type": "content_block_stop", "index": 0}),
+                ),
+                event(
+                    "message_delta",
+                    json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": USAGE_OUT}}),
+                ),
+                event("message_stop", json!({"type": "message_stop"})),
+            ],
+            None,
+        );
+    }
+    Reply::Json(
+        200,
+        vec![("request-id", format!("req_{n}"))],
+        json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant",
+        "content": content, "stop_reason": stop,
+        "usage": {"input_tokens": USAGE_IN, "output_tokens": USAGE_OUT}}),
+    )
+}
+
+fn four_dirs() -> tempfile::TempDir {
+    tree(&[
+        (
+            "a/alpha.rs",
+            "//! Alpha.\n\npub fn alpha() -> u32 {\n    1\n}\n",
+        ),
+        (
+            "b/beta.rs",
+            "//! Beta.\n\npub fn beta() -> u32 {\n    2\n}\n",
+        ),
+        (
+            "c/gamma.rs",
+            "//! Gamma.\n\npub fn gamma() -> u32 {\n    3\n}\n",
+        ),
+        (
+            "d/delta.rs",
+            "//! Delta.\n\npub fn delta() -> u32 {\n    4\n}\n",
+        ),
+    ])
+}
+
+fn explore(
+    root: &Path,
+    state: &Path,
+    model: &str,
+    env: &[(&str, String)],
+    extra: &[&str],
+) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
+    cmd.args(["explore"])
+        .arg(root)
+        .arg("which functions are defined here?")
+        .args([
+            "--model",
+            model,
+            "--json",
+            "--no-progress",
+            "--shards",
+            "4",
+            "--state",
+        ])
+        .arg(state)
+        .args(extra);
+    for var in [
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "BATON_LOG",
+        "BATON_PRICES",
+    ] {
+        cmd.env_remove(var);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run baton")
+}
+
+fn report(out: &Output) -> Report {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not a report ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Every file under `dir`, as bytes.
+fn all_bytes(dir: &Path) -> Vec<u8> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            out.extend(all_bytes(&p));
+        } else {
+            out.extend(std::fs::read(&p).unwrap_or_default());
+        }
+    }
+    out
+}
+
+fn contains(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+fn end_to_end(dialect: Dialect) {
+    let root = four_dirs();
+    let state = tempfile::tempdir().unwrap();
+    let key = "sk-e2e-SECRET-0123456789";
+    let server = Server::start(move |r, n| match dialect {
+        Dialect::OpenAi => openai_reply(&r.body, n),
+        Dialect::Anthropic => anthropic_reply(&r.body, n),
+    });
+    let (model, env) = match dialect {
+        Dialect::OpenAi => (
+            "openai:test",
+            vec![
+                ("OPENAI_API_KEY", key.to_string()),
+                ("OPENAI_BASE_URL", format!("{}/v1", server.url)),
+            ],
+        ),
+        Dialect::Anthropic => (
+            "anthropic:test",
+            vec![
+                ("ANTHROPIC_API_KEY", key.to_string()),
+                ("ANTHROPIC_BASE_URL", server.url.clone()),
+            ],
+        ),
+    };
+    let mut env = env;
+    env.push(("BATON_LOG", "debug".into()));
+    let out = explore(root.path(), state.path(), model, &env, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = report(&out);
+    // The offline report's shape: every subagent accepted, one conclusion each, sources hold.
+    assert_eq!(report.subagents.len(), 4);
+    assert!(
+        report.subagents.iter().all(|s| s.state.accepted()),
+        "{:?}",
+        report.subagents
+    );
+    assert_eq!(report.handoff.settled_conclusions.len(), 4);
+    assert_citations_hold(&report, root.path());
+    assert_eq!(report.model, model);
+    assert_eq!(report.usage.model_calls, 12);
+    assert_eq!(report.usage.tokens_in, 12 * USAGE_IN);
+    // Every request carried the key, and nothing the run wrote did.
+    for r in server.requests() {
+        let sent = r
+            .header("x-api-key")
+            .or(r.header("authorization"))
+            .unwrap_or_default();
+        assert!(sent.ends_with(key));
+    }
+    assert!(!contains(&out.stdout, key), "the key is in stdout");
+    assert!(!contains(&out.stderr, key), "the key is in stderr");
+    assert!(
+        !contains(&all_bytes(state.path()), key),
+        "the key is in the state directory"
+    );
+    // The debug log shows each model request's span.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("model_request"),
+        "no model_request span in: {stderr}"
+    );
+    // The model's configuration is in the log, without credentials.
+    let store = baton::SqliteStore::open(state.path()).unwrap();
+    let events = baton::EventStore::events(&store, &report.run_id).unwrap();
+    let configured: Vec<&baton::RunEvent> = events
+        .iter()
+        .map(|e| &e.event)
+        .filter(|e| matches!(e, baton::RunEvent::ModelConfigured { .. }))
+        .collect();
+    assert_eq!(configured.len(), 1);
+    let baton::RunEvent::ModelConfigured { config, .. } = configured[0] else {
+        unreachable!()
+    };
+    assert_eq!(config.model, "test");
+    assert!(config
+        .base_url
+        .as_deref()
+        .unwrap_or_default()
+        .starts_with("http://127.0.0.1:"));
+}
+
+#[test]
+fn explore_with_openai_against_a_loopback_model() {
+    end_to_end(Dialect::OpenAi);
+}
+
+#[test]
+fn explore_with_anthropic_against_a_loopback_model() {
+    end_to_end(Dialect::Anthropic);
+}
+
+#[test]
+fn one_subagent_meeting_a_persistent_429_fails_alone() {
+    let root = four_dirs();
+    let state = tempfile::tempdir().unwrap();
+    let server = Server::start(|r, n| {
+        let (brief, _) = transcript(&r.body, Dialect::OpenAi);
+        if scope(&brief).iter().any(|s| s.starts_with('d')) {
+            Reply::Json(
+                429,
+                vec![
+                    ("retry-after", "0".into()),
+                    ("x-request-id", "req_busy".into()),
+                ],
+                json!({"error": {"message": "Rate limit reached", "type": "requests"}}),
+            )
+        } else {
+            openai_reply(&r.body, n)
+        }
+    });
+    let env = [("OPENAI_BASE_URL", server.url.clone())];
+    let out = explore(
+        root.path(),
+        state.path(),
+        "openai:test",
+        &env,
+        &["--retries", "2"],
+    );
+    // Some handoff was accepted: the run is done (exit 0), the failure reported.
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = report(&out);
+    let accepted = report
+        .subagents
+        .iter()
+        .filter(|s| s.state.accepted())
+        .count();
+    let failed: Vec<_> = report
+        .subagents
+        .iter()
+        .filter(|s| s.state == baton::SubagentState::Failed)
+        .collect();
+    assert_eq!((accepted, failed.len()), (3, 1));
+    let why = failed[0].error.clone().unwrap_or_default();
+    assert!(
+        why.contains("429") && why.contains("req_busy") && why.contains("after 3 attempts"),
+        "{why}"
+    );
+    assert_eq!(report.handoff.settled_conclusions.len(), 3);
+    assert!(report
+        .handoff
+        .open_items
+        .iter()
+        .any(|o| o.stuck_on.contains("429")));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("3 handed off, 0 repaired, 0 rejected, 1 failed"));
+}
+
+#[test]
+fn max_cost_stops_spawning_before_overspending() {
+    let root = four_dirs();
+    let state = tempfile::tempdir().unwrap();
+    let prices = tempfile::NamedTempFile::new().unwrap();
+    // $1 per million tokens in and out: a call costs 2050 micro-dollars as reported, and is
+    // estimated at its input plus 4096 answer tokens before it is sent.
+    std::fs::write(
+        prices.path(),
+        "[\"openai:test\"]\ninput = 1.0\noutput = 1.0\n",
+    )
+    .unwrap();
+    let server = Server::start(|r, n| openai_reply(&r.body, n));
+    let env = [("OPENAI_BASE_URL", server.url.clone())];
+    let max = 0.02;
+    let out = explore(
+        root.path(),
+        state.path(),
+        "openai:test",
+        &env,
+        &[
+            "--agents",
+            "1",
+            "--max-cost",
+            "0.02",
+            "--prices",
+            prices.path().to_str().unwrap(),
+        ],
+    );
+    let report = report(&out);
+    let cost = report.usage.cost_usd.expect("a priced run shows its cost");
+    assert!(cost <= max, "spent ${cost} over the ${max} limit");
+    assert_eq!(report.usage.max_cost_usd, Some(max));
+    // Each call reported costs the same: what was spent is what the server saw.
+    assert!((cost - server.requests().len() as f64 * 0.00205).abs() < 1e-9);
+    let not_started: Vec<_> = report
+        .subagents
+        .iter()
+        .filter(|s| {
+            s.error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("not started: the run's cost limit"))
+        })
+        .collect();
+    assert!(!not_started.is_empty(), "{:?}", report.subagents);
+    assert!(report.subagents.iter().any(|s| s.state.accepted()));
+    assert!(report
+        .handoff
+        .open_items
+        .iter()
+        .any(|o| o.stuck_on.contains("--max-cost")));
+    // What it cost is on the summary line, without reading the log.
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("${cost:.4} of $0.0200")));
+}
+
+#[test]
+fn bad_model_flags_are_one_line_errors_before_any_state_is_made() {
+    let root = four_dirs();
+    let state = tempfile::tempdir().unwrap();
+    let missing = state.path().join("never");
+    let cases: [(&str, &[(&str, String)], &[&str], &str); 4] = [
+        ("gemini:x", &[], &[], "not a model"),
+        ("anthropic:claude-sonnet-4-5", &[], &[], "ANTHROPIC_API_KEY"),
+        (
+            "openai:test",
+            &[("OPENAI_BASE_URL", "ftp://x".to_string())],
+            &[],
+            "OPENAI_BASE_URL",
+        ),
+        (
+            "openai:local-llm",
+            &[],
+            &["--max-cost", "1"],
+            "no price is known",
+        ),
+    ];
+    for (model, env, extra, says) in cases {
+        let out = explore(root.path(), &missing, model, env, extra);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{model}: {err}");
+        assert!(
+            err.contains(says) && err.trim().lines().count() == 1,
+            "{model}: {err}"
+        );
+        assert!(!missing.exists(), "{model} made the state");
+    }
+}
