@@ -530,3 +530,57 @@ async fn a_doubted_claim_imitating_markers_and_entries_stays_data() {
         .flat_map(|c| c.sources.iter())
         .any(|s| s.to_string().contains("evil")));
 }
+
+/// Junk a real model sends — arguments that are not JSON (a path with a trailing comma), an
+/// unknown tool, a handoff cut at max_tokens, a JSON handoff missing a key — each becomes a
+/// tool error or a contract violation the subagent gets a turn to fix; nothing crashes and
+/// nothing is accepted before it is whole.
+#[tokio::test]
+async fn junk_from_a_model_becomes_errors_it_can_fix() {
+    let dir = rust_tree();
+    let missing_key = r#"{"settled_conclusions": [{"claim": "`next_delay` doubles the delay per attempt up to the cap: `doubled.min(self.cap_ms)`.", "sources": ["src/net/retry.rs:18-21"]}], "open_items": []}"#;
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::tool("read_file", json!("{\"path\": \"src/net/retry.rs\",}")),
+        ScriptedTurn::tool("open_file", json!({"path": "src/net/retry.rs"})),
+        read_retry(),
+        ScriptedTurn::Cut("## Settled conclusions\n- `next_delay` doubles".into()),
+        ScriptedTurn::text(missing_key),
+        ScriptedTurn::text(FIXED),
+        // The second wave's verifier.
+        ScriptedTurn::tool(
+            "read_file",
+            json!({"path": "src/net/retry.rs", "start_line": 18, "end_line": 21}),
+        ),
+        ScriptedTurn::text(FIXED),
+    ]));
+    let report = one_subagent(model.clone())
+        .run(Task::new("How does the retry delay grow?", dir.path()))
+        .await
+        .unwrap();
+    assert_eq!(
+        report.subagents[0].state,
+        SubagentState::Repaired,
+        "{:?}",
+        report.subagents
+    );
+    let requests = model.requests();
+    let tool_text = |i: usize| match requests[i].messages.last() {
+        Some(Message::Tool {
+            content, is_error, ..
+        }) => (content.clone(), *is_error),
+        other => panic!("expected a tool result, got {other:?}"),
+    };
+    let (text, error) = tool_text(1);
+    assert!(error && text.contains("not a JSON object"), "{text}");
+    let (text, error) = tool_text(2);
+    assert!(
+        error && text.contains("no tool named `open_file`"),
+        "{text}"
+    );
+    assert!(last_user_text(&requests[4]).contains("cut off"));
+    let repair = last_user_text(&requests[5]);
+    assert!(
+        repair.contains("hard_constraints") || repair.contains("Hard constraints"),
+        "{repair}"
+    );
+}

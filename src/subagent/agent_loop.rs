@@ -731,4 +731,108 @@ mod tests {
             "{marker}"
         );
     }
+
+    fn cut(text: &str) -> Result<ModelResponse, ModelError> {
+        let mut r = answer(text, vec![]).unwrap();
+        r.stop = StopReason::MaxTokens;
+        Ok(r)
+    }
+
+    #[test]
+    fn a_handoff_cut_at_max_tokens_is_never_handed_off() {
+        let mut l = AgentLoop::new(
+            "sa1",
+            "s".into(),
+            "b".into(),
+            Vec::new().into(),
+            Budget::default(),
+        );
+        l.start();
+        let Step::CallModel(request) = l.on_model(cut("## Settled conclusions\n- The retry"))
+        else {
+            panic!("a cut answer is sent back, not handed off")
+        };
+        let Some(Message::User { text }) = request.messages.last() else {
+            panic!()
+        };
+        assert!(text.contains("cut off"));
+        assert!(
+            request.handoff,
+            "a subagent's text answer is asked for as a handoff"
+        );
+        assert!(matches!(l.on_model(answer("done", vec![])), Step::HandOff(t) if t == "done"));
+        let mut refused = answer("I can't help with that.", vec![]).unwrap();
+        refused.stop = StopReason::Refusal;
+        let mut l = AgentLoop::new(
+            "sa2",
+            "s".into(),
+            "b".into(),
+            Vec::new().into(),
+            Budget::default(),
+        );
+        l.start();
+        assert!(
+            matches!(l.on_model(Ok(refused)), Step::Failed(r) if r.starts_with("the model refused"))
+        );
+    }
+
+    #[test]
+    fn the_cost_cap_asks_for_a_handoff_then_stops() {
+        let price = Price {
+            input: 1.0,
+            output: 1.0,
+            cache_read: 0.0,
+            cache_write: 0.0,
+        };
+        // A tool whose description is long: dropping the tools frees room.
+        let tools: std::sync::Arc<[ToolSpec]> = vec![ToolSpec {
+            name: "grep".into(),
+            description: "searches ".repeat(100),
+            parameters: json!({}),
+        }]
+        .into();
+        let fresh = || {
+            AgentLoop::new(
+                "sa1",
+                "s".into(),
+                "b".into(),
+                tools.clone(),
+                Budget::default(),
+            )
+        };
+        let Step::CallModel(first) = fresh().start() else {
+            panic!()
+        };
+        // The cap is exactly what the first call may cost: the second, longer, would pass it.
+        let cap = price.estimate_micros(&first);
+        let mut l = fresh().with_price(Some(price), Some(cap));
+        assert!(matches!(l.start(), Step::CallModel(r) if !r.tools.is_empty()));
+        let Step::CallTools(_) = l.on_model(answer("", vec![grep_call()])) else {
+            panic!()
+        };
+        assert_eq!(l.spent().cost_micros, 15);
+        // The second call fits; the third would not: the second is the demand to hand off.
+        let Step::CallModel(request) = l.on_tools(vec![grep_result("sa1.1")]) else {
+            panic!()
+        };
+        assert!(request.tools.is_empty(), "no tools once the cap is near");
+        assert!(
+            matches!(request.messages.last(), Some(Message::User { text }) if text.contains("Cost limit"))
+        );
+        // Answering with tools anyway ends it.
+        assert!(matches!(
+            l.on_model(answer("", vec![grep_call()])),
+            Step::Failed(_)
+        ));
+        // A cap below a single call: stopped before anything is sent.
+        let mut l = AgentLoop::new(
+            "sa2",
+            "s".into(),
+            "b".into(),
+            Vec::new().into(),
+            Budget::default(),
+        )
+        .with_price(Some(price), Some(10));
+        assert!(matches!(l.start(), Step::Failed(r) if r.contains("cost limit")));
+    }
 }

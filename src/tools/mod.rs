@@ -317,6 +317,12 @@ impl ToolRegistry {
     /// panic or an `Err`.
     pub fn execute(&self, workspace: &Workspace, call: &ToolCall) -> ToolResult {
         let outcome = match self.tools.iter().find(|t| t.spec.name == call.name) {
+            // Arguments a model sent that are not a JSON object (a provider keeps text that is
+            // not JSON as a string): a tool error the model can fix.
+            Some(_) if !call.arguments.is_object() => Err(ToolError::invalid(format!(
+                "the arguments are not a JSON object: {}; send an object such as {{\"path\": \"src/lib.rs\"}}",
+                excerpt(&call.arguments)
+            ))),
             // With no rule in force there is nothing to judge.
             Some(t) if workspace.policy().is_empty() => {
                 t.tool.call(workspace, &call.id, &call.arguments)
@@ -363,6 +369,20 @@ impl ToolRegistry {
                 }),
             },
         }
+    }
+}
+
+/// At most 200 characters of a value, as JSON text.
+fn excerpt(value: &Value) -> String {
+    let text = match value {
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
+    let cut: String = text.chars().take(200).collect();
+    if cut.len() < text.len() {
+        format!("`{cut}…`")
+    } else {
+        format!("`{cut}`")
     }
 }
 
