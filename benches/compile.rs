@@ -47,6 +47,7 @@ fn events() -> Vec<LoggedEvent> {
                     id: format!("sa{i}"),
                     scope: vec![format!("src/m{i}")],
                     role: "explorer".into(),
+                    question: None,
                 })
                 .collect(),
             reason: "bench".into(),

@@ -76,6 +76,7 @@ fn events() -> Vec<LoggedEvent> {
                     id: format!("sa{i}"),
                     scope: vec![dir(i)],
                     role: "explorer".into(),
+                    question: None,
                 })
                 .collect(),
             reason: "bench".into(),

@@ -82,6 +82,7 @@ impl RunError {
 #[derive(Clone)]
 pub struct Coordinator {
     model: Arc<dyn Model>,
+    lead_model: Option<Arc<dyn Model>>,
     tools: ToolRegistry,
     agents: usize,
     max_subagents: usize,
@@ -103,6 +104,7 @@ impl std::fmt::Debug for Coordinator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Coordinator")
             .field("model", &self.model.name())
+            .field("lead_model", &self.lead_model.as_ref().map(|m| m.name()))
             .field("tools", &self.tools)
             .field("agents", &self.agents)
             .field("max_subagents", &self.max_subagents)
@@ -117,6 +119,7 @@ impl Default for Coordinator {
     fn default() -> Coordinator {
         Coordinator {
             model: Arc::new(OfflineModel::new()),
+            lead_model: None,
             tools: ToolRegistry::workspace(),
             agents: 4,
             max_subagents: 32,
@@ -143,6 +146,15 @@ impl Coordinator {
     /// The model every subagent uses.
     pub fn model(mut self, model: Arc<dyn Model>) -> Coordinator {
         self.model = model;
+        self
+    }
+
+    /// The lead's own model: it proposes the subtasks as a JSON plan (`contracts/plan.schema.json`)
+    /// and writes the run's handoff from the accepted handoffs, checked by the same contract
+    /// against what the subagents observed. Without one, the lead plans by sharding the tree and
+    /// merges the handoffs itself, deterministically.
+    pub fn lead_model(mut self, model: Arc<dyn Model>) -> Coordinator {
+        self.lead_model = Some(model);
         self
     }
 
@@ -355,6 +367,7 @@ impl Coordinator {
             question,
             workspace,
             model: Arc::clone(&self.model),
+            lead_model: self.lead_model.clone(),
             tools: self.tools.clone(),
             agents: self.agents,
             max_subagents: self.max_subagents,
@@ -438,6 +451,7 @@ impl Coordinator {
             question: settings.question,
             workspace,
             model: Arc::clone(&self.model),
+            lead_model: self.lead_model.clone(),
             tools: self.tools.clone(),
             agents: settings.agents,
             max_subagents: settings.max_subagents,

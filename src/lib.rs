@@ -257,7 +257,8 @@ pub use model::{
 };
 pub use policy::{Budget, Category, Consequence, Denial, Effect, Policy, Rule, Spent, TimeLimits};
 pub use report::{
-    ConstraintReport, Enforcement, HandoffCounts, Report, RunUsage, SubagentState, SubagentSummary,
+    ConstraintReport, Enforcement, HandoffCounts, ModelUsage, Report, RunUsage, SubagentState,
+    SubagentSummary,
 };
 pub use source::{Observation, ObservationLog, Shown, SourceId, SourceParseError};
 pub use tools::{

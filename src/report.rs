@@ -205,6 +205,62 @@ pub struct RunUsage {
     pub max_cost_usd: Option<f64>,
 }
 
+/// What one model of the run spent: the subagents' and, with `--lead-model`, the lead's, each
+/// shown apart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelUsage {
+    /// `subagents` or `lead`.
+    pub role: String,
+    /// The model, e.g. `anthropic:claude-sonnet-4-5`.
+    pub model: String,
+    /// Model calls.
+    pub model_calls: u64,
+    /// Input tokens (cached or not).
+    pub tokens_in: u64,
+    /// Output tokens.
+    pub tokens_out: u64,
+    /// Of the input tokens, those read from the provider's prompt cache.
+    pub cache_read_tokens: u64,
+    /// Of the input tokens, those written to the provider's prompt cache.
+    pub cache_write_tokens: u64,
+    /// What its calls cost, in US dollars (none: its price is unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+impl ModelUsage {
+    /// The usage of `model` playing `role` from what its calls spent (`priced`: its price is
+    /// known, so the cost is shown).
+    pub(crate) fn of<'a>(
+        role: &str,
+        model: String,
+        spent: impl Iterator<Item = &'a crate::policy::Spent>,
+        priced: bool,
+    ) -> ModelUsage {
+        let mut u = ModelUsage {
+            role: role.into(),
+            model,
+            model_calls: 0,
+            tokens_in: 0,
+            tokens_out: 0,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            cost_usd: None,
+        };
+        let mut micros = 0;
+        for s in spent {
+            u.model_calls += u64::from(s.model_turns);
+            u.tokens_in += s.tokens_in;
+            u.tokens_out += s.tokens_out;
+            u.cache_read_tokens += s.cache_read_tokens;
+            u.cache_write_tokens += s.cache_write_tokens;
+            micros += s.cost_micros;
+        }
+        u.cost_usd = priced.then(|| crate::model::price::dollars(micros));
+        u
+    }
+}
+
 /// How the run's handoffs fared against the contract.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HandoffCounts {
@@ -257,6 +313,9 @@ pub struct Report {
     /// Every tool call a constraint denied, in order.
     #[serde(default)]
     pub denials: Vec<crate::checkpoint::DenialEntry>,
+    /// What each model spent: the subagents', and the lead's when it has a model of its own.
+    #[serde(default)]
+    pub models: Vec<ModelUsage>,
 }
 
 impl Report {
@@ -294,10 +353,18 @@ impl Report {
                 format!(" ({} denied)", self.denials.len())
             },
             self.usage.tokens_in + self.usage.tokens_out,
-            match (self.usage.cost_usd, self.usage.max_cost_usd) {
-                (Some(c), Some(max)) => format!(", ${c:.4} of ${max:.4}"),
-                (Some(c), None) => format!(", ${c:.4}"),
-                _ => String::new(),
+            {
+                let mut cost = match (self.usage.cost_usd, self.usage.max_cost_usd) {
+                    (Some(c), Some(max)) => format!(", ${c:.4} of ${max:.4}"),
+                    (Some(c), None) => format!(", ${c:.4}"),
+                    _ => String::new(),
+                };
+                if let Some(lead) = self.models.iter().find(|m| m.role == "lead") {
+                    if let Some(c) = lead.cost_usd {
+                        cost.push_str(&format!(" (lead ${c:.4})"));
+                    }
+                }
+                cost
             },
             self.elapsed_ms as f64 / 1000.0
         )

@@ -104,6 +104,11 @@ fn openai_reply(body: &Value, n: usize) -> Reply {
             "tool_calls": [{"id": format!("call_{n}"), "type": "function", "function": {"name": name, "arguments": args.to_string()}}]}),
         Move::HandOff(h) => json!({"role": "assistant", "content": h.to_string()}),
     };
+    openai_answer(body, message)
+}
+
+/// One chat completion carrying `message`, streamed when the request asked for a stream.
+fn openai_answer(body: &Value, message: Value) -> Reply {
     let finish = if message["tool_calls"].is_array() {
         "tool_calls"
     } else {
@@ -542,4 +547,212 @@ fn bad_model_flags_are_one_line_errors_before_any_state_is_made() {
         );
         assert!(!missing.exists(), "{model} made the state");
     }
+}
+
+/// A server playing both models on one endpoint: `lead` plans two subtasks and writes the
+/// report — first citing a line no subagent read, then, told so, only what they handed off —
+/// and `test` plays the subagents.
+fn lead_and_subagents(plan: Value) -> (Server, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    let handed: std::sync::Arc<std::sync::Mutex<Vec<Value>>> = Default::default();
+    let seen = std::sync::Arc::clone(&handed);
+    let server = Server::start(move |r, n| {
+        if r.body["model"] != "lead" {
+            if let Move::HandOff(h) = next_move(&r.body, Dialect::OpenAi) {
+                seen.lock().unwrap().extend(
+                    h["settled_conclusions"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default(),
+                );
+            }
+            return openai_reply(&r.body, n);
+        }
+        let system = r.body["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default();
+        let text = if system.contains("Split the question into subtasks") {
+            plan.to_string()
+        } else if r.body["messages"].as_array().map_or(0, Vec::len) <= 2 {
+            json!({"settled_conclusions": [{"claim": "Gamma is `pub fn gamma() -> u32 {`.", "sources": ["c/gamma.rs:3"]}],
+                   "open_items": [], "hard_constraints": []}).to_string()
+        } else {
+            let mut conclusions: Vec<Value> = seen.lock().unwrap().clone();
+            for c in &mut conclusions {
+                c["claim"] = json!(format!("Lead: {}", c["claim"].as_str().unwrap_or_default()));
+            }
+            json!({"settled_conclusions": conclusions, "open_items": [], "hard_constraints": []})
+                .to_string()
+        };
+        openai_answer(&r.body, json!({"role": "assistant", "content": text}))
+    });
+    (server, handed)
+}
+
+#[test]
+fn a_lead_model_plans_the_subtasks_and_writes_the_report_from_what_was_observed() {
+    let root = four_dirs();
+    let state = tempfile::tempdir().unwrap();
+    let prices = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(prices.path(), "[\"openai:test\"]\ninput = 1.0\noutput = 1.0\n[\"openai:lead\"]\ninput = 10.0\noutput = 10.0\n").unwrap();
+    let plan = json!({"subtasks": [
+        {"scope": ["a"], "question": "What does alpha return?"},
+        {"scope": ["b/"], "question": "What does beta return?"}]});
+    let (server, _) = lead_and_subagents(plan);
+    let env = [("OPENAI_BASE_URL", server.url.clone())];
+    let out = explore(
+        root.path(),
+        state.path(),
+        "openai:test",
+        &env,
+        &[
+            "--lead-model",
+            "openai:lead",
+            "--prices",
+            prices.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = report(&out);
+    // The lead's plan: two subtasks, each brief asking its own question in its own scope.
+    let scopes: Vec<&str> = report.subagents.iter().map(|s| s.scope.as_str()).collect();
+    assert_eq!(scopes, vec!["a", "b"]);
+    let briefs: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|r| r.body["model"] == "test")
+        .map(|r| transcript(&r.body, Dialect::OpenAi).0)
+        .collect();
+    assert!(briefs
+        .iter()
+        .any(|b| b.contains("Subtask: What does alpha return?") && b.contains("Scope: [\"a\"]")));
+    // The lead's report: its conclusions, after a repair turn took out what no subagent saw.
+    let claims: Vec<&str> = report
+        .handoff
+        .settled_conclusions
+        .iter()
+        .map(|c| c.claim.as_str())
+        .collect();
+    assert_eq!(claims.len(), 2, "{claims:?}");
+    assert!(claims.iter().all(|c| c.starts_with("Lead: ")), "{claims:?}");
+    assert!(!claims.iter().any(|c| c.contains("gamma")));
+    assert_citations_hold(&report, root.path());
+    let lead_requests: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.body["model"] == "lead")
+        .collect();
+    assert_eq!(lead_requests.len(), 3, "a plan, a report, and its repair");
+    let repair = lead_requests[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(repair.contains("c/gamma.rs"), "{repair}");
+    // Each model's cost shown apart, on the summary line too.
+    let lead = report
+        .models
+        .iter()
+        .find(|m| m.role == "lead")
+        .expect("the lead's usage");
+    let subagents = report
+        .models
+        .iter()
+        .find(|m| m.role == "subagents")
+        .unwrap();
+    assert_eq!((lead.model.as_str(), lead.model_calls), ("openai:lead", 3));
+    assert_eq!(subagents.model_calls, 6);
+    let lead_cost = lead.cost_usd.unwrap();
+    assert!((lead_cost - 3.0 * 0.0205).abs() < 1e-9, "{lead_cost}");
+    assert!((report.usage.cost_usd.unwrap() - (lead_cost + 6.0 * 0.00205)).abs() < 1e-9);
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("(lead ${lead_cost:.4})")));
+    // The log: both models configured, the plan's reason, and the lead's two turns.
+    let store = baton::SqliteStore::open(state.path()).unwrap();
+    let events = baton::EventStore::events(&store, &report.run_id).unwrap();
+    let roles: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            baton::RunEvent::ModelConfigured { role, .. } => Some(role.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(roles, vec!["subagents", "lead"]);
+    assert!(events.iter().any(|e| matches!(&e.event, baton::RunEvent::PlanRevised { reason, .. } if reason == "planned by the lead model (openai:lead): 2 subtask(s)")));
+    let turns: Vec<(String, String)> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            baton::RunEvent::LeadTurn {
+                purpose, outcome, ..
+            } => Some((purpose.clone(), outcome.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        turns,
+        vec![
+            ("plan".to_string(), "accepted".to_string()),
+            (
+                "report".to_string(),
+                "accepted after 1 repair(s)".to_string()
+            )
+        ]
+    );
+}
+
+#[test]
+fn an_invalid_lead_plan_falls_back_to_sharding_and_says_why() {
+    let root = four_dirs();
+    let state = tempfile::tempdir().unwrap();
+    let plan = json!({"subtasks": [{"scope": ["vendor"], "question": "?"}]});
+    let (server, _) = lead_and_subagents(plan);
+    let env = [("OPENAI_BASE_URL", server.url.clone())];
+    let out = explore(
+        root.path(),
+        state.path(),
+        "openai:test",
+        &env,
+        &["--lead-model", "openai:lead"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = report(&out);
+    assert_eq!(report.subagents.len(), 4, "the deterministic shards");
+    let store = baton::SqliteStore::open(state.path()).unwrap();
+    let events = baton::EventStore::events(&store, &report.run_id).unwrap();
+    let reason = events
+        .iter()
+        .find_map(|e| match &e.event {
+            baton::RunEvent::PlanRevised { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        reason.starts_with("sharded the tree by directory")
+            && reason.contains("`vendor` is not a directory or file of the tree"),
+        "{reason}"
+    );
+    // Two plan attempts: the first, and the one after it was told what was wrong.
+    let plans = server
+        .requests()
+        .iter()
+        .filter(|r| {
+            r.body["model"] == "lead"
+                && r.body["messages"][0]["content"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("Split the question")
+        })
+        .count();
+    assert_eq!(plans, 2);
 }

@@ -23,6 +23,9 @@ pub struct PlannedSubagent {
     /// Its role.
     #[serde(default = "explorer")]
     pub role: String,
+    /// Its own question, when a lead model planned it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
 }
 
 fn explorer() -> String {
@@ -94,6 +97,16 @@ pub enum RunEvent {
         /// Provider, model, base URL, context window, price, fallbacks in force.
         #[serde(flatten)]
         config: crate::model::ModelConfig,
+    },
+    /// The lead's own model took a turn: planning the subtasks (`plan`) or writing the run's
+    /// handoff (`report`).
+    LeadTurn {
+        /// `plan` or `report`.
+        purpose: String,
+        /// What its calls spent.
+        spent: Spent,
+        /// `accepted`, or why its answer was not used.
+        outcome: String,
     },
     /// A constraint binds the run from now on.
     ConstraintStated {
@@ -279,6 +292,7 @@ impl RunEvent {
         match self {
             RunEvent::RunStarted { .. } => "run_started",
             RunEvent::ModelConfigured { .. } => "model_configured",
+            RunEvent::LeadTurn { .. } => "lead_turn",
             RunEvent::ConstraintStated { .. } => "constraint_stated",
             RunEvent::PlanRevised { .. } => "plan_revised",
             RunEvent::SubagentSpawned { .. } => "subagent_spawned",

@@ -333,7 +333,8 @@ impl Projector {
             }
             RunEvent::HandoffRepairRequested { .. }
             | RunEvent::WindowCompacted { .. }
-            | RunEvent::ModelConfigured { .. } => {}
+            | RunEvent::ModelConfigured { .. }
+            | RunEvent::LeadTurn { .. } => {}
             RunEvent::HandoffRejected {
                 subagent,
                 violations,

@@ -188,6 +188,10 @@ struct ModelArgs {
     /// (OPENAI_API_KEY, optional for a local server; OPENAI_BASE_URL).
     #[arg(long, default_value = "offline")]
     model: String,
+    /// The lead's own model (same forms as --model): it plans the subtasks and writes the
+    /// report from the accepted handoffs. Without it the lead plans and merges deterministically.
+    #[arg(long)]
+    lead_model: Option<String>,
     /// The model's context window in tokens, instead of the known models' table (unknown
     /// models: 32,768).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1024..=100_000_000))]
@@ -383,22 +387,38 @@ fn coordinator(args: &ModelArgs) -> Result<Coordinator, String> {
         ..Default::default()
     };
     let env = |name: &str| std::env::var(name).ok();
-    let model = baton::model::connect(
-        &spec,
-        &env,
-        &prices,
-        args.context_window.map(|w| w as usize),
-        options,
-        Duration::from_millis(args.offline_latency_ms),
-    )?;
-    if (args.max_cost.is_some() || args.max_cost_per_subagent.is_some()) && model.price().is_none()
-    {
-        return Err(format!(
-            "--max-cost: no price is known for {}: give one in a --prices file",
-            model.name()
-        ));
+    let connect = |spec: &baton::model::ModelSpec| {
+        baton::model::connect(
+            spec,
+            &env,
+            &prices,
+            args.context_window.map(|w| w as usize),
+            options.clone(),
+            Duration::from_millis(args.offline_latency_ms),
+        )
+    };
+    let model = connect(&spec)?;
+    let mut coordinator = Coordinator::new();
+    let mut models = vec![std::sync::Arc::clone(&model)];
+    if let Some(text) = &args.lead_model {
+        let lead_spec =
+            baton::model::ModelSpec::parse(text).map_err(|e| format!("--lead-model: {e}"))?;
+        // The offline lead is the deterministic one: no model of its own.
+        if lead_spec.provider != baton::model::Provider::Offline {
+            let lead = connect(&lead_spec).map_err(|e| format!("--lead-model: {e}"))?;
+            models.push(std::sync::Arc::clone(&lead));
+            coordinator = coordinator.lead_model(lead);
+        }
     }
-    let mut coordinator = Coordinator::new().model(model);
+    if args.max_cost.is_some() || args.max_cost_per_subagent.is_some() {
+        if let Some(unpriced) = models.iter().find(|m| m.price().is_none()) {
+            return Err(format!(
+                "--max-cost: no price is known for {}: give one in a --prices file",
+                unpriced.name()
+            ));
+        }
+    }
+    coordinator = coordinator.model(model);
     if let Some(d) = args.max_cost {
         coordinator = coordinator.max_cost(d);
     }

@@ -70,7 +70,10 @@ async fn on_message(
                 state.planning_error = Some(error);
                 state.finish_if_done(&myself);
             }
-            LeadMsg::Planned(Ok(planned)) => {
+            LeadMsg::Planned(Ok(mut planned)) => {
+                if let Some(turn) = planned.lead.take() {
+                    state.lead_turn("plan", turn);
+                }
                 state.left_out = planned.left_out;
                 let plan: Vec<(String, Shard)> = planned
                     .shards
@@ -78,13 +81,11 @@ async fn on_message(
                     .enumerate()
                     .map(|(i, shard)| (format!("sa{}", i + 1), shard))
                     .collect();
-                let listed: Vec<(String, Vec<String>, String)> = plan
-                    .iter()
-                    .map(|(id, s)| (id.clone(), s.paths.clone(), s.role.clone()))
-                    .collect();
+                let listed: Vec<(String, &Shard)> =
+                    plan.iter().map(|(id, s)| (id.clone(), s)).collect();
                 state.log(vec![journal::planned(
                     &listed,
-                    "sharded the tree by directory, balanced by size",
+                    &planned.reason,
                     &state.left_out,
                 )]);
                 state.adopt_plan(plan, BTreeMap::new());
@@ -215,6 +216,7 @@ async fn on_message(
                         spent,
                     },
             } => state.on_failed(&id, reason, observations, spent),
+            LeadMsg::Synthesised { outcome, turn } => state.on_synthesised(&myself, outcome, turn),
             LeadMsg::Cancel => state.cancel(&myself),
             LeadMsg::LogFailed(error) => {
                 if state.log_failed.is_none() {

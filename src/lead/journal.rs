@@ -17,6 +17,8 @@ use crate::report::SubagentState;
 use crate::subagent::ToolReturn;
 use crate::tools::ToolCall;
 
+use super::plan::Shard;
+
 use super::{LeadMsg, RunConfig, Stated};
 
 pub(super) fn started(config: &RunConfig) -> RunEvent {
@@ -33,26 +35,30 @@ pub(super) fn started(config: &RunConfig) -> RunEvent {
     }
 }
 
-/// The subagents' model as configured now.
-pub(super) fn model_configured(config: &RunConfig) -> RunEvent {
-    RunEvent::ModelConfigured {
+/// The models as configured now: the subagents', and the lead's when it has one.
+pub(super) fn models_configured(config: &RunConfig) -> Vec<RunEvent> {
+    let mut events = vec![RunEvent::ModelConfigured {
         role: "subagents".into(),
         config: config.model.config(),
+    }];
+    if let Some(lead) = &config.lead_model {
+        events.push(RunEvent::ModelConfigured {
+            role: "lead".into(),
+            config: lead.config(),
+        });
     }
+    events
 }
 
-pub(super) fn planned(
-    plan: &[(String, Vec<String>, String)],
-    reason: &str,
-    left_out: &[String],
-) -> RunEvent {
+pub(super) fn planned(plan: &[(String, &Shard)], reason: &str, left_out: &[String]) -> RunEvent {
     RunEvent::PlanRevised {
         subagents: plan
             .iter()
-            .map(|(id, scope, role)| PlannedSubagent {
+            .map(|(id, shard)| PlannedSubagent {
                 id: id.clone(),
-                scope: scope.clone(),
-                role: role.clone(),
+                scope: shard.paths.clone(),
+                role: shard.role.clone(),
+                question: shard.question.clone(),
             })
             .collect(),
         reason: reason.into(),

@@ -21,6 +21,7 @@
 mod actor;
 mod handle;
 mod journal;
+mod leader;
 mod merge;
 pub use merge::merge_handoffs;
 mod plan;
@@ -69,6 +70,9 @@ pub(crate) struct RunConfig {
     pub(crate) question: String,
     pub(crate) workspace: Workspace,
     pub(crate) model: Arc<dyn Model>,
+    /// The lead's own model (`--lead-model`): it plans the subtasks and writes the report from
+    /// the accepted handoffs. None: the lead stays deterministic.
+    pub(crate) lead_model: Option<Arc<dyn Model>>,
     pub(crate) tools: ToolRegistry,
     pub(crate) agents: usize,
     pub(crate) max_subagents: usize,
@@ -108,6 +112,11 @@ pub(crate) enum LeadMsg {
         id: String,
         parsed: Parsed,
         digests: BTreeMap<String, String>,
+    },
+    /// The lead model wrote the run's handoff (or why it was not used).
+    Synthesised {
+        outcome: Result<crate::handoff::Handoff, String>,
+        turn: leader::LeadTurn,
     },
     /// Stop spawning, stop the running subagents, report what was handed off.
     Cancel,

@@ -14,6 +14,8 @@ pub(crate) struct Shard {
     pub(crate) bytes: u64,
     /// The role of the subagent that takes it (`explorer`, or `verifier` in a second wave).
     pub(crate) role: String,
+    /// Its own question, when a lead model planned it (asked besides the run's).
+    pub(crate) question: Option<String>,
 }
 
 impl Shard {
@@ -77,6 +79,7 @@ pub(crate) fn shard(files: &[(String, u64)], n: usize, roots: Option<&[String]>)
             paths: Vec::new(),
             bytes: 0,
             role: "explorer".into(),
+            question: None,
         };
         n.min(units.len()).max(1)
     ];
@@ -149,7 +152,10 @@ pub(crate) fn verify_brief(question: &str, shard: &Shard) -> String {
 /// The first message a subagent gets: its question, its scope and the contract.
 pub(crate) fn brief(question: &str, shard: &Shard) -> String {
     let scope = serde_json::to_string(&shard.paths).unwrap_or_else(|_| "[\".\"]".into());
-    let question = one_line(question);
+    let question = match &shard.question {
+        Some(sub) => format!("{}\nSubtask: {}", one_line(question), one_line(sub)),
+        None => one_line(question),
+    };
     format!(
         "Question: {question}\nScope: {scope}\n\nExplore only inside the scope above (paths are \
          relative to the workspace root; other subagents cover the rest of the tree). Search, \

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::{merge, plan, plan::Shard, LeadState};
 use crate::handoff::{Files, Handoff, HardConstraint, OpenItem};
 use crate::policy::Policy;
-use crate::report::{ConstraintReport, HandoffCounts, Report, RunUsage, SubagentState};
+use crate::report::{ConstraintReport, HandoffCounts, ModelUsage, Report, RunUsage, SubagentState};
 use crate::source::SourceId;
 use crate::tools::Workspace;
 
@@ -55,6 +55,16 @@ impl LeadState {
         }));
         let whole = scope_label(&self.policy);
         let mut handoff = merge::merge(&accepted, &unexplored, &whole);
+        match &self.synthesis {
+            Some(Ok(lead)) => handoff = with_lead(lead, handoff),
+            Some(Err(why)) => handoff.open_items.push(OpenItem {
+                item:
+                    "The lead model's report was not used: the accepted handoffs are merged instead"
+                        .into(),
+                stuck_on: why.clone(),
+            }),
+            None => {}
+        }
         // The run's own constraints first, each with whether the gate enforces it.
         let checkpoint = self.projector.checkpoint();
         let constraints: Vec<ConstraintReport> = checkpoint
@@ -94,24 +104,39 @@ impl LeadState {
                 },
             });
         }
-        let mut usage = RunUsage::default();
-        for r in &self.records {
-            usage.model_calls += r.summary.model_turns as u64;
-            usage.tool_calls += r.summary.tool_calls as u64;
+        let mut models = vec![ModelUsage::of(
+            "subagents",
+            self.config.model.name(),
+            self.records.iter().map(|r| &r.spent),
+            self.priced,
+        )];
+        if let Some(lead) = &self.config.lead_model {
+            models.push(ModelUsage::of(
+                "lead",
+                lead.name(),
+                self.lead_turns.iter().map(|(_, t)| &t.spent),
+                lead.price().is_some(),
+            ));
         }
-        usage.tokens_in = self.records.iter().map(|r| r.spent.tokens_in).sum();
-        usage.tokens_out = self.records.iter().map(|r| r.spent.tokens_out).sum();
-        usage.cache_read_tokens = self.records.iter().map(|r| r.spent.cache_read_tokens).sum();
-        usage.cache_write_tokens = self
-            .records
-            .iter()
-            .map(|r| r.spent.cache_write_tokens)
-            .sum();
-        let dollars = crate::model::price::dollars;
-        usage.cost_usd = self
-            .priced
-            .then(|| dollars(self.records.iter().map(|r| r.spent.cost_micros).sum()));
-        usage.max_cost_usd = self.config.cost.limit().map(dollars);
+        let mut usage = RunUsage {
+            tool_calls: self
+                .records
+                .iter()
+                .map(|r| u64::from(r.summary.tool_calls))
+                .sum(),
+            max_cost_usd: self.config.cost.limit().map(crate::model::price::dollars),
+            ..RunUsage::default()
+        };
+        for m in &models {
+            usage.model_calls += m.model_calls;
+            usage.tokens_in += m.tokens_in;
+            usage.tokens_out += m.tokens_out;
+            usage.cache_read_tokens += m.cache_read_tokens;
+            usage.cache_write_tokens += m.cache_write_tokens;
+            if let Some(c) = m.cost_usd {
+                usage.cost_usd = Some(usage.cost_usd.unwrap_or(0.0) + c);
+            }
+        }
         Report {
             run_id: self.config.run_id.clone(),
             question: self.config.question.clone(),
@@ -143,8 +168,35 @@ impl LeadState {
             elapsed_ms: self.started.elapsed().as_millis() as u64,
             constraints,
             denials: checkpoint.denials.clone(),
+            models,
         }
     }
+}
+
+/// The run's handoff with the lead model's: its settled conclusions (checked by the contract)
+/// replace the merged ones; open items and hard constraints keep the merged ones — what was
+/// not explored, the run's constraints — and add the lead's that are new.
+fn with_lead(lead: &Handoff, merged: Handoff) -> Handoff {
+    let mut out = Handoff {
+        settled_conclusions: lead.settled_conclusions.clone(),
+        open_items: merged.open_items,
+        hard_constraints: merged.hard_constraints,
+    };
+    for item in &lead.open_items {
+        if !out.open_items.iter().any(|o| o.item == item.item) {
+            out.open_items.push(item.clone());
+        }
+    }
+    for c in &lead.hard_constraints {
+        if !out
+            .hard_constraints
+            .iter()
+            .any(|h| h.constraint == c.constraint)
+        {
+            out.hard_constraints.push(c.clone());
+        }
+    }
+    out
 }
 
 /// What the shards covered, as negative evidence names it: the whole tree, or the read scope
@@ -201,7 +253,16 @@ pub(super) fn evidence_digests(handoff: &Handoff, files: &dyn Files) -> BTreeMap
 pub(crate) struct Planned {
     pub(crate) shards: Vec<Shard>,
     pub(crate) left_out: Vec<String>,
+    /// How the shards were made, for the log.
+    pub(crate) reason: String,
+    /// Every file planned, with its size (what a lead model is shown).
+    pub(crate) files: Vec<(String, u64)>,
+    /// The lead model's planning turn, when it planned.
+    pub(crate) lead: Option<super::leader::LeadTurn>,
 }
+
+/// Why the deterministic plan is what it is.
+pub(crate) const SHARDED: &str = "sharded the tree by directory, balanced by size";
 
 /// The run's planning, off the actor: every non-ignored file with its size, then shards.
 /// `roots`: where the constraints let reading go (none: the whole tree); a root that does not
@@ -234,6 +295,9 @@ pub(super) fn plan_run(
         return Ok(Planned {
             shards: Vec::new(),
             left_out,
+            reason: SHARDED.into(),
+            files: Vec::new(),
+            lead: None,
         });
     }
     let total: u64 = sized.iter().map(|f| f.1).sum();
@@ -244,5 +308,8 @@ pub(super) fn plan_run(
     Ok(Planned {
         shards: plan::shard(&sized, count, roots),
         left_out,
+        reason: SHARDED.into(),
+        files: sized,
+        lead: None,
     })
 }

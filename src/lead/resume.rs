@@ -275,6 +275,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
                                 paths: p.scope.clone(),
                                 bytes: 0,
                                 role: p.role.clone(),
+                                question: p.question.clone(),
                             },
                         )
                     })
@@ -395,11 +396,13 @@ mod tests {
                         id: "sa1".into(),
                         scope: vec!["a".into()],
                         role: "explorer".into(),
+                        question: None,
                     },
                     PlannedSubagent {
                         id: "sa2".into(),
                         scope: vec!["b".into()],
                         role: "explorer".into(),
+                        question: None,
                     },
                 ],
                 reason: "test".into(),

@@ -26,7 +26,7 @@ use crate::source::ObservationLog;
 use crate::subagent::{SubagentActor, SubagentArgs, SubagentMsg};
 
 use super::report::plan_run;
-use super::{journal, plan, resume, LeadArgs, LeadMsg, RunConfig, CHECKPOINT_EVERY};
+use super::{journal, leader, plan, resume, LeadArgs, LeadMsg, RunConfig, CHECKPOINT_EVERY};
 
 pub(super) struct SubagentRecord {
     pub(super) summary: SubagentSummary,
@@ -100,6 +100,12 @@ pub(crate) struct LeadState {
     pub(super) search_question: String,
     /// Whether the subagents' model has a price: costs are shown only then.
     pub(super) priced: bool,
+    /// The lead model's turns (`plan`, `report`), in order.
+    pub(super) lead_turns: Vec<(String, leader::LeadTurn)>,
+    /// Set while the lead model writes the run's handoff.
+    pub(super) synthesising: bool,
+    /// The lead model's handoff, or why it was not used.
+    pub(super) synthesis: Option<Result<crate::handoff::Handoff, String>>,
 }
 
 impl LeadState {
@@ -158,6 +164,9 @@ impl LeadState {
             policy: Arc::new(Policy::default()),
             search_question,
             priced,
+            lead_turns: Vec::new(),
+            synthesising: false,
+            synthesis: None,
         }
     }
 
@@ -614,19 +623,14 @@ impl LeadState {
             paths: self.policy.read_roots().unwrap_or_else(|| vec![".".into()]),
             bytes: 0,
             role: "verifier".into(),
+            question: None,
         };
-        let mut listed: Vec<(String, Vec<String>, String)> = self
+        let mut listed: Vec<(String, &Shard)> = self
             .records
             .iter()
-            .map(|r| {
-                (
-                    r.summary.id.clone(),
-                    r.shard.paths.clone(),
-                    r.shard.role.clone(),
-                )
-            })
+            .map(|r| (r.summary.id.clone(), &r.shard))
             .collect();
-        listed.push((id.clone(), shard.paths.clone(), shard.role.clone()));
+        listed.push((id.clone(), &shard));
         self.log(vec![journal::planned(
             &listed,
             "second wave: a verifier re-checks the conclusions of repaired handoffs",
@@ -641,7 +645,11 @@ impl LeadState {
             && (self.planned || self.planning_error.is_some())
             && self.queue.is_empty()
             && self.running() == 0;
-        if !done {
+        if !done || self.synthesising {
+            return;
+        }
+        if self.wants_synthesis() {
+            self.synthesise(myself);
             return;
         }
         let report = self.report();
@@ -676,6 +684,86 @@ impl LeadState {
             me.stop(None);
         });
         self.finished = true;
+    }
+
+    /// Whether the lead model is still to write the run's handoff: it has one, something was
+    /// accepted, and the run was neither cancelled nor stopped by its log.
+    fn wants_synthesis(&self) -> bool {
+        self.config.lead_model.is_some()
+            && self.synthesis.is_none()
+            && !self.cancelled
+            && self.log_failed.is_none()
+            && self.records.iter().any(|r| r.summary.state.accepted())
+    }
+
+    /// Has the lead model write the run's handoff off the actor, from its compiled context
+    /// (the checkpoint's accepted handoffs), checked against what the subagents observed.
+    fn synthesise(&mut self, myself: &ActorRef<LeadMsg>) {
+        let Some(model) = self.config.lead_model.clone() else {
+            return;
+        };
+        let role = self.config.roles.get("lead").cloned();
+        let compiled = match role {
+            None => Err("no role profile `lead`".to_string()),
+            Some(role) => self
+                .context_for("lead", &[".".to_string()], &role)
+                .map(|(c, _)| c.text)
+                .map_err(|e| format!("its context could not be compiled: {e}")),
+        };
+        let system = match compiled {
+            Ok(text) => text,
+            Err(why) => {
+                self.synthesis = Some(Err(why));
+                self.finish_if_done(myself);
+                return;
+            }
+        };
+        let mut seen = crate::source::ObservationLog::default();
+        for r in self.records.iter().filter(|r| r.summary.state.accepted()) {
+            seen.record(r.observations.entries().iter().cloned());
+        }
+        self.synthesising = true;
+        let (meter, limits) = (Arc::clone(&self.config.cost), self.config.limits);
+        let (files, repairs) = (Arc::clone(&self.files), self.config.repairs);
+        let question = self.config.question.clone();
+        let me = myself.clone();
+        tokio::spawn(async move {
+            let (outcome, turn) = leader::synthesise(
+                model,
+                &meter,
+                limits,
+                system,
+                &question,
+                Arc::new(seen),
+                files,
+                repairs,
+            )
+            .await;
+            let _ = me.cast(LeadMsg::Synthesised { outcome, turn });
+        });
+    }
+
+    /// The lead model's handoff (or why it was not used) is in: the run can finish.
+    pub(super) fn on_synthesised(
+        &mut self,
+        myself: &ActorRef<LeadMsg>,
+        outcome: Result<crate::handoff::Handoff, String>,
+        turn: leader::LeadTurn,
+    ) {
+        self.lead_turn("report", turn);
+        self.synthesising = false;
+        self.synthesis = Some(outcome);
+        self.finish_if_done(myself);
+    }
+
+    /// Logs one of the lead model's turns and keeps it for the report.
+    pub(super) fn lead_turn(&mut self, purpose: &str, turn: leader::LeadTurn) {
+        self.log(vec![RunEvent::LeadTurn {
+            purpose: purpose.into(),
+            spent: turn.spent,
+            outcome: turn.outcome.clone(),
+        }]);
+        self.lead_turns.push((purpose.to_string(), turn));
     }
 
     /// A subagent that cannot go on: failed — or rejected, if it owed a repair.
@@ -726,12 +814,10 @@ impl LeadState {
             // The constraints come back from the log, with the rules they were typed to.
             self.adopt_policy();
             self.resumed_after = Some(resumption.after_seq);
-            let mut events = vec![
-                RunEvent::RunResumed {
-                    after_seq: resumption.after_seq,
-                },
-                journal::model_configured(&self.config),
-            ];
+            let mut events = vec![RunEvent::RunResumed {
+                after_seq: resumption.after_seq,
+            }];
+            events.extend(journal::models_configured(&self.config));
             events.extend(journal::cut_off(&resumption.cut_off));
             events.extend(resumption.stale.iter().map(|s| RunEvent::EvidenceStale {
                 subagent: s.subagent.clone(),
@@ -750,10 +836,8 @@ impl LeadState {
                 return;
             }
         } else {
-            let mut events = vec![
-                journal::started(&self.config),
-                journal::model_configured(&self.config),
-            ];
+            let mut events = vec![journal::started(&self.config)];
+            events.extend(journal::models_configured(&self.config));
             events.extend(journal::constraints(&self.config.constraints));
             self.log(events);
             self.adopt_policy();
@@ -764,10 +848,35 @@ impl LeadState {
         let shards = self.config.shards;
         let me = myself.clone();
         let tokenizer = Arc::clone(&self.tokenizer);
-        tokio::task::spawn_blocking(move || {
-            // The BPE vocabulary loads once (~0.2 s): here, not in a handler.
-            let _ = crate::context::Tokenizer::count(tokenizer.as_ref(), "warm");
-            let planned = plan_run(&workspace, roots.as_deref(), agents, max, shards);
+        let lead = self.config.lead_model.clone();
+        let meter = Arc::clone(&self.config.cost);
+        let limit = self.config.limits.model_call;
+        let question = self.search_question.clone();
+        tokio::spawn(async move {
+            let roots_for_plan = roots.clone();
+            let planned = tokio::task::spawn_blocking(move || {
+                // The BPE vocabulary loads once (~0.2 s): here, not in a handler.
+                let _ = crate::context::Tokenizer::count(tokenizer.as_ref(), "warm");
+                plan_run(&workspace, roots_for_plan.as_deref(), agents, max, shards)
+            })
+            .await
+            .unwrap_or_else(|e| Err(format!("planning failed: {e}")));
+            // A lead model proposes the subtasks; the shards stand if its plan does not.
+            let planned = match (lead, planned) {
+                (Some(model), Ok(mut p)) if !p.shards.is_empty() => {
+                    let tree = leader::Tree::of(&p.files, roots.as_deref());
+                    let fallback = std::mem::take(&mut p.shards);
+                    let (shards, reason, turn) = leader::propose(
+                        model, &meter, limit, &question, &tree, max, fallback, &p.reason,
+                    )
+                    .await;
+                    p.shards = shards;
+                    p.reason = reason;
+                    p.lead = Some(turn);
+                    Ok(p)
+                }
+                (_, planned) => planned,
+            };
             let _ = me.cast(LeadMsg::Planned(planned));
         });
     }

@@ -400,6 +400,49 @@ pub(crate) fn handoff_schema() -> serde_json::Value {
         .clone()
 }
 
+/// One call under the run's cost meter and a time limit: the call's estimate is reserved
+/// first (a `cost_limit` error when it could pass the limit, and nothing is sent), settled with
+/// what it cost once it returns.
+pub(crate) async fn call_metered(
+    model: &dyn Model,
+    meter: &CostMeter,
+    request: ModelRequest,
+    limit: std::time::Duration,
+) -> Result<ModelResponse, ModelError> {
+    let price = model.price();
+    let estimate = price.map_or(0, |p| p.estimate_micros(&request));
+    meter
+        .reserve(estimate)
+        .map_err(|why| ModelError::new(ErrorKind::CostLimit, why))?;
+    let reply = tokio::time::timeout(limit, model.complete(request)).await;
+    let cost = match &reply {
+        Ok(Ok(r)) => price.map_or(0, |p| p.cost_micros(&r.usage)),
+        _ => 0,
+    };
+    meter.settle(estimate, cost);
+    reply.unwrap_or_else(|_| {
+        Err(ModelError::new(
+            ErrorKind::Timeout,
+            format!(
+                "the model call ran past its {} s limit",
+                limit.as_secs_f64()
+            ),
+        ))
+    })
+}
+
+/// Adds one call's usage (and its cost at `price`) to what was spent.
+pub(crate) fn charge(spent: &mut crate::policy::Spent, usage: &Usage, price: Option<Price>) {
+    spent.model_turns += 1;
+    spent.tokens_in += usage.all_input();
+    spent.tokens_out += usage.output_tokens;
+    spent.cache_read_tokens += usage.cache_read_tokens;
+    spent.cache_write_tokens += usage.cache_write_tokens;
+    if let Some(price) = price {
+        spent.cost_micros += price.cost_micros(usage);
+    }
+}
+
 /// About four bytes a token: the estimate used where no tokenizer is given.
 pub fn estimate_tokens(text: &str) -> u64 {
     estimate_tokens_of_len(text.len())

@@ -334,15 +334,7 @@ impl AgentLoop {
             Ok(r) => r,
             Err(e) => return Step::Failed(e.to_string()),
         };
-        let usage = response.usage;
-        self.spent.model_turns += 1;
-        self.spent.tokens_in += usage.all_input();
-        self.spent.tokens_out += usage.output_tokens;
-        self.spent.cache_read_tokens += usage.cache_read_tokens;
-        self.spent.cache_write_tokens += usage.cache_write_tokens;
-        if let Some(price) = self.price {
-            self.spent.cost_micros += price.cost_micros(&usage);
-        }
+        crate::model::charge(&mut self.spent, &response.usage, self.price);
         if response.stop == StopReason::Refusal {
             return Step::Failed(format!(
                 "the model refused: {}",

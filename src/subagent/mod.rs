@@ -26,7 +26,7 @@ pub(crate) use agent_loop::{AgentLoop, CompactionNote, Step, ANSWER_TOKENS};
 
 use crate::checkpoint::sha256_hex;
 use crate::handoff::Violation;
-use crate::model::{CostMeter, ErrorKind, Model, ModelConfig, ModelError, ModelResponse};
+use crate::model::{CostMeter, Model, ModelConfig, ModelError, ModelResponse};
 use crate::policy::{Budget, Spent, TimeLimits};
 use crate::source::{Observation, ObservationLog};
 use crate::tools::{ToolCall, ToolRegistry, ToolResult, Workspace};
@@ -256,16 +256,7 @@ impl SubagentState {
             Step::CallModel(request) => {
                 let model = Arc::clone(&self.model);
                 let limit = self.limits.model_call;
-                let price = model.price();
-                let estimate = price.map_or(0, |p| p.estimate_micros(&request));
                 // No call goes out that could take the run past its cost limit.
-                if let Err(why) = self.cost.reserve(estimate) {
-                    let _ = myself.cast(SubagentMsg::ModelReplied(Err(ModelError::new(
-                        ErrorKind::CostLimit,
-                        why,
-                    ))));
-                    return;
-                }
                 let cost = Arc::clone(&self.cost);
                 let report = Arc::clone(&self.report);
                 let span = tracing::info_span!(
@@ -278,26 +269,13 @@ impl SubagentState {
                 self.work = Some(spawn_work(
                     myself,
                     async move {
-                        let call = tokio::time::timeout(limit, model.complete(request));
+                        let call =
+                            crate::model::call_metered(model.as_ref(), &cost, request, limit);
                         let reply = call.instrument(span).await;
-                        let spent = match &reply {
-                            Ok(Ok(r)) => price.map_or(0, |p| p.cost_micros(&r.usage)),
-                            _ => 0,
-                        };
-                        cost.settle(estimate, spent);
                         if let Some(config) = model.take_config_change() {
                             report(SubagentReport::ModelConfigured { config });
                         }
-                        match reply {
-                            Ok(reply) => reply,
-                            Err(_) => Err(ModelError::new(
-                                ErrorKind::Timeout,
-                                format!(
-                                    "the model call ran past its {} s limit",
-                                    limit.as_secs_f64()
-                                ),
-                            )),
-                        }
+                        reply
                     },
                     SubagentMsg::ModelReplied,
                 ));
