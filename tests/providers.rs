@@ -727,3 +727,36 @@ async fn keys_never_show_in_debug_output() {
         "an echoed key is redacted"
     );
 }
+
+/// Cancelling a run aborts the model calls in flight: a server that would answer in a minute
+/// holds nobody up.
+#[tokio::test]
+async fn cancelling_a_run_aborts_requests_in_flight() {
+    let server = Server::start(|_, _| {
+        std::thread::sleep(Duration::from_secs(60));
+        Reply::Json(500, vec![], json!({}))
+    });
+    let dir = crate::support::rust_tree();
+    let model = std::sync::Arc::new(openai(&server, true));
+    let handle = baton::Coordinator::new()
+        .model(model)
+        .start(
+            baton::Task::new("where is the retry policy?", dir.path()),
+            None,
+        )
+        .await
+        .unwrap();
+    // Wait until requests are out, then cancel.
+    let start = Instant::now();
+    while server.requests().is_empty() && start.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!server.requests().is_empty());
+    handle.canceller().cancel();
+    let report = tokio::time::timeout(Duration::from_secs(10), handle.wait())
+        .await
+        .expect("the run ends without waiting for the model")
+        .unwrap();
+    assert!(report.cancelled);
+    assert!(start.elapsed() < Duration::from_secs(15));
+}

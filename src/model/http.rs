@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tracing::Instrument;
 
-use super::{ApiKey, ErrorKind, Limiter, ModelError};
+use super::{ApiKey, ErrorKind, Limiter, ModelError, ModelResponse};
 
 /// Retries of a failed call: only errors whose kind is retryable are retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -251,15 +251,15 @@ impl Http {
     /// Runs `attempt` until it succeeds, fails for good, or the attempts run out: each
     /// attempt waits for the shared limiter first; a retryable failure waits its backoff (or
     /// the provider's `retry-after`). The last error names the attempts made.
-    pub(crate) async fn with_retries<T, F, Fut>(
+    pub(crate) async fn with_retries<F, Fut>(
         &self,
         model: &str,
         tokens: u64,
         mut attempt: F,
-    ) -> Result<T, ModelError>
+    ) -> Result<ModelResponse, ModelError>
     where
         F: FnMut(u32) -> Fut,
-        Fut: std::future::Future<Output = Result<T, ModelError>>,
+        Fut: std::future::Future<Output = Result<ModelResponse, ModelError>>,
     {
         let retry = self.options.retry;
         let mut n = 1;
@@ -272,14 +272,22 @@ impl Http {
                 attempt = n,
                 status = tracing::field::Empty,
                 latency_ms = tracing::field::Empty,
+                input_tokens = tracing::field::Empty,
+                output_tokens = tracing::field::Empty,
+                cache_read_tokens = tracing::field::Empty,
+                stop = tracing::field::Empty,
             );
             let started = Instant::now();
             let result = attempt(n).instrument(span.clone()).await;
             span.record("latency_ms", started.elapsed().as_millis() as u64);
             match result {
-                Ok(value) => {
+                Ok(response) => {
                     span.record("status", "ok");
-                    return Ok(value);
+                    span.record("input_tokens", response.usage.all_input());
+                    span.record("output_tokens", response.usage.output_tokens);
+                    span.record("cache_read_tokens", response.usage.cache_read_tokens);
+                    span.record("stop", format!("{:?}", response.stop).as_str());
+                    return Ok(response);
                 }
                 Err(mut error) => {
                     span.record("status", error.status.unwrap_or(0));
