@@ -531,12 +531,15 @@ fn max_cost_stops_spawning_before_overspending() {
     assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("${cost:.4} of $0.0200")));
 }
 
+/// A model, its environment, extra flags, and what the error must say.
+type Case<'a> = (&'a str, &'a [(&'a str, String)], &'a [&'a str], &'a str);
+
 #[test]
 fn bad_model_flags_are_one_line_errors_before_any_state_is_made() {
     let root = four_dirs();
     let state = tempfile::tempdir().unwrap();
     let missing = state.path().join("never");
-    let cases: [(&str, &[(&str, String)], &[&str], &str); 4] = [
+    let cases: [Case; 4] = [
         ("gemini:x", &[], &[], "not a model"),
         ("anthropic:claude-sonnet-4-5", &[], &[], "ANTHROPIC_API_KEY"),
         (

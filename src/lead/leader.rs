@@ -7,7 +7,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::Value;
 
@@ -31,6 +30,32 @@ const LEAD_ANSWER_TOKENS: u32 = 4096;
 
 /// Most directories the tree listing shows the lead model.
 const LISTED_DIRS: usize = 300;
+
+/// The lead model and what each of its calls goes through: the run's cost meter and the
+/// time limits.
+pub(super) struct LeadModel {
+    pub(super) model: Arc<dyn Model>,
+    pub(super) meter: Arc<CostMeter>,
+    pub(super) limits: crate::policy::TimeLimits,
+}
+
+impl LeadModel {
+    async fn call(
+        &self,
+        request: ModelRequest,
+        turn: &mut LeadTurn,
+    ) -> Result<crate::model::ModelResponse, crate::model::ModelError> {
+        let response = call_metered(
+            self.model.as_ref(),
+            &self.meter,
+            request,
+            self.limits.model_call,
+        )
+        .await?;
+        charge(&mut turn.spent, &response.usage, self.model.price());
+        Ok(response)
+    }
+}
 
 /// One of the lead model's jobs, done: what it spent, and what came of it.
 #[derive(Debug, Clone, Default)]
@@ -207,11 +232,8 @@ pub(super) fn check_plan(text: &str, max: usize, tree: &Tree) -> Result<Vec<Subt
 /// Asks the lead model for the plan: its subtasks as shards (each with its question), or — when
 /// its plan is still invalid after one more turn, or the model fails — `fallback` with the
 /// reason. Returns the shards, the plan's reason for the log, and the lead's turn.
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn propose(
-    model: Arc<dyn Model>,
-    meter: &CostMeter,
-    limit: Duration,
+    lead: &LeadModel,
     question: &str,
     tree: &Tree,
     max: usize,
@@ -242,14 +264,13 @@ pub(super) async fn propose(
             Vec::new().into(),
             LEAD_ANSWER_TOKENS,
         );
-        let response = match call_metered(model.as_ref(), meter, request, limit).await {
+        let response = match lead.call(request, &mut turn).await {
             Ok(r) => r,
             Err(e) => {
                 turn.outcome = format!("the lead model failed: {e}");
                 break;
             }
         };
-        charge(&mut turn.spent, &response.usage, model.price());
         match check_plan(&response.text, max, tree) {
             Ok(subtasks) => {
                 let shards: Vec<Shard> = subtasks
@@ -264,7 +285,7 @@ pub(super) async fn propose(
                 turn.outcome = "accepted".into();
                 let reason = format!(
                     "planned by the lead model ({}): {} subtask(s)",
-                    model.name(),
+                    lead.model.name(),
                     shards.len()
                 );
                 return (shards, reason, turn);
@@ -298,9 +319,7 @@ pub(super) async fn propose(
 /// against the workspace's files and what the subagents observed — with `repairs` turns to
 /// fix it. Returns the handoff, or why it was not used, and the lead's turn.
 pub(super) async fn synthesise(
-    model: Arc<dyn Model>,
-    meter: &CostMeter,
-    limits: crate::policy::TimeLimits,
+    lead: &LeadModel,
     system: String,
     question: &str,
     observations: Arc<ObservationLog>,
@@ -327,21 +346,20 @@ pub(super) async fn synthesise(
             LEAD_ANSWER_TOKENS,
         );
         request.handoff = true;
-        let response = match call_metered(model.as_ref(), meter, request, limits.model_call).await {
+        let response = match lead.call(request, &mut turn).await {
             Ok(r) => r,
             Err(e) => {
                 turn.outcome = format!("the lead model failed: {e}");
                 return (Err(turn.outcome.clone()), turn);
             }
         };
-        charge(&mut turn.spent, &response.usage, model.price());
         if response.stop == crate::model::StopReason::MaxTokens {
             turn.outcome = "its handoff was cut off at the answer's token limit".into();
             return (Err(turn.outcome.clone()), turn);
         }
         let text = response.text.clone();
         let (log, files) = (Arc::clone(&observations), Arc::clone(&files));
-        let checked = crate::tools::run_blocking(limits.tool_call, false, move || {
+        let checked = crate::tools::run_blocking(lead.limits.tool_call, false, move || {
             let check = Check {
                 files: Some(files.as_ref()),
                 observations: Some(log.as_ref()),

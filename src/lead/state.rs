@@ -728,17 +728,13 @@ impl LeadState {
         let question = self.config.question.clone();
         let me = myself.clone();
         tokio::spawn(async move {
-            let (outcome, turn) = leader::synthesise(
+            let lead = leader::LeadModel {
                 model,
-                &meter,
+                meter,
                 limits,
-                system,
-                &question,
-                Arc::new(seen),
-                files,
-                repairs,
-            )
-            .await;
+            };
+            let (outcome, turn) =
+                leader::synthesise(&lead, system, &question, Arc::new(seen), files, repairs).await;
             let _ = me.cast(LeadMsg::Synthesised { outcome, turn });
         });
     }
@@ -850,7 +846,7 @@ impl LeadState {
         let tokenizer = Arc::clone(&self.tokenizer);
         let lead = self.config.lead_model.clone();
         let meter = Arc::clone(&self.config.cost);
-        let limit = self.config.limits.model_call;
+        let limits = self.config.limits;
         let question = self.search_question.clone();
         tokio::spawn(async move {
             let roots_for_plan = roots.clone();
@@ -866,10 +862,13 @@ impl LeadState {
                 (Some(model), Ok(mut p)) if !p.shards.is_empty() => {
                     let tree = leader::Tree::of(&p.files, roots.as_deref());
                     let fallback = std::mem::take(&mut p.shards);
-                    let (shards, reason, turn) = leader::propose(
-                        model, &meter, limit, &question, &tree, max, fallback, &p.reason,
-                    )
-                    .await;
+                    let lead = leader::LeadModel {
+                        model,
+                        meter,
+                        limits,
+                    };
+                    let (shards, reason, turn) =
+                        leader::propose(&lead, &question, &tree, max, fallback, &p.reason).await;
                     p.shards = shards;
                     p.reason = reason;
                     p.lead = Some(turn);

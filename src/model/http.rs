@@ -106,7 +106,7 @@ pub(crate) enum Answer {
     /// A whole JSON body.
     Json(Value),
     /// A stream of server-sent events.
-    Stream(Events),
+    Stream(Box<Events>),
 }
 
 impl Http {
@@ -204,7 +204,7 @@ impl Http {
             .is_some_and(|v| v.starts_with("application/json"));
         // A server that ignores `stream` and answers whole is read whole.
         if stream && !json_body {
-            return Ok(Answer::Stream(Events {
+            return Ok(Answer::Stream(Box::new(Events {
                 response,
                 buffer: Vec::new(),
                 data: Vec::new(),
@@ -213,7 +213,7 @@ impl Http {
                 idle: self.options.idle_timeout,
                 done: false,
                 request_id,
-            }));
+            })));
         }
         let bytes = self.read_all(response).await?;
         serde_json::from_slice(&bytes)
