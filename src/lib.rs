@@ -45,6 +45,14 @@
 //!   run and is its result — no report is given as if logged — and a checkpoint is stored
 //!   only once what it covers is durable (at most once a second, and at the end; a run keeps
 //!   its two latest);
+//!   `lead::leader` is the lead's own model (`--lead-model`): it proposes the subtasks as a
+//!   JSON plan checked against `contracts/plan.schema.json` (`check_plan`, pure; the shards
+//!   stand when it fails twice) and writes the run's handoff from its compiled `lead` context,
+//!   validated like a subagent's against the union of what the accepted subagents observed
+//!   (`LeadState::synthesise` runs it before the run finishes); each turn is logged
+//!   (`lead_turn`) and its usage reported apart (`Report::models`). The lead logs each model's
+//!   configuration (`model_configured`) at start, on resume and at every fallback, and starts
+//!   no subagent whose first call could pass the run's cost limit.
 //!   `lead::resume` reads a log back into what a resumed run starts from (pure): ended
 //!   subagents (and accepted handoffs) are kept, mid-flight ones redone, cut-off effects
 //!   become outcome_unknown, and `Resumption::recheck` moves conclusions whose cited text
@@ -155,7 +163,22 @@
 //!   the profile, constraints only from the checkpoint's `constraint_stated` events), nor close
 //!   the data section or add an entry (`context::escape_data`: inner lines indented, marker
 //!   text escaped).
-//! - `model` — the [`Model`] trait and its request/response types; `model::offline` is the
+//! - `model` (public) — the [`Model`] trait and its request/response types: a stop reason
+//!   (`end`, `tool_use`, `max_tokens`, `refusal`), a typed [`ModelError`] (kind, provider,
+//!   status, request id, `retry_after`; `retryable` read by the retry loop), usage with cache
+//!   reads and writes, per-request max_tokens, temperature and tool choice, and `handoff` (the
+//!   answer is a handoff: a provider asks for the contract's JSON form). `model::anthropic`
+//!   ([`model::AnthropicModel`]: the Messages API, SSE streaming, a forced `submit_handoff`
+//!   tool, cache breakpoints on the stable prefix) and `model::openai` ([`model::OpenAiModel`]:
+//!   chat completions and the compatible servers' dialects, each fallback taken once, remembered
+//!   and announced through `Model::take_config_change`) speak the wire formats over
+//!   `model::http` (reqwest with rustls/ring; connect, request and idle-stream timeouts; the
+//!   retry loop with backoff, jitter and `retry-after`; the shared [`model::Limiter`]; an SSE
+//!   reader; provider-safe tool-call ids); `model::price` holds the known models' prices and
+//!   context windows, the `--prices` TOML table and the run's [`model::CostMeter`] (a call's
+//!   estimate reserved before it is sent, settled after); `model::secret` the redacting
+//!   [`model::ApiKey`]; `model::spec` parses `--model` and connects ([`model::connect`]).
+//!   `model::offline` is the
 //!   deterministic local explorer ([`OfflineModel`]), each turn a pure function of the
 //!   transcript: `terms` (question → identifiers, compounds, literals, stems, abbreviations,
 //!   examples), `survey` (count greps → line-based rarity of each term, files to read), `rank`
@@ -164,7 +187,10 @@
 //!   the doubted claims from its context's data section and confirms one only when the reread
 //!   lines hold its quotes and symbols. **Invariant:** it cites nothing its own tool calls did
 //!   not show it, and settles no location when too little of the question occurs. `model::scripted` ([`ScriptedModel`]) plays a script for tests. Nothing
-//!   outside `model` knows a wire format.
+//!   outside `model` knows a wire format. **Invariant:** no call is sent whose estimate could
+//!   take the run past its cost limit; an API key appears in no output, log or state; a
+//!   fallback is taken only on an error naming the unsupported field (or an empty stream),
+//!   never to hide another error.
 //! - `tools` — the [`Tool`] trait (a tool declares whether it only reads: `Tool::read_only`,
 //!   false unless it says so; and what a call would touch: `Tool::consequences`, undeclared
 //!   unless it says), [`ToolRegistry`] (`execute`, the only way a tool runs, passes the gate

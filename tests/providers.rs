@@ -760,3 +760,89 @@ async fn cancelling_a_run_aborts_requests_in_flight() {
     assert!(report.cancelled);
     assert!(start.elapsed() < Duration::from_secs(15));
 }
+
+#[tokio::test]
+async fn openai_stream_options_and_max_tokens_refusals_fall_back_and_json_to_a_stream_is_read_whole(
+) {
+    let server = Server::start(|r, _| {
+        if r.body.get("stream_options").is_some() {
+            return Reply::Json(
+                400,
+                vec![],
+                json!({"error": {"message": "Unrecognized request argument supplied: stream_options"}}),
+            );
+        }
+        if r.body.get("max_tokens").is_some() {
+            return Reply::Json(
+                400,
+                vec![],
+                json!({"error": {"message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.", "param": "max_tokens"}}),
+            );
+        }
+        // A JSON body, though a stream was asked for.
+        openai_message(
+            json!({"role": "assistant", "content": "whole"}),
+            "stop",
+            Some(json!({"prompt_tokens": 2, "completion_tokens": 1})),
+        )
+    });
+    let model = openai(&server, true);
+    assert_eq!(model.complete(request(false)).await.unwrap().text, "whole");
+    let last = &server.requests()[2].body;
+    assert_eq!(last["max_completion_tokens"], 256);
+    assert_eq!(
+        last["stream"], true,
+        "still streamed: the JSON answer was read whole"
+    );
+    let changes: Vec<String> = model
+        .config()
+        .fallbacks
+        .into_iter()
+        .map(|f| f.change)
+        .collect();
+    assert_eq!(
+        changes,
+        vec![
+            "stream_options: none",
+            "max_tokens -> max_completion_tokens"
+        ]
+    );
+}
+
+/// The live progress events carry each subagent's cost when the model's price is known.
+#[tokio::test]
+async fn progress_events_carry_the_cost() {
+    let server = Server::start(|_, _| {
+        openai_message(
+            json!({"role": "assistant", "content": "## Settled conclusions\n## Open items\n- nothing found — stuck: nothing\n## Hard constraints\n- none\n"}),
+            "stop",
+            Some(json!({"prompt_tokens": 1000, "completion_tokens": 100})),
+        )
+    });
+    let dir = crate::support::rust_tree();
+    let model = std::sync::Arc::new(openai(&server, false));
+    let (sender, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let report = baton::Coordinator::new()
+        .model(model)
+        .shards(1)
+        .start(
+            baton::Task::new("where is the retry policy?", dir.path()),
+            Some(sender),
+        )
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    // gpt-4o: $2.50 in and $10 out per million tokens.
+    assert_eq!(report.usage.cost_usd, Some(0.0035));
+    let mut costs = Vec::new();
+    while let Ok(e) = events.try_recv() {
+        if let baton::Event::SubagentProgressed { cost_usd, .. }
+        | baton::Event::SubagentEnded { cost_usd, .. } = e
+        {
+            costs.push(cost_usd);
+        }
+    }
+    assert_eq!(costs.last(), Some(&Some(0.0035)), "{costs:?}");
+}
