@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::checkpoint::{EventStore, RunLog, StoreError};
+use crate::checkpoint::{EventStore, RunEvent, RunLog, StoreError};
 use crate::event::Event;
 use crate::lead::{restore, LeadArgs, LeadHandle, Resumption, RunConfig, Stated};
 use crate::model::{Model, OfflineModel};
@@ -438,6 +438,9 @@ impl Coordinator {
         // What was accepted is rechecked against the tree as it is now — only where the run's
         // constraints let files be read — and the log projected, off the runtime.
         let policy = Arc::new(crate::policy::Policy::from_log(&logged));
+        // What the log says was spent counts against the cost limit of the resumed run.
+        let cost = crate::model::CostMeter::new(self.max_cost);
+        cost.settle(0, logged_cost(&logged));
         let (tree, id) = (workspace.under(policy), run_id.to_string());
         let resumption = tokio::task::spawn_blocking(move || {
             let mut resumption = resumption;
@@ -462,7 +465,7 @@ impl Coordinator {
             roles: self.role_profiles()?,
             log: None,
             limits: self.limits,
-            cost: Arc::new(crate::model::CostMeter::new(self.max_cost)),
+            cost: Arc::new(cost),
             subagent_cost_cap: self.subagent_max_cost,
             _claim: claim,
         };
@@ -564,5 +567,61 @@ fn micros(dollars: f64) -> u64 {
         (dollars * 1e6).round().min(u64::MAX as f64) as u64
     } else {
         0
+    }
+}
+
+/// What a run's log says its model calls cost, in millionths of a dollar: every subagent that
+/// ended (`budget_spent`) and every turn of the lead's model (`lead_turn`). A subagent cut off
+/// mid-flight logged nothing of what it spent.
+fn logged_cost(events: &[crate::checkpoint::LoggedEvent]) -> u64 {
+    events
+        .iter()
+        .map(|e| match &e.event {
+            RunEvent::BudgetSpent { spent, .. } | RunEvent::LeadTurn { spent, .. } => {
+                spent.cost_micros
+            }
+            _ => 0,
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::LoggedEvent;
+    use crate::policy::Spent;
+
+    fn logged(event: RunEvent) -> LoggedEvent {
+        LoggedEvent {
+            run_id: "r".into(),
+            seq: 1,
+            at_ms: 0,
+            event,
+            prev: String::new(),
+            digest: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_resume_counts_what_the_log_says_was_spent() {
+        let spent = |cost_micros| Spent {
+            cost_micros,
+            ..Spent::default()
+        };
+        let events = vec![
+            logged(RunEvent::BudgetSpent {
+                subagent: "sa1".into(),
+                spent: spent(1200),
+            }),
+            logged(RunEvent::LeadTurn {
+                purpose: "plan".into(),
+                spent: spent(300),
+                outcome: "accepted".into(),
+            }),
+            logged(RunEvent::RunResumed { after_seq: 2 }),
+        ];
+        assert_eq!(logged_cost(&events), 1500);
+        assert_eq!(micros(0.0015), 1500);
+        assert_eq!(micros(-1.0), 0);
     }
 }
