@@ -249,12 +249,12 @@ impl ModelUsage {
         };
         let mut micros = 0;
         for s in spent {
-            u.model_calls += u64::from(s.model_turns);
-            u.tokens_in += s.tokens_in;
-            u.tokens_out += s.tokens_out;
-            u.cache_read_tokens += s.cache_read_tokens;
-            u.cache_write_tokens += s.cache_write_tokens;
-            micros += s.cost_micros;
+            u.model_calls = u.model_calls.saturating_add(u64::from(s.model_turns));
+            u.tokens_in = u.tokens_in.saturating_add(s.tokens_in);
+            u.tokens_out = u.tokens_out.saturating_add(s.tokens_out);
+            u.cache_read_tokens = u.cache_read_tokens.saturating_add(s.cache_read_tokens);
+            u.cache_write_tokens = u.cache_write_tokens.saturating_add(s.cache_write_tokens);
+            micros = u64::saturating_add(micros, s.cost_micros);
         }
         u.cost_usd = priced.then(|| crate::model::price::dollars(micros));
         u
@@ -352,7 +352,7 @@ impl Report {
             } else {
                 format!(" ({} denied)", self.denials.len())
             },
-            self.usage.tokens_in + self.usage.tokens_out,
+            self.usage.tokens_in.saturating_add(self.usage.tokens_out),
             {
                 let mut cost = match (self.usage.cost_usd, self.usage.max_cost_usd) {
                     (Some(c), Some(max)) => format!(", ${c:.4} of ${max:.4}"),

@@ -846,3 +846,146 @@ async fn progress_events_carry_the_cost() {
     }
     assert_eq!(costs.last(), Some(&Some(0.0035)), "{costs:?}");
 }
+
+#[tokio::test]
+async fn a_stream_whose_headers_never_come_times_out_and_is_retried() {
+    let server = Server::start(|_, _| {
+        std::thread::sleep(Duration::from_secs(5));
+        Reply::Sse(Vec::new(), None)
+    });
+    let model = AnthropicModel::new(
+        "claude-sonnet-4-5",
+        ApiKey::new("k").unwrap(),
+        Some(&server.url),
+        HttpOptions {
+            idle_timeout: Duration::from_millis(200),
+            retry: Retry {
+                attempts: 2,
+                base: Duration::from_millis(10),
+                max_delay: Duration::from_secs(1),
+            },
+            ..options(true)
+        },
+    )
+    .unwrap();
+    let start = Instant::now();
+    let e = model.complete(request(false)).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn no_redirect_is_followed_so_the_key_stays_with_its_origin() {
+    let elsewhere =
+        Server::start(|_, _| anthropic_message(json!([{"type": "text", "text": "x"}]), "end_turn"));
+    let target = format!("{}/v1/messages", elsewhere.url);
+    let server =
+        Server::start(move |_, _| Reply::Json(307, vec![("location", target.clone())], json!({})));
+    let e = anthropic(&server, false)
+        .complete(request(false))
+        .await
+        .unwrap_err();
+    assert_eq!(e.status, Some(307));
+    assert!(
+        elsewhere.requests().is_empty(),
+        "the key followed a redirect"
+    );
+}
+
+#[tokio::test]
+async fn a_key_echoed_on_any_error_path_is_redacted() {
+    let key = "sk-ant-test-key";
+    let server = Server::start(move |_, n| match n {
+        // A 200 that is not a message; an error event mid-stream.
+        0 => Reply::Json(
+            200,
+            vec![],
+            json!({"type": "error", "error": {"message": format!("bad key {key}")}}),
+        ),
+        _ => Reply::Sse(
+            vec![event(
+                "error",
+                json!({"type": "error", "error": {"type": "invalid_request_error", "message": format!("bad key {key}")}}),
+            )],
+            None,
+        ),
+    });
+    let e = anthropic(&server, false)
+        .complete(request(false))
+        .await
+        .unwrap_err();
+    assert!(!format!("{e:?} {e}").contains(key), "{e}");
+    assert!(e.to_string().contains("[redacted]"), "{e}");
+    let e = anthropic(&server, true)
+        .complete(request(false))
+        .await
+        .unwrap_err();
+    assert!(
+        !format!("{e:?} {e}").contains(key) && e.to_string().contains("[redacted]"),
+        "{e}"
+    );
+    let openai_key = "sk-openai-test-key";
+    let server = Server::start(move |_, _| {
+        Reply::Sse(
+            vec![data(
+                json!({"error": {"message": format!("Incorrect API key: Bearer {openai_key}")}}),
+            )],
+            None,
+        )
+    });
+    let e = openai(&server, true)
+        .complete(request(false))
+        .await
+        .unwrap_err();
+    assert!(!format!("{e:?} {e}").contains(openai_key), "{e}");
+}
+
+#[tokio::test]
+async fn bytes_that_are_not_server_sent_events_are_an_error_not_a_fallback() {
+    let server = Server::start(|_, _| Reply::Sse(vec!["hello, not SSE".into()], None));
+    let model = openai(&server, true);
+    let e = model.complete(request(false)).await.unwrap_err();
+    assert!(e.to_string().contains("held no event"), "{e}");
+    assert!(model.config().fallbacks.is_empty());
+}
+
+/// Cancelling aborts the lead model's call too: planning that would take a minute ends at
+/// once, and so does writing the report.
+#[tokio::test]
+async fn cancelling_aborts_the_lead_model_s_calls() {
+    let server = Server::start(|_, _| {
+        std::thread::sleep(Duration::from_secs(60));
+        Reply::Json(500, vec![], json!({}))
+    });
+    let dir = crate::support::rust_tree();
+    let handle = baton::Coordinator::new()
+        .lead_model(std::sync::Arc::new(openai(&server, true)))
+        .start(
+            baton::Task::new("where is the retry policy?", dir.path()),
+            None,
+        )
+        .await
+        .unwrap();
+    let start = Instant::now();
+    while server.requests().is_empty() && start.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(server.requests().len(), 1, "the lead is planning");
+    handle.canceller().cancel();
+    let report = tokio::time::timeout(Duration::from_secs(10), handle.wait())
+        .await
+        .expect("the run ends without waiting for the lead model")
+        .unwrap();
+    assert!(report.cancelled);
+    assert!(report.subagents.is_empty());
+    assert!(report
+        .handoff
+        .open_items
+        .iter()
+        .any(|o| o.stuck_on.contains("cancelled before it was planned")));
+}

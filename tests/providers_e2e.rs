@@ -539,8 +539,28 @@ fn bad_model_flags_are_one_line_errors_before_any_state_is_made() {
     let root = four_dirs();
     let state = tempfile::tempdir().unwrap();
     let missing = state.path().join("never");
-    let cases: [Case; 4] = [
+    let control_key = [("ANTHROPIC_API_KEY", "sk-ant-AB\u{1}CD".to_string())];
+    let query_url = [(
+        "OPENAI_BASE_URL",
+        "http://127.0.0.1:9/v1?api-key=QSECRET".to_string(),
+    )];
+    let fifo_prices = ["--prices", "/dev/zero"];
+    let cases: [Case; 8] = [
         ("gemini:x", &[], &[], "not a model"),
+        (
+            "anthropic:claude-sonnet-4-5",
+            &control_key,
+            &[],
+            "ANTHROPIC_API_KEY holds a character",
+        ),
+        ("openai:test", &query_url, &[], "holds a query"),
+        ("offline", &[], &fifo_prices, "not a regular file"),
+        (
+            "offline",
+            &[],
+            &["--max-cost", "1"],
+            "the offline model has no price",
+        ),
         ("anthropic:claude-sonnet-4-5", &[], &[], "ANTHROPIC_API_KEY"),
         (
             "openai:test",
@@ -564,6 +584,10 @@ fn bad_model_flags_are_one_line_errors_before_any_state_is_made() {
             "{model}: {err}"
         );
         assert!(!missing.exists(), "{model} made the state");
+        assert!(
+            !err.contains("QSECRET") && !err.contains("sk-ant-AB"),
+            "{err}"
+        );
     }
 }
 
@@ -584,6 +608,14 @@ fn lead_and_subagents(plan: Value) -> (Server, std::sync::Arc<std::sync::Mutex<V
                 );
             }
             return openai_reply(&r.body, n);
+        }
+        // The lead's server takes no json_schema: the lead falls back, and the log says so.
+        if r.body["response_format"]["type"] == "json_schema" {
+            return Reply::Json(
+                400,
+                vec![],
+                json!({"error": {"message": "response_format json_schema is not supported"}}),
+            );
         }
         let system = r.body["messages"][0]["content"]
             .as_str()
@@ -664,8 +696,12 @@ fn a_lead_model_plans_the_subtasks_and_writes_the_report_from_what_was_observed(
         .into_iter()
         .filter(|r| r.body["model"] == "lead")
         .collect();
-    assert_eq!(lead_requests.len(), 3, "a plan, a report, and its repair");
-    let repair = lead_requests[2].body["messages"]
+    assert_eq!(
+        lead_requests.len(),
+        4,
+        "a plan, a report refused for its json_schema, the report, and its repair"
+    );
+    let repair = lead_requests[3].body["messages"]
         .as_array()
         .unwrap()
         .last()
@@ -701,7 +737,21 @@ fn a_lead_model_plans_the_subtasks_and_writes_the_report_from_what_was_observed(
             _ => None,
         })
         .collect();
-    assert_eq!(roles, vec!["subagents", "lead"]);
+    assert_eq!(roles, vec!["subagents", "lead", "lead"]);
+    let lead_fallbacks = events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.event {
+            baton::RunEvent::ModelConfigured { role, config } if role == "lead" => {
+                Some(config.fallbacks.clone())
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        lead_fallbacks[0].change,
+        "response_format: json_schema -> json_object"
+    );
     assert!(events.iter().any(|e| matches!(&e.event, baton::RunEvent::PlanRevised { reason, .. } if reason == "planned by the lead model (openai:lead): 2 subtask(s)")));
     let turns: Vec<(String, String)> = events
         .iter()

@@ -371,8 +371,8 @@ fn coordinator(args: &ModelArgs) -> Result<Coordinator, String> {
     let prices = match &args.prices {
         None => baton::model::PriceTable::default(),
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("--prices {}: {e}", path.display()))?;
+            let text =
+                read_input(path, 1 << 20, "a prices file").map_err(|e| format!("--prices {e}"))?;
             baton::model::PriceTable::parse(&text)
                 .map_err(|e| format!("--prices {}: {e}", path.display()))?
         }
@@ -412,10 +412,14 @@ fn coordinator(args: &ModelArgs) -> Result<Coordinator, String> {
     }
     if args.max_cost.is_some() || args.max_cost_per_subagent.is_some() {
         if let Some(unpriced) = models.iter().find(|m| m.price().is_none()) {
-            return Err(format!(
-                "--max-cost: no price is known for {}: give one in a --prices file",
-                unpriced.name()
-            ));
+            return Err(if spec.provider == baton::model::Provider::Offline {
+                "--max-cost: the offline model has no price (it costs nothing)".to_string()
+            } else {
+                format!(
+                    "--max-cost: no price is known for {}: give one in a --prices file",
+                    unpriced.name()
+                )
+            });
         }
     }
     coordinator = coordinator.model(model);

@@ -1,5 +1,5 @@
 //! The live progress display on stderr: one line per subagent (id, role, shard, tool calls,
-//! tokens, cost when the model's price is known, state), and a line with the run's cost so far,
+//! tokens, cost when the model's price is known, state), and a line with the subagents' cost so far,
 //! drawn with indicatif; nothing when stderr is not a terminal.
 
 use std::collections::HashMap;
@@ -73,7 +73,10 @@ pub(crate) fn spawn(
         let show_total = |lines: &HashMap<String, Line>| {
             let costs: Vec<f64> = lines.values().filter_map(|l| l.cost).collect();
             if !costs.is_empty() {
-                total.set_message(format!("cost so far ${:.4}", costs.iter().sum::<f64>()));
+                total.set_message(format!(
+                    "subagents' cost so far ${:.4}",
+                    costs.iter().sum::<f64>()
+                ));
                 total.tick();
             }
         };

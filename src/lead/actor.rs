@@ -66,11 +66,14 @@ async fn on_message(
     {
         match message {
             LeadMsg::Run(reply) => state.start(reply, &myself).await,
+            // A plan that comes after the run was cancelled before it planned is not taken.
+            LeadMsg::Planned(_) if state.finished || state.planning_error.is_some() => {}
             LeadMsg::Planned(Err(error)) => {
                 state.planning_error = Some(error);
                 state.finish_if_done(&myself);
             }
             LeadMsg::Planned(Ok(mut planned)) => {
+                state.lead_task = None;
                 if let Some(turn) = planned.lead.take() {
                     state.lead_turn("plan", turn);
                 }
@@ -216,6 +219,8 @@ async fn on_message(
                         spent,
                     },
             } => state.on_failed(&id, reason, observations, spent),
+            // A handoff that comes after the run was cancelled is not taken.
+            LeadMsg::Synthesised { .. } if state.cancelled => {}
             LeadMsg::Synthesised { outcome, turn } => state.on_synthesised(&myself, outcome, turn),
             LeadMsg::Cancel => state.cancel(&myself),
             LeadMsg::LogFailed(error) => {

@@ -2,8 +2,10 @@
 //! checked against `contracts/plan.schema.json` (a bounded number, each a scope of the tree and
 //! a question), and writes the run's handoff from the accepted handoffs only — through the same
 //! contract as a subagent's, against what the subagents observed, so it can cite nothing no
-//! subagent saw. What fails either check gets one more turn, then the deterministic plan or
-//! the merged handoffs stand, and the report says why. Without a lead model neither runs.
+//! subagent saw. A plan that fails its check gets one more turn, a handoff that breaks the
+//! contract the run's repair turns (`--repairs`); then the deterministic plan or the merged
+//! handoffs stand, and the log and report say why (a handoff cut at the token limit is not
+//! repaired). Without a lead model neither runs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -51,18 +53,23 @@ impl LeadModel {
             request,
             self.limits.model_call,
         )
-        .await?;
+        .await;
+        // A fallback the provider took is logged with the turn.
+        turn.configs.extend(self.model.take_config_change());
+        let response = response?;
         charge(&mut turn.spent, &response.usage, self.model.price());
         Ok(response)
     }
 }
 
 /// One of the lead model's jobs, done: what it spent, and what came of it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct LeadTurn {
     pub(crate) spent: Spent,
     /// `accepted`, or why its answer was not used.
     pub(crate) outcome: String,
+    /// The model's configuration after each change during the turn (a fallback taken).
+    pub(crate) configs: Vec<crate::model::ModelConfig>,
 }
 
 /// The tree as the lead model is shown it, and the paths a scope may name.

@@ -128,11 +128,13 @@ impl LeadState {
             ..RunUsage::default()
         };
         for m in &models {
-            usage.model_calls += m.model_calls;
-            usage.tokens_in += m.tokens_in;
-            usage.tokens_out += m.tokens_out;
-            usage.cache_read_tokens += m.cache_read_tokens;
-            usage.cache_write_tokens += m.cache_write_tokens;
+            usage.model_calls = usage.model_calls.saturating_add(m.model_calls);
+            usage.tokens_in = usage.tokens_in.saturating_add(m.tokens_in);
+            usage.tokens_out = usage.tokens_out.saturating_add(m.tokens_out);
+            usage.cache_read_tokens = usage.cache_read_tokens.saturating_add(m.cache_read_tokens);
+            usage.cache_write_tokens = usage
+                .cache_write_tokens
+                .saturating_add(m.cache_write_tokens);
             if let Some(c) = m.cost_usd {
                 usage.cost_usd = Some(usage.cost_usd.unwrap_or(0.0) + c);
             }

@@ -75,6 +75,8 @@ pub(crate) struct Resumption {
     /// The run's checkpoint so far, every logged event applied (set by
     /// [`Resumption::prepare`]).
     pub(crate) projector: Option<crate::checkpoint::Projector>,
+    /// The lead model's turns already logged (`lead_turn`), for the report's usage.
+    pub(crate) lead_turns: Vec<(String, super::leader::LeadTurn)>,
 }
 
 /// What a resume found stale in one accepted handoff.
@@ -237,6 +239,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
     let mut settings = None;
     let mut plan = Vec::new();
     let mut left_out = Vec::new();
+    let mut lead_turns = Vec::new();
     let mut subagents: BTreeMap<String, Restored> = BTreeMap::new();
     for logged in events {
         match &logged.event {
@@ -326,6 +329,18 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
                 r.unverified = Some(unverified.clone());
                 r.state = Some(SubagentState::Rejected);
             }
+            RunEvent::LeadTurn {
+                purpose,
+                spent,
+                outcome,
+            } => lead_turns.push((
+                purpose.clone(),
+                super::leader::LeadTurn {
+                    spent: *spent,
+                    outcome: outcome.clone(),
+                    configs: Vec::new(),
+                },
+            )),
             RunEvent::BudgetSpent { subagent, spent } => {
                 subagents.entry(subagent.clone()).or_default().spent = *spent;
             }
@@ -360,6 +375,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
         stale: Vec::new(),
         left_out,
         projector: None,
+        lead_turns,
     })
 }
 

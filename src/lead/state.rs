@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use ractor::{Actor, ActorId, ActorRef, RpcReplyPort};
 use tokio::sync::mpsc::UnboundedSender;
+use tracing::Instrument;
 
 use crate::checkpoint::{Delta, LoggedEvent, Projector, RunEvent, StoreError};
 use crate::context::{
@@ -104,6 +105,8 @@ pub(crate) struct LeadState {
     pub(super) lead_turns: Vec<(String, leader::LeadTurn)>,
     /// Set while the lead model writes the run's handoff.
     pub(super) synthesising: bool,
+    /// The lead model's work in flight (planning, or writing the handoff): aborted on cancel.
+    pub(super) lead_task: Option<tokio::task::JoinHandle<()>>,
     /// The lead model's handoff, or why it was not used.
     pub(super) synthesis: Option<Result<crate::handoff::Handoff, String>>,
 }
@@ -166,6 +169,7 @@ impl LeadState {
             priced,
             lead_turns: Vec::new(),
             synthesising: false,
+            lead_task: None,
             synthesis: None,
         }
     }
@@ -293,6 +297,14 @@ impl LeadState {
     /// off.
     pub(super) fn cancel(&mut self, myself: &ActorRef<LeadMsg>) {
         self.cancelled = true;
+        // The lead model's call in flight is aborted with its task.
+        if let Some(task) = self.lead_task.take() {
+            task.abort();
+            if !self.planned && self.planning_error.is_none() {
+                self.planning_error = Some("the run was cancelled before it was planned".into());
+            }
+            self.synthesising = false;
+        }
         while let Some(index) = self.queue.pop_front() {
             self.end(index, SubagentState::Cancelled, None);
         }
@@ -723,11 +735,12 @@ impl LeadState {
             seen.record(r.observations.entries().iter().cloned());
         }
         self.synthesising = true;
+        let span = self.span.clone();
         let (meter, limits) = (Arc::clone(&self.config.cost), self.config.limits);
         let (files, repairs) = (Arc::clone(&self.files), self.config.repairs);
         let question = self.config.question.clone();
         let me = myself.clone();
-        tokio::spawn(async move {
+        let task = async move {
             let lead = leader::LeadModel {
                 model,
                 meter,
@@ -736,7 +749,8 @@ impl LeadState {
             let (outcome, turn) =
                 leader::synthesise(&lead, system, &question, Arc::new(seen), files, repairs).await;
             let _ = me.cast(LeadMsg::Synthesised { outcome, turn });
-        });
+        };
+        self.lead_task = Some(tokio::spawn(task.instrument(span)));
     }
 
     /// The lead model's handoff (or why it was not used) is in: the run can finish.
@@ -746,6 +760,7 @@ impl LeadState {
         outcome: Result<crate::handoff::Handoff, String>,
         turn: leader::LeadTurn,
     ) {
+        self.lead_task = None;
         self.lead_turn("report", turn);
         self.synthesising = false;
         self.synthesis = Some(outcome);
@@ -753,12 +768,20 @@ impl LeadState {
     }
 
     /// Logs one of the lead model's turns and keeps it for the report.
-    pub(super) fn lead_turn(&mut self, purpose: &str, turn: leader::LeadTurn) {
-        self.log(vec![RunEvent::LeadTurn {
+    pub(super) fn lead_turn(&mut self, purpose: &str, mut turn: leader::LeadTurn) {
+        let mut events: Vec<RunEvent> = std::mem::take(&mut turn.configs)
+            .into_iter()
+            .map(|config| RunEvent::ModelConfigured {
+                role: "lead".into(),
+                config,
+            })
+            .collect();
+        events.push(RunEvent::LeadTurn {
             purpose: purpose.into(),
             spent: turn.spent,
             outcome: turn.outcome.clone(),
-        }]);
+        });
+        self.log(events);
         self.lead_turns.push((purpose.to_string(), turn));
     }
 
@@ -810,6 +833,7 @@ impl LeadState {
             // The constraints come back from the log, with the rules they were typed to.
             self.adopt_policy();
             self.resumed_after = Some(resumption.after_seq);
+            self.lead_turns = resumption.lead_turns.clone();
             let mut events = vec![RunEvent::RunResumed {
                 after_seq: resumption.after_seq,
             }];
@@ -848,7 +872,7 @@ impl LeadState {
         let meter = Arc::clone(&self.config.cost);
         let limits = self.config.limits;
         let question = self.search_question.clone();
-        tokio::spawn(async move {
+        let planning = async move {
             let roots_for_plan = roots.clone();
             let planned = tokio::task::spawn_blocking(move || {
                 // The BPE vocabulary loads once (~0.2 s): here, not in a handler.
@@ -877,6 +901,11 @@ impl LeadState {
                 (_, planned) => planned,
             };
             let _ = me.cast(LeadMsg::Planned(planned));
-        });
+        };
+        let task = tokio::spawn(planning.instrument(self.span.clone()));
+        // Only a lead model's planning can take long enough to be worth cancelling.
+        if self.config.lead_model.is_some() {
+            self.lead_task = Some(task);
+        }
     }
 }

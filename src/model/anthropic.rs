@@ -190,7 +190,7 @@ pub(crate) fn body(model: &str, request: &ModelRequest, stream: bool) -> Value {
     let mut body = json!({
         "model": model,
         "max_tokens": request.max_tokens,
-        "system": [{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}],
+        "system": system(&request.system),
         "messages": messages,
     });
     if !tools.is_empty() {
@@ -204,6 +204,18 @@ pub(crate) fn body(model: &str, request: &ModelRequest, stream: bool) -> Value {
         body["stream"] = json!(true);
     }
     body
+}
+
+/// The system text as blocks: the role's own text — the same for every subagent of a role —
+/// is one block ending the cached prefix that the tools begin; the compiled checkpoint data
+/// after it, which differs from subagent to subagent, is a block of its own.
+fn system(text: &str) -> Value {
+    let cached =
+        |t: &str| json!({"type": "text", "text": t, "cache_control": {"type": "ephemeral"}});
+    match text.find(crate::context::DATA_BEGIN) {
+        Some(at) if at > 0 => json!([cached(&text[..at]), {"type": "text", "text": &text[at..]}]),
+        _ => json!([cached(text)]),
+    }
 }
 
 /// Our messages as alternating user and assistant turns of blocks: tool results go in the
@@ -516,6 +528,17 @@ mod tests {
         assert_eq!(b["system"][0]["cache_control"]["type"], "ephemeral");
         assert_eq!(b["tools"][0]["cache_control"]["type"], "ephemeral");
         assert_eq!(b["stream"], true);
+        // The role's text and the checkpoint data are two blocks: only the first is cached.
+        let mut r = request(false, true);
+        r.system = format!(
+            "Role text.\n{}\n- sa2 [b]: Active\n",
+            crate::context::DATA_BEGIN
+        );
+        let b = body("m", &r, false);
+        assert_eq!(b["system"][0]["text"], "Role text.\n");
+        assert_eq!(b["system"][0]["cache_control"]["type"], "ephemeral");
+        assert!(b["system"][1]["text"].as_str().unwrap().contains("sa2"));
+        assert!(b["system"][1].get("cache_control").is_none());
     }
 
     #[test]

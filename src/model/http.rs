@@ -64,9 +64,10 @@ fn jitter() -> f64 {
 pub struct HttpOptions {
     /// Most time to connect.
     pub connect_timeout: Duration,
-    /// Most time for a whole answer that is not streamed.
+    /// Most time for a whole answer that is not streamed (under the model-call limit, so a
+    /// hung answer is retried).
     pub request_timeout: Duration,
-    /// Most time between two pieces of a streamed answer.
+    /// Most time before a streamed answer's headers, and between two pieces of it.
     pub idle_timeout: Duration,
     /// Retries of retryable failures.
     pub retry: Retry,
@@ -80,7 +81,7 @@ impl Default for HttpOptions {
     fn default() -> HttpOptions {
         HttpOptions {
             connect_timeout: Duration::from_secs(10),
-            request_timeout: Duration::from_secs(600),
+            request_timeout: Duration::from_secs(240),
             idle_timeout: Duration::from_secs(90),
             retry: Retry::default(),
             limiter: Limiter::none(),
@@ -117,8 +118,10 @@ impl Http {
     ) -> Result<Http, String> {
         // reqwest is built without a default crypto provider: ring is installed once.
         let _ = rustls::crypto::ring::default_provider().install_default();
+        // No redirects: a key header must not follow one to another origin.
         let client = reqwest::Client::builder()
             .connect_timeout(options.connect_timeout)
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| format!("could not build the HTTP client: {}", e.without_url()))?;
         Ok(Http {
@@ -176,10 +179,23 @@ impl Http {
         for (name, value) in headers {
             request = request.header(*name, value);
         }
-        if !stream {
+        // A whole answer has the request timeout; a stream's headers, like each later piece of
+        // it, the idle timeout.
+        let wait = if stream {
+            self.options.idle_timeout
+        } else {
             request = request.timeout(self.options.request_timeout);
-        }
-        let response = request.send().await.map_err(|e| self.transport_error(e))?;
+            self.options.request_timeout
+        };
+        let response = match tokio::time::timeout(wait, request.send()).await {
+            Err(_) => {
+                return Err(self.error(
+                    ErrorKind::Timeout,
+                    format!("no answer within {} s", wait.as_secs_f64()),
+                ))
+            }
+            Ok(sent) => sent.map_err(|e| self.transport_error(e))?,
+        };
         let status = response.status().as_u16();
         let request_id = ["request-id", "x-request-id"]
             .iter()
@@ -288,6 +304,11 @@ impl Http {
                     return Ok(response);
                 }
                 Err(mut error) => {
+                    // A key the server echoed back goes no further, whatever path built the
+                    // error.
+                    if let Some(key) = &self.key {
+                        error.message = key.redact(&error.message);
+                    }
                     span.record("status", error.status.unwrap_or(0));
                     if !error.retryable() || n >= retry.attempts.max(1) {
                         if n > 1 {
@@ -411,6 +432,11 @@ pub(crate) struct Events {
 }
 
 impl Events {
+    /// Bytes of the stream read so far.
+    pub(crate) fn bytes_read(&self) -> usize {
+        self.read
+    }
+
     /// The next event; none when the stream has ended.
     pub(crate) async fn next(&mut self, http: &Http) -> Result<Option<Event>, ModelError> {
         loop {
@@ -544,32 +570,39 @@ pub(crate) fn arguments(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
 }
 
-/// A base URL checked: http or https, no query; credentials are never logged
+/// A base URL checked: http or https, no query or fragment; credentials are never logged
 /// ([`without_credentials`]).
 pub(crate) fn base_url(text: &str) -> Result<String, String> {
-    let url = reqwest::Url::parse(text.trim())
-        .map_err(|e| format!("`{}` is not a URL ({e})", without_credentials(text)))?;
+    let url =
+        reqwest::Url::parse(text.trim()).map_err(|e| format!("the base URL is not a URL ({e})"))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(format!(
             "`{}` is not an http or https URL",
             without_credentials(text)
         ));
     }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(format!(
+            "`{}` holds a query or fragment: give the endpoint's base path only",
+            without_credentials(text)
+        ));
+    }
     Ok(url.as_str().trim_end_matches('/').to_string())
 }
 
-/// A URL with any user name and password taken out.
+/// A URL with any user name, password, query and fragment taken out (a key may ride in any
+/// of them).
 pub(crate) fn without_credentials(text: &str) -> String {
     match reqwest::Url::parse(text.trim()) {
         Ok(mut url) => {
             let _ = url.set_username("");
             let _ = url.set_password(None);
+            url.set_query(None);
+            url.set_fragment(None);
             url.as_str().trim_end_matches('/').to_string()
         }
-        Err(_) => match text.rsplit_once('@') {
-            Some((_, host)) => host.to_string(),
-            None => text.to_string(),
-        },
+        // Not a URL: nothing of it is shown.
+        Err(_) => "(not a URL)".to_string(),
     }
 }
 
@@ -708,6 +741,13 @@ mod tests {
             "http://127.0.0.1:8080/v1"
         );
         assert!(base_url("ftp://x").is_err());
+        assert_eq!(
+            without_credentials("http://h:1/v1?api-key=SECRET#x"),
+            "http://h:1/v1"
+        );
+        let e = base_url("http://h:1/v1?api-key=SECRET").unwrap_err();
+        assert!(e.contains("query") && !e.contains("SECRET"), "{e}");
+        assert!(!base_url("not a url SECRET").unwrap_err().contains("SECRET"));
         assert_eq!(base_url("http://h:1/v1/").unwrap(), "http://h:1/v1");
     }
 }

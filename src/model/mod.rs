@@ -161,12 +161,14 @@ pub struct Usage {
 impl Usage {
     /// Every input token (uncached, read from and written to the cache) plus output.
     pub fn total(&self) -> u64 {
-        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens + self.output_tokens
+        self.all_input().saturating_add(self.output_tokens)
     }
 
-    /// Every input token, cached or not.
+    /// Every input token, cached or not (a server's numbers saturate rather than wrap).
     pub fn all_input(&self) -> u64 {
-        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+        self.input_tokens
+            .saturating_add(self.cache_read_tokens)
+            .saturating_add(self.cache_write_tokens)
     }
 }
 
@@ -413,6 +415,7 @@ pub(crate) async fn call_metered(
     let estimate = price.map_or(0, |p| p.estimate_micros(&request));
     meter
         .reserve(estimate)
+        .await
         .map_err(|why| ModelError::new(ErrorKind::CostLimit, why))?;
     let reply = tokio::time::timeout(limit, model.complete(request)).await;
     let cost = match &reply {
@@ -433,13 +436,17 @@ pub(crate) async fn call_metered(
 
 /// Adds one call's usage (and its cost at `price`) to what was spent.
 pub(crate) fn charge(spent: &mut crate::policy::Spent, usage: &Usage, price: Option<Price>) {
-    spent.model_turns += 1;
-    spent.tokens_in += usage.all_input();
-    spent.tokens_out += usage.output_tokens;
-    spent.cache_read_tokens += usage.cache_read_tokens;
-    spent.cache_write_tokens += usage.cache_write_tokens;
+    spent.model_turns = spent.model_turns.saturating_add(1);
+    spent.tokens_in = spent.tokens_in.saturating_add(usage.all_input());
+    spent.tokens_out = spent.tokens_out.saturating_add(usage.output_tokens);
+    spent.cache_read_tokens = spent
+        .cache_read_tokens
+        .saturating_add(usage.cache_read_tokens);
+    spent.cache_write_tokens = spent
+        .cache_write_tokens
+        .saturating_add(usage.cache_write_tokens);
     if let Some(price) = price {
-        spent.cost_micros += price.cost_micros(usage);
+        spent.cost_micros = spent.cost_micros.saturating_add(price.cost_micros(usage));
     }
 }
 

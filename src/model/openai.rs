@@ -146,7 +146,12 @@ impl OpenAiModel {
                     "a streamed request was answered with an empty stream".into(),
                     |d| std::mem::replace(&mut d.stream, false),
                 ),
-                Err(e) if unsupported(&e, "json_schema") && dialect.format == Format::Schema => {
+                Err(e)
+                    if dialect.format == Format::Schema
+                        && request.handoff
+                        && (unsupported(&e, "json_schema")
+                            || unsupported(&e, "response_format")) =>
+                {
                     self.fall_back(
                         "response_format: json_schema -> json_object",
                         e.message.clone(),
@@ -221,7 +226,15 @@ impl OpenAiModel {
                     s.chunk(&event.data).map_err(|m| self.malformed(m))?;
                 }
                 if !s.started && !done {
-                    return Ok(None);
+                    // Nothing at all is the dialect that cannot stream; bytes that hold no
+                    // event are a broken answer, and say so.
+                    if events.bytes_read() == 0 {
+                        return Ok(None);
+                    }
+                    let mut e = self
+                        .malformed("the stream held no event (not server-sent events)".to_string());
+                    e.request_id = events.request_id.clone();
+                    return Err(e);
                 }
                 if s.finish.is_none() && !done {
                     let mut e = self.error(

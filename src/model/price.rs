@@ -163,10 +163,19 @@ impl PriceTable {
         Ok(PriceTable { entries })
     }
 
+    /// The entry for `provider:model`: by the longest prefix of the name, a
+    /// `provider:`-qualified key before a bare one (so `gpt-4o` covers `gpt-4o-2024-08-06`, as
+    /// the built-in table does).
     fn entry(&self, provider: &str, model: &str) -> Option<&Entry> {
-        self.entries
-            .get(&format!("{provider}:{model}"))
-            .or_else(|| self.entries.get(model))
+        let qualified = format!("{provider}:{model}");
+        let longest = |name: &str, qualified_keys: bool| {
+            self.entries
+                .iter()
+                .filter(|(k, _)| k.contains(':') == qualified_keys && name.starts_with(k.as_str()))
+                .max_by_key(|(k, _)| k.len())
+                .map(|(_, e)| e)
+        };
+        longest(&qualified, true).or_else(|| longest(model, false))
     }
 
     /// The price of `provider:model`: this table's, else the known one.
@@ -207,6 +216,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(table.price("openai", "gpt-4o").unwrap().input, 1.0);
+        // A file's entry covers dated names too, before the built-in table.
+        assert_eq!(
+            table.price("openai", "gpt-4o-2024-08-06").unwrap().input,
+            1.0
+        );
         assert_eq!(table.price("anthropic", "gpt-4o").unwrap().input, 2.5);
         assert_eq!(table.context_window("openai", "local"), Some(8192));
         assert!(PriceTable::parse("[x]\ninput = -1\noutput = 0\n").is_err());
@@ -259,28 +273,42 @@ impl CostMeter {
         self.lock().0
     }
 
-    /// Whether a call estimated at `estimate` fits with what is spent and reserved.
+    /// Whether a call estimated at `estimate` fits with what is spent (calls in flight will
+    /// settle below their reservations).
     pub fn affords(&self, estimate: u64) -> bool {
-        let (spent, reserved) = *self.lock();
+        let spent = self.lock().0;
         self.limit
-            .is_none_or(|l| spent.saturating_add(reserved).saturating_add(estimate) <= l)
+            .is_none_or(|l| spent.saturating_add(estimate) <= l)
     }
 
-    /// Reserves `estimate` for a call about to be sent, or says why it may not be.
-    pub fn reserve(&self, estimate: u64) -> Result<(), String> {
+    /// Reserves `estimate` for a call about to be sent when it fits with what is spent and
+    /// reserved; `Ok(false)` when it would fit once the calls in flight settle (try again
+    /// then); an error saying why when what is spent already leaves no room.
+    pub fn try_reserve(&self, estimate: u64) -> Result<bool, String> {
         let mut s = self.lock();
         if let Some(limit) = self.limit {
-            if s.0.saturating_add(s.1).saturating_add(estimate) > limit {
+            if s.0.saturating_add(estimate) > limit {
                 return Err(format!(
-                    "the run's cost limit (${:.4}) would be passed: ${:.4} spent, ${:.4} reserved by calls in flight, and this call may cost up to ${:.4}",
+                    "the run's cost limit (${:.4}) would be passed: ${:.4} spent, and this call may cost up to ${:.4}",
                     dollars(limit),
                     dollars(s.0),
-                    dollars(s.1),
                     dollars(estimate)
                 ));
             }
+            if s.0.saturating_add(s.1).saturating_add(estimate) > limit {
+                return Ok(false);
+            }
         }
         s.1 = s.1.saturating_add(estimate);
+        Ok(true)
+    }
+
+    /// Reserves `estimate` for a call about to be sent, waiting while calls in flight hold the
+    /// room it needs; an error when what is spent already leaves none.
+    pub async fn reserve(&self, estimate: u64) -> Result<(), String> {
+        while !self.try_reserve(estimate)? {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
         Ok(())
     }
 
@@ -296,17 +324,27 @@ impl CostMeter {
 mod meter_tests {
     use super::*;
 
-    #[test]
-    fn reservations_count_until_settled() {
-        let m = CostMeter::new(Some(100));
-        m.reserve(60).unwrap();
-        assert!(!m.affords(50));
-        assert!(m.reserve(50).unwrap_err().contains("$0.0001"));
+    #[tokio::test]
+    async fn reservations_hold_room_until_settled_and_spending_closes_it() {
+        let m = std::sync::Arc::new(CostMeter::new(Some(100)));
+        m.reserve(60).await.unwrap();
+        // Room held by a call in flight: a second call waits, not fails.
+        assert_eq!(m.try_reserve(50), Ok(false));
+        let waiting = {
+            let m = std::sync::Arc::clone(&m);
+            tokio::spawn(async move { m.reserve(50).await })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+        assert!(!waiting.is_finished());
         m.settle(60, 20);
+        waiting.await.unwrap().unwrap();
         assert_eq!(m.spent(), 20);
-        assert!(m.affords(80) && !m.affords(81));
+        // What is spent leaves no room: an error naming the limit.
+        m.settle(50, 70);
+        assert!(m.affords(10) && !m.affords(11));
+        assert!(m.try_reserve(11).unwrap_err().contains("$0.0001"));
         let free = CostMeter::new(None);
-        free.reserve(u64::MAX).unwrap();
+        free.reserve(u64::MAX).await.unwrap();
         assert!(free.affords(u64::MAX));
     }
 }

@@ -75,6 +75,15 @@ pub fn connect(
     offline_latency: std::time::Duration,
 ) -> Result<Arc<dyn Model>, String> {
     let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    // A key goes in a header: only visible ASCII can (the key itself is never shown).
+    let key = |name: &str| -> Result<Option<ApiKey>, String> {
+        match var(name) {
+            Some(k) if k.trim().chars().any(|c| !c.is_ascii_graphic()) => Err(format!(
+                "{name} holds a character an HTTP header cannot carry (a space, a control character or non-ASCII)"
+            )),
+            k => Ok(k.and_then(ApiKey::new)),
+        }
+    };
     let provider = match spec.provider {
         Provider::Offline => return Ok(Arc::new(OfflineModel::with_latency(offline_latency))),
         Provider::Anthropic => "anthropic",
@@ -86,8 +95,7 @@ pub fn connect(
         .unwrap_or(super::price::UNKNOWN_CONTEXT_WINDOW);
     match spec.provider {
         Provider::Anthropic => {
-            let key = var("ANTHROPIC_API_KEY")
-                .and_then(ApiKey::new)
+            let key = key("ANTHROPIC_API_KEY")?
                 .ok_or("ANTHROPIC_API_KEY is not set: anthropic:MODEL needs an API key")?;
             let base = var("ANTHROPIC_BASE_URL");
             let model = AnthropicModel::new(&spec.model, key, base.as_deref(), options)
@@ -95,7 +103,7 @@ pub fn connect(
             Ok(Arc::new(model.with_window(window).with_price(price)))
         }
         _ => {
-            let key = var("OPENAI_API_KEY").and_then(ApiKey::new);
+            let key = key("OPENAI_API_KEY")?;
             let base = var("OPENAI_BASE_URL");
             let model = OpenAiModel::new(&spec.model, key, base.as_deref(), options)
                 .map_err(|e| format!("OPENAI_BASE_URL: {e}"))?;
@@ -154,6 +162,18 @@ mod tests {
         .unwrap();
         assert_eq!(m.context_window(), 8192);
         assert_eq!(m.price(), None);
+        let control = |k: &str| (k == "OPENAI_API_KEY").then(|| "sk-AB\u{1}CD".to_string());
+        let e = connect(
+            &spec,
+            &control,
+            &PriceTable::default(),
+            None,
+            HttpOptions::default(),
+            Default::default(),
+        )
+        .err()
+        .unwrap();
+        assert!(e.contains("OPENAI_API_KEY") && !e.contains("sk-AB"), "{e}");
         let bad = |k: &str| (k == "OPENAI_BASE_URL").then(|| "ftp://x".to_string());
         assert!(connect(
             &spec,

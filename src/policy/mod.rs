@@ -86,7 +86,7 @@ pub struct Spent {
 impl Spent {
     /// Input plus output tokens.
     pub fn tokens(&self) -> u64 {
-        self.tokens_in + self.tokens_out
+        self.tokens_in.saturating_add(self.tokens_out)
     }
 }
 
