@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::http::{self, Answer, Event, Http, HttpOptions};
+use super::http::{self, Answer, Endpoint, Event, HttpOptions};
 use super::{
     handoff_schema, ApiKey, ErrorKind, Message, Model, ModelConfig, ModelError, ModelRequest,
     ModelResponse, Price, StopReason, ToolChoice, Usage, HANDOFF_TOOL,
@@ -21,11 +21,7 @@ const VERSION: &str = "2023-06-01";
 /// A model behind Anthropic's Messages API.
 #[derive(Debug)]
 pub struct AnthropicModel {
-    http: Http,
-    model: String,
-    base: String,
-    window: usize,
-    price: Option<Price>,
+    endpoint: Endpoint,
 }
 
 impl AnthropicModel {
@@ -36,55 +32,65 @@ impl AnthropicModel {
         base_url: Option<&str>,
         options: HttpOptions,
     ) -> Result<AnthropicModel, String> {
-        let base = http::base_url(base_url.unwrap_or("https://api.anthropic.com"))?;
-        Ok(AnthropicModel {
-            http: Http::new("anthropic", options, Some(key))?,
-            model: model.to_string(),
-            base,
-            window: super::known_context_window(model)
-                .unwrap_or(super::price::UNKNOWN_CONTEXT_WINDOW),
-            price: super::known_price(model),
-        })
+        let endpoint = Endpoint::new(
+            "anthropic",
+            model,
+            base_url,
+            "https://api.anthropic.com",
+            Some(key),
+            options,
+        )?;
+        Ok(AnthropicModel { endpoint })
     }
 
     /// The same model with this context window.
     pub fn with_window(mut self, tokens: usize) -> AnthropicModel {
-        self.window = tokens;
+        self.endpoint.window = tokens;
         self
     }
 
     /// The same model at this price (none: unknown).
     pub fn with_price(mut self, price: Option<Price>) -> AnthropicModel {
-        self.price = price;
+        self.endpoint.price = price;
         self
     }
 
     async fn attempt(&self, body: &Value, stream: bool) -> Result<ModelResponse, ModelError> {
-        let key = self.http.key.as_ref().map(|k| k.expose().to_string());
+        let key = self
+            .endpoint
+            .http
+            .key
+            .as_ref()
+            .map(|k| k.expose().to_string());
         let headers = [
             ("x-api-key", key.unwrap_or_default()),
             ("anthropic-version", VERSION.to_string()),
         ];
-        let url = format!("{}/v1/messages", self.base);
-        match self.http.post(&url, &headers, body, stream).await? {
-            Answer::Json(value) => parse_message(&value).map_err(|e| self.malformed(e)),
+        let url = format!("{}/v1/messages", self.endpoint.base);
+        match self
+            .endpoint
+            .http
+            .post(&url, &headers, body, stream)
+            .await?
+        {
+            Answer::Json(value) => parse_message(&value).map_err(|e| self.endpoint.malformed(e)),
             Answer::Stream(mut events) => {
                 let mut state = Streamed::default();
-                while let Some(event) = events.next(&self.http).await? {
+                while let Some(event) = events.next(&self.endpoint.http).await? {
                     state.on(&event).map_err(|e| match e {
                         Fault::Provider(kind, message) => {
-                            let mut err = self.http_error(kind, message);
+                            let mut err = self.endpoint.http.error(kind, message);
                             err.request_id = events.request_id.clone();
                             err
                         }
-                        Fault::Malformed(m) => self.malformed(m),
+                        Fault::Malformed(m) => self.endpoint.malformed(m),
                     })?;
                     if state.stopped {
                         break;
                     }
                 }
                 if !state.stopped {
-                    let mut err = self.http_error(
+                    let mut err = self.endpoint.http.error(
                         ErrorKind::Connection,
                         if state.started {
                             "the stream ended before the message did".to_string()
@@ -99,50 +105,35 @@ impl AnthropicModel {
             }
         }
     }
-
-    fn http_error(&self, kind: ErrorKind, message: String) -> ModelError {
-        ModelError {
-            provider: "anthropic".into(),
-            ..ModelError::new(kind, message)
-        }
-    }
-
-    fn malformed(&self, message: String) -> ModelError {
-        self.http_error(ErrorKind::Server, format!("malformed answer: {message}"))
-    }
 }
 
 #[async_trait]
 impl Model for AnthropicModel {
     fn name(&self) -> String {
-        format!("anthropic:{}", self.model)
+        self.endpoint.name()
     }
 
     fn context_window(&self) -> usize {
-        self.window
+        self.endpoint.window
     }
 
     fn price(&self) -> Option<Price> {
-        self.price
+        self.endpoint.price
     }
 
     fn config(&self) -> ModelConfig {
-        ModelConfig {
-            provider: "anthropic".into(),
-            model: self.model.clone(),
-            base_url: Some(http::without_credentials(&self.base)),
-            context_window: self.window,
-            price: self.price,
-            fallbacks: Vec::new(),
-        }
+        self.endpoint.config(Vec::new())
     }
 
     async fn complete(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {
-        let stream = self.http.options.stream;
-        let body = body(&self.model, &request, stream);
+        let stream = self.endpoint.http.options.stream;
+        let body = body(&self.endpoint.model, &request, stream);
         let tokens = request.estimated_tokens() + u64::from(request.max_tokens);
-        self.http
-            .with_retries(&self.model, tokens, |_| self.attempt(&body, stream))
+        self.endpoint
+            .http
+            .with_retries(&self.endpoint.model, tokens, |_| {
+                self.attempt(&body, stream)
+            })
             .await
     }
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tracing::Instrument;
 
-use super::{ApiKey, ErrorKind, Limiter, ModelError, ModelResponse};
+use super::{ApiKey, ErrorKind, Limiter, ModelError, ModelResponse, Price};
 
 /// Retries of a failed call: only errors whose kind is retryable are retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +102,62 @@ pub(crate) struct Http {
     pub(crate) key: Option<ApiKey>,
 }
 
+/// What both providers are: a model's name at an endpoint, its client, window and price.
+#[derive(Debug)]
+pub(crate) struct Endpoint {
+    pub(crate) http: Http,
+    pub(crate) model: String,
+    /// The base URL, checked (`base_url`).
+    pub(crate) base: String,
+    pub(crate) window: usize,
+    pub(crate) price: Option<Price>,
+}
+
+impl Endpoint {
+    /// `model` at `base_url` (or the provider's `default_url`), its window and price from the
+    /// known models' table until set.
+    pub(crate) fn new(
+        provider: &'static str,
+        model: &str,
+        base_url: Option<&str>,
+        default_url: &str,
+        key: Option<ApiKey>,
+        options: HttpOptions,
+    ) -> Result<Endpoint, String> {
+        Ok(Endpoint {
+            base: base_url_of(base_url.unwrap_or(default_url))?,
+            http: Http::new(provider, options, key)?,
+            model: model.to_string(),
+            window: super::known_context_window(model)
+                .unwrap_or(super::price::UNKNOWN_CONTEXT_WINDOW),
+            price: super::known_price(model),
+        })
+    }
+
+    /// `provider:model`.
+    pub(crate) fn name(&self) -> String {
+        format!("{}:{}", self.http.provider, self.model)
+    }
+
+    /// The configuration as logged: the base URL without credentials.
+    pub(crate) fn config(&self, fallbacks: Vec<super::Fallback>) -> super::ModelConfig {
+        super::ModelConfig {
+            provider: self.http.provider.into(),
+            model: self.model.clone(),
+            base_url: Some(without_credentials(&self.base)),
+            context_window: self.window,
+            price: self.price,
+            fallbacks,
+        }
+    }
+
+    /// An answer that does not read as the provider's format.
+    pub(crate) fn malformed(&self, message: impl std::fmt::Display) -> ModelError {
+        self.http
+            .error(ErrorKind::Server, format!("malformed answer: {message}"))
+    }
+}
+
 /// What came back from one attempt.
 pub(crate) enum Answer {
     /// A whole JSON body.
@@ -132,7 +188,8 @@ impl Http {
         })
     }
 
-    fn error(&self, kind: ErrorKind, message: impl Into<String>) -> ModelError {
+    /// An error of this provider, any key in its message redacted.
+    pub(crate) fn error(&self, kind: ErrorKind, message: impl Into<String>) -> ModelError {
         let message = message.into();
         ModelError {
             provider: self.provider.to_string(),
@@ -572,7 +629,7 @@ pub(crate) fn arguments(text: &str) -> Value {
 
 /// A base URL checked: http or https, no query or fragment; credentials are never logged
 /// ([`without_credentials`]).
-pub(crate) fn base_url(text: &str) -> Result<String, String> {
+pub(crate) fn base_url_of(text: &str) -> Result<String, String> {
     let url =
         reqwest::Url::parse(text.trim()).map_err(|e| format!("the base URL is not a URL ({e})"))?;
     if !matches!(url.scheme(), "http" | "https") {
@@ -740,14 +797,16 @@ mod tests {
             without_credentials("http://user:pw@127.0.0.1:8080/v1/"),
             "http://127.0.0.1:8080/v1"
         );
-        assert!(base_url("ftp://x").is_err());
+        assert!(base_url_of("ftp://x").is_err());
         assert_eq!(
             without_credentials("http://h:1/v1?api-key=SECRET#x"),
             "http://h:1/v1"
         );
-        let e = base_url("http://h:1/v1?api-key=SECRET").unwrap_err();
+        let e = base_url_of("http://h:1/v1?api-key=SECRET").unwrap_err();
         assert!(e.contains("query") && !e.contains("SECRET"), "{e}");
-        assert!(!base_url("not a url SECRET").unwrap_err().contains("SECRET"));
-        assert_eq!(base_url("http://h:1/v1/").unwrap(), "http://h:1/v1");
+        assert!(!base_url_of("not a url SECRET")
+            .unwrap_err()
+            .contains("SECRET"));
+        assert_eq!(base_url_of("http://h:1/v1/").unwrap(), "http://h:1/v1");
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::http::{self, Answer, Http, HttpOptions};
+use super::http::{self, Answer, Endpoint, HttpOptions};
 use super::{
     estimate_tokens, handoff_schema, ApiKey, ErrorKind, Fallback, Message, Model, ModelConfig,
     ModelError, ModelRequest, ModelResponse, Price, StopReason, ToolChoice, Usage,
@@ -44,11 +44,7 @@ struct Dialect {
 /// A model behind an OpenAI-compatible chat completions endpoint.
 #[derive(Debug)]
 pub struct OpenAiModel {
-    http: Http,
-    model: String,
-    base: String,
-    window: usize,
-    price: Option<Price>,
+    endpoint: Endpoint,
     dialect: Mutex<Dialect>,
 }
 
@@ -61,15 +57,17 @@ impl OpenAiModel {
         base_url: Option<&str>,
         options: HttpOptions,
     ) -> Result<OpenAiModel, String> {
-        let base = http::base_url(base_url.unwrap_or("https://api.openai.com/v1"))?;
         let stream = options.stream;
+        let endpoint = Endpoint::new(
+            "openai",
+            model,
+            base_url,
+            "https://api.openai.com/v1",
+            key,
+            options,
+        )?;
         Ok(OpenAiModel {
-            http: Http::new("openai", options, key)?,
-            model: model.to_string(),
-            base,
-            window: super::known_context_window(model)
-                .unwrap_or(super::price::UNKNOWN_CONTEXT_WINDOW),
-            price: super::known_price(model),
+            endpoint,
             dialect: Mutex::new(Dialect {
                 format: Format::Schema,
                 stream,
@@ -83,13 +81,13 @@ impl OpenAiModel {
 
     /// The same model with this context window.
     pub fn with_window(mut self, tokens: usize) -> OpenAiModel {
-        self.window = tokens;
+        self.endpoint.window = tokens;
         self
     }
 
     /// The same model at this price (none: unknown).
     pub fn with_price(mut self, price: Option<Price>) -> OpenAiModel {
-        self.price = price;
+        self.endpoint.price = price;
         self
     }
 
@@ -104,7 +102,7 @@ impl OpenAiModel {
     fn fall_back(&self, change: &str, why: String, apply: impl FnOnce(&mut Dialect) -> bool) {
         let mut d = self.dialect.lock().unwrap_or_else(|e| e.into_inner());
         if apply(&mut d) {
-            tracing::info!(provider = "openai", model = %self.model, change, why = %why, "dialect fallback");
+            tracing::info!(provider = "openai", model = %self.endpoint.model, change, why = %why, "dialect fallback");
             d.fallbacks.push(Fallback {
                 change: change.to_string(),
                 why,
@@ -119,7 +117,7 @@ impl OpenAiModel {
         // Each fallback is taken at most once, so this ends.
         for _ in 0..6 {
             let dialect = self.dialect();
-            let body = body(&self.model, request, &dialect);
+            let body = body(&self.endpoint.model, request, &dialect);
             match self.send(&body, dialect.stream, request).await {
                 Ok(Some(mut response)) => {
                     if !response.tool_calls.is_empty() || request.tools.is_empty() {
@@ -205,25 +203,31 @@ impl OpenAiModel {
         request: &ModelRequest,
     ) -> Result<Option<ModelResponse>, ModelError> {
         let mut headers = Vec::new();
-        if let Some(key) = &self.http.key {
+        if let Some(key) = &self.endpoint.http.key {
             headers.push(("authorization", format!("Bearer {}", key.expose())));
         }
-        let url = format!("{}/chat/completions", self.base);
-        let response = match self.http.post(&url, &headers, body, stream).await? {
+        let url = format!("{}/chat/completions", self.endpoint.base);
+        let response = match self
+            .endpoint
+            .http
+            .post(&url, &headers, body, stream)
+            .await?
+        {
             Answer::Json(value) => {
                 let mut s = Streamed::default();
-                s.whole(&value).map_err(|m| self.malformed(m))?;
+                s.whole(&value).map_err(|m| self.endpoint.malformed(m))?;
                 s
             }
             Answer::Stream(mut events) => {
                 let mut s = Streamed::default();
                 let mut done = false;
-                while let Some(event) = events.next(&self.http).await? {
+                while let Some(event) = events.next(&self.endpoint.http).await? {
                     if event.data.trim() == "[DONE]" {
                         done = true;
                         break;
                     }
-                    s.chunk(&event.data).map_err(|m| self.malformed(m))?;
+                    s.chunk(&event.data)
+                        .map_err(|m| self.endpoint.malformed(m))?;
                 }
                 if !s.started && !done {
                     // Nothing at all is the dialect that cannot stream; bytes that hold no
@@ -232,12 +236,13 @@ impl OpenAiModel {
                         return Ok(None);
                     }
                     let mut e = self
+                        .endpoint
                         .malformed("the stream held no event (not server-sent events)".to_string());
                     e.request_id = events.request_id.clone();
                     return Err(e);
                 }
                 if s.finish.is_none() && !done {
-                    let mut e = self.error(
+                    let mut e = self.endpoint.http.error(
                         ErrorKind::Connection,
                         "the stream ended before the message did",
                     );
@@ -257,17 +262,6 @@ impl OpenAiModel {
         }
         Ok(Some(response))
     }
-
-    fn error(&self, kind: ErrorKind, message: &str) -> ModelError {
-        ModelError {
-            provider: "openai".into(),
-            ..ModelError::new(kind, message)
-        }
-    }
-
-    fn malformed(&self, message: String) -> ModelError {
-        self.error(ErrorKind::Server, &format!("malformed answer: {message}"))
-    }
 }
 
 /// Whether a refused request names `field` as what the server does not take: a 400 or 422
@@ -279,26 +273,19 @@ fn unsupported(e: &ModelError, field: &str) -> bool {
 #[async_trait]
 impl Model for OpenAiModel {
     fn name(&self) -> String {
-        format!("openai:{}", self.model)
+        self.endpoint.name()
     }
 
     fn context_window(&self) -> usize {
-        self.window
+        self.endpoint.window
     }
 
     fn price(&self) -> Option<Price> {
-        self.price
+        self.endpoint.price
     }
 
     fn config(&self) -> ModelConfig {
-        ModelConfig {
-            provider: "openai".into(),
-            model: self.model.clone(),
-            base_url: Some(http::without_credentials(&self.base)),
-            context_window: self.window,
-            price: self.price,
-            fallbacks: self.dialect().fallbacks,
-        }
+        self.endpoint.config(self.dialect().fallbacks)
     }
 
     fn take_config_change(&self) -> Option<ModelConfig> {
@@ -311,8 +298,9 @@ impl Model for OpenAiModel {
 
     async fn complete(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {
         let tokens = request.estimated_tokens() + u64::from(request.max_tokens);
-        self.http
-            .with_retries(&self.model, tokens, |_| self.attempt(&request))
+        self.endpoint
+            .http
+            .with_retries(&self.endpoint.model, tokens, |_| self.attempt(&request))
             .await
     }
 }
