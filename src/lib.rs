@@ -49,7 +49,8 @@
 //!   JSON plan checked against `contracts/plan.schema.json` (`check_plan`, pure; the shards
 //!   stand when it fails twice) and writes the run's handoff from its compiled `lead` context,
 //!   validated like a subagent's against the union of what the accepted subagents observed
-//!   (`LeadState::synthesise` runs it before the run finishes); each turn is logged
+//!   (`LeadState::synthesise`, in the same file, runs it before the run finishes, and
+//!   `LeadState::unaffordable` is the spawn-time cost check); each turn is logged
 //!   (`lead_turn`) and its usage reported apart (`Report::models`). The lead logs each model's
 //!   configuration (`model_configured`) at start, on resume and at every fallback, and starts
 //!   no subagent whose first call could pass the run's cost limit.
@@ -173,8 +174,9 @@
 //!   chat completions and the compatible servers' dialects, each fallback taken once, remembered
 //!   and announced through `Model::take_config_change`) speak the wire formats over
 //!   `model::http` (reqwest with rustls/ring; connect, request and idle-stream timeouts; the
-//!   retry loop with backoff, jitter and `retry-after`; the shared [`model::Limiter`]; an SSE
-//!   reader; provider-safe tool-call ids); `model::price` holds the known models' prices and
+//!   retry loop with backoff, jitter and `retry-after`; the shared [`model::Limiter`]; the
+//!   `Endpoint` both providers are; provider-safe tool-call ids; no redirects) and
+//!   `model::sse` (the server-sent-events parser, each byte scanned once); `model::price` holds the known models' prices and
 //!   context windows, the `--prices` TOML table and the run's [`model::CostMeter`] (a call's
 //!   estimate reserved before it is sent, settled after); `model::secret` the redacting
 //!   [`model::ApiKey`]; `model::spec` parses `--model` and connects ([`model::connect`]).

@@ -499,31 +499,6 @@ impl LeadState {
         }
     }
 
-    /// Why a subagent with this system text, brief and tools may not start under the run's
-    /// cost limit: its first call alone could pass it (none: it may start).
-    fn unaffordable(&self, system: &str, brief: &str, tools: &[String]) -> Option<String> {
-        let price = self.config.model.price()?;
-        let limit = self.config.cost.limit()?;
-        let first = crate::model::ModelRequest::new(
-            system.to_string(),
-            vec![crate::model::Message::User {
-                text: brief.to_string(),
-            }],
-            self.config.tools.only(tools).specs(),
-            crate::subagent::ANSWER_TOKENS,
-        );
-        let estimate = price.estimate_micros(&first);
-        (!self.config.cost.affords(estimate)).then(|| {
-            let dollars = crate::model::price::dollars;
-            format!(
-                "not started: the run's cost limit (${:.4}, --max-cost) would be passed: ${:.4} spent, and a subagent's first call may cost up to ${:.4}",
-                dollars(limit),
-                dollars(self.config.cost.spent()),
-                dollars(estimate)
-            )
-        })
-    }
-
     pub(super) fn end(&mut self, index: usize, state: SubagentState, error: Option<String>) {
         self.end_after(None, index, state, error);
     }
@@ -696,93 +671,6 @@ impl LeadState {
             me.stop(None);
         });
         self.finished = true;
-    }
-
-    /// Whether the lead model is still to write the run's handoff: it has one, something was
-    /// accepted, and the run was neither cancelled nor stopped by its log.
-    fn wants_synthesis(&self) -> bool {
-        self.config.lead_model.is_some()
-            && self.synthesis.is_none()
-            && !self.cancelled
-            && self.log_failed.is_none()
-            && self.records.iter().any(|r| r.summary.state.accepted())
-    }
-
-    /// Has the lead model write the run's handoff off the actor, from its compiled context
-    /// (the checkpoint's accepted handoffs), checked against what the subagents observed.
-    fn synthesise(&mut self, myself: &ActorRef<LeadMsg>) {
-        let Some(model) = self.config.lead_model.clone() else {
-            return;
-        };
-        let role = self.config.roles.get("lead").cloned();
-        let compiled = match role {
-            None => Err("no role profile `lead`".to_string()),
-            Some(role) => self
-                .context_for("lead", &[".".to_string()], &role)
-                .map(|(c, _)| c.text)
-                .map_err(|e| format!("its context could not be compiled: {e}")),
-        };
-        let system = match compiled {
-            Ok(text) => text,
-            Err(why) => {
-                self.synthesis = Some(Err(why));
-                self.finish_if_done(myself);
-                return;
-            }
-        };
-        let mut seen = crate::source::ObservationLog::default();
-        for r in self.records.iter().filter(|r| r.summary.state.accepted()) {
-            seen.record(r.observations.entries().iter().cloned());
-        }
-        self.synthesising = true;
-        let span = self.span.clone();
-        let (meter, limits) = (Arc::clone(&self.config.cost), self.config.limits);
-        let (files, repairs) = (Arc::clone(&self.files), self.config.repairs);
-        let question = self.config.question.clone();
-        let me = myself.clone();
-        let task = async move {
-            let lead = leader::LeadModel {
-                model,
-                meter,
-                limits,
-            };
-            let (outcome, turn) =
-                leader::synthesise(&lead, system, &question, Arc::new(seen), files, repairs).await;
-            let _ = me.cast(LeadMsg::Synthesised { outcome, turn });
-        };
-        self.lead_task = Some(tokio::spawn(task.instrument(span)));
-    }
-
-    /// The lead model's handoff (or why it was not used) is in: the run can finish.
-    pub(super) fn on_synthesised(
-        &mut self,
-        myself: &ActorRef<LeadMsg>,
-        outcome: Result<crate::handoff::Handoff, String>,
-        turn: leader::LeadTurn,
-    ) {
-        self.lead_task = None;
-        self.lead_turn("report", turn);
-        self.synthesising = false;
-        self.synthesis = Some(outcome);
-        self.finish_if_done(myself);
-    }
-
-    /// Logs one of the lead model's turns and keeps it for the report.
-    pub(super) fn lead_turn(&mut self, purpose: &str, mut turn: leader::LeadTurn) {
-        let mut events: Vec<RunEvent> = std::mem::take(&mut turn.configs)
-            .into_iter()
-            .map(|config| RunEvent::ModelConfigured {
-                role: "lead".into(),
-                config,
-            })
-            .collect();
-        events.push(RunEvent::LeadTurn {
-            purpose: purpose.into(),
-            spent: turn.spent,
-            outcome: turn.outcome.clone(),
-        });
-        self.log(events);
-        self.lead_turns.push((purpose.to_string(), turn));
     }
 
     /// A subagent that cannot go on: failed — or rejected, if it owed a repair.

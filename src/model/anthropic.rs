@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::http::{self, Answer, Endpoint, Event, HttpOptions};
+use super::http::{self, Answer, Endpoint, HttpOptions};
+use super::sse::Event;
 use super::{
     handoff_schema, ApiKey, ErrorKind, Message, Model, ModelConfig, ModelError, ModelRequest,
     ModelResponse, Price, StopReason, ToolChoice, Usage, HANDOFF_TOOL,

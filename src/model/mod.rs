@@ -10,6 +10,7 @@ pub(crate) mod price;
 mod scripted;
 mod secret;
 mod spec;
+mod sse;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
