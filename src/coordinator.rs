@@ -617,6 +617,7 @@ mod tests {
                 purpose: "plan".into(),
                 spent: spent(300),
                 outcome: "accepted".into(),
+                handoff: None,
             }),
             logged(RunEvent::RunResumed { after_seq: 2 }),
         ];

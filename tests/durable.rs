@@ -593,21 +593,15 @@ fn schema_keys(value: &Value) -> std::collections::BTreeSet<String> {
         .unwrap_or_default()
 }
 
-/// Every event a real run logs, and its checkpoint, fit the schemas in contracts/: the kind is
-/// one of the schema's, every field written is declared, every required field is written.
-#[tokio::test]
-async fn logged_events_and_checkpoints_match_their_schemas() {
-    let events_schema: Value =
-        serde_json::from_str(include_str!("../contracts/event.schema.json")).unwrap();
-    let checkpoint_schema: Value =
-        serde_json::from_str(include_str!("../contracts/checkpoint.schema.json")).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let run_id = logged_run(dir.path()).await;
-    let store = SqliteStore::open(dir.path()).unwrap();
-    let events = store.events(&run_id).unwrap();
+/// Checks every event against `contracts/event.schema.json`: its kind is one of the schema's,
+/// every field written is declared, every required field is written. Returns the kinds seen.
+pub(crate) fn events_fit_their_schema(
+    events: &[baton::checkpoint::LoggedEvent],
+    events_schema: &Value,
+) -> std::collections::BTreeSet<String> {
     let branches = events_schema["oneOf"].as_array().unwrap();
     let mut seen = std::collections::BTreeSet::new();
-    for logged in &events {
+    for logged in events {
         let payload = serde_json::to_value(&logged.event).unwrap();
         let kind = payload["kind"].as_str().unwrap().to_string();
         let branch = branches
@@ -629,6 +623,22 @@ async fn logged_events_and_checkpoints_match_their_schemas() {
         }
         seen.insert(kind);
     }
+    seen
+}
+
+/// Every event a real run logs, and its checkpoint, fit the schemas in contracts/: the kind is
+/// one of the schema's, every field written is declared, every required field is written.
+#[tokio::test]
+async fn logged_events_and_checkpoints_match_their_schemas() {
+    let events_schema: Value =
+        serde_json::from_str(include_str!("../contracts/event.schema.json")).unwrap();
+    let checkpoint_schema: Value =
+        serde_json::from_str(include_str!("../contracts/checkpoint.schema.json")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = logged_run(dir.path()).await;
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let events = store.events(&run_id).unwrap();
+    let seen = events_fit_their_schema(&events, &events_schema);
     for kind in [
         "run_started",
         "plan_revised",

@@ -503,7 +503,7 @@ async fn openai_429_with_retry_after_and_500_are_retried_and_a_cut_stream_too() 
     let server = Server::start(|_, n| match n {
         0 => Reply::Json(
             429,
-            vec![("retry-after-ms", "20".into())],
+            vec![("retry-after-ms", "300".into())],
             json!({"error": {"message": "Rate limit", "type": "requests"}}),
         ),
         1 => Reply::Json(500, vec![], json!({"error": {"message": "server error"}})),
@@ -527,7 +527,12 @@ async fn openai_429_with_retry_after_and_500_are_retried_and_a_cut_stream_too() 
         },
     )
     .unwrap();
+    let start = Instant::now();
     let r = model.complete(request(false)).await.unwrap();
+    assert!(
+        start.elapsed() >= Duration::from_millis(300),
+        "retry-after-ms was not honoured"
+    );
     assert_eq!(r.tool_calls.len(), 1);
     assert_eq!(server.requests().len(), 4);
     // No key: no authorization header (a local server).
@@ -954,8 +959,8 @@ async fn bytes_that_are_not_server_sent_events_are_an_error_not_a_fallback() {
     assert!(model.config().fallbacks.is_empty());
 }
 
-/// Cancelling aborts the lead model's call too: planning that would take a minute ends at
-/// once, and so does writing the report.
+/// Cancelling aborts the lead model's planning call: planning that would take a minute ends
+/// at once.
 #[tokio::test]
 async fn cancelling_aborts_the_lead_model_s_calls() {
     let server = Server::start(|_, _| {
@@ -988,4 +993,52 @@ async fn cancelling_aborts_the_lead_model_s_calls() {
         .open_items
         .iter()
         .any(|o| o.stuck_on.contains("cancelled before it was planned")));
+}
+
+/// Cancelling while the lead model writes the report aborts that call: the run ends at once
+/// with what the subagents handed off.
+#[tokio::test]
+async fn cancelling_aborts_the_lead_model_writing_the_report() {
+    // The lead's plan is junk (the shards stand); its report never comes.
+    let server = Server::start(|r, _| {
+        if r.body.get("response_format").is_some() {
+            std::thread::sleep(Duration::from_secs(60));
+        }
+        openai_message(
+            json!({"role": "assistant", "content": "not a plan"}),
+            "stop",
+            None,
+        )
+    });
+    let dir = crate::support::rust_tree();
+    let handle = baton::Coordinator::new()
+        .lead_model(std::sync::Arc::new(openai(&server, false)))
+        .start(
+            baton::Task::new("where is the retry policy?", dir.path()),
+            None,
+        )
+        .await
+        .unwrap();
+    let start = Instant::now();
+    let writing = || {
+        server
+            .requests()
+            .iter()
+            .any(|r| r.body.get("response_format").is_some())
+    };
+    while !writing() && start.elapsed() < Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(writing(), "the lead is writing the report");
+    handle.canceller().cancel();
+    let report = tokio::time::timeout(Duration::from_secs(10), handle.wait())
+        .await
+        .expect("the run ends without waiting for the lead model")
+        .unwrap();
+    assert!(report.cancelled);
+    assert!(report.subagents.iter().any(|s| s.state.accepted()));
+    assert!(
+        !report.handoff.settled_conclusions.is_empty(),
+        "the merged handoffs are reported"
+    );
 }

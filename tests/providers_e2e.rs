@@ -738,6 +738,24 @@ fn a_lead_model_plans_the_subtasks_and_writes_the_report_from_what_was_observed(
         })
         .collect();
     assert_eq!(roles, vec!["subagents", "lead", "lead"]);
+    // Every event of a run with both models fits the schema, the new kinds included.
+    let schema: Value =
+        serde_json::from_str(include_str!("../contracts/event.schema.json")).unwrap();
+    let kinds = crate::durable::events_fit_their_schema(&events, &schema);
+    assert!(kinds.contains("model_configured") && kinds.contains("lead_turn"));
+    let report_turn = events
+        .iter()
+        .find_map(|e| match &e.event {
+            baton::RunEvent::LeadTurn {
+                purpose, handoff, ..
+            } if purpose == "report" => handoff.clone(),
+            _ => None,
+        })
+        .expect("the lead's accepted handoff is logged");
+    assert_eq!(
+        report_turn.settled_conclusions,
+        report.handoff.settled_conclusions
+    );
     let lead_fallbacks = events
         .iter()
         .rev()

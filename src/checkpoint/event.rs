@@ -107,6 +107,10 @@ pub enum RunEvent {
         spent: Spent,
         /// `accepted`, or why its answer was not used.
         outcome: String,
+        /// The run's handoff it wrote, when accepted (a `report` turn): what the report's
+        /// settled conclusions are.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        handoff: Option<crate::handoff::Handoff>,
     },
     /// A constraint binds the run from now on.
     ConstraintStated {

@@ -369,7 +369,9 @@ fn dollars(text: &str) -> Result<f64, String> {
 fn coordinator(args: &ModelArgs) -> Result<Coordinator, String> {
     let spec = baton::model::ModelSpec::parse(&args.model).map_err(|e| format!("--model: {e}"))?;
     let prices = match &args.prices {
+        // An empty BATON_PRICES is no file.
         None => baton::model::PriceTable::default(),
+        Some(path) if path.as_os_str().is_empty() => baton::model::PriceTable::default(),
         Some(path) => {
             let text =
                 read_input(path, 1 << 20, "a prices file").map_err(|e| format!("--prices {e}"))?;
@@ -399,7 +401,11 @@ fn coordinator(args: &ModelArgs) -> Result<Coordinator, String> {
     };
     let model = connect(&spec)?;
     let mut coordinator = Coordinator::new();
-    let mut models = vec![std::sync::Arc::clone(&model)];
+    // The models that cost something: the offline one costs nothing.
+    let mut models = Vec::new();
+    if spec.provider != baton::model::Provider::Offline {
+        models.push(std::sync::Arc::clone(&model));
+    }
     if let Some(text) = &args.lead_model {
         let lead_spec =
             baton::model::ModelSpec::parse(text).map_err(|e| format!("--lead-model: {e}"))?;
@@ -411,15 +417,14 @@ fn coordinator(args: &ModelArgs) -> Result<Coordinator, String> {
         }
     }
     if args.max_cost.is_some() || args.max_cost_per_subagent.is_some() {
+        if models.is_empty() {
+            return Err("--max-cost: the offline model has no price (it costs nothing)".into());
+        }
         if let Some(unpriced) = models.iter().find(|m| m.price().is_none()) {
-            return Err(if spec.provider == baton::model::Provider::Offline {
-                "--max-cost: the offline model has no price (it costs nothing)".to_string()
-            } else {
-                format!(
-                    "--max-cost: no price is known for {}: give one in a --prices file",
-                    unpriced.name()
-                )
-            });
+            return Err(format!(
+                "--max-cost: no price is known for {}: give one in a --prices file",
+                unpriced.name()
+            ));
         }
     }
     coordinator = coordinator.model(model);

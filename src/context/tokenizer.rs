@@ -172,7 +172,19 @@ mod tests {
         assert_eq!(line_chunks("").count(), 0);
     }
 
+    /// A case proptest once shrank to: two newlines.
+    #[test]
+    fn two_newlines_count_as_the_whole_text_does() {
+        let cached = CachedTokenizer::new(Bpe);
+        assert_eq!(cached.count("\n\n"), Bpe.count("\n\n"));
+    }
+
     proptest::proptest! {
+        // Found cases are kept as tests above, not in a file at the top of the repository.
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
         /// The cached count, line by line, is the count of the whole text.
         #[test]
         fn counting_by_line_chunks_is_exact(

@@ -32,6 +32,9 @@ const MAX_SCOPE_PATHS: usize = 64;
 const MAX_PATH_CHARS: usize = 1024;
 const MAX_QUESTION_CHARS: usize = 2000;
 
+/// Most problems of a plan reported (told back to the lead model, and logged).
+const MAX_PROBLEMS: usize = 20;
+
 /// Most answer tokens of a lead call.
 const LEAD_ANSWER_TOKENS: u32 = 4096;
 
@@ -75,6 +78,8 @@ pub(crate) struct LeadTurn {
     pub(crate) outcome: String,
     /// The model's configuration after each change during the turn (a fallback taken).
     pub(crate) configs: Vec<crate::model::ModelConfig>,
+    /// The run's handoff it wrote, when accepted (a `report` turn).
+    pub(crate) handoff: Option<Handoff>,
 }
 
 /// The tree as the lead model is shown it, and the paths a scope may name.
@@ -185,9 +190,18 @@ pub(super) fn check_plan(text: &str, max: usize, tree: &Tree) -> Result<Vec<Subt
             "there are {} subtasks: give from 1 to {bound}",
             items.len()
         ));
+        // Too many to be worth reading one by one.
+        if items.len() > bound {
+            return Err(problems);
+        }
     }
     let mut subtasks = Vec::new();
     for (i, item) in items.iter().enumerate() {
+        // A plan's problems are told back to the lead model and logged: a few are enough.
+        if problems.len() >= MAX_PROBLEMS {
+            problems.push("… and more problems past these".into());
+            break;
+        }
         let n = i + 1;
         let Some(o) = item.as_object() else {
             problems.push(format!("subtask {n} is not an object"));
@@ -505,6 +519,8 @@ impl LeadState {
         turn: LeadTurn,
     ) {
         self.lead_task = None;
+        let mut turn = turn;
+        turn.handoff = outcome.as_ref().ok().cloned();
         self.lead_turn("report", turn);
         self.synthesising = false;
         self.synthesis = Some(outcome);
@@ -524,6 +540,7 @@ impl LeadState {
             purpose: purpose.into(),
             spent: turn.spent,
             outcome: turn.outcome.clone(),
+            handoff: turn.handoff.clone(),
         });
         self.log(events);
         self.lead_turns.push((purpose.to_string(), turn));
@@ -559,14 +576,13 @@ mod tests {
         assert_eq!(t.bytes_under(&ok[0].scope), 150);
         let bad = check_plan(
             r#"{"subtasks": [{"scope": ["vendor"], "question": ""}, {"scope": [], "question": "q", "why": 1}], "notes": "x"}"#,
-            1,
+            2,
             &t,
         )
         .unwrap_err();
         let text = bad.join("\n");
         for needle in [
             "unknown key `notes`",
-            "there are 2 subtasks: give from 1 to 1",
             "`vendor` is not",
             "subtask 1: `question`",
             "subtask 2: `scope`",
@@ -575,6 +591,17 @@ mod tests {
             assert!(text.contains(needle), "{needle} missing from:\n{text}");
         }
         assert!(check_plan("not json", 3, &t).unwrap_err()[0].contains("not JSON"));
+        // Too many subtasks is one problem; junk items are reported a few at a time.
+        let many = format!("{{\"subtasks\": [{}]}}", vec!["1"; 5000].join(","));
+        assert_eq!(
+            check_plan(&many, 4, &t).unwrap_err(),
+            vec!["there are 5000 subtasks: give from 1 to 4".to_string()]
+        );
+        let junk = format!("{{\"subtasks\": [{}]}}", vec!["1"; 50].join(","));
+        assert_eq!(
+            check_plan(&junk, 64, &t).unwrap_err().len(),
+            MAX_PROBLEMS + 1
+        );
     }
 
     #[test]

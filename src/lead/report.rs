@@ -110,12 +110,21 @@ impl LeadState {
             self.records.iter().map(|r| &r.spent),
             self.priced,
         )];
-        if let Some(lead) = &self.config.lead_model {
+        // The lead's model, or on a resume without one, the turns the log holds of it.
+        let lead = match &self.config.lead_model {
+            Some(lead) => Some((lead.name(), lead.price().is_some())),
+            None if !self.lead_turns.is_empty() => Some((
+                self.earlier_lead.clone().unwrap_or_else(|| "lead".into()),
+                self.lead_turns.iter().any(|(_, t)| t.spent.cost_micros > 0),
+            )),
+            None => None,
+        };
+        if let Some((name, priced)) = lead {
             models.push(ModelUsage::of(
                 "lead",
-                lead.name(),
+                name,
                 self.lead_turns.iter().map(|(_, t)| &t.spent),
-                lead.price().is_some(),
+                priced,
             ));
         }
         let mut usage = RunUsage {

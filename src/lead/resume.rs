@@ -77,6 +77,8 @@ pub(crate) struct Resumption {
     pub(crate) projector: Option<crate::checkpoint::Projector>,
     /// The lead model's turns already logged (`lead_turn`), for the report's usage.
     pub(crate) lead_turns: Vec<(String, super::leader::LeadTurn)>,
+    /// The lead model the log names last (`provider:model`).
+    pub(crate) lead_model: Option<String>,
 }
 
 /// What a resume found stale in one accepted handoff.
@@ -240,6 +242,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
     let mut plan = Vec::new();
     let mut left_out = Vec::new();
     let mut lead_turns = Vec::new();
+    let mut lead_model = None;
     let mut subagents: BTreeMap<String, Restored> = BTreeMap::new();
     for logged in events {
         match &logged.event {
@@ -329,16 +332,21 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
                 r.unverified = Some(unverified.clone());
                 r.state = Some(SubagentState::Rejected);
             }
+            RunEvent::ModelConfigured { role, config } if role == "lead" => {
+                lead_model = Some(format!("{}:{}", config.provider, config.model));
+            }
             RunEvent::LeadTurn {
                 purpose,
                 spent,
                 outcome,
+                handoff,
             } => lead_turns.push((
                 purpose.clone(),
                 super::leader::LeadTurn {
                     spent: *spent,
                     outcome: outcome.clone(),
                     configs: Vec::new(),
+                    handoff: handoff.clone(),
                 },
             )),
             RunEvent::BudgetSpent { subagent, spent } => {
@@ -376,6 +384,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
         left_out,
         projector: None,
         lead_turns,
+        lead_model,
     })
 }
 

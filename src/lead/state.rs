@@ -105,6 +105,9 @@ pub(crate) struct LeadState {
     pub(super) lead_turns: Vec<(String, leader::LeadTurn)>,
     /// Set while the lead model writes the run's handoff.
     pub(super) synthesising: bool,
+    /// On a resume: the lead model the log names (its turns count in the report's usage
+    /// even when this process has none).
+    pub(super) earlier_lead: Option<String>,
     /// The lead model's work in flight (planning, or writing the handoff): aborted on cancel.
     pub(super) lead_task: Option<tokio::task::JoinHandle<()>>,
     /// The lead model's handoff, or why it was not used.
@@ -169,6 +172,7 @@ impl LeadState {
             priced,
             lead_turns: Vec::new(),
             synthesising: false,
+            earlier_lead: None,
             lead_task: None,
             synthesis: None,
         }
@@ -722,6 +726,7 @@ impl LeadState {
             self.adopt_policy();
             self.resumed_after = Some(resumption.after_seq);
             self.lead_turns = resumption.lead_turns.clone();
+            self.earlier_lead = resumption.lead_model.clone();
             let mut events = vec![RunEvent::RunResumed {
                 after_seq: resumption.after_seq,
             }];

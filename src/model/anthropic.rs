@@ -352,12 +352,10 @@ fn finish(blocks: Vec<Block>, stop: StopReason, usage: Usage) -> ModelResponse {
 
 /// A whole (not streamed) message.
 fn parse_message(v: &Value) -> Result<ModelResponse, String> {
-    let content = v.get("content").and_then(Value::as_array).ok_or_else(|| {
-        format!(
-            "no content array: {}",
-            http::excerpt(v.to_string().as_bytes())
-        )
-    })?;
+    let content = v
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("no content array: {}", v))?;
     let blocks = content
         .iter()
         .map(|b| Block {

@@ -93,6 +93,12 @@ impl Default for HttpOptions {
 /// Most bytes of one answer read (a streamed one too).
 const MAX_BODY_BYTES: usize = 32 << 20;
 
+/// Most bytes of an error's body read.
+const ERROR_BODY_BYTES: usize = 64 << 10;
+
+/// Most characters of an error's message.
+const MESSAGE_CHARS: usize = 600;
+
 /// One provider's HTTP client.
 #[derive(Debug, Clone)]
 pub(crate) struct Http {
@@ -188,15 +194,17 @@ impl Http {
         })
     }
 
-    /// An error of this provider, any key in its message redacted.
+    /// An error of this provider: any key in its message redacted first, then the message
+    /// put on one line and cut (so a key can never be cut out of reach of the redaction).
     pub(crate) fn error(&self, kind: ErrorKind, message: impl Into<String>) -> ModelError {
         let message = message.into();
+        let message = match &self.key {
+            Some(key) => key.redact(&message),
+            None => message,
+        };
         ModelError {
             provider: self.provider.to_string(),
-            message: match &self.key {
-                Some(key) => key.redact(&message),
-                None => message,
-            },
+            message: one_line_cut(&message, MESSAGE_CHARS),
             ..ModelError::new(kind, "")
         }
     }
@@ -261,7 +269,12 @@ impl Http {
             .map(|v| v.chars().take(128).collect::<String>());
         let retry_after = retry_after(response.headers());
         if !(200..300).contains(&status) {
-            let bytes = self.read_all(response).await.unwrap_or_default();
+            // What the body says, if it comes within the idle timeout (bounded, and no more is
+            // read than an error needs).
+            let bytes = self
+                .read_all(response, ERROR_BODY_BYTES)
+                .await
+                .unwrap_or_default();
             let text = String::from_utf8_lossy(&bytes);
             let (message, kind_hint) = error_message(&text);
             let mut error = self.error(classify(status, &message, &kind_hint), message);
@@ -286,13 +299,16 @@ impl Http {
                 request_id,
             })));
         }
-        let bytes = self.read_all(response).await?;
+        let bytes = self.read_all(response, MAX_BODY_BYTES).await?;
         serde_json::from_slice(&bytes)
             .map(Answer::Json)
             .map_err(|e| {
                 let mut error = self.error(
                     ErrorKind::Server,
-                    format!("the answer is not JSON ({e}): {}", excerpt(&bytes)),
+                    format!(
+                        "the answer is not JSON ({e}): {}",
+                        String::from_utf8_lossy(&bytes[..bytes.len().min(ERROR_BODY_BYTES)])
+                    ),
                 );
                 error.status = Some(status);
                 error.request_id = request_id.clone();
@@ -300,21 +316,33 @@ impl Http {
             })
     }
 
-    async fn read_all(&self, mut response: reqwest::Response) -> Result<Vec<u8>, ModelError> {
+    /// Reads a whole body of at most `limit` bytes, each piece within the idle timeout.
+    async fn read_all(
+        &self,
+        mut response: reqwest::Response,
+        limit: usize,
+    ) -> Result<Vec<u8>, ModelError> {
         let mut out = Vec::new();
         loop {
-            match response.chunk().await {
-                Ok(Some(chunk)) => {
-                    if out.len() + chunk.len() > MAX_BODY_BYTES {
+            let idle = self.options.idle_timeout;
+            match tokio::time::timeout(idle, response.chunk()).await {
+                Err(_) => {
+                    return Err(self.error(
+                        ErrorKind::Timeout,
+                        format!("the answer was idle for {} s", idle.as_secs_f64()),
+                    ))
+                }
+                Ok(Ok(Some(chunk))) => {
+                    if out.len() + chunk.len() > limit {
                         return Err(self.error(
                             ErrorKind::Server,
-                            format!("the answer is over {MAX_BODY_BYTES} bytes"),
+                            format!("the answer is over {limit} bytes"),
                         ));
                     }
                     out.extend_from_slice(&chunk);
                 }
-                Ok(None) => return Ok(out),
-                Err(e) => return Err(self.transport_error(e)),
+                Ok(Ok(None)) => return Ok(out),
+                Ok(Err(e)) => return Err(self.transport_error(e)),
             }
         }
     }
@@ -423,7 +451,7 @@ pub(crate) fn error_message(body: &str) -> (String, String) {
         .and_then(Value::as_str)
         .or_else(|| error.as_str())
         .map(str::to_string)
-        .unwrap_or_else(|| excerpt(body.as_bytes()));
+        .unwrap_or_else(|| body.to_string());
     if let Some(param) = error.get("param").and_then(Value::as_str) {
         message.push_str(&format!(" (param: {param})"));
     }
@@ -457,11 +485,10 @@ pub(crate) fn classify(status: u16, message: &str, kind: &str) -> ErrorKind {
     }
 }
 
-/// The first 300 characters of a body, on one line.
-pub(crate) fn excerpt(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
+/// `text` on one line, cut to `max` characters.
+pub(crate) fn one_line_cut(text: &str, max: usize) -> String {
     let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let cut: String = one.chars().take(300).collect();
+    let cut: String = one.chars().take(max).collect();
     if cut.len() < one.len() {
         format!("{cut}…")
     } else {
@@ -649,7 +676,18 @@ mod tests {
         assert_eq!(m, "Invalid schema (param: response_format)");
         assert_eq!(error_message(r#"{"error":"nope"}"#).0, "nope");
         assert_eq!(error_message(r#"{"detail":"gone"}"#).0, "gone");
-        assert_eq!(error_message("plain\ntext").0, "plain text");
+        assert_eq!(error_message("plain\ntext").0, "plain\ntext");
+    }
+
+    #[test]
+    fn a_key_is_redacted_before_a_message_is_cut() {
+        let key = "sk-SECRET-KEY-0123456789";
+        let http = Http::new("anthropic", HttpOptions::default(), ApiKey::new(key)).unwrap();
+        for pad in [0, 580, 590, 599, 700] {
+            let e = http.error(ErrorKind::Auth, format!("{}{key}", "x".repeat(pad)));
+            assert!(!e.message.contains("sk-SECRET"), "pad {pad}: {}", e.message);
+            assert!(e.message.chars().count() <= MESSAGE_CHARS + 1);
+        }
     }
 
     #[test]

@@ -459,3 +459,59 @@ pub fn estimate_tokens(text: &str) -> u64 {
 fn estimate_tokens_of_len(bytes: usize) -> u64 {
     (bytes as u64).div_ceil(4)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// A priced model that counts its calls and reports 1,000 tokens in and 100 out.
+    struct Counting(AtomicU32);
+
+    #[async_trait]
+    impl Model for Counting {
+        fn name(&self) -> String {
+            "counting".into()
+        }
+        async fn complete(&self, _: ModelRequest) -> Result<ModelResponse, ModelError> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            let usage = Usage {
+                input_tokens: 1000,
+                output_tokens: 100,
+                ..Usage::default()
+            };
+            Ok(ModelResponse::new("ok".into(), Vec::new(), usage))
+        }
+        fn price(&self) -> Option<Price> {
+            Some(Price {
+                input: 1.0,
+                output: 1.0,
+                cache_read: 0.0,
+                cache_write: 0.0,
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn no_call_is_sent_that_what_is_spent_leaves_no_room_for() {
+        let model = Counting(AtomicU32::new(0));
+        let request = ModelRequest::new("s".into(), Vec::new(), Vec::new().into(), 100);
+        let estimate = model.price().unwrap().estimate_micros(&request);
+        // Room for the first call and what it costs (1,100), not for a second estimate.
+        let meter = CostMeter::new(Some(1100 + estimate - 1));
+        let limit = std::time::Duration::from_secs(5);
+        call_metered(&model, &meter, request.clone(), limit)
+            .await
+            .unwrap();
+        assert_eq!(meter.spent(), 1100);
+        let e = call_metered(&model, &meter, request, limit)
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::CostLimit);
+        assert_eq!(
+            model.0.load(Ordering::SeqCst),
+            1,
+            "the second call was not sent"
+        );
+    }
+}

@@ -267,7 +267,8 @@ impl OpenAiModel {
 /// Whether a refused request names `field` as what the server does not take: a 400 or 422
 /// whose message names it. Anything else is a genuine error and is not hidden.
 fn unsupported(e: &ModelError, field: &str) -> bool {
-    matches!(e.status, Some(400 | 422)) && e.message.contains(field)
+    // Some servers choke on a field they do not know with a 500 that names it.
+    matches!(e.status, Some(400 | 404 | 422 | 500 | 501)) && e.message.contains(field)
 }
 
 #[async_trait]
@@ -388,7 +389,11 @@ struct Call {
 #[derive(Debug, Default)]
 struct Streamed {
     text: String,
+    /// The calls in the order they began.
     calls: BTreeMap<u64, Call>,
+    /// Which call a streamed `index` adds to now: a new id at an index already taken starts
+    /// a new call (Ollama numbers every parallel call 0).
+    slots: std::collections::HashMap<u64, u64>,
     finish: Option<String>,
     usage: Option<Usage>,
     started: bool,
@@ -413,8 +418,25 @@ impl Streamed {
     }
 
     fn call(&mut self, index: u64, c: &Value) {
-        let call = self.calls.entry(index).or_default();
-        if let Some(id) = c["id"].as_str() {
+        let id = c["id"].as_str().filter(|id| !id.is_empty());
+        let next = self.calls.len() as u64;
+        let key = match self.slots.get(&index) {
+            Some(&key)
+                if id.is_none_or(|id| {
+                    self.calls
+                        .get(&key)
+                        .is_some_and(|c| c.id.is_empty() || c.id == id)
+                }) =>
+            {
+                key
+            }
+            _ => {
+                self.slots.insert(index, next);
+                next
+            }
+        };
+        let call = self.calls.entry(key).or_default();
+        if let Some(id) = id {
             call.id = id.to_string();
         }
         let f = &c["function"];
@@ -438,7 +460,7 @@ impl Streamed {
     fn whole(&mut self, v: &Value) -> Result<(), String> {
         let choice = v["choices"]
             .get(0)
-            .ok_or_else(|| format!("no choices: {}", http::excerpt(v.to_string().as_bytes())))?;
+            .ok_or_else(|| format!("no choices: {v}"))?;
         self.started = true;
         let m = &choice["message"];
         self.text = m["content"].as_str().unwrap_or_default().to_string();
@@ -611,6 +633,21 @@ mod tests {
         assert_eq!(calls[0].arguments, json!({"path": "b"}));
         assert!(calls_in_text("{\"name\":\"rm\",\"arguments\":{}}", &r).is_none());
         assert!(calls_in_text("{\"settled_conclusions\":[]}", &r).is_none());
+    }
+
+    #[test]
+    fn parallel_calls_all_numbered_zero_stay_apart() {
+        let mut s = Streamed::default();
+        for chunk in [
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"x\"}"}}]},"finish_reason":null}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"b","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"y\"}"}}]},"finish_reason":"tool_calls"}]}"#,
+        ] {
+            s.chunk(chunk).unwrap();
+        }
+        let (r, _) = s.finish(&request());
+        let paths: Vec<&Value> = r.tool_calls.iter().map(|c| &c.arguments["path"]).collect();
+        assert_eq!(paths, vec![&json!("x"), &json!("y")]);
+        assert!(r.tool_calls.iter().all(|c| c.name == "read_file"));
     }
 
     #[test]

@@ -34,10 +34,13 @@ impl Price {
         micros.ceil().max(0.0) as u64
     }
 
-    /// The most `request` can cost, in millionths of a dollar: its estimated input at the
-    /// uncached price (or the cache-write price, when higher) and every answer token allowed.
+    /// What `request` may cost, in millionths of a dollar: its estimated input (about four
+    /// bytes a token, with a quarter more for tokenizers that count more) at the uncached price
+    /// (or the cache-write price, when higher), and every answer token allowed. An estimate,
+    /// not a bound: a provider's count of the input can still exceed it.
     pub fn estimate_micros(&self, request: &ModelRequest) -> u64 {
-        let input = request.estimated_tokens() as f64 * self.input.max(self.cache_write);
+        let tokens = request.estimated_tokens() as f64 * 1.25;
+        let input = tokens * self.input.max(self.cache_write);
         let output = f64::from(request.max_tokens) * self.output;
         (input + output).ceil().max(0.0) as u64
     }
@@ -70,6 +73,7 @@ const KNOWN: &[(&str, Price, usize)] = &[
     ("gpt-4.1-mini", p(0.4, 1.6, 0.1, 0.0), 1_047_576),
     ("gpt-4.1", p(2.0, 8.0, 0.5, 0.0), 1_047_576),
     ("gpt-4o-mini", p(0.15, 0.6, 0.075, 0.0), 128_000),
+    ("gpt-4o-2024-05-13", p(5.0, 15.0, 0.0, 0.0), 128_000),
     ("gpt-4o", p(2.5, 10.0, 1.25, 0.0), 128_000),
     ("o4-mini", p(1.1, 4.4, 0.275, 0.0), 200_000),
     ("o3", p(2.0, 8.0, 0.5, 0.0), 200_000),
