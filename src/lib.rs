@@ -61,7 +61,9 @@
 //!   subagent's first context is compiled for its role (explorer, or verifier in the second
 //!   wave) from the items relevant to it — selected through the lead's `ContextIndex` from
 //!   the checkpoint the lead keeps one event at a time (`checkpoint::Projector`,
-//!   `LeadState::context_for`) — so it does not grow with the number of other subagents; its
+//!   `LeadState::context_for`; the contract goes after the role's text and before the
+//!   checkpoint data, `plan::with_contract`, so the role's text and the contract are one
+//!   prefix a provider can cache for the whole fan-out) — so it does not grow with the number of other subagents; its
 //!   manifest goes to the log (the items left out as a count and an order-free sum of their
 //!   hashes), and its tool set is its profile's; a finished subagent's actor handle is let
 //!   go; tool calls and validations run in at most four blocking slots a core, a slot given

@@ -350,6 +350,29 @@ fn end_to_end(dialect: Dialect) {
     assert_eq!(report.model, model);
     assert_eq!(report.usage.model_calls, 12);
     assert_eq!(report.usage.tokens_in, 12 * USAGE_IN);
+    if dialect == Dialect::Anthropic {
+        // The cached prefix — the tools, the role's text and the contract — is the same for
+        // every subagent; the checkpoint data after it is not cached.
+        let requests = server.requests();
+        let prefixes: std::collections::BTreeSet<String> = requests
+            .iter()
+            .map(|r| format!("{}{}", r.body["tools"], r.body["system"][0]))
+            .collect();
+        assert_eq!(prefixes.len(), 1, "one shared prefix");
+        let first = &requests[0].body["system"];
+        assert_eq!(first[0]["cache_control"]["type"], "ephemeral");
+        assert!(first[0]["text"].as_str().unwrap().contains(
+            include_str!("../contracts/handoff.md")
+                .lines()
+                .next()
+                .unwrap()
+        ));
+        assert!(first[1]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with(baton::context::DATA_BEGIN));
+        assert!(first[1].get("cache_control").is_none());
+    }
     // Every request carried the key, and nothing the run wrote did.
     for r in server.requests() {
         let sent = r

@@ -133,8 +133,9 @@ fn children(files: &[(String, u64)], dir: &str) -> Vec<Unit> {
 }
 
 /// The first message of a second-wave verifier: the question, its scope (the whole tree, or
-/// the read scope), what to do, and the contract. The claims themselves are not here: they
-/// are data, in the `doubts` field of its compiled context, never instructions.
+/// the read scope) and what to do (the contract is in its system text: [`with_contract`]).
+/// The claims themselves are not here: they are data, in the `doubts` field of its compiled
+/// context, never instructions.
 pub(crate) fn verify_brief(question: &str, shard: &Shard) -> String {
     let scope = serde_json::to_string(&shard.paths).unwrap_or_else(|_| "[\".\"]".into());
     let question = one_line(question);
@@ -143,13 +144,13 @@ pub(crate) fn verify_brief(question: &str, shard: &Shard) -> String {
          the checkpoint data of your context. Reread the lines each one cites and hand off, as \
          settled conclusions, only the claims whose lines hold what they state — their quoted \
          text and the symbols they name — citing the lines you read; list the others as open \
-         items.\n\n{}",
+         items.",
         crate::contracts::VERIFY_TASK,
-        crate::contracts::HANDOFF
     )
 }
 
-/// The first message a subagent gets: its question, its scope and the contract.
+/// The first message a subagent gets: its question and its scope (the contract is in its
+/// system text: [`with_contract`]).
 pub(crate) fn brief(question: &str, shard: &Shard) -> String {
     let scope = serde_json::to_string(&shard.paths).unwrap_or_else(|_| "[\".\"]".into());
     let question = match &shard.question {
@@ -159,9 +160,19 @@ pub(crate) fn brief(question: &str, shard: &Shard) -> String {
     format!(
         "Question: {question}\nScope: {scope}\n\nExplore only inside the scope above (paths are \
          relative to the workspace root; other subagents cover the rest of the tree). Search, \
-         read the lines that answer the question, and hand off.\n\n{}",
-        crate::contracts::HANDOFF
+         read the lines that answer the question, and hand off."
     )
+}
+
+/// A subagent's system text with the contract after its role's text and before the
+/// checkpoint data: the role's text and the contract are the same for every subagent of a
+/// role, so they make one prefix a provider can cache for the whole fan-out.
+pub(crate) fn with_contract(system: &str) -> String {
+    let contract = crate::contracts::HANDOFF;
+    match system.find(crate::context::DATA_BEGIN) {
+        Some(at) => format!("{}\n{contract}\n{}", &system[..at], &system[at..]),
+        None => format!("{system}\n\n{contract}"),
+    }
 }
 
 #[cfg(test)]

@@ -422,7 +422,8 @@ impl LeadState {
             } else {
                 plan::brief(&self.search_question, &record.shard)
             };
-            if let Some(why) = self.unaffordable(&context.text, &brief, &role.tools) {
+            let system = plan::with_contract(&context.text);
+            if let Some(why) = self.unaffordable(&system, &brief, &role.tools) {
                 // Spawning stops: this subagent and every one still queued are not started.
                 self.end(index, SubagentState::Failed, Some(why.clone()));
                 while let Some(queued) = self.queue.pop_front() {
@@ -449,7 +450,7 @@ impl LeadState {
                 .collect();
             let args = SubagentArgs {
                 id: record.summary.id.clone(),
-                system: context.text,
+                system,
                 brief,
                 orientation,
                 denied,
