@@ -1042,3 +1042,81 @@ async fn cancelling_aborts_the_lead_model_writing_the_report() {
         "the merged handoffs are reported"
     );
 }
+
+#[tokio::test]
+async fn a_refusal_comes_back_as_one_with_the_model_s_words() {
+    let server = Server::start(|_, n| match n {
+        0 => openai_message(
+            json!({"role": "assistant", "content": null, "refusal": "I can't help with that."}),
+            "stop",
+            None,
+        ),
+        1 => Reply::Sse(
+            vec![
+                data(
+                    json!({"choices": [{"index": 0, "delta": {"refusal": "I can't "}, "finish_reason": null}]}),
+                ),
+                data(
+                    json!({"choices": [{"index": 0, "delta": {"refusal": "do that."}, "finish_reason": "stop"}]}),
+                ),
+                "data: [DONE]".into(),
+            ],
+            None,
+        ),
+        _ => anthropic_message(json!([{"type": "text", "text": "No."}]), "refusal"),
+    });
+    let r = openai(&server, false)
+        .complete(request(true))
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.stop, r.text.as_str()),
+        (StopReason::Refusal, "I can't help with that.")
+    );
+    let r = openai(&server, true).complete(request(true)).await.unwrap();
+    assert_eq!(
+        (r.stop, r.text.as_str()),
+        (StopReason::Refusal, "I can't do that.")
+    );
+    let r = anthropic(&server, false)
+        .complete(request(true))
+        .await
+        .unwrap();
+    assert_eq!((r.stop, r.text.as_str()), (StopReason::Refusal, "No."));
+}
+
+#[tokio::test]
+async fn an_error_inside_a_stream_is_retried_only_when_it_may_pass() {
+    let server = Server::start(|r, _| {
+        let kind = if r.body["model"] == "gpt-4o" {
+            "invalid_request_error"
+        } else {
+            "server_error"
+        };
+        Reply::Sse(
+            vec![data(json!({"error": {"message": "no", "type": kind}}))],
+            None,
+        )
+    });
+    let e = openai(&server, true)
+        .complete(request(false))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (e.kind, server.requests().len()),
+        (ErrorKind::BadRequest, 1)
+    );
+    let other = OpenAiModel::new(
+        "other",
+        None,
+        Some(&format!("{}/v1", server.url)),
+        options(true),
+    )
+    .unwrap();
+    let e = other.complete(request(false)).await.unwrap_err();
+    assert_eq!(
+        (e.kind, server.requests().len()),
+        (ErrorKind::Server, 4),
+        "retried: 3 attempts"
+    );
+}

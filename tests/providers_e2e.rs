@@ -947,3 +947,85 @@ async fn a_run_resumes_on_another_provider() {
         .collect();
     assert_eq!(providers, vec!["offline", "openai"]);
 }
+
+/// A subagent's dialect fallback goes to the event log, and so does a lead whose report stays
+/// broken: the merged handoffs are reported, with an open item saying why. An empty
+/// `BATON_PRICES` is no file.
+#[test]
+fn fallbacks_are_logged_and_a_lead_report_that_stays_broken_is_replaced_by_the_merge() {
+    let root = four_dirs();
+    let state = tempfile::tempdir().unwrap();
+    let server = Server::start(|r, n| {
+        if r.body["response_format"]["type"] == "json_schema" {
+            return Reply::Json(
+                400,
+                vec![],
+                json!({"error": {"message": "json_schema is not supported", "param": "response_format"}}),
+            );
+        }
+        if r.body["model"] != "lead" {
+            return openai_reply(&r.body, n);
+        }
+        let system = r.body["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default();
+        let text = if system.contains("Split the question into subtasks") {
+            "no plan".to_string()
+        } else {
+            // Always a line no subagent read (they read the line of each `fn`).
+            json!({"settled_conclusions": [{"claim": "Gamma opens with `//! Gamma.`.", "sources": ["c/gamma.rs:1"]}],
+                   "open_items": [], "hard_constraints": []}).to_string()
+        };
+        openai_answer(&r.body, json!({"role": "assistant", "content": text}))
+    });
+    let env = [
+        ("OPENAI_BASE_URL", server.url.clone()),
+        ("BATON_PRICES", String::new()),
+    ];
+    let out = explore(
+        root.path(),
+        state.path(),
+        "openai:test",
+        &env,
+        &["--lead-model", "openai:lead", "--repairs", "1"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = report(&out);
+    assert!(report
+        .handoff
+        .settled_conclusions
+        .iter()
+        .all(|c| !c.claim.contains("Gamma")));
+    assert!(
+        !report.handoff.settled_conclusions.is_empty(),
+        "the merge stands"
+    );
+    assert!(report.handoff.open_items.iter().any(|o| {
+        o.item.starts_with("The lead model's report was not used")
+            && o.stuck_on.contains("broke the contract")
+    }));
+    let store = baton::SqliteStore::open(state.path()).unwrap();
+    let events = baton::EventStore::events(&store, &report.run_id).unwrap();
+    let fallbacks: Vec<(String, usize)> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            baton::RunEvent::ModelConfigured { role, config } => {
+                Some((role.clone(), config.fallbacks.len()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(
+        fallbacks.contains(&("subagents".to_string(), 1)),
+        "{fallbacks:?}"
+    );
+    assert!(
+        fallbacks.contains(&("lead".to_string(), 1)),
+        "{fallbacks:?}"
+    );
+}

@@ -35,9 +35,10 @@ fn explorer() -> String {
 /// What a subagent was given, for the log: enough to say what it saw without the text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
-    /// SHA-256 of its brief.
+    /// SHA-256 of its brief followed by the contract (`brief`, a blank line, then
+    /// `contracts/handoff.md`; the contract travels in its system text, after the role's).
     pub brief_digest: String,
-    /// Estimated tokens of its brief.
+    /// Estimated tokens of its brief and the contract.
     pub brief_tokens: u64,
     /// Tools it may call.
     pub tools: Vec<String>,

@@ -198,7 +198,8 @@ struct ModelArgs {
     context_window: Option<u64>,
     /// A TOML file of prices (dollars per million tokens) and context windows that adds to or
     /// overrides the built-in table.
-    #[arg(long, env = "BATON_PRICES", value_name = "FILE")]
+    /// (Also `BATON_PRICES`; an empty one is no file.)
+    #[arg(long, value_name = "FILE")]
     prices: Option<std::path::PathBuf>,
     /// The most the run's model calls may cost, in US dollars: no call goes out that could
     /// pass it, and no subagent starts whose first call could.
@@ -368,10 +369,14 @@ fn dollars(text: &str) -> Result<f64, String> {
 /// missing key, a bad base URL or prices file, a cost limit for a model with no known price.
 fn coordinator(args: &ModelArgs) -> Result<Coordinator, String> {
     let spec = baton::model::ModelSpec::parse(&args.model).map_err(|e| format!("--model: {e}"))?;
-    let prices = match &args.prices {
-        // An empty BATON_PRICES is no file.
+    // The flag, else BATON_PRICES unless it is empty.
+    let prices_file = args.prices.clone().or_else(|| {
+        std::env::var_os("BATON_PRICES")
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+    });
+    let prices = match &prices_file {
         None => baton::model::PriceTable::default(),
-        Some(path) if path.as_os_str().is_empty() => baton::model::PriceTable::default(),
         Some(path) => {
             let text =
                 read_input(path, 1 << 20, "a prices file").map_err(|e| format!("--prices {e}"))?;
@@ -415,6 +420,12 @@ fn coordinator(args: &ModelArgs) -> Result<Coordinator, String> {
             models.push(std::sync::Arc::clone(&lead));
             coordinator = coordinator.lead_model(lead);
         }
+    }
+    if args.max_cost_per_subagent.is_some() && spec.provider == baton::model::Provider::Offline {
+        return Err(
+            "--max-cost-per-subagent: the subagents' offline model has no price (it costs nothing)"
+                .into(),
+        );
     }
     if args.max_cost.is_some() || args.max_cost_per_subagent.is_some() {
         if models.is_empty() {

@@ -269,9 +269,12 @@ impl LeadState {
             .resumed_after
             .and_then(|_| Orientation::for_subagent(checkpoint, subagent));
         let tokenizer = self.tokenizer.as_ref();
-        let window = self
-            .config
-            .model
+        // The lead's own context is sized against the lead's model.
+        let model = match (&self.config.lead_model, role.name.as_str()) {
+            (Some(lead), "lead") => lead,
+            _ => &self.config.model,
+        };
+        let window = model
             .context_window()
             .saturating_sub(crate::subagent::ANSWER_TOKENS as usize);
         let compile =
@@ -432,10 +435,12 @@ impl LeadState {
                 break;
             }
             let budget = self.policy.cap(self.config.budget);
+            // The manifest's brief is the lead's instructions: the brief and the contract,
+            // which travels in the system text.
             let spawned = journal::spawned(
                 &record.summary.id,
                 &record.shard.paths,
-                &brief,
+                &format!("{brief}\n\n{}", crate::contracts::HANDOFF),
                 &context,
                 budget,
             );

@@ -518,6 +518,13 @@ mod tests {
         assert_eq!(b["system"][0]["cache_control"]["type"], "ephemeral");
         assert_eq!(b["tools"][0]["cache_control"]["type"], "ephemeral");
         assert_eq!(b["stream"], true);
+        // The first message and the latest end the other breakpoints; nothing between.
+        let marked: Vec<bool> = m
+            .iter()
+            .flat_map(|turn| turn["content"].as_array().unwrap().iter())
+            .map(|block| block.get("cache_control").is_some())
+            .collect();
+        assert_eq!(marked, vec![true, false, false, true]);
         // The role's text and the checkpoint data are two blocks: only the first is cached.
         let mut r = request(false, true);
         r.system = format!(

@@ -109,7 +109,6 @@ pub(crate) struct Http {
 }
 
 /// What both providers are: a model's name at an endpoint, its client, window and price.
-#[derive(Debug)]
 pub(crate) struct Endpoint {
     pub(crate) http: Http,
     pub(crate) model: String,
@@ -117,6 +116,18 @@ pub(crate) struct Endpoint {
     pub(crate) base: String,
     pub(crate) window: usize,
     pub(crate) price: Option<Price>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    /// The base URL without credentials: a password in it is not shown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("provider", &self.http.provider)
+            .field("model", &self.model)
+            .field("base", &without_credentials(&self.base))
+            .field("window", &self.window)
+            .finish()
+    }
 }
 
 impl Endpoint {
@@ -706,6 +717,17 @@ mod tests {
         assert!(!base_url_of("not a url SECRET")
             .unwrap_err()
             .contains("SECRET"));
+        assert!(base_url_of("http://h:1/v1#x").is_err());
+        let e = Endpoint::new(
+            "openai",
+            "m",
+            Some("http://user:PASSWORD@h:1/v1"),
+            "http://x",
+            None,
+            HttpOptions::default(),
+        )
+        .unwrap();
+        assert!(!format!("{e:?}").contains("PASSWORD"));
         assert_eq!(base_url_of("http://h:1/v1/").unwrap(), "http://h:1/v1");
     }
 }

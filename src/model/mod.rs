@@ -418,12 +418,17 @@ pub(crate) async fn call_metered(
         .reserve(estimate)
         .await
         .map_err(|why| ModelError::new(ErrorKind::CostLimit, why))?;
-    let reply = tokio::time::timeout(limit, model.complete(request)).await;
-    let cost = match &reply {
-        Ok(Ok(r)) => price.map_or(0, |p| p.cost_micros(&r.usage)),
-        _ => 0,
+    // Settled whatever happens — a call aborted or panicking gives its reservation back.
+    let mut held = Held {
+        meter,
+        estimate,
+        cost: 0,
     };
-    meter.settle(estimate, cost);
+    let reply = tokio::time::timeout(limit, model.complete(request)).await;
+    if let Ok(Ok(r)) = &reply {
+        held.cost = price.map_or(0, |p| p.cost_micros(&r.usage));
+    }
+    drop(held);
     reply.unwrap_or_else(|_| {
         Err(ModelError::new(
             ErrorKind::Timeout,
@@ -433,6 +438,19 @@ pub(crate) async fn call_metered(
             ),
         ))
     })
+}
+
+/// A reservation on the meter, settled with `cost` when it is dropped.
+struct Held<'a> {
+    meter: &'a CostMeter,
+    estimate: u64,
+    cost: u64,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.meter.settle(self.estimate, self.cost);
+    }
 }
 
 /// Adds one call's usage (and its cost at `price`) to what was spent.
@@ -513,5 +531,40 @@ mod tests {
             1,
             "the second call was not sent"
         );
+    }
+
+    /// A model that never answers.
+    struct Hung;
+
+    #[async_trait]
+    impl Model for Hung {
+        fn name(&self) -> String {
+            "hung".into()
+        }
+        async fn complete(&self, _: ModelRequest) -> Result<ModelResponse, ModelError> {
+            std::future::pending().await
+        }
+        fn price(&self) -> Option<Price> {
+            Counting(AtomicU32::new(0)).price()
+        }
+    }
+
+    #[tokio::test]
+    async fn an_aborted_call_gives_its_reservation_back() {
+        let meter = std::sync::Arc::new(CostMeter::new(Some(1_000_000)));
+        let request = ModelRequest::new("s".into(), Vec::new(), Vec::new().into(), 100);
+        let estimate = Hung.price().unwrap().estimate_micros(&request);
+        let m = std::sync::Arc::clone(&meter);
+        let call = tokio::spawn(async move {
+            call_metered(&Hung, &m, request, std::time::Duration::from_secs(60)).await
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        // Held by the call in flight...
+        assert_eq!(meter.try_reserve(1_000_000 - estimate + 1), Ok(false));
+        call.abort();
+        let _ = call.await;
+        // ...and given back when it is aborted.
+        assert_eq!(meter.try_reserve(1_000_000), Ok(true));
+        assert_eq!(meter.spent(), 0);
     }
 }

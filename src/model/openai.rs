@@ -226,8 +226,14 @@ impl OpenAiModel {
                         done = true;
                         break;
                     }
-                    s.chunk(&event.data)
-                        .map_err(|m| self.endpoint.malformed(m))?;
+                    s.chunk(&event.data).map_err(|fault| match fault {
+                        Fault::Provider(kind, message) => {
+                            let mut e = self.endpoint.http.error(kind, message);
+                            e.request_id = events.request_id.clone();
+                            e
+                        }
+                        Fault::Malformed(m) => self.endpoint.malformed(m),
+                    })?;
                 }
                 if !s.started && !done {
                     // Nothing at all is the dialect that cannot stream; bytes that hold no
@@ -375,6 +381,32 @@ fn body(model: &str, request: &ModelRequest, dialect: &Dialect) -> Value {
     body
 }
 
+/// Why a streamed chunk could not be taken.
+#[derive(Debug)]
+enum Fault {
+    /// The provider sent an error of this kind.
+    Provider(ErrorKind, String),
+    /// The chunk is not what the format says.
+    Malformed(String),
+}
+
+/// The kind of an error sent inside a stream, from its `type` or `code`: only a transient one
+/// is retried.
+fn stream_error_kind(kind: &str) -> ErrorKind {
+    let k = kind.to_lowercase();
+    if k.contains("rate_limit") || k == "requests" || k == "tokens" {
+        ErrorKind::RateLimited
+    } else if k.contains("context_length") {
+        ErrorKind::ContextTooLong
+    } else if k.contains("invalid_request") || k.contains("invalid_argument") {
+        ErrorKind::BadRequest
+    } else if k.contains("auth") || k.contains("api_key") || k.contains("permission") {
+        ErrorKind::Auth
+    } else {
+        ErrorKind::Server
+    }
+}
+
 /// One tool call as its pieces arrive.
 #[derive(Debug, Default)]
 struct Call {
@@ -397,6 +429,8 @@ struct Streamed {
     finish: Option<String>,
     usage: Option<Usage>,
     started: bool,
+    /// What a model said in refusing (OpenAI's `refusal` field, sent instead of content).
+    refusal: String,
 }
 
 impl Streamed {
@@ -464,6 +498,9 @@ impl Streamed {
         self.started = true;
         let m = &choice["message"];
         self.text = m["content"].as_str().unwrap_or_default().to_string();
+        if let Some(r) = m["refusal"].as_str().filter(|r| !r.is_empty()) {
+            self.refusal.push_str(r);
+        }
         for (i, c) in m["tool_calls"].as_array().into_iter().flatten().enumerate() {
             self.call(i as u64, c);
         }
@@ -478,16 +515,21 @@ impl Streamed {
     }
 
     /// One streamed chunk.
-    fn chunk(&mut self, data: &str) -> Result<(), String> {
-        let v: Value =
-            serde_json::from_str(data).map_err(|e| format!("a chunk is not JSON ({e})"))?;
+    fn chunk(&mut self, data: &str) -> Result<(), Fault> {
+        let v: Value = serde_json::from_str(data)
+            .map_err(|e| Fault::Malformed(format!("a chunk is not JSON ({e})")))?;
         if let Some(e) = v.get("error") {
-            return Err(http::error_message(&e.to_string()).0);
+            // An error sent inside the stream, of the kind its type or code names.
+            let (message, kind) = http::error_message(&e.to_string());
+            return Err(Fault::Provider(stream_error_kind(&kind), message));
         }
         self.started = true;
         self.usage(&v["usage"]);
         for choice in v["choices"].as_array().into_iter().flatten() {
             let d = &choice["delta"];
+            if let Some(r) = d["refusal"].as_str() {
+                self.refusal.push_str(r);
+            }
             if let Some(t) = d["content"].as_str() {
                 self.text.push_str(t);
             }
@@ -512,7 +554,9 @@ impl Streamed {
                 arguments: c.object.unwrap_or_else(|| http::arguments(&c.arguments)),
             })
             .collect();
+        let refused = !self.refusal.is_empty();
         let stop = match self.finish.as_deref().unwrap_or_default() {
+            _ if refused => StopReason::Refusal,
             "length" => StopReason::MaxTokens,
             "content_filter" => StopReason::Refusal,
             // `stop`, `tool_calls`, `function_call`, and the empty string some servers send.
@@ -531,7 +575,8 @@ impl Streamed {
         });
         (
             ModelResponse {
-                text: self.text,
+                // A refusal's words are its text: the subagent ends with them.
+                text: if refused { self.refusal } else { self.text },
                 tool_calls: calls,
                 usage,
                 stop,

@@ -162,6 +162,17 @@ mod tests {
         .unwrap();
         assert_eq!(m.context_window(), 8192);
         assert_eq!(m.price(), None);
+        // An unknown model without a window given: 32,768 tokens.
+        let m = connect(
+            &spec,
+            &none,
+            &PriceTable::default(),
+            None,
+            HttpOptions::default(),
+            Default::default(),
+        )
+        .unwrap();
+        assert_eq!(m.context_window(), 32_768);
         let control = |k: &str| (k == "OPENAI_API_KEY").then(|| "sk-AB\u{1}CD".to_string());
         let e = connect(
             &spec,
