@@ -1120,3 +1120,30 @@ async fn an_error_inside_a_stream_is_retried_only_when_it_may_pass() {
         "retried: 3 attempts"
     );
 }
+
+#[tokio::test]
+async fn a_stream_that_stalls_mid_message_times_out() {
+    let server = Server::start(|_, _| {
+        let start = anthropic_stream(&["{}"], "tool_use")[..3].to_vec();
+        Reply::SseThenStall(start, Duration::from_secs(5))
+    });
+    let model = AnthropicModel::new(
+        "claude-sonnet-4-5",
+        ApiKey::new("k").unwrap(),
+        Some(&server.url),
+        HttpOptions {
+            idle_timeout: Duration::from_millis(300),
+            retry: Retry {
+                attempts: 1,
+                ..Retry::default()
+            },
+            ..options(true)
+        },
+    )
+    .unwrap();
+    let start = Instant::now();
+    let e = model.complete(request(false)).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
+    assert!(e.message.contains("idle"), "{e}");
+    assert!(start.elapsed() < Duration::from_secs(3));
+}

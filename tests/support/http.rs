@@ -33,6 +33,8 @@ pub(crate) enum Reply {
     /// A 200 event stream: each item is one whole event's text (`event: x\ndata: {...}`);
     /// `cut` closes the connection after that many bytes of the stream.
     Sse(Vec<String>, Option<usize>),
+    /// A 200 event stream that sends these events, then nothing for this long.
+    SseThenStall(Vec<String>, std::time::Duration),
 }
 
 /// The running server; it stops with the test process.
@@ -119,6 +121,17 @@ fn serve(stream: TcpStream, seen: &Mutex<Vec<Recorded>>, handler: &Handler) {
             head.push_str("\r\n");
             out.write_all(head.as_bytes())
                 .and_then(|_| out.write_all(body.as_bytes()))
+        }
+        Reply::SseThenStall(events, stall) => {
+            let text: String = events.iter().map(|e| format!("{e}\n\n")).collect();
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+            let sent = out
+                .write_all(head.as_bytes())
+                .and_then(|_| out.write_all(text.as_bytes()))
+                .and_then(|_| out.flush());
+            std::thread::sleep(stall);
+            sent
         }
         Reply::Sse(events, cut) => {
             let mut text: String = events.iter().map(|e| format!("{e}\n\n")).collect();
