@@ -276,6 +276,23 @@ fn explore(
     cmd.output().expect("run baton")
 }
 
+/// The report of a run that is done (exit 0).
+fn done(out: &Output) -> Report {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    report(out)
+}
+
+/// The events a run logged in `state`.
+fn logged(state: &Path, run: &str) -> Vec<baton::checkpoint::LoggedEvent> {
+    let store = baton::SqliteStore::open(state).unwrap();
+    baton::EventStore::events(&store, run).unwrap()
+}
+
 fn report(out: &Output) -> Report {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
@@ -331,13 +348,7 @@ fn end_to_end(dialect: Dialect) {
     let mut env = env;
     env.push(("BATON_LOG", "debug".into()));
     let out = explore(root.path(), state.path(), model, &env, &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report = report(&out);
+    let report = done(&out);
     // The offline report's shape: every subagent accepted, one conclusion each, sources hold.
     assert_eq!(report.subagents.len(), 4);
     assert!(
@@ -407,8 +418,7 @@ fn end_to_end(dialect: Dialect) {
         );
     }
     // The model's configuration is in the log, without credentials.
-    let store = baton::SqliteStore::open(state.path()).unwrap();
-    let events = baton::EventStore::events(&store, &report.run_id).unwrap();
+    let events = logged(state.path(), &report.run_id);
     let configured: Vec<&baton::RunEvent> = events
         .iter()
         .map(|e| &e.event)
@@ -464,13 +474,7 @@ fn one_subagent_meeting_a_persistent_429_fails_alone() {
         &["--retries", "2"],
     );
     // Some handoff was accepted: the run is done (exit 0), the failure reported.
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report = report(&out);
+    let report = done(&out);
     let accepted = report
         .subagents
         .iter()
@@ -684,13 +688,7 @@ fn a_lead_model_plans_the_subtasks_and_writes_the_report_from_what_was_observed(
             prices.path().to_str().unwrap(),
         ],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report = report(&out);
+    let report = done(&out);
     // The lead's plan: two subtasks, each brief asking its own question in its own scope.
     let scopes: Vec<&str> = report.subagents.iter().map(|s| s.scope.as_str()).collect();
     assert_eq!(scopes, vec!["a", "b"]);
@@ -751,8 +749,7 @@ fn a_lead_model_plans_the_subtasks_and_writes_the_report_from_what_was_observed(
     assert!((report.usage.cost_usd.unwrap() - (lead_cost + 6.0 * 0.00205)).abs() < 1e-9);
     assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("(lead ${lead_cost:.4})")));
     // The log: both models configured, the plan's reason, and the lead's two turns.
-    let store = baton::SqliteStore::open(state.path()).unwrap();
-    let events = baton::EventStore::events(&store, &report.run_id).unwrap();
+    let events = logged(state.path(), &report.run_id);
     let roles: Vec<String> = events
         .iter()
         .filter_map(|e| match &e.event {
@@ -829,16 +826,9 @@ fn an_invalid_lead_plan_falls_back_to_sharding_and_says_why() {
         &env,
         &["--lead-model", "openai:lead"],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report = report(&out);
+    let report = done(&out);
     assert_eq!(report.subagents.len(), 4, "the deterministic shards");
-    let store = baton::SqliteStore::open(state.path()).unwrap();
-    let events = baton::EventStore::events(&store, &report.run_id).unwrap();
+    let events = logged(state.path(), &report.run_id);
     let reason = events
         .iter()
         .find_map(|e| match &e.event {
@@ -887,8 +877,7 @@ async fn a_run_resumes_on_another_provider() {
     );
     let run = report(&out).run_id;
     // Cut after the first subagent ended: the other three are still to run.
-    let events =
-        baton::EventStore::events(&baton::SqliteStore::open(first.path()).unwrap(), &run).unwrap();
+    let events = logged(first.path(), &run);
     let cut = events
         .iter()
         .position(|e| matches!(&e.event, baton::RunEvent::SubagentEnded { subagent, .. } if subagent == "sa1"))
@@ -919,13 +908,7 @@ async fn a_run_resumes_on_another_provider() {
         .env_remove("OPENAI_API_KEY")
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let resumed = report(&out);
+    let resumed = done(&out);
     assert!(
         resumed.subagents.iter().all(|s| s.state.accepted()),
         "{:?}",
@@ -936,8 +919,7 @@ async fn a_run_resumes_on_another_provider() {
         9,
         "three subagents redone on the new model"
     );
-    let events =
-        baton::EventStore::events(&baton::SqliteStore::open(second.path()).unwrap(), &run).unwrap();
+    let events = logged(second.path(), &run);
     let providers: Vec<String> = events
         .iter()
         .filter_map(|e| match &e.event {
@@ -989,13 +971,7 @@ fn fallbacks_are_logged_and_a_lead_report_that_stays_broken_is_replaced_by_the_m
         &env,
         &["--lead-model", "openai:lead", "--repairs", "1"],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report = report(&out);
+    let report = done(&out);
     assert!(report
         .handoff
         .settled_conclusions
@@ -1009,8 +985,7 @@ fn fallbacks_are_logged_and_a_lead_report_that_stays_broken_is_replaced_by_the_m
         o.item.starts_with("The lead model's report was not used")
             && o.stuck_on.contains("broke the contract")
     }));
-    let store = baton::SqliteStore::open(state.path()).unwrap();
-    let events = baton::EventStore::events(&store, &report.run_id).unwrap();
+    let events = logged(state.path(), &report.run_id);
     let fallbacks: Vec<(String, usize)> = events
         .iter()
         .filter_map(|e| match &e.event {
