@@ -389,7 +389,7 @@ pub(crate) fn one_line(text: &str) -> String {
 }
 
 /// Removes a surrounding ``` fence, which models often add.
-fn strip_fence(text: &str) -> &str {
+pub(crate) fn strip_fence(text: &str) -> &str {
     let t = text.trim();
     if let Some(rest) = t.strip_prefix("```") {
         let body = rest.split_once('\n').map(|x| x.1).unwrap_or("");

@@ -93,13 +93,8 @@ impl Tree {
     /// From the planned files (already within the read scope): each directory with its file
     /// count and bytes. Directories above a read root are not paths a scope may name.
     pub(super) fn of(files: &[(String, u64)], roots: Option<&[String]>) -> Tree {
-        let inside = |dir: &str| {
-            roots.is_none_or(|roots| {
-                roots
-                    .iter()
-                    .any(|r| r == "." || dir == r || dir.starts_with(&format!("{r}/")))
-            })
-        };
+        let inside =
+            |dir: &str| roots.is_none_or(|roots| roots.iter().any(|r| super::plan::within(dir, r)));
         let mut dirs: BTreeMap<String, (usize, u64)> = BTreeMap::new();
         let mut paths = BTreeSet::new();
         let mut sizes = BTreeMap::new();
@@ -141,11 +136,7 @@ impl Tree {
     fn bytes_under(&self, scope: &[String]) -> u64 {
         self.sizes
             .iter()
-            .filter(|(p, _)| {
-                scope
-                    .iter()
-                    .any(|s| s == "." || *p == s || p.starts_with(&format!("{s}/")))
-            })
+            .filter(|(p, _)| scope.iter().any(|s| super::plan::within(p, s)))
             .map(|(_, b)| b)
             .sum()
     }
@@ -161,12 +152,7 @@ pub(super) struct Subtask {
 /// Reads a proposed plan (JSON, perhaps fenced) and checks it against the schema, the bound
 /// `max` and the tree: the subtasks, or every problem found, one line each.
 pub(super) fn check_plan(text: &str, max: usize, tree: &Tree) -> Result<Vec<Subtask>, Vec<String>> {
-    let body = text
-        .trim()
-        .trim_start_matches("```json")
-        .trim_start_matches("```")
-        .trim_end_matches("```")
-        .trim();
+    let body = crate::handoff::strip_fence(text);
     let value: Value =
         serde_json::from_str(body).map_err(|e| vec![format!("the plan is not JSON ({e})")])?;
     let Some(object) = value.as_object() else {

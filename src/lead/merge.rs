@@ -260,7 +260,7 @@ fn covers(searched: &[String], shard: &[String]) -> bool {
     shard.iter().all(|path| {
         searched.iter().any(|s| {
             let s = s.trim_end_matches('/');
-            s == "." || s.is_empty() || path == s || path.starts_with(&format!("{s}/"))
+            s.is_empty() || super::plan::within(path, s)
         })
     })
 }

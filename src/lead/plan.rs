@@ -55,13 +55,7 @@ pub(crate) fn shard(files: &[(String, u64)], n: usize, roots: Option<&[String]>)
     let n = n.max(1);
     let total: u64 = files.iter().map(|f| f.1).sum();
     let target = total.div_ceil(n as u64).max(1);
-    let above_a_root = |dir: &str| {
-        roots.is_some_and(|roots| {
-            !roots
-                .iter()
-                .any(|r| r == "." || dir == r || dir.starts_with(&format!("{r}/")))
-        })
-    };
+    let above_a_root = |dir: &str| roots.is_some_and(|roots| !roots.iter().any(|r| within(dir, r)));
     let mut units = children(files, "");
     loop {
         let splittable = units.iter().position(|u| {
@@ -147,6 +141,11 @@ pub(crate) fn verify_brief(question: &str, shard: &Shard) -> String {
          items.",
         crate::contracts::VERIFY_TASK,
     )
+}
+
+/// Whether `path` is `scope` or lies under it (`.` holds everything).
+pub(crate) fn within(path: &str, scope: &str) -> bool {
+    scope == "." || path == scope || path.starts_with(&format!("{scope}/"))
 }
 
 /// The first message a subagent gets: its question and its scope (the contract is in its

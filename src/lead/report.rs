@@ -108,7 +108,7 @@ impl LeadState {
             "subagents",
             self.config.model.name(),
             self.records.iter().map(|r| &r.spent),
-            self.priced,
+            self.config.model.price().is_some(),
         )];
         // The lead's model, or on a resume without one, the turns the log holds of it.
         let lead = match &self.config.lead_model {

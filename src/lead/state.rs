@@ -99,8 +99,6 @@ pub(crate) struct LeadState {
     /// The question without its binding sentences (they are constraints, not search terms):
     /// what briefs ask and contexts are selected by.
     pub(super) search_question: String,
-    /// Whether the subagents' model has a price: costs are shown only then.
-    pub(super) priced: bool,
     /// The lead model's turns (`plan`, `report`), in order.
     pub(super) lead_turns: Vec<(String, leader::LeadTurn)>,
     /// Set while the lead model writes the run's handoff.
@@ -136,7 +134,6 @@ impl LeadState {
         let span = tracing::info_span!("run", run_id = %args.config.run_id);
         let search_question = crate::context::without_binding(&args.config.question);
         let question_terms = Focus::terms(&search_question);
-        let priced = args.config.model.price().is_some();
         LeadState {
             config: args.config,
             events: args.events,
@@ -169,7 +166,6 @@ impl LeadState {
             left_out: Vec::new(),
             policy: Arc::new(Policy::default()),
             search_question,
-            priced,
             lead_turns: Vec::new(),
             synthesising: false,
             earlier_lead: None,
@@ -571,9 +567,12 @@ impl LeadState {
         s.tool_calls = spent.tool_calls;
         s.tokens = spent.tokens();
         s.model_turns = spent.model_turns;
+        // Costs are shown only for a model with a price.
         s.cost_usd = self
-            .priced
-            .then(|| crate::model::price::dollars(spent.cost_micros));
+            .config
+            .model
+            .price()
+            .map(|_| crate::model::price::dollars(spent.cost_micros));
     }
 
     /// Spawns what it may; once the first wave has ended, plans the second (a verifier over

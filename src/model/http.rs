@@ -498,7 +498,7 @@ pub(crate) fn classify(status: u16, message: &str, kind: &str) -> ErrorKind {
 
 /// `text` on one line, cut to `max` characters.
 pub(crate) fn one_line_cut(text: &str, max: usize) -> String {
-    let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let one = crate::handoff::one_line(text);
     let cut: String = one.chars().take(max).collect();
     if cut.len() < one.len() {
         format!("{cut}…")

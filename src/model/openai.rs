@@ -620,12 +620,7 @@ fn calls_in_text(text: &str, request: &ModelRequest) -> Option<(Vec<ToolCall>, S
     if !calls.is_empty() {
         return Some((calls, rest.trim().to_string()));
     }
-    let body = text
-        .trim()
-        .trim_start_matches("```json")
-        .trim_start_matches("```")
-        .trim_end_matches("```")
-        .trim();
+    let body = crate::handoff::strip_fence(text);
     let v: Value = serde_json::from_str(body).ok()?;
     let items = match &v {
         Value::Array(items) => items.clone(),

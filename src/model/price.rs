@@ -145,7 +145,7 @@ impl PriceTable {
     /// Parses a prices file; the error names what is wrong in one line.
     pub fn parse(text: &str) -> Result<PriceTable, String> {
         let entries: HashMap<String, Entry> =
-            toml::from_str(text).map_err(|e| one_line(&e.to_string()))?;
+            toml::from_str(text).map_err(|e| crate::handoff::one_line(&e.to_string()))?;
         for (name, entry) in &entries {
             let price = p(
                 entry.input,
@@ -198,10 +198,6 @@ impl PriceTable {
             .and_then(|e| e.context_window)
             .or_else(|| known_context_window(model))
     }
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

@@ -135,67 +135,42 @@ mod tests {
             .contains("anthropic:MODEL"));
     }
 
+    /// Connects `spec` with this environment and window, the defaults otherwise.
+    fn try_connect(
+        spec: &str,
+        env: Env<'_>,
+        window: Option<usize>,
+    ) -> Result<Arc<dyn Model>, String> {
+        let spec = ModelSpec::parse(spec).unwrap();
+        let options = HttpOptions::default();
+        connect(
+            &spec,
+            env,
+            &PriceTable::default(),
+            window,
+            options,
+            Default::default(),
+        )
+    }
+
     #[test]
     fn a_missing_key_names_its_variable_and_a_window_is_taken() {
         let none = |_: &str| None;
-        let spec = ModelSpec::parse("anthropic:claude-sonnet-4-5").unwrap();
-        let e = connect(
-            &spec,
-            &none,
-            &PriceTable::default(),
-            None,
-            HttpOptions::default(),
-            Default::default(),
-        )
-        .err()
-        .unwrap();
+        let e = try_connect("anthropic:claude-sonnet-4-5", &none, None)
+            .err()
+            .unwrap();
         assert!(e.contains("ANTHROPIC_API_KEY"));
-        let spec = ModelSpec::parse("openai:llama3").unwrap();
-        let m = connect(
-            &spec,
-            &none,
-            &PriceTable::default(),
-            Some(8192),
-            HttpOptions::default(),
-            Default::default(),
-        )
-        .unwrap();
+        let m = try_connect("openai:llama3", &none, Some(8192)).unwrap();
         assert_eq!(m.context_window(), 8192);
         assert_eq!(m.price(), None);
         // An unknown model without a window given: 32,768 tokens.
-        let m = connect(
-            &spec,
-            &none,
-            &PriceTable::default(),
-            None,
-            HttpOptions::default(),
-            Default::default(),
-        )
-        .unwrap();
+        let m = try_connect("openai:llama3", &none, None).unwrap();
         assert_eq!(m.context_window(), 32_768);
         let control = |k: &str| (k == "OPENAI_API_KEY").then(|| "sk-AB\u{1}CD".to_string());
-        let e = connect(
-            &spec,
-            &control,
-            &PriceTable::default(),
-            None,
-            HttpOptions::default(),
-            Default::default(),
-        )
-        .err()
-        .unwrap();
+        let e = try_connect("openai:llama3", &control, None).err().unwrap();
         assert!(e.contains("OPENAI_API_KEY") && !e.contains("sk-AB"), "{e}");
         let bad = |k: &str| (k == "OPENAI_BASE_URL").then(|| "ftp://x".to_string());
-        assert!(connect(
-            &spec,
-            &bad,
-            &PriceTable::default(),
-            None,
-            HttpOptions::default(),
-            Default::default()
-        )
-        .err()
-        .unwrap()
-        .contains("OPENAI_BASE_URL"));
+        let e = try_connect("openai:llama3", &bad, None).err().unwrap();
+        assert!(e.contains("OPENAI_BASE_URL"), "{e}");
     }
 }
