@@ -263,6 +263,7 @@ mod handoff;
 mod lead;
 pub mod model;
 pub mod policy;
+mod redact;
 mod report;
 mod source;
 mod subagent;

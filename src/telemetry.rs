@@ -68,18 +68,20 @@ pub fn init(format: LogFormat) -> Result<TelemetryGuard, String> {
             .parse(text)
             .map_err(|e| format!("{LOG_ENV}: `{text}` is not a filter: {e}"))
     };
+    // Every line is scrubbed of the keys the process holds on its way out.
+    let scrubbed_stderr = || crate::redact::ScrubbingWriter(std::io::stderr());
     let stderr = if filter.trim().is_empty() {
         None
     } else {
         let spans = tracing_subscriber::fmt::format::FmtSpan::CLOSE;
         let layer = match format {
             LogFormat::Text => tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
+                .with_writer(scrubbed_stderr)
                 .with_span_events(spans)
                 .boxed(),
             LogFormat::Json => tracing_subscriber::fmt::layer()
                 .json()
-                .with_writer(std::io::stderr)
+                .with_writer(scrubbed_stderr)
                 .with_span_events(spans)
                 .with_current_span(true)
                 .with_span_list(false)

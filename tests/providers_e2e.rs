@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use baton::Report;
 use serde_json::{json, Value};
 
-use crate::support::http::{data, event, Reply, Server};
+use crate::support::http::{data, event, strict_openai, Reply, Server};
 use crate::support::{assert_citations_hold, tree};
 
 #[derive(Clone, Copy, PartialEq)]
@@ -99,6 +99,10 @@ const USAGE_IN: u64 = 2000;
 const USAGE_OUT: u64 = 50;
 
 fn openai_reply(body: &Value, n: usize) -> Reply {
+    // Refused as llama-cpp-python refuses it, so every run here sends what a real server takes.
+    if let Some(refused) = strict_openai(body) {
+        return refused;
+    }
     let message = match next_move(body, Dialect::OpenAi) {
         Move::Call(name, args) => json!({"role": "assistant", "content": null,
             "tool_calls": [{"id": format!("call_{n}"), "type": "function", "function": {"name": name, "arguments": args.to_string()}}]}),
@@ -108,7 +112,7 @@ fn openai_reply(body: &Value, n: usize) -> Reply {
 }
 
 /// One chat completion carrying `message`, streamed when the request asked for a stream.
-fn openai_answer(body: &Value, message: Value) -> Reply {
+pub(crate) fn openai_answer(body: &Value, message: Value) -> Reply {
     let finish = if message["tool_calls"].is_array() {
         "tool_calls"
     } else {
@@ -217,7 +221,7 @@ fn anthropic_reply(body: &Value, n: usize) -> Reply {
     )
 }
 
-fn four_dirs() -> tempfile::TempDir {
+pub(crate) fn four_dirs() -> tempfile::TempDir {
     tree(&[
         (
             "a/alpha.rs",
@@ -238,7 +242,7 @@ fn four_dirs() -> tempfile::TempDir {
     ])
 }
 
-fn explore(
+pub(crate) fn explore(
     root: &Path,
     state: &Path,
     model: &str,
@@ -277,7 +281,7 @@ fn explore(
 }
 
 /// The report of a run that is done (exit 0).
-fn done(out: &Output) -> Report {
+pub(crate) fn done(out: &Output) -> Report {
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -288,7 +292,7 @@ fn done(out: &Output) -> Report {
 }
 
 /// The events a run logged in `state`.
-fn logged(state: &Path, run: &str) -> Vec<baton::checkpoint::LoggedEvent> {
+pub(crate) fn logged(state: &Path, run: &str) -> Vec<baton::checkpoint::LoggedEvent> {
     let store = baton::SqliteStore::open(state).unwrap();
     baton::EventStore::events(&store, run).unwrap()
 }
@@ -304,7 +308,7 @@ fn report(out: &Output) -> Report {
 }
 
 /// Every file under `dir`, as bytes.
-fn all_bytes(dir: &Path) -> Vec<u8> {
+pub(crate) fn all_bytes(dir: &Path) -> Vec<u8> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let p = entry.path();

@@ -19,6 +19,8 @@ mod properties;
 mod reliability;
 mod repair;
 mod sandbox;
+mod secrets;
 mod supervision;
 mod trace;
 mod window;
+mod wire;

@@ -527,7 +527,12 @@ fn write_append(
     if let Some((at, RunEvent::RunStarted { question, root, .. })) = append.events.first() {
         tx.execute(
             "INSERT INTO runs (run_id, started_ms, question, root, last_seq, last_digest) VALUES (?1, ?2, ?3, ?4, 0, '')",
-            params![run_id, *at as i64, question, root],
+            params![
+                run_id,
+                *at as i64,
+                crate::redact::scrub(question),
+                crate::redact::scrub(root)
+            ],
         )
         .map_err(WriteFailure::Sqlite)?;
     }
@@ -673,8 +678,9 @@ impl EventStore for SqliteStore {
     }
 
     fn put_checkpoint(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
-        let body =
-            serde_json::to_string(checkpoint).map_err(|e| StoreError::Write(e.to_string()))?;
+        let body = crate::redact::scrubbed(
+            serde_json::to_string(checkpoint).map_err(|e| StoreError::Write(e.to_string()))?,
+        );
         let mut conn = self
             .reader
             .lock()

@@ -130,8 +130,10 @@ pub(crate) fn seal(
 ) -> Result<Vec<(LoggedEvent, String)>, StoreError> {
     let mut out = Vec::with_capacity(events.len());
     for (at_ms, event) in events {
-        let payload =
-            serde_json::to_string(&event).map_err(|e| StoreError::Write(e.to_string()))?;
+        // No secret the process holds reaches the state, whatever field carries it.
+        let payload = crate::redact::scrubbed(
+            serde_json::to_string(&event).map_err(|e| StoreError::Write(e.to_string()))?,
+        );
         let seq = head.seq + 1;
         let digest = chain_digest(&head.digest, run_id, seq, at_ms, &payload);
         let logged = LoggedEvent {

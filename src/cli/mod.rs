@@ -161,7 +161,17 @@ pub(crate) fn terminal_line(text: &str) -> std::borrow::Cow<'_, str> {
     escaped(text, |c| c == '\t')
 }
 
+/// `text` scrubbed of every key the process holds ([`baton::model::scrub`]), then escaped.
 fn escaped(text: &str, kept: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
+    match baton::model::scrub(text) {
+        std::borrow::Cow::Borrowed(text) => escape_chars(text, kept),
+        std::borrow::Cow::Owned(text) => {
+            std::borrow::Cow::Owned(escape_chars(&text, kept).into_owned())
+        }
+    }
+}
+
+fn escape_chars(text: &str, kept: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
     let unsafe_char = |c: char| {
         (c.is_control() && !kept(c))
             || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
@@ -607,7 +617,7 @@ fn print_report(report: &Report, json: bool) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     if json {
         let text = serde_json::to_string(report).map_err(std::io::Error::other)?;
-        writeln!(out, "{text}")?;
+        writeln!(out, "{}", baton::model::scrub(&text))?;
     } else {
         write!(out, "{}", terminal_safe(&report.handoff.to_markdown()))?;
     }

@@ -37,7 +37,7 @@ pub(crate) struct BriefArgs {
 /// Writes to stdout: JSON as it is (its strings are escaped), text made terminal-safe.
 fn write_out(text: &str, json: bool) -> i32 {
     let text = if json {
-        std::borrow::Cow::Borrowed(text)
+        baton::model::scrub(text)
     } else {
         terminal_safe(text)
     };

@@ -208,11 +208,7 @@ impl Http {
     /// An error of this provider: any key in its message redacted first, then the message
     /// put on one line and cut (so a key can never be cut out of reach of the redaction).
     pub(crate) fn error(&self, kind: ErrorKind, message: impl Into<String>) -> ModelError {
-        let message = message.into();
-        let message = match &self.key {
-            Some(key) => key.redact(&message),
-            None => message,
-        };
+        let message = self.redacted(&message.into());
         ModelError {
             provider: self.provider.to_string(),
             message: one_line_cut(&message, MESSAGE_CHARS),
@@ -273,21 +269,49 @@ impl Http {
             Ok(sent) => sent.map_err(|e| self.transport_error(e))?,
         };
         let status = response.status().as_u16();
+        // A header the server chose may hold anything, a key too: it is redacted like a
+        // message.
         let request_id = ["request-id", "x-request-id"]
             .iter()
             .find_map(|h| response.headers().get(*h))
             .and_then(|v| v.to_str().ok())
-            .map(|v| v.chars().take(128).collect::<String>());
+            .map(|v| self.redacted(&v.chars().take(128).collect::<String>()));
         let retry_after = retry_after(response.headers());
+        if (300..400).contains(&status) {
+            let to = response
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+                .map(|l| {
+                    response.url().join(l).map_or_else(
+                        |_| "(not a URL)".into(),
+                        |u| without_credentials(u.as_str()),
+                    )
+                })
+                .unwrap_or_else(|| "(no location given)".into());
+            let mut error = self.error(
+                ErrorKind::BadRequest,
+                format!("the server redirected to {to}, and redirects are not followed (a key stays with its origin): set the base URL to where it leads"),
+            );
+            error.status = Some(status);
+            error.request_id = request_id;
+            return Err(error);
+        }
         if !(200..300).contains(&status) {
-            // What the body says, if it comes within the idle timeout (bounded, and no more is
-            // read than an error needs).
-            let bytes = self
-                .read_all(response, ERROR_BODY_BYTES)
-                .await
-                .unwrap_or_default();
+            // What the body says, if it comes within the idle timeout: its first bytes, up to
+            // the cap, whatever its length.
+            let html = response
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.contains("html"));
+            let bytes = self.read_prefix(response, ERROR_BODY_BYTES).await;
             let text = String::from_utf8_lossy(&bytes);
-            let (message, kind_hint) = error_message(&text);
+            let (message, kind_hint) = if html || looks_like_html(&text) {
+                (html_text(&text), String::new())
+            } else {
+                error_message(&text)
+            };
             let mut error = self.error(classify(status, &message, &kind_hint), message);
             error.status = Some(status);
             error.request_id = request_id;
@@ -325,6 +349,46 @@ impl Http {
                 error.request_id = request_id.clone();
                 error
             })
+    }
+
+    /// The first `limit` bytes of a body (all of it when shorter), each piece within the
+    /// idle timeout; what came before a failure or a timeout is kept.
+    async fn read_prefix(&self, mut response: reqwest::Response, limit: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        while out.len() < limit {
+            match tokio::time::timeout(self.options.idle_timeout, response.chunk()).await {
+                Ok(Ok(Some(chunk))) => {
+                    let room = limit - out.len();
+                    out.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                }
+                _ => break,
+            }
+        }
+        out
+    }
+
+    /// `text` with this provider's key taken out.
+    pub(crate) fn redacted(&self, text: &str) -> String {
+        match &self.key {
+            Some(key) => key.redact(text),
+            None => text.to_string(),
+        }
+    }
+
+    /// A model's answer with this provider's key taken out of everything a caller keeps: its
+    /// text and every string of its tool calls (a model may echo a key it was shown).
+    fn redact_response(&self, response: &mut ModelResponse) {
+        let Some(key) = &self.key else { return };
+        let redactor = key.redactor();
+        if let std::borrow::Cow::Owned(text) = redactor.redact(&response.text) {
+            response.text = text;
+        }
+        for call in &mut response.tool_calls {
+            if let std::borrow::Cow::Owned(name) = redactor.redact(&call.name) {
+                call.name = name;
+            }
+            redact_value(redactor, &mut call.arguments);
+        }
     }
 
     /// Reads a whole body of at most `limit` bytes, each piece within the idle timeout.
@@ -391,7 +455,8 @@ impl Http {
             let result = attempt(n).instrument(span.clone()).await;
             span.record("latency_ms", started.elapsed().as_millis() as u64);
             match result {
-                Ok(response) => {
+                Ok(mut response) => {
+                    self.redact_response(&mut response);
                     span.record("status", "ok");
                     span.record("input_tokens", response.usage.all_input());
                     span.record("output_tokens", response.usage.output_tokens);
@@ -402,9 +467,8 @@ impl Http {
                 Err(mut error) => {
                     // A key the server echoed back goes no further, whatever path built the
                     // error.
-                    if let Some(key) = &self.key {
-                        error.message = key.redact(&error.message);
-                    }
+                    error.message = self.redacted(&error.message);
+                    error.request_id = error.request_id.map(|id| self.redacted(&id));
                     span.record("status", error.status.unwrap_or(0));
                     if !error.retryable() || n >= retry.attempts.max(1) {
                         if n > 1 {
@@ -469,6 +533,97 @@ pub(crate) fn error_message(body: &str) -> (String, String) {
     (message, kind)
 }
 
+/// Every string of a JSON value (object keys too) with the secret taken out.
+fn redact_value(redactor: &crate::redact::Redactor, value: &mut Value) {
+    match value {
+        Value::String(s) => {
+            if let std::borrow::Cow::Owned(r) = redactor.redact(s) {
+                *s = r;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_value(redactor, v)),
+        Value::Object(map) => {
+            let entries = std::mem::take(map);
+            for (k, mut v) in entries {
+                redact_value(redactor, &mut v);
+                map.insert(redactor.redact(&k).into_owned(), v);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether an error body is an HTML page (a proxy's or a server's error page).
+fn looks_like_html(text: &str) -> bool {
+    let start = text
+        .trim_start()
+        .get(..15)
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    start.starts_with("<!doctype html")
+        || start.starts_with("<html")
+        || start.starts_with("<head")
+        || start.starts_with("<body")
+}
+
+/// The text of an HTML page: its title, then its body's text with tags, scripts and styles
+/// left out, the common entities decoded, whitespace runs as one space.
+pub(crate) fn html_text(html: &str) -> String {
+    let lower = html.to_ascii_lowercase();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < html.len() {
+        let rest = &lower[i..];
+        if rest.starts_with("<script") || rest.starts_with("<style") {
+            let close = if rest.starts_with("<script") {
+                "</script"
+            } else {
+                "</style"
+            };
+            i = rest
+                .find(close)
+                .and_then(|at| rest[at..].find('>').map(|end| i + at + end + 1))
+                .unwrap_or(html.len());
+            continue;
+        }
+        if rest.starts_with("<!--") {
+            i = rest.find("-->").map_or(html.len(), |at| i + at + 3);
+            continue;
+        }
+        if rest.starts_with('<') {
+            out.push(' ');
+            i = rest.find('>').map_or(html.len(), |at| i + at + 1);
+            continue;
+        }
+        let next = rest.find('<').map_or(html.len(), |at| i + at);
+        out.push_str(&html[i..next]);
+        i = next;
+    }
+    let decoded = out
+        .replace("&nbsp;", " ")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&");
+    decoded.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Whether the provider's words say the request failed validation (a schema check of its
+/// body): sending it again cannot help, whatever the status (a server may answer it 500).
+fn names_validation_failure(lower: &str) -> bool {
+    [
+        "validation error",
+        "input should be",
+        "field required",
+        "failed to validate",
+        "invalid_request_error",
+        "unprocessable",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+}
+
 /// The kind of a failed call from its status and the provider's words.
 pub(crate) fn classify(status: u16, message: &str, kind: &str) -> ErrorKind {
     let lower = message.to_lowercase();
@@ -491,6 +646,9 @@ pub(crate) fn classify(status: u16, message: &str, kind: &str) -> ErrorKind {
         413 => ErrorKind::ContextTooLong,
         400..=499 if too_long => ErrorKind::ContextTooLong,
         400..=499 => ErrorKind::BadRequest,
+        500..=599 if names_validation_failure(&lower) || kind == "invalid_request_error" => {
+            ErrorKind::BadRequest
+        }
         500..=599 => ErrorKind::Server,
         _ => ErrorKind::Other,
     }

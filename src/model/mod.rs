@@ -15,6 +15,10 @@ mod sse;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+/// Text with every API key the process holds — as written, in either letter case, URL-encoded
+/// or JSON-escaped — replaced by `[redacted]` (borrowed when none occurs): what an application
+/// passes its own output through before it leaves the process.
+pub use crate::redact::scrub;
 use crate::tools::{ToolCall, ToolSpec};
 pub use anthropic::AnthropicModel;
 pub use http::{HttpOptions, Retry};

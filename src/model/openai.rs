@@ -323,7 +323,8 @@ fn body(model: &str, request: &ModelRequest, dialect: &Dialect) -> Value {
             }
             Message::Assistant { text, tool_calls } => json!({
                 "role": "assistant",
-                "content": if text.is_empty() { Value::Null } else { json!(text) },
+                // A string, never null: some servers (llama-cpp-python) refuse a null.
+                "content": text,
                 "tool_calls": tool_calls.iter().map(|c| json!({
                     "id": http::safe_id(&c.id),
                     "type": "function",

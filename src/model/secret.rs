@@ -1,26 +1,54 @@
 //! `ApiKey`: a provider key that never shows itself — `Debug` and `Display` print `[redacted]`,
-//! it does not serialise, and `redact` takes it out of any text a provider sends back.
+//! it does not serialise, `redact` takes it (in any of its common encodings) out of any text a
+//! provider sends back, and the process's output is scrubbed of it (`crate::redact`).
+
+use crate::redact::Redactor;
 
 /// A provider's API key. Only the request that carries it reads it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
+#[derive(Clone)]
+pub struct ApiKey {
+    key: String,
+    redactor: Redactor,
+}
+
+impl PartialEq for ApiKey {
+    fn eq(&self, other: &ApiKey) -> bool {
+        self.key == other.key
+    }
+}
+
+impl Eq for ApiKey {}
 
 impl ApiKey {
-    /// Wraps a key; an empty or blank one is none.
+    /// Wraps a key; an empty or blank one is none. The key is registered with the process's
+    /// redaction, so no output of the process shows it.
     pub fn new(key: impl Into<String>) -> Option<ApiKey> {
         let key = key.into().trim().to_string();
-        (!key.is_empty()).then_some(ApiKey(key))
+        if key.is_empty() {
+            return None;
+        }
+        crate::redact::register(&key);
+        Some(ApiKey {
+            redactor: Redactor::new([key.as_str()]),
+            key,
+        })
     }
 
     /// The key itself, for the one header that carries it.
     pub(crate) fn expose(&self) -> &str {
-        &self.0
+        &self.key
     }
 
-    /// `text` with every occurrence of the key replaced by `[redacted]` (a server may echo the
-    /// key in an error).
+    /// `text` with every occurrence of the key — as written, in either letter case,
+    /// URL-encoded or JSON-escaped — replaced by `[redacted]` (a server may echo the key in an
+    /// error, a model in its answer).
     pub(crate) fn redact(&self, text: &str) -> String {
-        text.replace(&self.0, "[redacted]")
+        self.redactor.redact(text).into_owned()
+    }
+
+    /// The key's redactor, for texts redacted in place.
+    pub(crate) fn redactor(&self) -> &Redactor {
+        &self.redactor
     }
 }
 
@@ -47,6 +75,10 @@ mod tests {
         assert_eq!(key.to_string(), "[redacted]");
         assert_eq!(format!("{:?}", Some(&key)), "Some(ApiKey([redacted]))");
         assert_eq!(key.redact("bad key sk-secret-123!"), "bad key [redacted]!");
+        assert_eq!(
+            key.redact("SK-SECRET-123 sk%2Dsecret"),
+            "[redacted] sk%2Dsecret"
+        );
         assert!(ApiKey::new("  ").is_none());
     }
 }

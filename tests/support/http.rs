@@ -35,6 +35,8 @@ pub(crate) enum Reply {
     Sse(Vec<String>, Option<usize>),
     /// A 200 event stream that sends these events, then nothing for this long.
     SseThenStall(Vec<String>, std::time::Duration),
+    /// A status, headers (the content type among them) and a body of any bytes.
+    Raw(u16, Vec<(&'static str, String)>, Vec<u8>),
 }
 
 /// The running server; it stops with the test process.
@@ -133,6 +135,18 @@ fn serve(stream: TcpStream, seen: &Mutex<Vec<Recorded>>, handler: &Handler) {
             std::thread::sleep(stall);
             sent
         }
+        Reply::Raw(status, extra, body) => {
+            let mut head = format!(
+                "HTTP/1.1 {status} X\r\ncontent-length: {}\r\nconnection: close\r\n",
+                body.len()
+            );
+            for (name, value) in extra {
+                head.push_str(&format!("{name}: {value}\r\n"));
+            }
+            head.push_str("\r\n");
+            out.write_all(head.as_bytes())
+                .and_then(|_| out.write_all(&body))
+        }
         Reply::Sse(events, cut) => {
             let mut text: String = events.iter().map(|e| format!("{e}\n\n")).collect();
             if let Some(cut) = cut {
@@ -155,4 +169,58 @@ pub(crate) fn data(value: Value) -> String {
 /// `event: NAME` and `data: JSON` (Anthropic's events).
 pub(crate) fn event(name: &str, value: Value) -> String {
     format!("event: {name}\ndata: {value}")
+}
+
+/// What llama-cpp-python's server (pydantic models of the chat completions request) refuses,
+/// answered as it answers it: HTTP 500 with `{"error": {"message": "N validation errors: …",
+/// "type": "internal_server_error"}}`. None when the request is one it takes: every message a
+/// known role with string content (an assistant's may be absent beside `tool_calls`, never
+/// null), a tool message with its `tool_call_id`, each tool call with an id, `type:
+/// "function"` and arguments as a string.
+pub(crate) fn strict_openai(body: &Value) -> Option<Reply> {
+    let mut errors = Vec::new();
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    if messages.is_empty() {
+        errors.push("('body', 'messages'): Field required".to_string());
+    }
+    for (i, m) in messages.iter().enumerate() {
+        let role = m["role"].as_str().unwrap_or_default();
+        let content = m.get("content");
+        let string_content = matches!(content, Some(Value::String(_)));
+        match role {
+            "system" | "user" | "tool" if !string_content => errors.push(format!(
+                "('body', 'messages', {i}, 'content'): Input should be a valid string"
+            )),
+            "assistant" if content.is_some() && !string_content => errors.push(format!(
+                "{{'type': 'string_type', 'loc': ('body', 'messages', {i}, 'ChatCompletionRequestAssistantMessage', 'content'), 'msg': 'Input should be a valid string', 'input': None}}"
+            )),
+            "system" | "user" | "tool" | "assistant" => {}
+            other => errors.push(format!(
+                "('body', 'messages', {i}, 'role'): Input should be 'system', 'user', 'assistant' or 'tool', not {other:?}"
+            )),
+        }
+        if role == "tool" && !m["tool_call_id"].is_string() {
+            errors.push(format!(
+                "('body', 'messages', {i}, 'tool_call_id'): Field required"
+            ));
+        }
+        for call in m["tool_calls"].as_array().into_iter().flatten() {
+            if !call["id"].is_string()
+                || call["type"] != "function"
+                || !call["function"]["name"].is_string()
+                || !call["function"]["arguments"].is_string()
+            {
+                errors.push(format!(
+                    "('body', 'messages', {i}, 'tool_calls'): Input should be a valid tool call"
+                ));
+            }
+        }
+    }
+    (!errors.is_empty()).then(|| {
+        Reply::Json(
+            500,
+            vec![("x-request-id", "req-validation".into())],
+            serde_json::json!({"error": {"message": format!("{} validation errors:\n  {}", errors.len(), errors.join("\n  ")), "type": "internal_server_error", "param": null, "code": null}}),
+        )
+    })
 }

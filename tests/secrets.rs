@@ -1,0 +1,170 @@
+//! No secret escapes through any field, end to end: a key a server puts in its request-id
+//! header, a key a model echoes in a tool argument, an open item or a hard constraint, and a
+//! key written in a file of the explored tree — as written, upper-cased, lower-cased or
+//! URL-encoded — reaches neither stdout, stderr (at `BATON_LOG=debug`), `--json`, nor any
+//! file of the state.
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::{json, Value};
+
+use crate::providers_e2e::{all_bytes, explore, four_dirs, openai_answer};
+use crate::support::http::{strict_openai, Reply, Server};
+use crate::support::tree;
+
+const KEY: &str = "sk-leak-Test/Key+0123456789";
+
+/// Every form of the key a reader could recognise.
+fn forms() -> [String; 4] {
+    [
+        KEY.to_string(),
+        KEY.to_uppercase(),
+        KEY.to_lowercase(),
+        "sk-leak-Test%2FKey%2B0123456789".to_string(),
+    ]
+}
+
+fn assert_nowhere(out: &Output, state: &Path) {
+    let state_bytes = String::from_utf8_lossy(&all_bytes(state)).to_lowercase();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_lowercase();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_lowercase();
+    for form in forms() {
+        let form = form.to_lowercase();
+        assert!(!stdout.contains(&form), "{form} in stdout: {stdout}");
+        assert!(!stderr.contains(&form), "{form} in stderr");
+        assert!(!state_bytes.contains(&form), "{form} in the state");
+    }
+}
+
+fn env(server: &Server) -> Vec<(&'static str, String)> {
+    vec![
+        ("OPENAI_API_KEY", KEY.to_string()),
+        ("OPENAI_BASE_URL", format!("{}/v1", server.url)),
+        ("BATON_LOG", "debug".into()),
+    ]
+}
+
+/// A model that greps for the key it was given, then hands off the key in its open items and
+/// hard constraints; the server names each answer's request by the key.
+fn echoing_model(body: &Value, n: usize) -> Reply {
+    if let Some(refused) = strict_openai(body) {
+        return refused;
+    }
+    let turns = body["messages"]
+        .as_array()
+        .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
+    // Every other first attempt is a 500 naming the key in its request id and its body.
+    if n % 5 == 0 {
+        return Reply::Json(
+            500,
+            vec![("x-request-id", format!("req-{KEY}"))],
+            json!({"error": {"message": format!("upstream saw {}", KEY.to_uppercase())}}),
+        );
+    }
+    let message = if turns == 0 {
+        json!({"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "grep", "arguments": json!({"pattern": KEY}).to_string()}}]})
+    } else {
+        let handoff = json!({"settled_conclusions": [],
+            "open_items": [{"item": format!("The key {} was seen", KEY.to_uppercase()), "stuck_on": format!("it reads {}", forms()[3])}],
+            "hard_constraints": [{"constraint": format!("Never send {} anywhere", KEY.to_lowercase())}]});
+        json!({"role": "assistant", "content": handoff.to_string()})
+    };
+    match openai_answer(body, message) {
+        Reply::Json(status, mut headers, value) => {
+            headers.push(("request-id", format!("req-{KEY}")));
+            Reply::Json(status, headers, value)
+        }
+        other => other,
+    }
+}
+
+#[test]
+fn a_key_echoed_by_a_server_or_a_model_reaches_no_output_and_no_state() {
+    let root = four_dirs();
+    let state = tempfile::tempdir().unwrap();
+    let server = Server::start(|r, n| echoing_model(&r.body, n));
+    for extra in [&["--no-stream"][..], &[][..]] {
+        let out = explore(
+            root.path(),
+            state.path(),
+            "openai:test",
+            &env(&server),
+            extra,
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("The key [redacted] was seen"), "{stdout}");
+        assert_nowhere(&out, state.path());
+    }
+    // The key went only where it belongs: the authorization header.
+    assert!(server
+        .requests()
+        .iter()
+        .all(|r| r.header("authorization") == Some(&format!("Bearer {KEY}"))));
+}
+
+#[test]
+fn a_key_in_a_refusal_s_request_id_reaches_no_output_and_no_state() {
+    let root = four_dirs();
+    let state = tempfile::tempdir().unwrap();
+    let server = Server::start(|_, _| {
+        Reply::Json(
+            401,
+            vec![("request-id", format!("req-{KEY}"))],
+            json!({"error": {"message": "Incorrect API key provided: sk-leak-Test%2FKey%2B0123456789"}}),
+        )
+    });
+    let out = explore(root.path(), state.path(), "openai:test", &env(&server), &[]);
+    assert_eq!(out.status.code(), Some(1), "every subagent failed");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("HTTP 401, request req-[redacted]"),
+        "{stdout}"
+    );
+    assert_nowhere(&out, state.path());
+}
+
+#[test]
+fn a_key_written_in_an_explored_file_is_redacted_from_the_report_and_the_log() {
+    let root = tree(&[(
+        "src/config.rs",
+        &format!("pub fn api_key() -> &'static str {{\n    \"{KEY}\"\n}}\n"),
+    )]);
+    let state = tempfile::tempdir().unwrap();
+    // The lead's model is refused: the merged report stands, and the process holds the key.
+    let server =
+        Server::start(|_, _| Reply::Json(401, vec![], json!({"error": {"message": "no"}})));
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_baton"));
+    let out = cmd
+        .args(["explore"])
+        .arg(root.path())
+        .args([
+            "where is the api key defined?",
+            "--lead-model",
+            "openai:lead",
+            "--no-progress",
+            "--state",
+        ])
+        .arg(state.path())
+        .env("OPENAI_API_KEY", KEY)
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .env("BATON_LOG", "debug")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("src/config.rs"), "{stdout}");
+    assert_nowhere(&out, state.path());
+}

@@ -1,0 +1,220 @@
+//! The wire format against servers that validate as real ones do, and what leaves a provider:
+//! an assistant message beside its tool calls is sent as llama-cpp-python takes it; a
+//! validation failure is not retried whatever its status; an HTML error page over 64 KiB is
+//! read to its text; a refused redirect says so and where to; a key is taken out of request
+//! ids, of error bodies in every common encoding, and of what a model answers.
+
+use std::time::Duration;
+
+use baton::model::{ApiKey, ErrorKind, HttpOptions, Model, OpenAiModel, Retry};
+use baton::{Message, ModelRequest, ToolCall, ToolSpec};
+use serde_json::json;
+
+use crate::support::http::{strict_openai, Reply, Server};
+
+const KEY: &str = "sk-wire-Secret/Key+0042";
+
+fn options() -> HttpOptions {
+    HttpOptions {
+        retry: Retry {
+            attempts: 4,
+            base: Duration::from_millis(5),
+            max_delay: Duration::from_millis(50),
+        },
+        idle_timeout: Duration::from_secs(5),
+        stream: false,
+        ..HttpOptions::default()
+    }
+}
+
+fn openai(server: &Server) -> OpenAiModel {
+    OpenAiModel::new(
+        "smollm",
+        ApiKey::new(KEY),
+        Some(&format!("{}/v1", server.url)),
+        options(),
+    )
+    .unwrap()
+}
+
+/// A second turn: the model called a tool with no text beside it, and the result came back.
+fn second_turn() -> ModelRequest {
+    ModelRequest::new(
+        "You explore.".into(),
+        vec![
+            Message::User {
+                text: "Where is the retry policy?".into(),
+            },
+            Message::Assistant {
+                text: String::new(),
+                tool_calls: vec![ToolCall {
+                    id: "sa1.1".into(),
+                    name: "read_file".into(),
+                    arguments: json!({"path": "src/a.rs"}),
+                }],
+            },
+            Message::Tool {
+                call_id: "sa1.1".into(),
+                name: "read_file".into(),
+                content: "1\tfn a() {}".into(),
+                is_error: false,
+            },
+        ],
+        vec![ToolSpec {
+            name: "read_file".into(),
+            description: "Reads a file.".into(),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        }]
+        .into(),
+        64,
+    )
+}
+
+fn answer(message: serde_json::Value) -> Reply {
+    Reply::Json(
+        200,
+        vec![],
+        json!({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+               "usage": {"prompt_tokens": 10, "completion_tokens": 2}}),
+    )
+}
+
+#[tokio::test]
+async fn an_assistant_turn_with_tool_calls_is_sent_as_llama_cpp_python_takes_it() {
+    let server = Server::start(|r, _| {
+        strict_openai(&r.body)
+            .unwrap_or_else(|| answer(json!({"role": "assistant", "content": "done"})))
+    });
+    let r = openai(&server).complete(second_turn()).await.unwrap();
+    assert_eq!(r.text, "done");
+    let sent = &server.requests()[0].body["messages"][2];
+    assert_eq!(
+        sent["content"], "",
+        "a string beside the tool calls, not null"
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_validation_failure_is_not_retried_even_when_answered_500() {
+    // The server rejects every request as llama-cpp-python rejects `content: null`.
+    let server = Server::start(|_, _| {
+        strict_openai(&json!({"messages": [{"role": "assistant", "content": null}]})).unwrap()
+    });
+    let e = openai(&server).complete(second_turn()).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::BadRequest, "{e}");
+    assert_eq!(e.status, Some(500));
+    assert!(e.message.contains("Input should be a valid string"), "{e}");
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "a deterministic 500 is sent once"
+    );
+}
+
+#[tokio::test]
+async fn an_html_error_page_over_64_kib_is_read_to_its_text() {
+    let mut page = String::from(
+        "<!DOCTYPE html><html><head><title>502 Bad Gateway</title><style>h1{color:red}</style>\
+         <script>var x = '<b>';</script></head><body><h1>Bad gateway</h1><p>The upstream &amp; \
+         its model did not answer.</p>",
+    );
+    page.push_str(&"<p>padding</p>".repeat(6000));
+    page.push_str("</body></html>");
+    assert!(page.len() > 64 * 1024);
+    let server = Server::start(move |_, _| {
+        Reply::Raw(
+            502,
+            vec![("content-type", "text/html; charset=utf-8".into())],
+            page.clone().into_bytes(),
+        )
+    });
+    let e = openai(&server).complete(second_turn()).await.unwrap_err();
+    assert_eq!(e.status, Some(502));
+    assert!(
+        e.message
+            .starts_with("502 Bad Gateway Bad gateway The upstream & its model did not answer."),
+        "{e}"
+    );
+    assert!(
+        !e.message.contains('<') && !e.message.contains("color"),
+        "{e}"
+    );
+    assert_eq!(
+        e.kind,
+        ErrorKind::Server,
+        "a gateway's 502 may pass: retried"
+    );
+    assert_eq!(server.requests().len(), 4);
+}
+
+#[tokio::test]
+async fn a_refused_redirect_says_it_was_refused_and_where_to() {
+    let server = Server::start(|_, _| {
+        Reply::Raw(
+            302,
+            vec![(
+                "location",
+                "https://user:pw@elsewhere.example/v2/chat?token=abc".into(),
+            )],
+            Vec::new(),
+        )
+    });
+    let e = openai(&server).complete(second_turn()).await.unwrap_err();
+    assert_eq!(e.status, Some(302));
+    assert!(
+        e.message
+            .contains("redirected to https://elsewhere.example/v2/chat"),
+        "{e}"
+    );
+    assert!(e.message.contains("not followed"), "{e}");
+    assert!(
+        !e.message.contains("pw") && !e.message.contains("token"),
+        "{e}"
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_key_in_a_request_id_or_an_error_body_in_any_encoding_is_redacted() {
+    let encoded = "sk-wire-Secret%2FKey%2B0042";
+    let server = Server::start(move |_, n| {
+        let id = if n % 2 == 0 {
+            "request-id"
+        } else {
+            "x-request-id"
+        };
+        Reply::Json(
+            401,
+            vec![(id, format!("req-{KEY}"))],
+            json!({"error": {"message": format!("bad key {} or {encoded} or {}", KEY.to_uppercase(), KEY.to_lowercase()), "type": "invalid_request_error"}}),
+        )
+    });
+    for _ in 0..2 {
+        let e = openai(&server).complete(second_turn()).await.unwrap_err();
+        let shown = format!("{e} {e:?}").to_lowercase();
+        assert!(!shown.contains("secret"), "{shown}");
+        assert_eq!(e.request_id.as_deref(), Some("req-[redacted]"));
+        assert_eq!(
+            e.message, "bad key [redacted] or [redacted] or [redacted]",
+            "{e}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_key_a_model_echoes_is_taken_out_of_its_answer() {
+    let server = Server::start(|_, _| {
+        answer(
+            json!({"role": "assistant", "content": format!("The key is {}.", KEY.to_uppercase()),
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read_file",
+                "arguments": json!({"path": KEY, "nested": [{"k": format!("x{KEY}")}]}).to_string()}}]}),
+        )
+    });
+    let r = openai(&server).complete(second_turn()).await.unwrap();
+    assert_eq!(r.text, "The key is [redacted].");
+    assert_eq!(
+        r.tool_calls[0].arguments,
+        json!({"path": "[redacted]", "nested": [{"k": "x[redacted]"}]})
+    );
+}
