@@ -55,7 +55,7 @@ fn echoing_model(body: &Value, n: usize) -> Reply {
         .as_array()
         .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
     // Every other first attempt is a 500 naming the key in its request id and its body.
-    if n % 5 == 0 {
+    if n.is_multiple_of(5) {
         return Reply::Json(
             500,
             vec![("x-request-id", format!("req-{KEY}"))],
