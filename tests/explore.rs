@@ -175,7 +175,10 @@ async fn tight_budget_still_hands_off() {
         .unwrap();
     let only = &report.subagents[0];
     assert_eq!(only.state, SubagentState::HandedOff);
-    assert_eq!(only.model_turns, 2, "one turn, then the demand to hand off");
+    assert_eq!(
+        only.model_turns, 1,
+        "its one turn is the handoff: no turn past the budget"
+    );
     assert_citations_hold(&report, dir.path());
 }
 

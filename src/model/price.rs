@@ -39,10 +39,15 @@ impl Price {
     /// (or the cache-write price, when higher), and every answer token allowed. An estimate,
     /// not a bound: a provider's count of the input can still exceed it.
     pub fn estimate_micros(&self, request: &ModelRequest) -> u64 {
-        let tokens = request.estimated_tokens() as f64 * 1.25;
-        let input = tokens * self.input.max(self.cache_write);
         let output = f64::from(request.max_tokens) * self.output;
-        (input + output).ceil().max(0.0) as u64
+        (self.input_estimate_micros(request) + output)
+            .ceil()
+            .max(0.0) as u64
+    }
+
+    /// What `request`'s reserved input may cost, in millionths of a dollar.
+    pub(crate) fn input_estimate_micros(&self, request: &ModelRequest) -> f64 {
+        request.reserved_input_tokens() as f64 * self.input.max(self.cache_write)
     }
 
     fn valid(&self) -> bool {

@@ -19,6 +19,10 @@ use crate::tools::{ToolCall, ToolResult, ToolSpec};
 /// Most tokens a subagent's answer may take.
 pub(crate) const ANSWER_TOKENS: u32 = 4096;
 
+/// The fewest answer tokens a handoff is asked in: with less room left under a budget, the
+/// subagent is stopped instead.
+pub(crate) const MIN_HANDOFF_TOKENS: u32 = 256;
+
 /// What the loop wants done next.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Step {
@@ -258,7 +262,11 @@ impl AgentLoop {
         self.model_step()
     }
 
-    /// The next model call, or a demand to hand off when a budget is used up.
+    /// The next model call, or a demand to hand off when a budget is used up. Budgets are
+    /// reserved before a call: a call whose input estimate and answer could pass what is left
+    /// of the subagent's tokens or cost, or one that would be its last turn, is not sent as
+    /// it is — the subagent is asked for its handoff in what is left, the answer's token limit
+    /// lowered to fit, and stopped when not even that fits.
     fn model_step(&mut self) -> Step {
         if let Some(limit) = self.budget.exhausted(&self.spent) {
             if self.handoff_demanded {
@@ -273,22 +281,68 @@ impl AgentLoop {
         if let Some(reason) = self.window_full.take() {
             return Step::Failed(reason);
         }
-        let request = self.request();
-        if let Some(over) = self.over_cost(&request) {
-            if self.handoff_demanded {
-                return Step::Failed(over);
+        let mut request = self.request();
+        let last_turn = self.spent.model_turns.saturating_add(1) >= self.budget.model_turns;
+        let near = match self.answer_room(&request) {
+            Ok(room) if room >= u64::from(request.max_tokens) && !last_turn => {
+                return Step::CallModel(request)
             }
+            Ok(_) if last_turn => format!(
+                "this is your last model turn of {}",
+                self.budget.model_turns
+            ),
+            Ok(room) => format!("{room} answer tokens are left under your budget"),
+            Err(why) => why,
+        };
+        if !self.handoff_demanded {
             self.demand_handoff(&format!(
-                "Cost limit near ({over}). Hand off now with what you have, in the three sections \
+                "Budget near: {near}. Hand off now with what you have, in the three sections \
                  of the contract; no more tool calls."
             ));
-            let request = self.request();
-            if let Some(over) = self.over_cost(&request) {
-                return Step::Failed(over);
-            }
-            return Step::CallModel(request);
+            request = self.request();
         }
-        Step::CallModel(request)
+        match self.answer_room(&request) {
+            Ok(room) if room >= u64::from(MIN_HANDOFF_TOKENS) => {
+                request.max_tokens = request.max_tokens.min(room.min(u64::from(u32::MAX)) as u32);
+                Step::CallModel(request)
+            }
+            Ok(room) => Step::Failed(format!(
+                "over budget: {room} answer tokens are left, too few for a handoff ({MIN_HANDOFF_TOKENS})"
+            )),
+            Err(why) => Step::Failed(format!("over budget: {why}")),
+        }
+    }
+
+    /// The most answer tokens `request` may be given under the subagent's token budget and
+    /// cost cap, its input reserved first (about four bytes a token and a quarter more); why
+    /// none, when its input alone could pass one of them.
+    fn answer_room(&self, request: &ModelRequest) -> Result<u64, String> {
+        let input = request.reserved_input_tokens();
+        let left = self.budget.tokens.saturating_sub(self.spent.tokens());
+        if input >= left {
+            return Err(format!(
+                "the token budget ({}) would be passed: {} spent, and the next call's input may take {input}",
+                self.budget.tokens,
+                self.spent.tokens()
+            ));
+        }
+        let mut room = left - input;
+        if let (Some(price), Some(cap)) = (self.price, self.cost_cap) {
+            let left = cap.saturating_sub(self.spent.cost_micros) as f64;
+            let input = price.input_estimate_micros(request);
+            if input >= left {
+                return Err(format!(
+                    "the subagent's cost limit (${:.4}) would be passed: ${:.4} spent and the next call's input may cost ${:.4}",
+                    dollars(cap),
+                    dollars(self.spent.cost_micros),
+                    input / 1e6
+                ));
+            }
+            if price.output > 0.0 {
+                room = room.min(((left - input) / price.output).floor() as u64);
+            }
+        }
+        Ok(room)
     }
 
     fn request(&self) -> ModelRequest {
@@ -305,20 +359,6 @@ impl AgentLoop {
         // A text answer is a handoff, except the restatement a resume asks for.
         request.handoff = !self.orienting;
         request
-    }
-
-    /// Why `request` may not be sent under the subagent's cost cap, if it may not.
-    fn over_cost(&self, request: &ModelRequest) -> Option<String> {
-        let (price, cap) = (self.price?, self.cost_cap?);
-        let estimate = price.estimate_micros(request);
-        (self.spent.cost_micros.saturating_add(estimate) > cap).then(|| {
-            format!(
-                "the subagent's cost limit (${:.4}) would be passed: ${:.4} spent and the next call may cost up to ${:.4}",
-                dollars(cap),
-                dollars(self.spent.cost_micros),
-                dollars(estimate)
-            )
-        })
     }
 
     fn demand_handoff(&mut self, text: &str) {
@@ -581,24 +621,74 @@ mod tests {
             panic!()
         };
         assert_eq!(calls[0].id, "sa1.1");
-        let results = vec![grep_result("sa1.1")];
-        assert!(matches!(l.on_tools(results.clone()), Step::CallModel(_)));
-        // Second turn uses up the budget: the next request carries the demand and no tools.
-        let Step::CallTools(_) = l.on_model(answer("", vec![grep_call()])) else {
-            panic!()
-        };
-        let Step::CallModel(request) = l.on_tools(results) else {
+        // The second turn is the last the budget allows: it carries the demand and no tools.
+        let Step::CallModel(request) = l.on_tools(vec![grep_result("sa1.1")]) else {
             panic!()
         };
         assert!(request.tools.is_empty());
         assert!(
-            matches!(request.messages.last(), Some(Message::User { text }) if text.contains("Budget used up"))
+            matches!(request.messages.last(), Some(Message::User { text }) if text.contains("last model turn of 2"))
         );
         // Calling tools anyway ends it.
         assert!(matches!(
             l.on_model(answer("", vec![grep_call()])),
             Step::Failed(_)
         ));
+        assert_eq!(l.spent().model_turns, 2, "no turn past the budget");
+    }
+
+    /// Issue 20, item 3: a call whose reservation — its input estimate and every answer token
+    /// — would pass the token budget is not sent: the subagent is asked for its handoff with
+    /// the answer's limit lowered to what is left, and stopped when a handoff cannot fit.
+    #[test]
+    fn the_token_budget_is_reserved_before_the_call_not_checked_after() {
+        let brief = "b".repeat(4000);
+        let budget = |tokens| Budget {
+            model_turns: 12,
+            tool_calls: 60,
+            tokens,
+        };
+        // Room for the first call (about 1,250 in, 4,096 out) and a short handoff, not more.
+        let mut l = AgentLoop::new(
+            "sa1",
+            "s".into(),
+            brief.clone(),
+            Vec::new().into(),
+            budget(6_000),
+        );
+        let Step::CallModel(first) = l.start() else {
+            panic!()
+        };
+        assert_eq!(first.max_tokens, ANSWER_TOKENS);
+        let spent_reply = Ok(ModelResponse::new(
+            String::new(),
+            vec![grep_call()],
+            Usage {
+                input_tokens: first.reserved_input_tokens(),
+                output_tokens: 100,
+                ..Usage::default()
+            },
+        ));
+        let Step::CallTools(_) = l.on_model(spent_reply) else {
+            panic!()
+        };
+        let Step::CallModel(second) = l.on_tools(vec![grep_result("sa1.1")]) else {
+            panic!()
+        };
+        assert!(second.tools.is_empty(), "asked for its handoff");
+        let reserved = u64::from(second.max_tokens) + second.reserved_input_tokens();
+        assert!(
+            l.spent().tokens() + reserved <= 6_000,
+            "{} spent + {reserved} reserved",
+            l.spent().tokens()
+        );
+        assert!(second.max_tokens < ANSWER_TOKENS && second.max_tokens >= MIN_HANDOFF_TOKENS);
+        // A budget the first call's input alone passes: nothing is sent.
+        let mut tight = AgentLoop::new("sa1", "s".into(), brief, Vec::new().into(), budget(1));
+        assert!(
+            matches!(tight.start(), Step::Failed(why) if why.contains("token budget (1) would be passed")),
+        );
+        assert_eq!(tight.spent().model_turns, 0);
     }
 
     #[test]
@@ -809,7 +899,7 @@ mod tests {
         };
         assert!(request.tools.is_empty(), "no tools once the cap is near");
         assert!(
-            matches!(request.messages.last(), Some(Message::User { text }) if text.contains("Cost limit"))
+            matches!(request.messages.last(), Some(Message::User { text }) if text.contains("Budget near"))
         );
         // Answering with tools anyway ends it.
         assert!(matches!(
