@@ -10,6 +10,7 @@ mod cli;
 mod compaction;
 mod context;
 mod contract;
+mod damage;
 mod durable;
 mod explore;
 mod fanout;

@@ -102,32 +102,72 @@ fn open_failure(path: &Path, e: &rusqlite::Error) -> StoreError {
     }
 }
 
-/// Opens a connection in WAL mode with `synchronous=FULL`; `create` makes the file and its
-/// tables when missing. Another process opening the same file at once is waited for.
-fn open_connection(path: &Path, create: bool) -> Result<Connection, StoreError> {
-    open_with(path, create, false)
+/// How a connection opens the database file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// Read and write, creating the file and its tables when missing (WAL mode).
+    Create,
+    /// Read only: nothing is created or written.
+    ReadOnly,
+    /// Read only, the file taken as unchanging (its WAL and shared memory not used): for a
+    /// state on media that cannot hold them.
+    Immutable,
 }
 
-/// Opens an existing file for reading, tolerating one cut short: SQLite refuses a file
-/// shorter than its header says unless the schema is writable, yet every page still there
-/// reads — so a truncated log can be read up to its last intact event. Nothing is written
-/// through this connection.
-fn open_damaged(path: &Path) -> Result<Connection, StoreError> {
-    open_with(path, false, true)
+/// Opens a connection in WAL mode with `synchronous=FULL`, making the file and its tables
+/// when missing. Another process opening the same file at once is waited for.
+fn open_connection(path: &Path) -> Result<Connection, StoreError> {
+    open_with(path, Access::Create, false)
 }
 
-fn open_with(path: &Path, create: bool, tolerant: bool) -> Result<Connection, StoreError> {
+/// Opens an existing file for reading only; where its directory cannot hold the shared
+/// memory a WAL reader needs (read-only media), as immutable. `tolerant` reads a file cut
+/// short: SQLite refuses a file shorter than its header says unless the schema is writable,
+/// yet every page still there reads — so a truncated log can be read up to its last intact
+/// event. Nothing is ever written through such a connection.
+fn open_reading(path: &Path, tolerant: bool) -> Result<Connection, StoreError> {
+    // No WAL file: no process is writing and the file holds everything — read it as it is,
+    // creating nothing beside it (a WAL reader would leave its shared memory and WAL behind).
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    if !Path::new(&wal).exists() {
+        return open_with(path, Access::Immutable, tolerant);
+    }
+    match open_with(path, Access::ReadOnly, tolerant) {
+        Err(StoreError::Open { .. }) => open_with(path, Access::Immutable, tolerant),
+        other => other,
+    }
+}
+
+/// `path` as an SQLite URI asking for an immutable file.
+fn immutable_uri(path: &Path) -> String {
+    let mut uri = String::from("file:");
+    for b in path.to_string_lossy().bytes() {
+        match b {
+            b'?' | b'#' | b'%' => uri.push_str(&format!("%{b:02X}")),
+            _ => uri.push(b as char),
+        }
+    }
+    uri.push_str("?immutable=1");
+    uri
+}
+
+fn open_with(path: &Path, access: Access, tolerant: bool) -> Result<Connection, StoreError> {
+    use rusqlite::OpenFlags;
     let deadline = std::time::Instant::now() + LOCK_WAIT;
     loop {
         let attempt = (|| {
-            let flags = if create {
-                rusqlite::OpenFlags::default()
-            } else {
-                rusqlite::OpenFlags::default() - rusqlite::OpenFlags::SQLITE_OPEN_CREATE
+            let read_only = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            let conn = match access {
+                Access::Create => Connection::open_with_flags(path, OpenFlags::default())?,
+                Access::ReadOnly => Connection::open_with_flags(path, read_only)?,
+                Access::Immutable => Connection::open_with_flags(
+                    immutable_uri(path),
+                    read_only | OpenFlags::SQLITE_OPEN_URI,
+                )?,
             };
-            let conn = Connection::open_with_flags(path, flags)?;
             conn.busy_timeout(std::time::Duration::from_secs(10))?;
-            if create {
+            if access == Access::Create {
                 conn.pragma_update(None, "journal_mode", "WAL")?;
             }
             if tolerant {
@@ -135,7 +175,7 @@ fn open_with(path: &Path, create: bool, tolerant: bool) -> Result<Connection, St
                 conn.pragma_update(None, "writable_schema", "ON")?;
             }
             conn.pragma_update(None, "synchronous", "FULL")?;
-            if create {
+            if access == Access::Create {
                 conn.execute_batch(SCHEMA)?;
             } else {
                 // Reads the header and the schema now, so a damaged file is told at open.
@@ -150,6 +190,19 @@ fn open_with(path: &Path, create: bool, tolerant: bool) -> Result<Connection, St
             }
             Err(e) => return Err(open_failure(path, &e)),
         }
+    }
+}
+
+/// What SQLite's `quick_check` finds wrong with the file (every page of every B-tree read
+/// and its structure checked), if anything: a damaged file is never written to.
+fn quick_check(conn: &Connection) -> Option<String> {
+    let found: rusqlite::Result<Vec<String>> = conn
+        .prepare("PRAGMA quick_check(3)")
+        .and_then(|mut s| s.query_map([], |row| row.get(0))?.collect());
+    match found {
+        Ok(rows) if rows.len() == 1 && rows[0] == "ok" => None,
+        Ok(rows) => Some(format!("quick_check: {}", rows.join("; "))),
+        Err(e) => Some(format!("quick_check: {e}")),
     }
 }
 
@@ -199,8 +252,19 @@ impl SqliteStore {
             },
         })?;
         let path = dir.join("baton.db");
-        let writer_conn = open_connection(&path, true)?;
-        let reader = open_connection(&path, true)?;
+        // A damaged file is never written to — not a run's event, not a new run, not the
+        // tables — so an existing one is checked, read-only, before anything opens it to write.
+        if std::fs::metadata(&path).is_ok_and(|m| m.len() > 0) {
+            let check = open_reading(&path, false)?;
+            if let Some(detail) = quick_check(&check) {
+                return Err(StoreError::Corrupt {
+                    path: path.display().to_string(),
+                    detail,
+                });
+            }
+        }
+        let writer_conn = open_connection(&path)?;
+        let reader = open_connection(&path)?;
         // A bounded queue: a lead that outruns the disk waits for it instead of growing.
         let (tx, rx) = mpsc::sync_channel::<Append>(WRITER_QUEUE);
         let thread = std::thread::Builder::new()
@@ -246,8 +310,9 @@ impl SqliteStore {
                 })
             }
         }
-        let (reader, damage) = match open_connection(&path, false) {
-            Err(StoreError::Corrupt { path, detail }) => match open_damaged(Path::new(&path)) {
+        let (reader, damage) = match open_reading(&path, false) {
+            Err(StoreError::Corrupt { path, detail }) => match open_reading(Path::new(&path), true)
+            {
                 Ok(reader) => (reader, Some(detail)),
                 Err(_) => return Err(StoreError::Corrupt { path, detail }),
             },
@@ -258,7 +323,9 @@ impl SqliteStore {
         // has the pages, so the header is not compared.
         let wal = dir.join("baton.db-wal");
         let wal_empty = std::fs::metadata(&wal).map_or(true, |m| m.len() == 0);
-        let damage = damage.or_else(|| wal_empty.then(|| cut_short(&path)).flatten());
+        let damage = damage
+            .or_else(|| wal_empty.then(|| cut_short(&path)).flatten())
+            .or_else(|| quick_check(&reader));
         let tables: i64 = reader
             .query_row(
                 "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('runs', 'events')",
