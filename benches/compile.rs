@@ -93,6 +93,7 @@ fn events() -> Vec<LoggedEvent> {
             },
             repairs: 0,
             evidence_digests: Default::default(),
+            dropped: Vec::new(),
         });
     }
     events

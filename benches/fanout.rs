@@ -106,6 +106,7 @@ fn events() -> Vec<LoggedEvent> {
             handoff: handoff(i),
             repairs: 0,
             evidence_digests: Default::default(),
+            dropped: Vec::new(),
         });
         events.push(RunEvent::SubagentEnded {
             subagent: sub,

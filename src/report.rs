@@ -17,6 +17,9 @@ pub enum SubagentState {
     HandedOff,
     /// Handed off a valid handoff after one or more repair turns.
     Repaired,
+    /// Handed off a handoff that, once the repairs were spent, broke the contract only in some
+    /// of its conclusions: those were taken out (listed as open items), the rest accepted.
+    PartlyAccepted,
     /// Never produced a valid handoff within its repairs (`contract_unmet`): nothing of it is
     /// settled.
     Rejected,
@@ -29,7 +32,10 @@ pub enum SubagentState {
 impl SubagentState {
     /// Whether its handoff was accepted.
     pub fn accepted(self) -> bool {
-        matches!(self, SubagentState::HandedOff | SubagentState::Repaired)
+        matches!(
+            self,
+            SubagentState::HandedOff | SubagentState::Repaired | SubagentState::PartlyAccepted
+        )
     }
 
     /// Whether it has ended.
@@ -44,6 +50,7 @@ impl SubagentState {
             SubagentState::Running => "running",
             SubagentState::HandedOff => "handed off",
             SubagentState::Repaired => "repaired",
+            SubagentState::PartlyAccepted => "partly accepted",
             SubagentState::Rejected => "rejected",
             SubagentState::Failed => "failed",
             SubagentState::Cancelled => "cancelled",
@@ -268,6 +275,9 @@ pub struct HandoffCounts {
     pub accepted: usize,
     /// Accepted after one or more repair turns.
     pub repaired: usize,
+    /// Accepted without the conclusions that alone broke the contract.
+    #[serde(default)]
+    pub partly_accepted: usize,
     /// Rejected: the contract was still unmet when the repairs ran out (`contract_unmet`).
     pub rejected: usize,
 }
@@ -279,6 +289,7 @@ impl HandoffCounts {
         HandoffCounts {
             accepted: count(SubagentState::HandedOff),
             repaired: count(SubagentState::Repaired),
+            partly_accepted: count(SubagentState::PartlyAccepted),
             rejected: count(SubagentState::Rejected),
         }
     }
@@ -340,9 +351,15 @@ impl Report {
     /// One line for stderr at the end of a run.
     pub fn summary_line(&self) -> String {
         let (handed_off, repaired, rejected, failed) = self.outcome_counts();
+        let partly = self
+            .subagents
+            .iter()
+            .filter(|s| s.state == SubagentState::PartlyAccepted)
+            .count();
         format!(
-            "baton: {} subagent(s): {handed_off} handed off, {repaired} repaired, {rejected} rejected, {failed} failed{}; {} conclusion(s), {} open item(s); {} tool calls{}, {} tokens{}, {:.1}s",
+            "baton: {} subagent(s): {handed_off} handed off, {repaired} repaired, {}{rejected} rejected, {failed} failed{}; {} conclusion(s), {} open item(s); {} tool calls{}, {} tokens{}, {:.1}s",
             self.subagents.len(),
+            if partly > 0 { format!("{partly} partly accepted, ") } else { String::new() },
             if self.cancelled { " (cancelled)" } else { "" },
             self.handoff.settled_conclusions.len(),
             self.handoff.open_items.len(),

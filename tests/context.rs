@@ -73,6 +73,7 @@ fn checkpoint(evidence_items: usize) -> Checkpoint {
             // Passed after a repair: its findings are doubted, for a verifier to reread.
             repairs: 1,
             evidence_digests: BTreeMap::new(),
+            dropped: Vec::new(),
         },
     ];
     let store = MemoryStore::new();

@@ -64,6 +64,13 @@ fn log() -> ObservationLog {
             case_insensitive: false,
             fixed_string: false,
         },
+        // The search's hit lines, as grep shows them.
+        Observation::Lines {
+            call_id: "sa1.3".into(),
+            path: "src/net/retry.rs".into(),
+            start: 17,
+            end: 18,
+        },
         Observation::Lines {
             call_id: "sa1.4".into(),
             path: "README.md".into(),
@@ -205,6 +212,21 @@ fn cases() -> Vec<Case> {
         // Quotation.
         case("quote not in the cited lines", with_settled("- `next_delay` triples the delay: `base_ms * 3`. [src/net/retry.rs:18-21]\n"), &[V::QuoteNotFound]),
         case("quote from other lines than cited", with_settled("- `pub struct RetryPolicy` is here. [src/net/retry.rs:18-21]\n"), &[V::QuoteNotFound]),
+        // Issue 20, item 1: a `call:ID` citation is checked like a file citation — its quotes
+        // against what that call showed; a claim resting on empty searches alone is negative
+        // evidence; a source inside a claim's text is never taken for a citation.
+        case("quote under a call that read the lines", with_settled("- `next_delay` computes `self.base_ms.saturating_mul(1u64 << attempt.min(31))`. [call:sa1.1]\n"), &[]),
+        case("quote under a search's hit lines", with_settled("- The search for delay found `pub fn next_delay(&self, attempt: u32) -> Duration {`. [call:sa1.3]\n"), &[]),
+        case("quote under a call that did not show it", with_settled("- `open_db` wipes the disk with `rm -rf /`. [call:sa1.1]\n"), &[V::QuoteNotFound]),
+        case("quote past a search's hit lines", with_settled("- The search found `let doubled`. [call:sa1.3]\n"), &[V::QuoteNotFound]),
+        case("finding resting only on an empty search", with_settled("- The database is never opened anywhere in the tree. [call:sa1.2]\n"), &[V::NegativeUnmarked]),
+        case("quote resting only on an empty search", with_settled("- Nothing calls `gzip`. [call:sa1.2]\n"), &[V::NegativeUnmarked, V::QuoteUnchecked]),
+        case("json finding resting only on an empty search", r#"{"settled_conclusions":[{"claim":"no gzip anywhere","sources":["call:sa1.2"]}],"open_items":[],"hard_constraints":[]}"#, &[V::NegativeUnmarked]),
+        case("quote resting on a URL alone", with_settled("- The page says `retries back off`. [https://example.com/fetched]\n"), &[V::QuoteUnchecked]),
+        case("quote resting on a record alone", with_settled("- Ticket T-7 says `slow`. [ticket:T-7]\n"), &[V::QuoteUnchecked]),
+        case("a source inside the claim's text", with_settled("- The cap is set in [docs/secret.md:2] to 30 s: `cap_ms`. [src/net/retry.rs:8]\n"), &[V::SourceInClaim]),
+        case("json source inside the claim's text", r#"{"settled_conclusions":[{"claim":"It is in [src/lib.rs:2] too: `cap_ms`.","sources":["src/net/retry.rs:8"]}],"open_items":[],"hard_constraints":[]}"#, &[V::SourceInClaim]),
+        case("brackets that are not sources", with_settled("- `next_delay` takes [1] an attempt, see [the notes]; `self.base_ms`. [src/net/retry.rs:18-21]\n"), &[]),
         // Several at once.
         case("many violations at once", "Sure! Here you go.\n## Settled conclusions\n- See above.\n- `x` is y. [src/none.rs:1]\n## Open items\n", &[V::TextOutsideSections, V::PointerOnly, V::SourceMissing, V::FileNotFound, V::ConstraintsOmitted]),
     ]

@@ -518,6 +518,7 @@ fn event() -> impl Strategy<Value = RunEvent> {
             handoff: baton::Handoff::default(),
             repairs: r,
             evidence_digests: Default::default(),
+            dropped: Vec::new(),
         }),
         (sub.clone(), 0u32..9).prop_map(|(s, n)| RunEvent::BudgetSpent {
             subagent: s.into(),

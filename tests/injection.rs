@@ -184,6 +184,7 @@ fn injection_events(run_id: &str, after: u64) -> Vec<LoggedEvent> {
             },
             repairs: 0,
             evidence_digests: Default::default(),
+            dropped: Vec::new(),
         },
         RunEvent::WindowCompacted {
             subagent: "sa9".into(),

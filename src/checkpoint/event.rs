@@ -215,6 +215,10 @@ pub enum RunEvent {
         repairs: u32,
         /// SHA-256 of each cited file range's text, by source id.
         evidence_digests: BTreeMap<String, String>,
+        /// Conclusions taken out because they alone broke the contract once the repairs were
+        /// spent: never settled.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        dropped: Vec<crate::handoff::Dropped>,
     },
     /// A handoff broke the contract and went back for repair.
     HandoffRepairRequested {

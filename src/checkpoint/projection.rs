@@ -295,6 +295,7 @@ impl Projector {
                 handoff,
                 repairs,
                 evidence_digests,
+                dropped,
             } => {
                 for c in handoff
                     .settled_conclusions
@@ -318,7 +319,7 @@ impl Projector {
                     subagent: subagent.clone(),
                     repairs: *repairs,
                     conclusions: handoff.settled_conclusions.len(),
-                    doubted: if *repairs > 0 {
+                    doubted: if *repairs > 0 || !dropped.is_empty() {
                         handoff
                             .settled_conclusions
                             .iter()

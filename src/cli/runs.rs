@@ -99,7 +99,7 @@ pub(crate) fn list(args: RunsArgs) -> i32 {
                 };
                 (
                     state,
-                    counts.accepted + counts.repaired,
+                    counts.accepted + counts.repaired + counts.partly_accepted,
                     counts.rejected,
                     cp.budgets.total.tokens(),
                 )

@@ -66,6 +66,7 @@ codes! {
     SourceMissing = "source_missing", Structure, "A settled conclusion without a source identifier.";
     SourceMalformed = "source_malformed", Structure, "A source identifier that is none of the grammar's forms.";
     PointerOnly = "pointer_only", Structure, "A conclusion that points elsewhere (\"see above\") instead of stating the fact.";
+    SourceInClaim = "source_in_claim", Structure, "A source identifier in brackets inside a claim's text, where it is never checked: cite it among the sources.";
     JsonInvalid = "json_invalid", Structure, "The JSON form is not valid JSON (or nests too deep).";
     JsonShape = "json_shape", Structure, "The JSON form lacks a required key, has an unknown one, or a wrong type.";
     TooLarge = "too_large", Structure, "The handoff text is over the size limit.";
@@ -77,10 +78,12 @@ codes! {
     NotObserved = "not_observed", Observation, "Cited lines that the subagent's tool calls never showed it.";
     CallUnknown = "call_unknown", Observation, "A cited `call:ID` that is not a tool call of this subagent.";
     NegativeNotEmpty = "negative_not_empty", Observation, "Negative evidence citing a search that did find matches.";
+    NegativeUnmarked = "negative_unmarked", Observation, "A finding whose only sources are searches that found nothing: it is negative evidence, and must say so.";
     UrlNotFetched = "url_not_fetched", Observation, "A cited URL that the subagent never fetched.";
     DocNotObserved = "doc_not_observed", Observation, "A cited document that the subagent never read.";
     RecordNotObserved = "record_not_observed", Observation, "A cited record that no tool call of the subagent returned.";
     QuoteNotFound = "quote_not_found", Quotation, "Text quoted in backticks does not occur within the cited lines.";
+    QuoteUnchecked = "quote_unchecked", Quotation, "Text quoted in backticks under sources that hold no text to check it against (a search that found nothing, a listing, a URL, a document, a record).";
 }
 
 impl std::fmt::Display for ViolationCode {

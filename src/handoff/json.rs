@@ -5,8 +5,8 @@
 use serde::Deserialize;
 
 use super::{
-    check_items, source_missing, Conclusion, ConclusionKind, Form, Handoff, HardConstraint,
-    ItemLines, OpenItem, Parsed, Violation, ViolationCode,
+    check_items, of_conclusion, source_missing, Conclusion, ConclusionKind, Form, Handoff,
+    HardConstraint, ItemLines, OpenItem, Parsed, Violation, ViolationCode,
 };
 use crate::source::SourceId;
 
@@ -120,10 +120,11 @@ pub(super) fn parse(text: &str) -> Parsed {
         .into_iter()
         .enumerate()
         .map(|(i, c)| {
+            let from = violations.len();
             if c.sources.is_empty() {
                 violations.push(source_missing(i, 0));
             }
-            Conclusion {
+            let conclusion = Conclusion {
                 claim: c.claim,
                 sources: sources(
                     c.sources,
@@ -131,7 +132,9 @@ pub(super) fn parse(text: &str) -> Parsed {
                     &mut violations,
                 ),
                 kind: c.kind,
-            }
+            };
+            of_conclusion(&mut violations, from, i);
+            conclusion
         })
         .collect();
     let hard_constraints = raw

@@ -4,8 +4,8 @@
 //! meaning is at stake.
 
 use super::{
-    check_items, source_missing, Conclusion, ConclusionKind, Form, Handoff, HardConstraint,
-    ItemLines, OpenItem, Parsed, Violation, ViolationCode,
+    check_items, of_conclusion, source_missing, Conclusion, ConclusionKind, Form, Handoff,
+    HardConstraint, ItemLines, OpenItem, Parsed, Violation, ViolationCode,
 };
 use crate::source::SourceId;
 
@@ -302,10 +302,12 @@ pub(super) fn parse(text: &str) -> Parsed {
                     Some(rest) => (rest.trim().to_string(), ConclusionKind::NegativeEvidence),
                     None => (claim, ConclusionKind::Finding),
                 };
+                let (index, from) = (handoff.settled_conclusions.len(), violations.len());
                 if raw.is_empty() {
-                    violations.push(source_missing(handoff.settled_conclusions.len(), line));
+                    violations.push(source_missing(index, line));
                 }
                 let sources = parse_sources(&raw, line, &mut violations);
+                of_conclusion(&mut violations, from, index);
                 handoff.settled_conclusions.push(Conclusion {
                     claim,
                     sources,

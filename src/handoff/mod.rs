@@ -3,8 +3,10 @@
 //! layers — structure, resolution, observation, quotation — with stable violation codes
 //! (contracts/handoff.md).
 //!
-//! **Invariant:** a handoff is accepted only with no violation at all; a parsed [`Handoff`]
-//! with violations is never treated as settled fact.
+//! **Invariant:** a conclusion is settled only with no violation at all; a parsed
+//! [`Handoff`] with violations is never treated as settled fact. Once the repairs are spent, a
+//! handoff whose every violation is of some conclusion keeps the rest (`prune`); any other
+//! violation rejects it whole.
 
 mod codes;
 mod json;
@@ -115,6 +117,10 @@ pub struct Violation {
     pub line: usize,
     /// What to fix, in one line.
     pub message: String,
+    /// The settled conclusion it concerns (0-based), when it concerns one alone: a handoff
+    /// whose every violation is of some conclusion loses those conclusions, not the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conclusion: Option<usize>,
 }
 
 impl Violation {
@@ -123,7 +129,56 @@ impl Violation {
             code,
             line,
             message: message.into(),
+            conclusion: None,
         }
+    }
+}
+
+/// A settled conclusion taken out of a handoff that was otherwise kept: the repairs ran out
+/// and only it broke the contract. It is never settled; the report lists it as an open item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dropped {
+    /// The conclusion as handed off.
+    pub conclusion: Conclusion,
+    /// What it broke.
+    pub violations: Vec<Violation>,
+}
+
+/// A checked handoff with each conclusion that broke the contract taken out, when every
+/// violation is of one conclusion (none of the sections, the form, or a hard constraint):
+/// what is left, and what was taken out. None when a violation concerns more than a
+/// conclusion — then the handoff stands or falls whole.
+pub(crate) fn prune(parsed: &Parsed) -> Option<(Handoff, Vec<Dropped>)> {
+    if parsed.violations.iter().any(|v| v.conclusion.is_none()) {
+        return None;
+    }
+    let mut kept = parsed.handoff.clone();
+    let mut dropped = Vec::new();
+    let mut conclusions = Vec::with_capacity(kept.settled_conclusions.len());
+    for (i, c) in kept.settled_conclusions.drain(..).enumerate() {
+        let broke: Vec<Violation> = parsed
+            .violations
+            .iter()
+            .filter(|v| v.conclusion == Some(i))
+            .cloned()
+            .collect();
+        if broke.is_empty() {
+            conclusions.push(c);
+        } else {
+            dropped.push(Dropped {
+                conclusion: c,
+                violations: broke,
+            });
+        }
+    }
+    kept.settled_conclusions = conclusions;
+    Some((kept, dropped))
+}
+
+/// Ties the violations pushed since `from` to settled conclusion `index`.
+pub(crate) fn of_conclusion(out: &mut [Violation], from: usize, index: usize) {
+    for v in out.iter_mut().skip(from) {
+        v.conclusion = Some(index);
     }
 }
 
@@ -249,6 +304,7 @@ pub(crate) fn check_items(handoff: &Handoff, lines: &ItemLines, out: &mut Vec<Vi
     let at = |list: &[usize], i: usize| list.get(i).copied().unwrap_or(0);
     for (i, c) in handoff.settled_conclusions.iter().enumerate() {
         let line = at(&lines.settled, i);
+        let from = out.len();
         if c.claim.trim().is_empty() {
             out.push(Violation::new(
                 ViolationCode::ItemEmpty,
@@ -265,6 +321,7 @@ pub(crate) fn check_items(handoff: &Handoff, lines: &ItemLines, out: &mut Vec<Vi
                 ),
             ));
         }
+        of_conclusion(out, from, i);
     }
     for (i, o) in handoff.open_items.iter().enumerate() {
         if o.item.trim().is_empty() {

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::{parse, ConclusionKind, Parsed, Violation, ViolationCode};
+use super::{parse, Conclusion, ConclusionKind, Parsed, Violation, ViolationCode};
 use crate::source::{quote_path, Observation, ObservationLog, Shown, SourceId};
 use crate::tools::{read_text_file, SandboxError, Workspace};
 
@@ -229,27 +229,41 @@ impl Quotable {
 }
 
 /// Parses and validates a handoff text in every layer `check` allows; `violations` of the
-/// result holds them all, structure first.
+/// result holds them all, structure first, each tied to its conclusion where it has one.
 pub fn validate(text: &str, check: &Check<'_>) -> Parsed {
     let mut parsed = parse(text);
     let mut found = Vec::new();
     for (i, c) in parsed.handoff.settled_conclusions.iter().enumerate() {
         let line = parsed.settled_line(i);
+        let from = found.len();
+        sources_in_claim(&c.claim, line, &mut found);
         let mut cited: Vec<(Arc<FileText>, Quotable)> = Vec::new();
-        let mut quotable = true;
+        // Whether every source resolved: a quote is looked for only when they all did.
+        let mut resolved = true;
         for source in &c.sources {
-            match check_source(source, c.kind, line, check, &mut found) {
-                Some(text) => cited.push(text),
-                None => quotable &= !matches!(source, SourceId::File { .. }),
-            }
+            let before = found.len();
+            cited.extend(check_source(source, c.kind, line, check, &mut found));
+            resolved &= found.len() == before;
         }
-        if check.files.is_some() && quotable && !cited.is_empty() && c.claim.contains('`') {
+        if c.kind == ConclusionKind::Finding {
+            negative_unmarked(c, line, check, &mut found);
+        }
+        // Negative evidence quotes what was searched for: it is not looked for.
+        let quoted = c.kind == ConclusionKind::Finding && c.claim.contains('`');
+        // A conclusion whose sources did not parse has its violation already.
+        let parsed_whole = !parsed.violations.iter().any(|v| v.conclusion == Some(i));
+        if check.files.is_some() && resolved && quoted && parsed_whole {
             let mut slices: Vec<&str> = Vec::with_capacity(cited.len());
             for (text, shown) in &cited {
                 shown.slices(text, &mut slices);
             }
-            check_quotes(&c.claim, &slices, line, &mut found);
+            if slices.is_empty() {
+                unchecked_quotes(c, line, check, &mut found);
+            } else {
+                check_quotes(&c.claim, &slices, line, &mut found);
+            }
         }
+        crate::handoff::of_conclusion(&mut found, from, i);
     }
     for (i, h) in parsed.handoff.hard_constraints.iter().enumerate() {
         let line = parsed.lines.constraints.get(i).copied().unwrap_or(0);
@@ -261,78 +275,103 @@ pub fn validate(text: &str, check: &Check<'_>) -> Parsed {
     parsed
 }
 
-/// Resolution and observation of one source. Returns the cited file and what of it the
-/// quotation check may use, when it resolves and was observed.
+/// A source written in brackets inside the claim's own text (outside its quotes) looks like a
+/// citation yet is never checked: `… set in [docs/secret.md:2] to 5 [src/a.rs:3]`. A bracket
+/// counts as one when every id in it reads as a source with a line range, a path or a file
+/// extension, or a `kind:` form (`[1]`, `[x]` and `[see notes]` are not).
+fn sources_in_claim(claim: &str, line: usize, out: &mut Vec<Violation>) {
+    let mut outside = String::with_capacity(claim.len());
+    let mut inside = false;
+    for c in claim.chars() {
+        if c == '`' {
+            inside = !inside;
+        }
+        outside.push(if inside || c == '`' { ' ' } else { c });
+    }
+    let mut rest = outside.as_str();
+    while let Some(open) = rest.find('[') {
+        let Some(close) = rest[open..].find(']') else {
+            break;
+        };
+        let group = &rest[open + 1..open + close];
+        rest = &rest[open + close + 1..];
+        let ids: Vec<&str> = group.split([',', ';']).map(str::trim).collect();
+        let citation = !ids.iter().any(|s| s.is_empty())
+            && ids.iter().all(|id| {
+                SourceId::parse(id).is_ok_and(|s| match s {
+                    SourceId::File { path, lines } => {
+                        lines.is_some() || path.contains('/') || path.contains('.')
+                    }
+                    _ => true,
+                })
+            });
+        if citation {
+            out.push(Violation::new(
+                ViolationCode::SourceInClaim,
+                line,
+                format!("`[{}]` inside the claim's text is never checked: cite every source in the brackets that end the conclusion", group.trim()),
+            ));
+        }
+    }
+}
+
+/// A finding whose every source is a search that found nothing states an absence as a fact:
+/// it is negative evidence, and must say so (what was searched, where).
+fn negative_unmarked(c: &Conclusion, line: usize, check: &Check<'_>, out: &mut Vec<Violation>) {
+    let Some(log) = check.observations else {
+        return;
+    };
+    let empty_search = |s: &SourceId| match s {
+        SourceId::Record { kind, id } if kind == "call" => log.entries().iter().any(
+            |o| matches!(o, Observation::Searched { call_id, matches: 0, .. } if call_id == id),
+        ),
+        _ => false,
+    };
+    if !c.sources.is_empty() && c.sources.iter().all(empty_search) {
+        out.push(Violation::new(
+            ViolationCode::NegativeUnmarked,
+            line,
+            "its only sources are searches that found nothing: write it as negative evidence (`Negative evidence: no line matches … in …`), saying what was searched and where".to_string(),
+        ));
+    }
+}
+
+/// Quotes under sources none of which holds text to check them against.
+fn unchecked_quotes(c: &Conclusion, line: usize, check: &Check<'_>, out: &mut Vec<Violation>) {
+    let calls_unseen = check.observations.is_none()
+        && c.sources
+            .iter()
+            .any(|s| matches!(s, SourceId::Record { kind, .. } if kind == "call"));
+    let why = if calls_unseen {
+        "a `call:ID` is checked only in its run: cite the file lines it stands on"
+    } else {
+        "none of its sources shows text (a search that found nothing, a listing, a URL, a document or a record keep none): cite the lines it stands on"
+    };
+    for quote in quotes(&c.claim) {
+        let shown: String = quote.chars().take(60).collect();
+        out.push(Violation::new(
+            ViolationCode::QuoteUnchecked,
+            line,
+            format!("`{shown}` cannot be checked: {why}"),
+        ));
+    }
+}
+
+/// Resolution and observation of one source. Returns the texts it shows — a cited file's
+/// lines, the lines a cited call showed — with what of each the quotation check may use,
+/// when it resolves and was observed.
 fn check_source(
     source: &SourceId,
     kind: ConclusionKind,
     line: usize,
     check: &Check<'_>,
     out: &mut Vec<Violation>,
-) -> Option<(Arc<FileText>, Quotable)> {
+) -> Vec<(Arc<FileText>, Quotable)> {
     let mut say = |code, message: String| out.push(Violation::new(code, line, message));
     match source {
-        SourceId::File { path, lines } => {
-            let mut cited = None;
-            if let Some(files) = check.files {
-                match files.text(path) {
-                    Err(FileProblem::NotFound) => {
-                        say(
-                            ViolationCode::FileNotFound,
-                            format!("`{}` does not exist in the workspace", quote_path(path)),
-                        );
-                        return None;
-                    }
-                    Err(FileProblem::OutsideRoot(why)) => {
-                        say(
-                            ViolationCode::PathOutsideRoot,
-                            format!("`{}`: {why}; cite root-relative paths", quote_path(path)),
-                        );
-                        return None;
-                    }
-                    Err(FileProblem::Unreadable(why)) => {
-                        say(ViolationCode::FileUnreadable, why);
-                        return None;
-                    }
-                    Ok(text) => {
-                        if let Some((_, b)) = lines {
-                            let count = text.line_count();
-                            if *b as usize > count {
-                                say(
-                                    ViolationCode::LineOutOfRange,
-                                    format!(
-                                        "`{source}`: `{}` has {count} lines; cite lines that exist",
-                                        quote_path(path)
-                                    ),
-                                );
-                                return None;
-                            }
-                        }
-                        cited = Some(text);
-                    }
-                }
-            }
-            let shown = check.observations.map(|log| match lines {
-                Some((a, b)) => log.shown(path, *a, *b),
-                None => log.shown_file(path),
-            });
-            let quotable = match (shown, lines) {
-                (None, None) => Quotable::Whole,
-                (None, Some((a, b))) => Quotable::Range(*a, *b),
-                (Some(Some(shown)), Some((a, b))) if shown.is_whole(*a, *b) => {
-                    Quotable::Range(*a, *b)
-                }
-                (Some(Some(shown)), _) => Quotable::Parts(shown),
-                (Some(None), _) => {
-                    say(
-                        ViolationCode::NotObserved,
-                        format!("`{source}` was never shown to you by a tool call: read those lines, or cite the lines you read"),
-                    );
-                    return None;
-                }
-            };
-            cited.map(|text| (text, quotable))
-        }
+        SourceId::File { path, lines } => check_file(source, path, *lines, check, &mut say)
+            .into_iter()
+            .collect(),
         SourceId::Url(url) => {
             if check.observations.is_some_and(|log| !log.saw_url(url)) {
                 say(
@@ -340,7 +379,7 @@ fn check_source(
                     format!("`{url}` was never fetched by your tool calls"),
                 );
             }
-            None
+            Vec::new()
         }
         SourceId::Doc { id, span } => {
             // Resolution needs a corpus; with none, the observation layer alone decides.
@@ -358,7 +397,7 @@ fn check_source(
                     format!("`{source}` was never shown to you by your tool calls"),
                 );
             }
-            None
+            Vec::new()
         }
         // An event is evidence only once a tool showed it: in a run, like any record.
         SourceId::Event(id) => {
@@ -371,36 +410,10 @@ fn check_source(
                     format!("`{source}` was not shown to you by any of your tool calls"),
                 );
             }
-            None
+            Vec::new()
         }
         SourceId::Record { kind: record, id } if record == "call" => {
-            let log = check.observations?;
-            let searched = log.entries().iter().find_map(|o| match o {
-                Observation::Searched {
-                    call_id, matches, ..
-                } if call_id == id => Some(*matches),
-                _ => None,
-            });
-            let called = searched.is_some() || log.entries().iter().any(|o| o.call_id() == id);
-            if !called {
-                say(
-                    ViolationCode::CallUnknown,
-                    format!("`call:{id}` is not one of your tool calls"),
-                );
-            } else if kind == ConclusionKind::NegativeEvidence {
-                match searched {
-                    Some(0) => {}
-                    Some(n) => say(
-                        ViolationCode::NegativeNotEmpty,
-                        format!("`call:{id}` found {n} matches: it is not evidence that nothing was found"),
-                    ),
-                    None => say(
-                        ViolationCode::NegativeNotEmpty,
-                        format!("`call:{id}` was not a search: negative evidence cites the search that found nothing"),
-                    ),
-                }
-            }
-            None
+            check_call(id, kind, check, &mut say)
         }
         SourceId::Record { kind: record, id } => {
             if check
@@ -412,9 +425,125 @@ fn check_source(
                     format!("`{source}` was not returned by any of your tool calls"),
                 );
             }
-            None
+            Vec::new()
         }
     }
+}
+
+/// A file citation: the file resolves inside the root, its lines are in range, and (in a
+/// run) the subagent was shown them; the file's text and what a quote may rest on.
+fn check_file(
+    source: &SourceId,
+    path: &str,
+    lines: Option<(u32, u32)>,
+    check: &Check<'_>,
+    say: &mut impl FnMut(ViolationCode, String),
+) -> Option<(Arc<FileText>, Quotable)> {
+    let mut cited = None;
+    if let Some(files) = check.files {
+        match files.text(path) {
+            Err(FileProblem::NotFound) => {
+                say(
+                    ViolationCode::FileNotFound,
+                    format!("`{}` does not exist in the workspace", quote_path(path)),
+                );
+                return None;
+            }
+            Err(FileProblem::OutsideRoot(why)) => {
+                say(
+                    ViolationCode::PathOutsideRoot,
+                    format!("`{}`: {why}; cite root-relative paths", quote_path(path)),
+                );
+                return None;
+            }
+            Err(FileProblem::Unreadable(why)) => {
+                say(ViolationCode::FileUnreadable, why);
+                return None;
+            }
+            Ok(text) => {
+                if let Some((_, b)) = lines {
+                    let count = text.line_count();
+                    if b as usize > count {
+                        say(
+                            ViolationCode::LineOutOfRange,
+                            format!(
+                                "`{source}`: `{}` has {count} lines; cite lines that exist",
+                                quote_path(path)
+                            ),
+                        );
+                        return None;
+                    }
+                }
+                cited = Some(text);
+            }
+        }
+    }
+    let shown = check.observations.map(|log| match lines {
+        Some((a, b)) => log.shown(path, a, b),
+        None => log.shown_file(path),
+    });
+    let quotable = match (shown, lines) {
+        (None, None) => Quotable::Whole,
+        (None, Some((a, b))) => Quotable::Range(a, b),
+        (Some(Some(shown)), Some((a, b))) if shown.is_whole(a, b) => Quotable::Range(a, b),
+        (Some(Some(shown)), _) => Quotable::Parts(shown),
+        (Some(None), _) => {
+            say(
+                ViolationCode::NotObserved,
+                format!("`{source}` was never shown to you by a tool call: read those lines, or cite the lines you read"),
+            );
+            return None;
+        }
+    };
+    cited.map(|text| (text, quotable))
+}
+
+/// A `call:ID` citation: the call is the subagent's; negative evidence cites a search that
+/// found nothing. What the call showed of each file is what a quote under it may rest on.
+fn check_call(
+    id: &str,
+    kind: ConclusionKind,
+    check: &Check<'_>,
+    say: &mut impl FnMut(ViolationCode, String),
+) -> Vec<(Arc<FileText>, Quotable)> {
+    let Some(log) = check.observations else {
+        return Vec::new();
+    };
+    let searched = log.entries().iter().find_map(|o| match o {
+        Observation::Searched {
+            call_id, matches, ..
+        } if call_id == id => Some(*matches),
+        _ => None,
+    });
+    let called = searched.is_some() || log.entries().iter().any(|o| o.call_id() == id);
+    if !called {
+        say(
+            ViolationCode::CallUnknown,
+            format!("`call:{id}` is not one of your tool calls"),
+        );
+        return Vec::new();
+    }
+    if kind == ConclusionKind::NegativeEvidence {
+        match searched {
+            Some(0) => {}
+            Some(n) => say(
+                ViolationCode::NegativeNotEmpty,
+                format!("`call:{id}` found {n} matches: it is not evidence that nothing was found"),
+            ),
+            None => say(
+                ViolationCode::NegativeNotEmpty,
+                format!("`call:{id}` was not a search: negative evidence cites the search that found nothing"),
+            ),
+        }
+        return Vec::new();
+    }
+    let Some(files) = check.files else {
+        return Vec::new();
+    };
+    log.shown_by_call(id)
+        .into_iter()
+        .filter_map(|(path, shown)| Some((files.text(&path).ok()?, Quotable::Parts(shown))))
+        .collect()
 }
 
 /// Appends `text` to `out` with every run of ASCII whitespace as one space and none at the

@@ -180,7 +180,9 @@ async fn on_message(
                         docs: None,
                     };
                     let parsed = validate(&text, &check);
-                    let digests = if parsed.violations.is_empty() {
+                    // A handoff that may be accepted, whole or without the conclusions that
+                    // broke the contract, has its evidence digested.
+                    let digests = if parsed.violations.iter().all(|v| v.conclusion.is_some()) {
                         evidence_digests(
                             &parsed.handoff,
                             files.as_ref() as &dyn crate::handoff::Files,

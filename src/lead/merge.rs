@@ -5,7 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::relevance::Rarity;
-use crate::handoff::{one_line, Conclusion, ConclusionKind, Handoff, HardConstraint, OpenItem};
+use crate::handoff::{
+    one_line, Conclusion, ConclusionKind, Dropped, Handoff, HardConstraint, OpenItem,
+};
 use crate::source::{
     path_factor, prose_list, search_label, shadowed, Observation, ObservationLog, SourceId,
 };
@@ -21,6 +23,10 @@ pub(crate) struct Accepted<'a> {
     /// The lead doubted this handoff (it passed only after repair): its findings stand only if
     /// a verifier confirmed them, when a verifier's handoff was accepted.
     pub(crate) doubted: bool,
+    /// The subagent's id.
+    pub(crate) id: &'a str,
+    /// Conclusions taken out of it: they alone broke the contract.
+    pub(crate) dropped: &'a [Dropped],
 }
 
 /// A shard nobody explored, and why.
@@ -30,6 +36,9 @@ pub(crate) struct Unexplored<'a> {
     pub(crate) role: String,
     pub(crate) scope: String,
     pub(crate) why: String,
+    /// A handoff that was handed off and rejected: its violations' codes (the shard was
+    /// explored, its findings did not pass).
+    pub(crate) rejected: Option<String>,
     /// What a rejected handoff claimed: listed as unverified leads, never settled.
     pub(crate) unverified: Option<&'a Handoff>,
 }
@@ -47,6 +56,8 @@ pub fn merge_handoffs(accepted: &[(Handoff, Vec<String>, ObservationLog)]) -> Ha
             observations,
             verifier: false,
             doubted: false,
+            id: "",
+            dropped: &[],
         })
         .collect();
     merge(&list, &[], WHOLE_TREE)
@@ -135,6 +146,27 @@ pub(crate) fn merge(
                     .into(),
             });
         }
+        for d in a.dropped {
+            let cites: Vec<String> = d.conclusion.sources.iter().map(|s| s.to_string()).collect();
+            let broke: Vec<String> = d
+                .violations
+                .iter()
+                .map(|v| format!("[{}] {}", v.code, v.message))
+                .collect();
+            open_items.add(OpenItem {
+                item: format!(
+                    "Taken out of {}'s handoff, which broke the contract only there: {} (cites {})",
+                    a.id,
+                    d.conclusion.claim,
+                    if cites.is_empty() {
+                        "nothing".into()
+                    } else {
+                        cites.join(", ")
+                    }
+                ),
+                stuck_on: format!("not settled: {}", broke.join("; ")),
+            });
+        }
         for item in &a.handoff.open_items {
             open_items.add(item.clone());
         }
@@ -149,7 +181,12 @@ pub(crate) fn merge(
     }
     for u in unexplored {
         open_items.add(OpenItem {
-            item: if u.role == "explorer" {
+            item: if let Some(codes) = &u.rejected {
+                format!(
+                    "`{}` was explored by subagent {}, but its handoff was rejected ({codes}): its claims follow as unverified leads",
+                    u.scope, u.id
+                )
+            } else if u.role == "explorer" {
                 format!("`{}` was not explored (subagent {})", u.scope, u.id)
             } else {
                 format!(
@@ -439,6 +476,8 @@ mod tests {
                 observations: &log_a,
                 verifier: false,
                 doubted: false,
+                id: "",
+                dropped: &[],
             },
             Accepted {
                 handoff: &b,
@@ -446,6 +485,8 @@ mod tests {
                 observations: &log_b,
                 verifier: false,
                 doubted: false,
+                id: "",
+                dropped: &[],
             },
         ];
         let everything = merge(&accepted, &[], WHOLE_TREE);
@@ -462,6 +503,7 @@ mod tests {
                 role: "explorer".into(),
                 scope: "tests".into(),
                 why: "panicked".into(),
+                rejected: None,
                 unverified: Some(&Handoff {
                     settled_conclusions: vec![finding("w", "t.rs:9")],
                     ..Handoff::default()
@@ -511,6 +553,8 @@ mod tests {
                 observations: &log,
                 verifier: false,
                 doubted: false,
+                id: "",
+                dropped: &[],
             },
             Accepted {
                 handoff: &b,
@@ -518,6 +562,8 @@ mod tests {
                 observations: &log,
                 verifier: false,
                 doubted: false,
+                id: "",
+                dropped: &[],
             },
         ];
         let merged = merge(&accepted, &[], WHOLE_TREE);
@@ -535,6 +581,8 @@ mod tests {
             observations: log,
             verifier: false,
             doubted: false,
+            id: "",
+            dropped: &[],
         }
     }
 

@@ -10,6 +10,28 @@ use crate::report::{ConstraintReport, HandoffCounts, ModelUsage, Report, RunUsag
 use crate::source::SourceId;
 use crate::tools::Workspace;
 
+/// The codes of a handoff's violations with their counts (`2× quote_not_found`); none when
+/// there are none.
+fn violation_codes(violations: &[crate::handoff::Violation]) -> Option<String> {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for v in violations {
+        *counts.entry(v.code.as_str()).or_default() += 1;
+    }
+    (!counts.is_empty()).then(|| {
+        counts
+            .iter()
+            .map(|(code, n)| {
+                if *n > 1 {
+                    format!("{n}× {code}")
+                } else {
+                    code.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
+}
+
 impl LeadState {
     pub(super) fn report(&self) -> Report {
         let accepted: Vec<merge::Accepted<'_>> = self
@@ -21,7 +43,12 @@ impl LeadState {
                     scope: &r.shard.paths,
                     observations: &r.observations,
                     verifier: r.shard.role == "verifier",
-                    doubted: r.summary.state == SubagentState::Repaired,
+                    doubted: matches!(
+                        r.summary.state,
+                        SubagentState::Repaired | SubagentState::PartlyAccepted
+                    ),
+                    id: &r.summary.id,
+                    dropped: &r.dropped,
                 })
             })
             .collect();
@@ -37,6 +64,8 @@ impl LeadState {
                     (Some(e), _) => e.clone(),
                     (None, state) => format!("the subagent ended {}", state.label()),
                 },
+                rejected: violation_codes(&r.summary.violations)
+                    .filter(|_| r.summary.state == SubagentState::Rejected),
                 unverified: r.unverified.as_ref(),
             })
             .collect();
@@ -50,6 +79,7 @@ impl LeadState {
                 why:
                     "its ignore file is not a regular file (or is over 1 MiB), so it was not walked"
                         .into(),
+                rejected: None,
                 unverified: None,
             }
         }));

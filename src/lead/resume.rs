@@ -33,6 +33,8 @@ pub(crate) struct Restored {
     pub(crate) error: Option<String>,
     pub(crate) handoff: Option<Handoff>,
     pub(crate) unverified: Option<Handoff>,
+    /// Conclusions taken out of its accepted handoff.
+    pub(crate) dropped: Vec<crate::handoff::Dropped>,
     pub(crate) violations: Vec<Violation>,
     pub(crate) repairs: u32,
     pub(crate) observations: ObservationLog,
@@ -49,6 +51,7 @@ impl Restored {
             Some(
                 SubagentState::HandedOff
                     | SubagentState::Repaired
+                    | SubagentState::PartlyAccepted
                     | SubagentState::Rejected
                     | SubagentState::Failed
             )
@@ -307,16 +310,19 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
                 handoff,
                 repairs,
                 evidence_digests,
+                dropped,
             } => {
                 let r = subagents.entry(subagent.clone()).or_default();
                 r.handoff = Some(handoff.clone());
                 r.repairs = *repairs;
                 r.evidence_digests = evidence_digests.clone();
+                r.violations = dropped.iter().flat_map(|d| d.violations.clone()).collect();
+                r.dropped = dropped.clone();
                 // Accepted is done, even in a log that stops before the subagent's end.
-                r.state = Some(if *repairs == 0 {
-                    SubagentState::HandedOff
-                } else {
-                    SubagentState::Repaired
+                r.state = Some(match (dropped.is_empty(), *repairs) {
+                    (false, _) => SubagentState::PartlyAccepted,
+                    (true, 0) => SubagentState::HandedOff,
+                    (true, _) => SubagentState::Repaired,
                 });
             }
             RunEvent::HandoffRepairRequested { subagent, .. } => {
@@ -444,6 +450,7 @@ mod tests {
                 handoff: Handoff::default(),
                 repairs: 1,
                 evidence_digests: Default::default(),
+                dropped: Vec::new(),
             },
             RunEvent::SubagentEnded {
                 subagent: "sa1".into(),

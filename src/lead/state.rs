@@ -40,6 +40,8 @@ pub(super) struct SubagentRecord {
     pub(super) pending: Option<Vec<Violation>>,
     /// What a rejected handoff said: unverified leads at most.
     pub(super) unverified: Option<Handoff>,
+    /// Conclusions taken out of an accepted handoff: they alone broke the contract.
+    pub(super) dropped: Vec<crate::handoff::Dropped>,
 }
 
 pub(crate) struct LeadState {
@@ -353,6 +355,7 @@ impl LeadState {
                 spent: Spent::default(),
                 pending: None,
                 unverified: None,
+                dropped: Vec::new(),
             };
             match kept {
                 Some(r) => {
@@ -362,6 +365,7 @@ impl LeadState {
                     record.summary.violations = r.violations;
                     record.handoff = r.handoff;
                     record.unverified = r.unverified;
+                    record.dropped = r.dropped;
                     record.observations = r.observations;
                     self.records.push(record);
                     self.apply_spent(index, r.spent);
@@ -591,7 +595,12 @@ impl LeadState {
     pub(super) fn doubts_any(&self) -> bool {
         self.records
             .iter()
-            .filter(|r| r.summary.state == SubagentState::Repaired)
+            .filter(|r| {
+                matches!(
+                    r.summary.state,
+                    SubagentState::Repaired | SubagentState::PartlyAccepted
+                )
+            })
             .filter_map(|r| r.handoff.as_ref())
             .flat_map(|h| h.settled_conclusions.iter())
             .any(|c| c.kind == crate::handoff::ConclusionKind::Finding)

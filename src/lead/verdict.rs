@@ -1,20 +1,25 @@
 //! The verdict on a handoff: decided by a pure function (accept it, send it back for a repair
-//! turn, or reject it — `contract_unmet` — once the repairs are spent), then taken by the lead.
+//! turn, or — once the repairs are spent — accept it without the conclusions that broke the
+//! contract when only they did, else reject it, `contract_unmet`), then taken by the lead.
 
 use std::collections::BTreeMap;
 
 use super::state::LeadState;
 use crate::checkpoint::RunEvent;
 use crate::event::Event;
-use crate::handoff::{Handoff, Parsed, Violation};
+use crate::handoff::{prune, Dropped, Handoff, Parsed, Violation};
 use crate::report::SubagentState;
 use crate::subagent::SubagentMsg;
 
 /// What the lead does with a checked handoff.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Verdict {
-    /// No violation: its conclusions may be merged.
-    Accept(Handoff),
+    /// No violation left: its conclusions may be merged; those that broke the contract (once
+    /// the repairs were spent) were taken out and are listed, never settled.
+    Accept {
+        handoff: Handoff,
+        dropped: Vec<Dropped>,
+    },
     /// Violations, and a repair turn left: quote them back.
     Repair(Vec<Violation>),
     /// Violations and no repair left: nothing of it is settled; its claims are at most
@@ -28,9 +33,14 @@ pub(crate) enum Verdict {
 /// Decides on a checked handoff given the repairs already used and allowed.
 pub(crate) fn verdict(parsed: Parsed, repairs_used: u32, repairs_allowed: u32) -> Verdict {
     if parsed.violations.is_empty() {
-        Verdict::Accept(parsed.handoff)
+        Verdict::Accept {
+            handoff: parsed.handoff,
+            dropped: Vec::new(),
+        }
     } else if repairs_used < repairs_allowed {
         Verdict::Repair(parsed.violations)
+    } else if let Some((handoff, dropped)) = prune(&parsed) {
+        Verdict::Accept { handoff, dropped }
     } else {
         Verdict::Reject {
             violations: parsed.violations,
@@ -59,17 +69,18 @@ impl LeadState {
         self.emit(Event::HandoffChecked {
             id: id.to_string(),
             violations: match &checked {
-                Verdict::Accept(_) => 0,
+                Verdict::Accept { dropped, .. } => dropped.iter().map(|d| d.violations.len()).sum(),
                 Verdict::Repair(v) | Verdict::Reject { violations: v, .. } => v.len(),
             },
             repairs: used,
         });
         let logged = match &checked {
-            Verdict::Accept(handoff) => RunEvent::HandoffAccepted {
+            Verdict::Accept { handoff, dropped } => RunEvent::HandoffAccepted {
                 subagent: id.to_string(),
                 handoff: handoff.clone(),
                 repairs: used,
                 evidence_digests: digests,
+                dropped: dropped.clone(),
             },
             Verdict::Repair(violations) => RunEvent::HandoffRepairRequested {
                 subagent: id.to_string(),
@@ -86,14 +97,19 @@ impl LeadState {
         };
         let record = &mut self.records[index];
         match checked {
-            Verdict::Accept(handoff) => {
+            Verdict::Accept { handoff, dropped } => {
                 record.handoff = Some(handoff);
+                record.summary.violations =
+                    dropped.iter().flat_map(|d| d.violations.clone()).collect();
+                // A handoff that lost conclusions is doubted like a repaired one.
+                let whole = dropped.is_empty();
+                record.dropped = dropped;
                 record.pending = None;
                 self.stop_actor(index);
-                let ended = if used == 0 {
-                    SubagentState::HandedOff
-                } else {
-                    SubagentState::Repaired
+                let ended = match (whole, used) {
+                    (false, _) => SubagentState::PartlyAccepted,
+                    (true, 0) => SubagentState::HandedOff,
+                    (true, _) => SubagentState::Repaired,
                 };
                 self.end_after(Some(logged), index, ended, None);
             }
@@ -136,6 +152,47 @@ mod tests {
         };
         assert_eq!(unverified.settled_conclusions[0].claim, "a fact");
         let good = parse("## Settled conclusions\n## Open items\n## Hard constraints\n- none\n");
-        assert!(matches!(verdict(good, 2, 2), Verdict::Accept(_)));
+        assert!(
+            matches!(verdict(good, 2, 2), Verdict::Accept { dropped, .. } if dropped.is_empty())
+        );
+    }
+
+    /// Issue 20, item 8: once the repairs are spent, a violation in one conclusion takes that
+    /// conclusion out, not the handoff; a violation of the sections still rejects it whole.
+    #[test]
+    fn a_broken_conclusion_is_taken_out_not_the_handoff() {
+        let files = {
+            let mut f = crate::handoff::MemoryFiles::new();
+            f.insert(
+                "src/a.rs",
+                "pub struct SmallIndex(u32);\nimpl From<u32> for SmallIndex {}\n",
+            );
+            f
+        };
+        let check = crate::handoff::Check {
+            files: Some(&files),
+            ..Default::default()
+        };
+        let text = "## Settled conclusions\n- `pub struct SmallIndex` is defined here. [src/a.rs:1]\n- `From for SmallIndex` converts. [src/a.rs:2]\n## Open items\n## Hard constraints\n- none\n";
+        let checked = || crate::handoff::validate(text, &check);
+        assert!(matches!(verdict(checked(), 0, 1), Verdict::Repair(v) if v.len() == 1));
+        let Verdict::Accept { handoff, dropped } = verdict(checked(), 1, 1) else {
+            panic!("the rest of the handoff is kept")
+        };
+        assert_eq!(handoff.settled_conclusions.len(), 1);
+        assert!(handoff.settled_conclusions[0]
+            .claim
+            .contains("pub struct SmallIndex"));
+        assert_eq!(dropped.len(), 1);
+        assert!(dropped[0].conclusion.claim.contains("From for SmallIndex"));
+        assert_eq!(
+            dropped[0].violations[0].code,
+            crate::handoff::ViolationCode::QuoteNotFound
+        );
+        let no_tail = "## Settled conclusions\n- `pub struct SmallIndex` is defined here. [src/a.rs:1]\n- `From for SmallIndex` converts. [src/a.rs:2]\n";
+        assert!(matches!(
+            verdict(crate::handoff::validate(no_tail, &check), 1, 1),
+            Verdict::Reject { .. }
+        ));
     }
 }

@@ -322,6 +322,48 @@ impl ObservationLog {
         self.shown_file(path).is_some()
     }
 
+    /// What one call showed of each file, in the order the files came (a read's lines, a
+    /// search's hit lines; a long line cut short as the part shown).
+    pub fn shown_by_call(&self, call_id: &str) -> Vec<(String, Shown)> {
+        let mut out: Vec<(String, Shown)> = Vec::new();
+        for o in &self.entries {
+            let (path, span, part) = match o {
+                Observation::Lines {
+                    call_id: c,
+                    path,
+                    start,
+                    end,
+                } if c == call_id => (path, Some((*start, *end)), None),
+                Observation::LinePart {
+                    call_id: c,
+                    path,
+                    line,
+                    chars,
+                } if c == call_id => (path, None, Some((*line, *chars))),
+                _ => continue,
+            };
+            let at = match out.iter().position(|(p, _)| p == path) {
+                Some(at) => at,
+                None => {
+                    out.push((path.clone(), Shown::default()));
+                    out.len() - 1
+                }
+            };
+            let shown = &mut out[at].1;
+            shown.spans.extend(span);
+            shown.parts.extend(part);
+        }
+        for (_, shown) in &mut out {
+            shown.spans = merged(std::mem::take(&mut shown.spans));
+            let spans = &shown.spans;
+            shown
+                .parts
+                .retain(|(line, _)| !spans.iter().any(|(a, b)| (a..=b).contains(&line)));
+            shown.parts.sort_unstable();
+        }
+        out
+    }
+
     /// Whether a search call with this id ran.
     pub fn searched(&self, call_id: &str) -> bool {
         self.entries

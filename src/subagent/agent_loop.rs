@@ -594,6 +594,7 @@ mod tests {
             code: ViolationCode::SectionMissing,
             line: 0,
             message: "the `## Settled conclusions` section is missing".into(),
+            conclusion: None,
         };
         let Step::CallModel(request) = l.on_repair(&[violation]) else {
             panic!("a repair turn")
