@@ -291,7 +291,7 @@ pub use report::{
     ConstraintReport, Enforcement, HandoffCounts, ModelUsage, Report, RunUsage, SubagentState,
     SubagentSummary,
 };
-pub use source::{Observation, ObservationLog, Shown, SourceId, SourceParseError};
+pub use source::{is_invisible, Observation, ObservationLog, Shown, SourceId, SourceParseError};
 pub use tools::{
     open_regular_file, NotRegular, Tool, ToolCall, ToolError, ToolOutput, ToolRegistry, ToolResult,
     ToolSpec, Workspace,

@@ -319,3 +319,25 @@ fn constraint_json_is_enforced_or_refused_in_one_line() {
         assert!(!never_made.exists(), "{bad}");
     }
 }
+
+/// Issue 20, items 1 and 9 through `baton validate`: a quote under a `call:ID` cannot be
+/// checked outside its run, so the handoff is not valid; a quote holding a zero-width space
+/// and one holding a right-to-left override are printed escaped alike.
+#[test]
+fn validate_refuses_unchecked_call_quotes_and_escapes_invisible_characters_alike() {
+    let dir = rust_tree();
+    let text = "## Settled conclusions\n- `open_db` wipes the disk with `rm -rf /`. [call:sa1.2]\n- It reads `a\u{200B}b` and `c\u{202E}d`. [src/net/retry.rs:18]\n## Open items\n## Hard constraints\n- none\n";
+    let out = validate_file(dir.path(), "calls.md", text.as_bytes(), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("calls.md:2: [quote_unchecked]"), "{stdout}");
+    assert!(stdout.contains("calls.md:3: [quote_not_found]"), "{stdout}");
+    assert!(
+        stdout.contains("a\\u{200b}b") && stdout.contains("c\\u{202e}d"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains('\u{200B}') && !stdout.contains('\u{202E}'),
+        "{stdout}"
+    );
+}

@@ -296,3 +296,122 @@ async fn a_file_no_search_could_read_makes_no_absence() {
     );
     assert!(text.contains("could not be searched"), "{text}");
 }
+
+/// Issue 20, item 8: the explorer quotes only bytes of the file — never a label it composes
+/// (`From for SmallIndex` for `impl From<StateID> for SmallIndex`) — so no handoff is rejected
+/// for it and the definition is settled.
+#[tokio::test]
+async fn a_label_the_explorer_composes_is_never_quoted() {
+    let dir = crate::support::tree(&[
+        (
+            "src/util/primitives.rs",
+            "/// A small index.\npub(crate) struct SmallIndex(u32);\n\nimpl From<StateID> for SmallIndex {\n    fn from(id: StateID) -> SmallIndex {\n        SmallIndex(id.0)\n    }\n}\n\nimpl TryFrom<usize> for SmallIndex {\n    type Error = ();\n    fn try_from(n: usize) -> Result<SmallIndex, ()> {\n        Ok(SmallIndex(n as u32))\n    }\n}\n",
+        ),
+        ("src/util/state.rs", "pub(crate) struct StateID(pub u32);\n"),
+        ("src/lib.rs", "mod util;\n"),
+    ]);
+    for question in [
+        "where is the SmallIndex type defined?",
+        "where is SmallIndex defined?",
+    ] {
+        let report = Coordinator::new()
+            .agents(1)
+            .shards(1)
+            .run(Task::new(question, dir.path()))
+            .await
+            .unwrap();
+        assert!(
+            report
+                .subagents
+                .iter()
+                .all(|s| s.state == SubagentState::HandedOff),
+            "{question}: {:?}",
+            report.subagents
+        );
+        assert_cites(&report, dir.path(), "src/util/primitives.rs", 2, 0);
+    }
+}
+
+/// Issue 20, item 8: the question's own words of asking never become required terms: a
+/// definition is found whether the question says "defined", "declared", "implemented" or
+/// "located", and no absence of the asking word is reported.
+#[tokio::test]
+async fn the_words_a_question_asks_with_are_never_required() {
+    let dir = crate::support::tree(&[
+        ("src/lib.rs", "pub fn load_config_file() {}\n"),
+        ("README.md", "# Config\n"),
+    ]);
+    for question in [
+        "where is load_config_file defined?",
+        "where is load_config_file declared?",
+        "how is load_config_file implemented?",
+        "where is load_config_file located?",
+    ] {
+        let report = Coordinator::new()
+            .run(Task::new(question, dir.path()))
+            .await
+            .unwrap();
+        assert_cites(&report, dir.path(), "src/lib.rs", 1, 0);
+        for c in &report.handoff.settled_conclusions {
+            for word in ["defin", "declar", "implement", "locat"] {
+                assert!(
+                    !c.claim.contains(&format!("/{word}")),
+                    "{question}: {}",
+                    c.claim
+                );
+            }
+        }
+    }
+}
+
+/// Issue 20, item 9: quotes are byte-exact — a doc comment's inner whitespace kept, a file
+/// with bare carriage returns quoted without them, no invisible character quoted — and a
+/// term inside another word is not a mention.
+#[tokio::test]
+async fn quotes_are_byte_exact_and_mentions_whole_words() {
+    let dir = crate::support::tree(&[
+        (
+            "src/builder.rs",
+            "/// Example:\n///\n///     let b = Builder::new()\n///         .match_kind(MatchKind::LeftmostFirst)\n///         .build();\npub struct Builder;\n",
+        ),
+        (
+            "src/widget.rs",
+            "pub struct Widget {\r    size: u32,\r}\rpub fn build_widget() -> Widget {\r    Widget { size: 1 }\r}\r",
+        ),
+        ("src/hidden.rs", "pub fn zero\u{200B}width_marker() {}\n"),
+        ("src/entry.rs", "pub struct Entry {\n    pub fingerprint: String,\n}\n"),
+    ]);
+    for question in [
+        "where is match_kind used?",
+        "where is build_widget defined?",
+        "where is width_marker defined?",
+        "where is the printed string stored?",
+    ] {
+        let report = Coordinator::new()
+            .agents(1)
+            .shards(1)
+            .run(Task::new(question, dir.path()))
+            .await
+            .unwrap();
+        assert_citations_hold(&report, dir.path());
+        for c in &report.handoff.settled_conclusions {
+            assert!(
+                !c.claim.contains('\r') && !c.claim.contains('\u{200B}'),
+                "{question}: {:?}",
+                c.claim
+            );
+            assert!(
+                !c.claim.contains("mention printed"),
+                "{question}: {}",
+                c.claim
+            );
+        }
+        let markdown = report.handoff.to_markdown();
+        if question.contains("match_kind") {
+            assert!(
+                markdown.contains("`///         .match_kind(MatchKind::LeftmostFirst)`"),
+                "{markdown}"
+            );
+        }
+    }
+}

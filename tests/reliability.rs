@@ -839,7 +839,13 @@ fn an_ignore_file_that_is_not_a_regular_file_is_never_read() {
 #[tokio::test]
 async fn resume_after_a_searched_word_appears_drops_its_negative_evidence() {
     let tree = rust_tree();
-    let (store, coordinator, first) = run_in_memory(tree.path()).await;
+    let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
+    let coordinator = Coordinator::new().store(Arc::clone(&store));
+    // A word the tree does not hold ("computed").
+    let first = coordinator
+        .run(Task::new("Where is the retry delay computed?", tree.path()))
+        .await
+        .unwrap();
     let cites = |report: &baton::Report, call: &str| {
         report.handoff.settled_conclusions.iter().any(|c| {
             c.sources

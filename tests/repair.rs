@@ -198,6 +198,19 @@ async fn a_subagent_that_never_complies_ends_contract_unmet() {
         .iter()
         .any(|o| o.item.starts_with("Unverified lead from sa1")
             && o.item.contains("src/net/retry.rs:18-30")));
+    // Issue 20, item 8: its share was explored; only its handoff failed the contract.
+    assert!(
+        report.handoff.open_items.iter().any(|o| o
+            .item
+            .contains("was explored by subagent sa1, but its handoff was rejected (")),
+        "{:#?}",
+        report.handoff.open_items
+    );
+    assert!(!report
+        .handoff
+        .open_items
+        .iter()
+        .any(|o| o.item.contains("was not explored")));
     assert!(report.failed());
 }
 

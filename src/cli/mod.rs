@@ -148,9 +148,10 @@ pub(crate) fn store_error(e: &StoreError) -> i32 {
 }
 
 /// Text from a run (a question, a claim, a path, a model's words) made safe for a terminal:
-/// control characters other than newline and tab, and the bidirectional overrides, are written
-/// as `\u{..}` escapes, so nothing printed can move the cursor, retitle the window or reorder
-/// what is shown.
+/// control characters other than newline and tab, and every invisible or bidirectional
+/// character ([`baton::is_invisible`]: zero-width spaces, direction marks and overrides, the
+/// line separators), are written as `\u{..}` escapes, so nothing printed can move the cursor,
+/// retitle the window, hide or reorder what is shown.
 pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
     escaped(text, |c| c == '\n' || c == '\t')
 }
@@ -172,10 +173,9 @@ fn escaped(text: &str, kept: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str>
 }
 
 fn escape_chars(text: &str, kept: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| {
-        (c.is_control() && !kept(c))
-            || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-    };
+    // Invisible and bidirectional characters are escaped alike: none can hide or reorder
+    // what is shown.
+    let unsafe_char = |c: char| (c.is_control() && !kept(c)) || baton::is_invisible(c);
     if !text.chars().any(unsafe_char) {
         return std::borrow::Cow::Borrowed(text);
     }

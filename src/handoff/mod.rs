@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::source::SourceId;
 pub use codes::{Layer, ViolationCode};
-pub(crate) use validate::unsupported;
+pub(crate) use validate::{quotes, unsupported};
 pub use validate::{
     validate, Check, FileProblem, FileText, Files, MemoryFiles, WorkspaceFiles, FILE_CACHE_BYTES,
 };
@@ -80,7 +80,7 @@ impl Conclusion {
         let sources: Vec<String> = self.sources.iter().map(|s| s.to_string()).collect();
         format!(
             "- {prefix}{} [{}]\n",
-            one_line(&self.claim),
+            claim_line(&self.claim),
             sources.join(", ")
         )
     }
@@ -438,6 +438,25 @@ pub fn repair_prompt(violations: &[Violation]) -> String {
         let _ = writeln!(text, "- {v}");
     }
     text
+}
+
+/// A claim on one line, its quotes as they were: each line break (and the whitespace around
+/// it) one space, every other space and tab kept, none at the ends.
+pub(crate) fn claim_line(text: &str) -> String {
+    let breaks = |c: char| {
+        matches!(
+            c,
+            '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+        )
+    };
+    if !text.contains(breaks) {
+        return text.trim().to_string();
+    }
+    text.split(breaks)
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A text on one line: every run of whitespace as one space, none at the ends.

@@ -97,12 +97,14 @@ fn is_special(c: char) -> bool {
         )
 }
 
-/// Invisible format characters (zero-width spaces, direction overrides): a reader could not
-/// tell a name holding one from another, so the quoted form writes them as `\uXXXX`.
-fn is_invisible(c: char) -> bool {
+/// Invisible format characters (zero-width spaces, direction marks and overrides, the line
+/// and paragraph separators, tags): a reader could not tell a text holding one from another,
+/// so the quoted form writes them as `\uXXXX`, the command line's output escapes them like
+/// control characters, and the offline explorer never quotes one.
+pub fn is_invisible(c: char) -> bool {
     matches!(c,
         '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
-        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{2028}' | '\u{2029}' | '\u{202A}'..='\u{202E}'
         | '\u{2060}'..='\u{206F}' | '\u{2800}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}'
         | '\u{FEFF}' | '\u{FFA0}' | '\u{FFF0}'..='\u{FFFB}' | '\u{1D173}'..='\u{1D17A}'
         | '\u{E0000}'..='\u{E0FFF}')

@@ -108,7 +108,8 @@ pub(crate) fn python_tree() -> tempfile::TempDir {
 }
 
 /// Checks every settled finding of a report against the files: each cited range exists, and
-/// every backticked text of the claim occurs within the cited lines.
+/// every backticked text of the claim occurs within the cited lines byte for byte, inner
+/// whitespace included (what `grep -F` on the quote finds).
 pub(crate) fn assert_citations_hold(report: &Report, root: &Path) {
     for c in &report.handoff.settled_conclusions {
         assert!(
@@ -133,7 +134,7 @@ pub(crate) fn assert_citations_hold(report: &Report, root: &Path) {
                 lines.len()
             );
             for line in &lines[start as usize - 1..end as usize] {
-                cited.push_str(line.trim());
+                cited.push_str(line);
                 cited.push('\n');
             }
         }
@@ -145,7 +146,7 @@ pub(crate) fn assert_citations_hold(report: &Report, root: &Path) {
         );
         for q in quoted {
             assert!(
-                cited.contains(q.trim()),
+                cited.contains(q),
                 "`{q}` of \"{}\" is not in the cited lines",
                 c.claim
             );

@@ -25,10 +25,13 @@ pub(super) fn term_labels(survey: &Survey, indices: &[usize]) -> String {
 }
 
 /// A verbatim piece of a line to quote in backticks: the line itself, or where it holds
-/// backticks of its own, its longest backtick-free piece. At most 100 characters.
+/// backticks, control characters (a bare carriage return) or invisible ones of its own, its
+/// longest piece free of them. At most 100 characters.
 fn short(text: &str) -> String {
     let piece = text
-        .split('`')
+        .split(|c: char| {
+            c == '`' || (c.is_control() && c != '\t') || crate::source::is_invisible(c)
+        })
         .map(str::trim)
         .max_by_key(|p| p.len())
         .unwrap_or("");
@@ -143,7 +146,7 @@ fn conclude(survey: &Survey, place: &Candidate, reads: &[&Exchange<'_>]) -> Opti
             format!(
                 "{} defines `{}` ({}) at line {}{hit_text}",
                 prose_path(&place.path),
-                def.name,
+                def.shown,
                 def.keyword,
                 lines[i].0
             ),
@@ -152,7 +155,7 @@ fn conclude(survey: &Survey, place: &Candidate, reads: &[&Exchange<'_>]) -> Opti
         Some((i, def, end)) => (
             format!(
                 "In `{}` ({} in {}), line {}{hit_text}",
-                def.name,
+                def.shown,
                 def.keyword,
                 prose_path(&place.path),
                 place.line
@@ -186,7 +189,7 @@ fn conclude_call(site: &CallSite, reads: &[&Exchange<'_>]) -> Option<Conclusion>
         Some((i, def, end)) if i != hit_index => (
             format!(
                 "`{}` ({} in {}) calls `{}` at line {}{hit_text}",
-                def.name,
+                def.shown,
                 def.keyword,
                 prose_path(&site.path),
                 site.callee,
@@ -211,6 +214,37 @@ fn conclude_call(site: &CallSite, reads: &[&Exchange<'_>]) -> Option<Conclusion>
     })
 }
 
+/// A claim whose every backticked quote occurs, byte for byte, in the lines it cites as the
+/// explorer's reads showed them: a quote that does not (a label the explorer composed) loses
+/// its backticks, so nothing the explorer quotes is missing from the file.
+fn verbatim(mut c: Conclusion, reads: &[&Exchange<'_>]) -> Conclusion {
+    let cited: Vec<String> = c
+        .sources
+        .iter()
+        .filter_map(SourceId::file_lines)
+        .filter_map(|(path, a, b)| {
+            let lines = read_lines(reads, path, a)?;
+            Some(
+                lines
+                    .iter()
+                    .filter(|(n, _)| (a..=b).contains(n))
+                    .map(|(_, text)| text.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )
+        })
+        .collect();
+    let absent: Vec<String> = crate::handoff::quotes(&c.claim)
+        .into_iter()
+        .filter(|q| !cited.iter().any(|text| text.contains(q)))
+        .map(str::to_string)
+        .collect();
+    for quote in absent {
+        c.claim = c.claim.replacen(&format!("`{quote}`"), &quote, 1);
+    }
+    c
+}
+
 pub(super) fn write_handoff(
     task: &Task,
     survey: &Survey,
@@ -231,7 +265,7 @@ pub(super) fn write_handoff(
     };
     for place in picks {
         if let Some(c) = conclude(survey, place, reads) {
-            add(c);
+            add(verbatim(c, reads));
         }
     }
     for site in sites {
@@ -249,7 +283,7 @@ pub(super) fn write_handoff(
             )),
             None => {
                 if let Some(c) = conclude_call(site, reads) {
-                    handoff.settled_conclusions.push(c);
+                    handoff.settled_conclusions.push(verbatim(c, reads));
                 }
             }
         }

@@ -76,7 +76,11 @@ pub(crate) fn parse_read(content: &str) -> Option<(String, Vec<(u32, String)>)> 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Definition {
     pub(crate) keyword: String,
+    /// The name, as matched against the question (`Debug for HeaderValue` for an impl).
     pub(crate) name: String,
+    /// What the line says of it, verbatim — the text a claim quotes (`fmt::Debug for
+    /// HeaderValue`, `From<StateID> for SmallIndex`).
+    pub(crate) shown: String,
 }
 
 /// Recognises a definition: `fn`, `struct`, `enum`, `trait`, `impl`, `class`, `def`, `const`,
@@ -94,7 +98,9 @@ pub(crate) fn definition(line: &str) -> Option<Definition> {
     if keyword == "let" {
         return None;
     }
+    let named = c.get(2).expect("the regex has a name group");
     let mut name = c[2].rsplit("::").next().unwrap_or(&c[2]).to_string();
+    let mut shown = name.clone();
     if keyword == "impl" {
         // `impl<T> Trait for Type` names the type; `impl Type` names itself.
         static FOR: OnceLock<Regex> = OnceLock::new();
@@ -102,11 +108,16 @@ pub(crate) fn definition(line: &str) -> Option<Definition> {
             Regex::new(r"\bfor\s+(?:[A-Za-z_][A-Za-z0-9_]*::)*([A-Za-z_][A-Za-z0-9_]*)")
                 .expect("static regex")
         });
-        if let Some(f) = for_re.captures(line) {
+        if let Some(f) = for_re.captures_at(line, named.end()) {
             name = format!("{name} for {}", &f[1]);
+            shown = line[named.start()..f.get(1).map_or(named.end(), |m| m.end())].to_string();
         }
     }
-    Some(Definition { keyword, name })
+    Some(Definition {
+        keyword,
+        name,
+        shown,
+    })
 }
 
 /// The last line of the block a definition opens, from the lines that were read: brace
@@ -355,6 +366,11 @@ mod tests {
         );
         let d = definition("impl<T: Clone> fmt::Debug for HeaderValue {").unwrap();
         assert_eq!(d.name, "Debug for HeaderValue");
+        assert_eq!(d.shown, "fmt::Debug for HeaderValue");
+        // Issue 20, item 8: what a claim quotes is on the line, generics and all.
+        let d = definition("impl From<StateID> for SmallIndex {").unwrap();
+        assert_eq!(d.shown, "From<StateID> for SmallIndex");
+        assert!("impl From<StateID> for SmallIndex {".contains(&d.shown));
         assert_eq!(definition("class Retry(Base):").unwrap().name, "Retry");
         assert_eq!(
             definition("def next_delay(self, n):").unwrap().keyword,

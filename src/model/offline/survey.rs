@@ -34,10 +34,11 @@ impl Survey {
     pub(super) fn new(question: &str, done: &[Exchange<'_>]) -> Survey {
         let mut terms = terms::terms(question);
         terms.truncate(MAX_TERMS);
+        // On a line, a term is recognised where a word or an identifier part starts.
         let compiled = terms
             .iter()
             .map(|t| {
-                RegexBuilder::new(&t.pattern)
+                RegexBuilder::new(&terms::mention_pattern(t))
                     .case_insensitive(true)
                     .build()
                     .unwrap_or_else(|_| Regex::new(&regex::escape(&t.label)).expect("escaped"))

@@ -240,6 +240,54 @@ pub(crate) fn is_stop(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
 
+/// The stems of the words a question asks with — for where something is or what it does
+/// (`where is X defined`, `where does X live`, `how is X implemented`, `where can I find X`) —
+/// rather than what it is about. They are the question's syntax: never a term, so never
+/// required where the answer stands and never an absence.
+const ASKING: &[&str] = &[
+    "declar",
+    "declaration",
+    "defin",
+    "definition",
+    "exist",
+    "find",
+    "happen",
+    "implement",
+    "live",
+    "locat",
+    "location",
+    "mean",
+    "resid",
+    "show",
+    "work",
+];
+
+/// The nouns that say what kind of thing an identifier is: beside one in a question they are
+/// its description, not a word to find.
+const KIND_NOUNS: &[&str] = &[
+    "class",
+    "const",
+    "constant",
+    "enum",
+    "field",
+    "fn",
+    "function",
+    "interface",
+    "macro",
+    "method",
+    "module",
+    "struct",
+    "structure",
+    "trait",
+    "type",
+    "variable",
+];
+
+/// Whether a word is one a question asks with ([`ASKING`]).
+pub(crate) fn is_asking(word: &str) -> bool {
+    ASKING.binary_search(&stem(word).as_str()).is_ok()
+}
+
 /// A light stem: plural, -ing, -ed, -er, -ion endings off, keeping at least four letters.
 pub(crate) fn stem(word: &str) -> String {
     let w = word.to_ascii_lowercase();
@@ -302,6 +350,62 @@ fn compound_pattern(parts: &[String]) -> String {
         .map(|p| regex::escape(p))
         .collect::<Vec<_>>()
         .join("[_\\-\\s./:]{0,2}")
+}
+
+/// `word` (lower case) starting a word or an identifier part: after a non-word character or
+/// `_`, or — its first letter upper case — right after a lower-case letter or a digit
+/// (`Print` in `fingerPrint`). Its end is left open, for stems.
+fn anchored(word: &str) -> String {
+    let mut chars = word.chars();
+    let Some(first) = chars.next() else {
+        return String::new();
+    };
+    let rest: String = chars.collect();
+    if !first.is_ascii_alphabetic() {
+        return format!("(?:\\b|_){}", regex::escape(word));
+    }
+    format!(
+        "(?:(?:\\b|_){}|(?-i:[a-z0-9]{}){})",
+        regex::escape(word),
+        first.to_ascii_uppercase(),
+        regex::escape(&rest)
+    )
+}
+
+/// How a term is recognised on a line it is said to be on (`the cited lines mention …`, the
+/// terms a hit line holds): as its search pattern, but each word and a compound's first word
+/// only where a word or an identifier part starts — `print string` is not in
+/// `fingerprint: String`.
+pub(crate) fn mention_pattern(term: &Term) -> String {
+    let compound = |parts: &[String]| -> String {
+        match parts.split_first() {
+            Some((first, rest)) if !rest.is_empty() => format!(
+                "{}[_\\-\\s./:]{{0,2}}{}",
+                anchored(first),
+                compound_pattern(rest)
+            ),
+            Some((first, _)) => anchored(first),
+            None => String::new(),
+        }
+    };
+    match term.kind {
+        TermKind::Literal => term.pattern.clone(),
+        TermKind::Identifier => compound(&identifier_parts(&term.label)),
+        TermKind::Compound => {
+            let words: Vec<String> = term.label.split(' ').map(stem).collect();
+            let backward: Vec<String> = words.iter().rev().cloned().collect();
+            format!("{}|{}", compound(&words), compound(&backward))
+        }
+        TermKind::Word => {
+            let stemmed = stem(&term.label);
+            match term.pattern.split_once('|') {
+                // The abbreviation is anchored already.
+                Some((_, short)) if stemmed.len() > 3 => format!("{}|{short}", anchored(&stemmed)),
+                _ if stemmed.len() > 3 => anchored(&stemmed),
+                _ => term.pattern.clone(),
+            }
+        }
+    }
 }
 
 /// A short word as a whole word or an identifier part: `env` in `add_env`, `EnvVar`,
@@ -414,22 +518,43 @@ pub(crate) fn terms(question: &str) -> Vec<Term> {
         regex::Regex::new(&format!(r"(?i)\b(?:{EXAMPLE_MARKERS})")).expect("static regex")
     });
     let content = markers.replace_all(question, " ");
-    let mut words: Vec<Option<String>> = Vec::new();
+    // Each piece, and whether it is code: an identifier is a term of its own, and a kind noun
+    // beside one (`the SmallIndex type`, `function load_config`) says what it is, not what to
+    // search for.
+    let mut pieces: Vec<Option<(String, bool)>> = Vec::new();
     for token in content.split(|c: char| !c.is_alphanumeric() && c != '_' && c != '-') {
         for piece in token.split('-') {
-            let lower = piece.to_ascii_lowercase();
-            if lower.is_empty() || lower.contains('_') {
-                words.push(None);
-                continue;
-            }
-            if is_stop(&lower) || lower.len() < 3 || lower.chars().all(|c| c.is_ascii_digit()) {
-                words.push(None);
-            } else {
-                words.push(Some(lower));
-            }
+            pieces.push(
+                (!piece.is_empty())
+                    .then(|| (piece.to_ascii_lowercase(), looks_like_identifier(piece))),
+            );
         }
         if token.is_empty() {
+            pieces.push(None);
+        }
+    }
+    let code = |i: Option<usize>| {
+        i.and_then(|i| pieces.get(i))
+            .is_some_and(|p| p.as_ref().is_some_and(|(_, code)| *code))
+    };
+    let mut words: Vec<Option<String>> = Vec::new();
+    for (i, piece) in pieces.iter().enumerate() {
+        let Some((lower, identifier)) = piece else {
             words.push(None);
+            continue;
+        };
+        let beside_code = code(i.checked_sub(1)) || code(Some(i + 1));
+        if *identifier
+            || lower.contains('_')
+            || is_stop(lower)
+            || is_asking(lower)
+            || (beside_code && KIND_NOUNS.contains(&lower.as_str()))
+            || lower.len() < 3
+            || lower.chars().all(|c| c.is_ascii_digit())
+        {
+            words.push(None);
+        } else {
+            words.push(Some(lower.clone()));
         }
     }
     // Compounds of adjacent content words: `file type` -> file_type / FileType.
@@ -512,7 +637,9 @@ mod tests {
     }
 
     /// Issue 9, item 16: the stop list is general English: the words of a question about code
-    /// ("defined", "crate", "place") are searched for; only function words are dropped.
+    /// ("crate", "place", "keep") are searched for; only function words are dropped. Issue
+    /// 20, item 8: the words it asks with ("defined", "implemented", "located") are its
+    /// syntax, not its content: never terms, so never required, never an absence.
     #[test]
     fn a_general_stop_list_keeps_the_questions_content_words() {
         let labels: Vec<String> =
@@ -520,12 +647,64 @@ mod tests {
                 .into_iter()
                 .map(|t| t.label)
                 .collect();
-        for word in ["crate", "place", "defined", "keep"] {
+        for word in ["crate", "place", "keep"] {
             assert!(labels.iter().any(|l| l == word), "{word} in {labels:?}");
         }
-        for word in ["where", "the", "and", "how", "does", "them"] {
+        for word in [
+            "where",
+            "the",
+            "and",
+            "how",
+            "does",
+            "them",
+            "defined",
+            "place defined",
+        ] {
             assert!(!labels.iter().any(|l| l == word), "{word} in {labels:?}");
         }
+        for asking in [
+            "where is load_config_file defined?",
+            "where is load_config_file declared?",
+            "how is load_config_file implemented?",
+            "where is load_config_file located?",
+            "where does load_config_file live?",
+            "where can I find the definition of load_config_file?",
+        ] {
+            let labels: Vec<String> = terms(asking).into_iter().map(|t| t.label).collect();
+            assert_eq!(labels, ["load_config_file"], "{asking}");
+        }
+        let mut sorted = ASKING.to_vec();
+        sorted.sort_unstable();
+        assert_eq!(sorted, ASKING, "sorted for binary search");
+    }
+
+    /// Issue 20, item 9: a term is mentioned where a word or an identifier part starts, not
+    /// inside another word.
+    #[test]
+    fn mentions_match_whole_words_or_identifier_parts() {
+        let mention = |question: &str, label: &str| {
+            let t = terms(question)
+                .into_iter()
+                .find(|t| t.label == label)
+                .unwrap();
+            regex::RegexBuilder::new(&mention_pattern(&t))
+                .case_insensitive(true)
+                .build()
+                .unwrap()
+        };
+        let printed = mention("where is the printed string stored?", "printed string");
+        assert!(!printed.is_match("    pub fingerprint: String,"));
+        assert!(printed.is_match("fn print_string()"));
+        assert!(printed.is_match("let PrintString = 1;"));
+        assert!(printed.is_match("the print string"));
+        let word = mention("where is it printed?", "printed");
+        assert!(!word.is_match("fingerprint"));
+        assert!(
+            word.is_match("fingerPrint") && word.is_match("print_all") && word.is_match("Printing")
+        );
+        let id = mention("where is next_delay?", "next_delay");
+        assert!(id.is_match("fn next_delay(") && id.is_match("NextDelay"));
+        assert!(!id.is_match("fn pnext_delay("));
     }
 
     #[test]
