@@ -52,6 +52,8 @@ fn events() -> Vec<LoggedEvent> {
                 .collect(),
             reason: "bench".into(),
             left_out: Vec::new(),
+            not_searched: 0,
+            not_searched_names: Vec::new(),
         },
     ];
     let mut call = 0;

@@ -45,6 +45,8 @@ fn observations(i: usize) -> ObservationLog {
             files_skipped: 0,
             case_insensitive: false,
             fixed_string: false,
+            not_searched: 0,
+            not_searched_names: Vec::new(),
         },
         Observation::Lines {
             call_id: format!("sa{i}.2"),
@@ -81,6 +83,8 @@ fn events() -> Vec<LoggedEvent> {
                 .collect(),
             reason: "bench".into(),
             left_out: Vec::new(),
+            not_searched: 0,
+            not_searched_names: Vec::new(),
         },
     ];
     for i in 0..N {

@@ -55,6 +55,8 @@ fn checkpoint(evidence_items: usize) -> Checkpoint {
             }],
             reason: "test".into(),
             left_out: Vec::new(),
+            not_searched: 0,
+            not_searched_names: Vec::new(),
         },
         RunEvent::ToolCalled {
             subagent: "sa1".into(),
@@ -358,6 +360,8 @@ async fn killed_run(store: &MemoryStore, run_id: &str, root: &std::path::Path, q
             }],
             reason: "test".into(),
             left_out: Vec::new(),
+            not_searched: 0,
+            not_searched_names: Vec::new(),
         },
         RunEvent::ToolCalled {
             subagent: "sa1".into(),

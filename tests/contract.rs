@@ -53,6 +53,8 @@ fn log() -> ObservationLog {
             files_skipped: 0,
             case_insensitive: false,
             fixed_string: false,
+            not_searched: 0,
+            not_searched_names: Vec::new(),
         },
         Observation::Searched {
             call_id: "sa1.3".into(),
@@ -63,6 +65,8 @@ fn log() -> ObservationLog {
             files_skipped: 0,
             case_insensitive: false,
             fixed_string: false,
+            not_searched: 0,
+            not_searched_names: Vec::new(),
         },
         // The search's hit lines, as grep shows them.
         Observation::Lines {

@@ -509,6 +509,8 @@ fn event() -> impl Strategy<Value = RunEvent> {
                     files_skipped: 0,
                     case_insensitive: false,
                     fixed_string: false,
+                    not_searched: 0,
+                    not_searched_names: Vec::new(),
                 }],
                 effect: if err { E::Failed } else { E::Completed },
             }

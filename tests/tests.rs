@@ -10,6 +10,7 @@ mod cli;
 mod compaction;
 mod context;
 mod contract;
+mod coverage;
 mod damage;
 mod durable;
 mod explore;

@@ -28,6 +28,10 @@ pub struct PlannedSubagent {
     pub question: Option<String>,
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 fn explorer() -> String {
     "explorer".into()
 }
@@ -137,6 +141,14 @@ pub enum RunEvent {
         /// Directories the plan could not cover (an ignore file there could not be read).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         left_out: Vec<String>,
+        /// How many entries of the tree the plan's walk left out — hidden ones, ignored ones,
+        /// links, names no citation could write — counting each top-most one once: no shard
+        /// holds them, so no search covers them.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        not_searched: usize,
+        /// The first twenty of them, root-relative.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        not_searched_names: Vec<String>,
     },
     /// A subagent was spawned (again, after a resume).
     SubagentSpawned {

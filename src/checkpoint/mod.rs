@@ -129,6 +129,10 @@ pub struct NegativeEntry {
     /// Files in the scope that could not be searched.
     #[serde(default)]
     pub files_skipped: usize,
+    /// Entries of the scope it left out: hidden, ignored, links, names no citation could
+    /// write.
+    #[serde(default)]
+    pub not_searched: usize,
     /// The pattern ignored letter case.
     #[serde(default)]
     pub case_insensitive: bool,

@@ -244,6 +244,8 @@ impl Projector {
                         files_skipped,
                         case_insensitive,
                         fixed_string,
+                        not_searched,
+                        ..
                     } = o
                     {
                         // The same search in the same scope (a restarted attempt repeating it)
@@ -264,6 +266,7 @@ impl Projector {
                             scope: scope.clone(),
                             files_searched: *files_searched,
                             files_skipped: *files_skipped,
+                            not_searched: *not_searched,
                             case_insensitive: *case_insensitive,
                             fixed_string: *fixed_string,
                             event: at,

@@ -78,6 +78,14 @@ async fn on_message(
                     state.lead_turn("plan", turn);
                 }
                 state.left_out = planned.left_out;
+                state.not_searched = (
+                    planned.not_searched.len(),
+                    planned
+                        .not_searched
+                        .into_iter()
+                        .take(crate::source::NOT_SEARCHED_NAMED)
+                        .collect(),
+                );
                 let plan: Vec<(String, Shard)> = planned
                     .shards
                     .into_iter()
@@ -90,6 +98,7 @@ async fn on_message(
                     &listed,
                     &planned.reason,
                     &state.left_out,
+                    &state.not_searched,
                 )]);
                 state.adopt_plan(plan, BTreeMap::new());
                 state.emit(Event::RunPlanned {

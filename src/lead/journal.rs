@@ -50,7 +50,12 @@ pub(super) fn models_configured(config: &RunConfig) -> Vec<RunEvent> {
     events
 }
 
-pub(super) fn planned(plan: &[(String, &Shard)], reason: &str, left_out: &[String]) -> RunEvent {
+pub(super) fn planned(
+    plan: &[(String, &Shard)],
+    reason: &str,
+    left_out: &[String],
+    not_searched: &(usize, Vec<String>),
+) -> RunEvent {
     RunEvent::PlanRevised {
         subagents: plan
             .iter()
@@ -63,6 +68,8 @@ pub(super) fn planned(plan: &[(String, &Shard)], reason: &str, left_out: &[Strin
             .collect(),
         reason: reason.into(),
         left_out: left_out.to_vec(),
+        not_searched: not_searched.0,
+        not_searched_names: not_searched.1.clone(),
     }
 }
 

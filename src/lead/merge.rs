@@ -126,8 +126,11 @@ pub(crate) fn merge(
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
     out.settled_conclusions = scored.into_iter().map(|(_, c)| c).collect();
-    out.settled_conclusions
-        .extend(negative_evidence(accepted, unexplored.is_empty(), whole));
+    let (absent, unsearched) = negative_evidence(accepted, unexplored.is_empty(), whole);
+    out.settled_conclusions.extend(absent);
+    for item in unsearched {
+        open_items.add(item);
+    }
     for a in accepted {
         for c in a
             .handoff
@@ -306,12 +309,15 @@ fn covers(searched: &[String], shard: &[String]) -> bool {
 /// count). A search is keyed by its pattern and its flags, so `/x/i` and `/x/` are different
 /// searches. Its place is "the whole tree" only when every shard handed off and every one of
 /// them ran that same search over its whole shard — decided per pattern, never from the union
-/// of the scopes of different searches; otherwise the place is the scopes it ran in.
+/// of the scopes of different searches; otherwise the place is the scopes it ran in. What
+/// the searches left out (hidden and ignored entries, links; files they could not read) is
+/// named, and "the whole tree" is then said only with that limit. A search that searched no
+/// file is no evidence at all: it is an open item.
 fn negative_evidence(
     accepted: &[Accepted<'_>],
     all_handed_off: bool,
     whole: &str,
-) -> Vec<Conclusion> {
+) -> (Vec<Conclusion>, Vec<OpenItem>) {
     #[derive(Default)]
     struct Group {
         found: bool,
@@ -323,6 +329,10 @@ fn negative_evidence(
         skipped: BTreeMap<usize, usize>,
         /// Which shards ran it over their whole shard.
         shards: BTreeSet<usize>,
+        /// Entries left out (hidden, ignored, links), the most of any one call per subagent.
+        not_searched: BTreeMap<usize, usize>,
+        /// The first of them named.
+        names: BTreeSet<String>,
     }
     let explorers: Vec<usize> = (0..accepted.len())
         .filter(|i| !accepted[*i].verifier)
@@ -339,6 +349,8 @@ fn negative_evidence(
                 files_skipped,
                 case_insensitive,
                 fixed_string,
+                not_searched,
+                not_searched_names,
             } = o
             else {
                 continue;
@@ -352,6 +364,13 @@ fn negative_evidence(
             *files = (*files).max(*files_searched);
             let skipped = g.skipped.entry(index).or_default();
             *skipped = (*skipped).max(*files_skipped);
+            let left_out = g.not_searched.entry(index).or_default();
+            *left_out = (*left_out).max(*not_searched);
+            for name in not_searched_names {
+                if g.names.len() < 5 {
+                    g.names.insert(name.clone());
+                }
+            }
             if !a.scope.is_empty() && !g.shards.contains(&index) && covers(scope, a.scope) {
                 g.shards.insert(index);
             }
@@ -370,61 +389,87 @@ fn negative_evidence(
         .map(|((pattern, _, _), _)| *pattern)
         .collect();
     // Patterns that found nothing, grouped by where they were searched and how many files.
-    type Place = (bool, String, usize, usize);
+    type Place = (bool, String, usize, String);
     let mut by_place: BTreeMap<Place, (Vec<String>, Vec<String>)> = BTreeMap::new();
+    let mut unsearched = Vec::new();
     for ((pattern, insensitive, fixed), g) in groups.iter().filter(|(_, g)| !g.found) {
         if !pattern.starts_with("glob:") && shadowed(pattern, &matched) {
             continue;
         }
         let skipped: usize = g.skipped.values().sum();
-        let everywhere = all_handed_off
+        let left_out: usize = g.not_searched.values().sum();
+        let files: usize = g.files.values().sum();
+        let scopes: Vec<String> = g.scopes.iter().cloned().collect();
+        if files == 0 {
+            // No file was searched: nothing is known of the place, least of all an absence.
+            unsearched.push(OpenItem {
+                item: format!("{} was not searched", prose_list(&scopes)),
+                stuck_on: format!(
+                    "no file there could be searched for {}",
+                    search_label(pattern.trim_start_matches("glob:"), *insensitive, *fixed)
+                ),
+            });
+            continue;
+        }
+        let covered = all_handed_off
             && skipped == 0
             && !explorers.is_empty()
             && explorers.iter().all(|i| g.shards.contains(i));
-        let place = if everywhere {
-            whole.to_string()
-        } else {
-            let scopes: Vec<String> = g.scopes.iter().cloned().collect();
-            prose_list(&scopes)
+        let place = match (covered, left_out) {
+            (true, 0) => whole.to_string(),
+            (true, _) => format!("{whole} but the entries it left out"),
+            (false, _) => prose_list(&scopes),
         };
+        let mut limits = Vec::new();
+        if skipped > 0 {
+            limits.push(format!(
+                "{skipped} could not be searched: binary, over 4 MiB or unreadable"
+            ));
+        }
+        if left_out > 0 {
+            let names: Vec<String> = g.names.iter().cloned().collect();
+            limits.push(format!(
+                "not searched: {left_out} hidden or ignored entries or links ({}{})",
+                names.join(", "),
+                if left_out > names.len() { ", …" } else { "" }
+            ));
+        }
         let (glob, label) = match pattern.strip_prefix("glob:") {
             Some(glob) => (true, search_label(glob, *insensitive, true)),
             None => (false, search_label(pattern, *insensitive, *fixed)),
         };
-        let files = g.files.values().sum();
-        let entry = by_place.entry((glob, place, files, skipped)).or_default();
+        let limits = limits.iter().map(|l| format!("; {l}")).collect::<String>();
+        let entry = by_place.entry((glob, place, files, limits)).or_default();
         entry.0.push(label);
         entry.1.extend(g.calls.iter().cloned());
     }
-    by_place
+    let found = by_place
         .into_iter()
-        .map(|((glob, place, files, skipped), (labels, calls))| Conclusion {
-            claim: if glob {
-                format!(
-                    "no file name matches the glob {} in {place}",
-                    labels.join(", ")
-                )
-            } else if skipped > 0 {
-                format!(
-                    "no line matches {} in {place} (searched {files} files; {skipped} could not be searched: binary, over 4 MiB or unreadable)",
-                    labels.join(", ")
-                )
-            } else {
-                format!(
-                    "no line matches {} in {place} (searched {files} files)",
-                    labels.join(", ")
-                )
+        .map(
+            |((glob, place, files, limits), (labels, calls))| Conclusion {
+                claim: if glob {
+                    format!(
+                        "no file name matches the glob {} in {place} ({files} files{limits})",
+                        labels.join(", ")
+                    )
+                } else {
+                    format!(
+                        "no line matches {} in {place} (searched {files} files{limits})",
+                        labels.join(", ")
+                    )
+                },
+                sources: calls
+                    .into_iter()
+                    .map(|id| SourceId::Record {
+                        kind: "call".into(),
+                        id,
+                    })
+                    .collect(),
+                kind: ConclusionKind::NegativeEvidence,
             },
-            sources: calls
-                .into_iter()
-                .map(|id| SourceId::Record {
-                    kind: "call".into(),
-                    id,
-                })
-                .collect(),
-            kind: ConclusionKind::NegativeEvidence,
-        })
-        .collect()
+        )
+        .collect();
+    (found, unsearched)
 }
 
 #[cfg(test)]
@@ -449,6 +494,8 @@ mod tests {
             files_skipped: 0,
             case_insensitive: false,
             fixed_string: false,
+            not_searched: 0,
+            not_searched_names: Vec::new(),
         }]);
     }
 
@@ -596,6 +643,8 @@ mod tests {
             files_skipped: 0,
             case_insensitive: insensitive,
             fixed_string: fixed,
+            not_searched: 0,
+            not_searched_names: Vec::new(),
         }
     }
 

@@ -94,6 +94,8 @@ mod tests {
             files_skipped: 0,
             case_insensitive: false,
             fixed_string: false,
+            not_searched: 0,
+            not_searched_names: Vec::new(),
         }
     }
 

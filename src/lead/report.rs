@@ -10,6 +10,25 @@ use crate::report::{ConstraintReport, HandoffCounts, ModelUsage, Report, RunUsag
 use crate::source::SourceId;
 use crate::tools::Workspace;
 
+/// What "the whole tree" is when the plan's walk left entries out: said with them, so an
+/// absence is never claimed of what no search covered.
+fn with_unsearched(whole: String, not_searched: &(usize, Vec<String>)) -> String {
+    let (count, names) = not_searched;
+    if *count == 0 {
+        return whole;
+    }
+    let shown: Vec<String> = names
+        .iter()
+        .take(5)
+        .map(|n| crate::source::quote_path(n).into_owned())
+        .collect();
+    format!(
+        "{whole}, but not its {count} hidden or ignored entries or links ({}{}), which were not searched",
+        shown.join(", "),
+        if *count > shown.len() { ", …" } else { "" }
+    )
+}
+
 /// The codes of a handoff's violations with their counts (`2× quote_not_found`); none when
 /// there are none.
 fn violation_codes(violations: &[crate::handoff::Violation]) -> Option<String> {
@@ -83,7 +102,7 @@ impl LeadState {
                 unverified: None,
             }
         }));
-        let whole = scope_label(&self.policy);
+        let whole = with_unsearched(scope_label(&self.policy), &self.not_searched);
         let mut handoff = merge::merge(&accepted, &unexplored, &whole);
         match &self.synthesis {
             Some(Ok(lead)) => handoff = with_lead(lead, handoff),
@@ -294,6 +313,8 @@ pub(super) fn evidence_digests(handoff: &Handoff, files: &dyn Files) -> BTreeMap
 pub(crate) struct Planned {
     pub(crate) shards: Vec<Shard>,
     pub(crate) left_out: Vec<String>,
+    /// What the walk left out of the tree — hidden and ignored entries, links — top-most.
+    pub(crate) not_searched: Vec<String>,
     /// How the shards were made, for the log.
     pub(crate) reason: String,
     /// Every file planned, with its size (what a lead model is shown).
@@ -324,6 +345,7 @@ pub(super) fn plan_run(
         .collect();
     let walked = crate::tools::walk_files(workspace, &starts).map_err(|e| e.message)?;
     let left_out = walked.dirs_left_out;
+    let not_searched = walked.not_searched;
     let files = walked.files;
     let sized: Vec<(String, u64)> = files
         .into_iter()
@@ -336,6 +358,7 @@ pub(super) fn plan_run(
         return Ok(Planned {
             shards: Vec::new(),
             left_out,
+            not_searched,
             reason: SHARDED.into(),
             files: Vec::new(),
             lead: None,
@@ -349,6 +372,7 @@ pub(super) fn plan_run(
     Ok(Planned {
         shards: plan::shard(&sized, count, roots),
         left_out,
+        not_searched,
         reason: SHARDED.into(),
         files: sized,
         lead: None,

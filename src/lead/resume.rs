@@ -75,6 +75,8 @@ pub(crate) struct Resumption {
     pub(crate) stale: Vec<Stale>,
     /// Directories the plan could not cover.
     pub(crate) left_out: Vec<String>,
+    /// What the plan's walk left out of the tree: how many, and the first twenty.
+    pub(crate) not_searched: (usize, Vec<String>),
     /// The run's checkpoint so far, every logged event applied (set by
     /// [`Resumption::prepare`]).
     pub(crate) projector: Option<crate::checkpoint::Projector>,
@@ -127,16 +129,16 @@ impl Resumption {
                 .filter(|(source, digest)| now.get(*source) != Some(*digest))
                 .map(|(source, _)| source.clone())
                 .collect();
-            let found_now = searches_that_find_now(&restored.observations, &tools, workspace);
+            let found_now = searches_gone_stale(&restored.observations, &tools, workspace);
             if changed.is_empty() && found_now.is_empty() {
                 continue;
             }
             restored.observations.retain(|o| {
-                !found_now.iter().any(|(call, _)| {
+                !found_now.iter().any(|(call, _, _)| {
                     call == o.call_id() && matches!(o, Observation::Searched { .. })
                 })
             });
-            changed.extend(found_now.iter().map(|(call, _)| format!("call:{call}")));
+            changed.extend(found_now.iter().map(|(call, _, _)| format!("call:{call}")));
             let (stale, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut handoff.settled_conclusions)
                 .into_iter()
                 .partition(|c| c.sources.iter().any(|s| changed.contains(&s.to_string())));
@@ -157,7 +159,7 @@ impl Resumption {
                 });
             }
             let mut claims: Vec<String> = Vec::new();
-            for (call, label) in &found_now {
+            for (call, label, why) in &found_now {
                 // One open item per search: the handoff's own conclusion on it, if it had one.
                 let source = format!("call:{call}");
                 if stale
@@ -169,7 +171,7 @@ impl Resumption {
                 let claim = format!("nothing matched {label} (search {source})");
                 handoff.open_items.push(OpenItem {
                     item: format!("Stale since the resume: {claim}"),
-                    stuck_on: "the search finds matches now: the files changed after it ran".into(),
+                    stuck_on: why.clone(),
                 });
                 claims.push(claim);
             }
@@ -183,13 +185,15 @@ impl Resumption {
     }
 }
 
-/// The searches of `observations` that found nothing and find something now, as (call id,
-/// label): each is run again, the same pattern, flags and scope.
-fn searches_that_find_now(
+/// The searches of `observations` that found nothing and no longer stand, as (call id, label,
+/// why): each is run again — the same pattern, flags and scope — and is stale when it finds
+/// something now, when its scope can no longer be searched (a file or directory gone, or now
+/// forbidden), or when it searches fewer files than it did (some of them gone).
+fn searches_gone_stale(
     observations: &ObservationLog,
     tools: &ToolRegistry,
     workspace: &Workspace,
-) -> Vec<(String, String)> {
+) -> Vec<(String, String, String)> {
     observations
         .entries()
         .iter()
@@ -199,6 +203,7 @@ fn searches_that_find_now(
                 pattern,
                 scope,
                 matches: 0,
+                files_searched,
                 case_insensitive,
                 fixed_string,
                 ..
@@ -222,17 +227,33 @@ fn searches_that_find_now(
                         arguments,
                     },
                 );
-                let finds = again
-                    .observations
-                    .iter()
-                    .any(|o| matches!(o, Observation::Searched { matches, .. } if *matches > 0));
-                finds.then(|| {
-                    let label = match pattern.strip_prefix("glob:") {
-                        Some(glob) => format!("a file name matching `{glob}`"),
-                        None => search_label(pattern, *case_insensitive, *fixed_string),
-                    };
-                    (call_id.clone(), label)
-                })
+                let now = again.observations.iter().find_map(|o| match o {
+                    Observation::Searched {
+                        matches,
+                        files_searched,
+                        ..
+                    } => Some((*matches, *files_searched)),
+                    _ => None,
+                });
+                let why = match now {
+                    _ if again.is_error => format!(
+                        "its scope can no longer be searched ({})",
+                        crate::handoff::one_line(&again.content)
+                    ),
+                    None => "its scope can no longer be searched".to_string(),
+                    Some((found, _)) if found > 0 => {
+                        "the search finds matches now: the files changed after it ran".to_string()
+                    }
+                    Some((_, files)) if files < *files_searched => format!(
+                        "it searches {files} files now, {files_searched} when it ran: some are gone"
+                    ),
+                    Some(_) => return None,
+                };
+                let label = match pattern.strip_prefix("glob:") {
+                    Some(glob) => format!("a file name matching `{glob}`"),
+                    None => search_label(pattern, *case_insensitive, *fixed_string),
+                };
+                Some((call_id.clone(), label, why))
             }
             _ => None,
         })
@@ -244,6 +265,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
     let mut settings = None;
     let mut plan = Vec::new();
     let mut left_out = Vec::new();
+    let mut not_searched = (0, Vec::new());
     let mut lead_turns = Vec::new();
     let mut lead_model = None;
     let mut subagents: BTreeMap<String, Restored> = BTreeMap::new();
@@ -272,9 +294,12 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
             RunEvent::PlanRevised {
                 subagents: planned,
                 left_out: dirs,
+                not_searched: count,
+                not_searched_names: names,
                 ..
             } => {
                 left_out = dirs.clone();
+                not_searched = (*count, names.clone());
                 plan = planned
                     .iter()
                     .map(|p| {
@@ -388,6 +413,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
         events: events.to_vec(),
         stale: Vec::new(),
         left_out,
+        not_searched,
         projector: None,
         lead_turns,
         lead_model,
@@ -438,6 +464,8 @@ mod tests {
                 ],
                 reason: "test".into(),
                 left_out: vec![],
+                not_searched: 0,
+                not_searched_names: Vec::new(),
             },
             RunEvent::SubagentSpawned {
                 subagent: "sa1".into(),

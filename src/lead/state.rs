@@ -95,6 +95,9 @@ pub(crate) struct LeadState {
     pub(super) verifier_skipped: bool,
     /// Directories the plan could not cover (logged with the plan, restored on resume).
     pub(super) left_out: Vec<String>,
+    /// What the plan's walk left out of the tree (hidden and ignored entries, links): how
+    /// many, and the first twenty (logged with the plan, restored on resume).
+    pub(super) not_searched: (usize, Vec<String>),
     /// The gate's policy: the typed rules of the checkpoint's constraints, set when the run
     /// starts (its constraints logged, or read back on a resume).
     pub(super) policy: Arc<Policy>,
@@ -166,6 +169,7 @@ impl LeadState {
             second_wave_planned: false,
             verifier_skipped: false,
             left_out: Vec::new(),
+            not_searched: (0, Vec::new()),
             policy: Arc::new(Policy::default()),
             search_question,
             lead_turns: Vec::new(),
@@ -640,6 +644,7 @@ impl LeadState {
             &listed,
             "second wave: a verifier re-checks the conclusions of repaired handoffs",
             &self.left_out,
+            &self.not_searched,
         )]);
         self.adopt_plan(vec![(id, shard)], BTreeMap::new());
         true
@@ -754,6 +759,7 @@ impl LeadState {
             self.log(events);
             if !resumption.plan.is_empty() {
                 self.left_out = resumption.left_out;
+                self.not_searched = resumption.not_searched;
                 self.adopt_plan(resumption.plan, resumption.subagents);
                 self.emit(Event::RunPlanned {
                     run_id: self.config.run_id.clone(),

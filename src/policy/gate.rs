@@ -527,11 +527,17 @@ impl Policy {
     /// The sandbox's check before opening the file at `path` (root-relative, normal form,
     /// where it really lies): whatever tool asks, a read a constraint forbids is denied.
     pub(crate) fn may_open(&self, tool: &str, path: &str) -> Result<(), Box<Denial>> {
+        self.may(tool, Effect::Read, path)
+    }
+
+    /// The sandbox's check of one effect on `path` (root-relative, normal form, where it
+    /// really lies): a read, a search or a listing a constraint forbids is denied.
+    pub(crate) fn may(&self, tool: &str, effect: Effect, path: &str) -> Result<(), Box<Denial>> {
         self.judge_consequences(
             tool,
             true,
             &[Consequence {
-                effect: Effect::Read,
+                effect,
                 resource: path.to_string(),
             }],
         )

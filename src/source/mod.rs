@@ -8,7 +8,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-pub(crate) use observation::{search_label, shadowed};
+pub(crate) use observation::{search_label, shadowed, NOT_SEARCHED_NAMED};
 pub use observation::{Observation, ObservationLog, Shown};
 
 /// What a conclusion points at. The grammar (contracts/handoff.md, "Source identifiers"):

@@ -60,6 +60,13 @@ pub enum Observation {
         /// The pattern was a literal string, not a regular expression.
         #[serde(default, skip_serializing_if = "is_false")]
         fixed_string: bool,
+        /// How many entries of the scope it did not search — hidden ones, ignored ones, links,
+        /// names no citation could write — counting each top-most one once.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        not_searched: usize,
+        /// The first twenty of them, root-relative.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        not_searched_names: Vec<String>,
     },
     /// A corpus document, or one span of it, was shown.
     Document {
@@ -88,6 +95,9 @@ pub enum Observation {
         id: String,
     },
 }
+
+/// Most entries a search names of those it did not search.
+pub(crate) const NOT_SEARCHED_NAMED: usize = 20;
 
 fn is_false(value: &bool) -> bool {
     !*value

@@ -92,17 +92,28 @@ fn unreadable_ignore_file(dir: &Path) -> Option<PathBuf> {
     })
 }
 
+/// What a walk left out on its way, shared with the walker's filter.
+#[derive(Default)]
+struct WalkLog {
+    /// Directories whose ignore file could not be read: not walked.
+    unwalkable: Vec<PathBuf>,
+    /// Hidden entries (a name starting with `.`): not walked.
+    hidden: Vec<PathBuf>,
+    /// Entries a constraint forbids: outside what may be searched at all.
+    forbidden: std::collections::HashSet<PathBuf>,
+}
+
 /// A walker from `start` that honours ignore files yet never reads one that is not a regular
 /// file of bounded size: one in `start` or above it is an error; one in a directory below
-/// leaves that directory out, recorded in `left_out` (without `left_out`, nothing below is
-/// descended into: a walk of depth 1 reads no ignore file below `start`).
-/// Entries the workspace's policy forbids are never yielded: a file it does not let be read,
-/// a directory below which nothing may be.
+/// leaves that directory out, recorded in the log (at depth 1, nothing below is descended
+/// into: a walk of depth 1 reads no ignore file below `start`). Hidden entries are left out
+/// and recorded; entries the workspace's policy forbids are never yielded: a file it does not
+/// let be read, a directory below which nothing may be.
 fn walker(
     ws: &Workspace,
     start: &Path,
     max_depth: Option<usize>,
-    left_out: Option<Arc<Mutex<Vec<PathBuf>>>>,
+    log: Arc<Mutex<WalkLog>>,
 ) -> Result<ignore::Walk, ToolError> {
     if let Some(bad) = start.ancestors().find_map(unreadable_ignore_file) {
         return Err(ToolError::invalid(format!(
@@ -114,71 +125,133 @@ fn walker(
     builder
         .require_git(false)
         .git_exclude(false)
+        .hidden(false)
         .follow_links(false)
         .max_depth(max_depth)
         .sort_by_file_name(|a, b| a.cmp(b));
     let constrained = !ws.policy().is_empty();
-    if left_out.is_some() || constrained {
-        let ws = ws.clone();
-        builder.filter_entry(move |entry| {
-            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            if constrained && entry.depth() > 0 && !ws.walk_keeps(entry.path(), is_dir) {
-                return false;
+    let descends = max_depth != Some(1);
+    let ws = ws.clone();
+    builder.filter_entry(move |entry| {
+        if entry.depth() == 0 {
+            return true;
+        }
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+        let record = |f: &mut dyn FnMut(&mut WalkLog)| {
+            if let Ok(mut log) = log.lock() {
+                f(&mut log);
             }
-            let Some(left_out) = &left_out else {
-                return true;
-            };
-            let unwalkable = is_dir && unreadable_ignore_file(entry.path()).is_some();
-            if unwalkable {
-                if let Ok(mut list) = left_out.lock() {
-                    list.push(entry.path().to_path_buf());
-                }
-            }
-            !unwalkable
-        });
-    }
+        };
+        if constrained && !ws.walk_keeps(entry.path(), is_dir) {
+            record(&mut |l| {
+                l.forbidden.insert(entry.path().to_path_buf());
+            });
+            return false;
+        }
+        if entry.file_name().to_string_lossy().starts_with('.') {
+            record(&mut |l| l.hidden.push(entry.path().to_path_buf()));
+            return false;
+        }
+        let unwalkable = descends && is_dir && unreadable_ignore_file(entry.path()).is_some();
+        if unwalkable {
+            record(&mut |l| l.unwalkable.push(entry.path().to_path_buf()));
+        }
+        !unwalkable
+    });
     Ok(builder.build())
 }
 
-/// What a walk found: every non-ignored regular file, sorted, as (absolute, relative), and
-/// the directories it had to leave out (an ignore file there could not be read), relative.
+/// What a walk found: every non-ignored regular file, sorted, as (absolute, relative); the
+/// directories it had to leave out (an ignore file there could not be read), relative; the
+/// places it searched, where they really lie (a link's target, not the link); and what it did
+/// not search — hidden and ignored entries, links, names no citation could write — as their
+/// top-most relative paths, sorted.
 pub(crate) struct Walked {
     pub(crate) files: Vec<(PathBuf, String)>,
     pub(crate) dirs_left_out: Vec<String>,
+    pub(crate) scopes: Vec<String>,
+    pub(crate) not_searched: Vec<String>,
 }
 
 /// Every non-ignored regular file under the given scopes. Respects .gitignore (inside or
-/// outside a git repository), skips hidden entries and names that are not UTF-8 (no citation
-/// could name them), and never follows a symbolic link.
+/// outside a git repository) and never follows a symbolic link inside a scope; a scope that is
+/// a link is judged, and searched, where it leads. Hidden entries, ignored ones, links and
+/// names that are not UTF-8 (no citation could name them) are left out and named in
+/// [`Walked::not_searched`].
 pub(crate) fn walk_files(workspace: &Workspace, scopes: &[String]) -> Result<Walked, ToolError> {
-    let left_out = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::new(Mutex::new(WalkLog::default()));
     let mut files = Vec::new();
+    let mut real_scopes = Vec::new();
+    let mut not_searched = Vec::new();
     for scope in scopes {
         let start = workspace.resolve_argument(scope)?;
+        let real = workspace.relative(&start);
         if start.is_file() {
             workspace.may_open(&start)?;
-            files.push((start.clone(), workspace.relative(&start)));
+            files.push((start.clone(), real.clone()));
+            real_scopes.push(real);
             continue;
         }
-        for entry in walker(workspace, &start, None, Some(Arc::clone(&left_out)))?.flatten() {
-            let is_file = entry.file_type().is_some_and(|t| t.is_file());
-            // A name that is not UTF-8 cannot be written in a citation: it is left out.
-            if is_file && workspace.citable(entry.path()) {
-                let path = entry.into_path();
-                let rel = workspace.relative(&path);
-                files.push((path, rel));
+        // The gate judged the place as written; one reached through a link is judged again
+        // where it really lies, and reported as that place.
+        if crate::policy::normal_path(scope).as_deref() != Some(real.as_str()) {
+            workspace.may_search(&start)?;
+        }
+        real_scopes.push(real);
+        let mut yielded: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+        let mut dirs = Vec::new();
+        for entry in walker(workspace, &start, None, Arc::clone(&log))?.flatten() {
+            let kind = entry.file_type();
+            let path = entry.into_path();
+            yielded.insert(path.clone());
+            match kind {
+                Some(t) if t.is_dir() => dirs.push(path),
+                // A name that is not UTF-8 cannot be written in a citation: it is left out.
+                Some(t) if t.is_file() && workspace.citable(&path) => {
+                    let rel = workspace.relative(&path);
+                    files.push((path, rel));
+                }
+                _ => not_searched.push(path),
+            }
+        }
+        // What the walker passed over unseen: ignored by an ignore file.
+        let seen = log.lock().map(|l| {
+            l.hidden
+                .iter()
+                .chain(&l.unwalkable)
+                .chain(&l.forbidden)
+                .cloned()
+                .collect::<std::collections::HashSet<_>>()
+        });
+        let seen = seen.unwrap_or_default();
+        for dir in &dirs {
+            for child in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let path = child.path();
+                if !yielded.contains(&path) && !seen.contains(&path) {
+                    not_searched.push(path);
+                }
             }
         }
     }
+    let (dirs_left_out, hidden) = log
+        .lock()
+        .map(|l| (l.unwalkable.clone(), l.hidden.clone()))
+        .unwrap_or_default();
+    not_searched.extend(hidden);
+    let mut not_searched: Vec<String> =
+        not_searched.iter().map(|p| workspace.relative(p)).collect();
+    not_searched.sort();
+    not_searched.dedup();
     files.sort_by(|a, b| a.1.cmp(&b.1));
     files.dedup_by(|a, b| a.1 == b.1);
-    let dirs_left_out = left_out
-        .lock()
-        .map(|list| list.iter().map(|p| workspace.relative(p)).collect())
-        .unwrap_or_default();
     Ok(Walked {
         files,
-        dirs_left_out,
+        dirs_left_out: dirs_left_out
+            .iter()
+            .map(|p| workspace.relative(p))
+            .collect(),
+        scopes: real_scopes,
+        not_searched,
     })
 }
 
@@ -213,12 +286,20 @@ impl Tool for ListDir {
         if !dir.is_dir() {
             return Err(ToolError::invalid(format!("`{rel}` is not a directory")));
         }
+        // The gate judged the place as written; one reached through a link is judged again
+        // where it really lies.
+        if crate::policy::normal_path(rel).as_deref() != Some(ws.relative(&dir).as_str()) {
+            ws.may_list(&dir)?;
+        }
+        let log = Arc::new(Mutex::new(WalkLog::default()));
         let mut lines = Vec::new();
         let mut total = 0usize;
-        for entry in walker(ws, &dir, Some(1), None)?
+        let mut shown_any = std::collections::HashSet::new();
+        for entry in walker(ws, &dir, Some(1), Arc::clone(&log))?
             .flatten()
             .filter(|e| e.depth() == 1 && ws.citable(e.path()))
         {
+            shown_any.insert(entry.path().to_path_buf());
             total += 1;
             if lines.len() >= LIST_MAX_ENTRIES {
                 continue;
@@ -235,6 +316,16 @@ impl Tool for ListDir {
                 }
             }
         }
+        // Every other entry was left out: hidden, ignored, or a name no citation could write
+        // — or forbidden by a constraint.
+        let forbidden = log.lock().map_or(0, |l| l.forbidden.len());
+        let left_out = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| !shown_any.contains(&e.path()))
+            .count()
+            .saturating_sub(forbidden);
         let mut content = lines.join("\n");
         if total > lines.len() {
             let _ = write!(
@@ -243,8 +334,24 @@ impl Tool for ListDir {
                 total - lines.len()
             );
         }
+        let mut notes = Vec::new();
+        if left_out > 0 {
+            notes.push(format!("{left_out} hidden or ignored entries not listed"));
+        }
+        if forbidden > 0 {
+            notes.push(format!(
+                "{forbidden} entries a constraint forbids not listed"
+            ));
+        }
         if total == 0 {
-            content = format!("`{}` is empty", ws.relative(&dir));
+            content = if notes.is_empty() {
+                format!("`{}` is empty", ws.relative(&dir))
+            } else {
+                format!("`{}` has no entry to list", ws.relative(&dir))
+            };
+        }
+        if !notes.is_empty() {
+            let _ = write!(content, "\n[{}]", notes.join("; "));
         }
         Ok(ToolOutput {
             content,
@@ -320,7 +427,12 @@ impl Tool for Glob {
             }
         }
         let mut content = if found.is_empty() {
-            format!("no files match `{pattern}` in {}", prose_list(&scopes))
+            format!(
+                "no files match `{pattern}` in {} ({} files{})",
+                prose_list(&walked.scopes),
+                walked.files.len(),
+                not_searched_note(&walked.not_searched)
+            )
         } else {
             found.join("\n")
         };
@@ -332,12 +444,14 @@ impl Tool for Glob {
             observations: vec![Observation::Searched {
                 call_id: call_id.to_string(),
                 pattern: format!("glob:{pattern}"),
-                scope: scopes,
+                scope: walked.scopes,
                 matches: total,
-                files_searched: 0,
+                files_searched: walked.files.len(),
                 files_skipped: walked.dirs_left_out.len(),
                 case_insensitive: false,
                 fixed_string: true,
+                not_searched: walked.not_searched.len(),
+                not_searched_names: named(walked.not_searched),
             }],
         })
     }
@@ -415,7 +529,7 @@ impl Tool for Grep {
             })?;
         let scopes = scope_args(args)?;
         let walked = walk_files(ws, &scopes)?;
-        let files = walked.files;
+        let (files, scopes, not_searched) = (walked.files, walked.scopes, walked.not_searched);
         let mut lines = Vec::new();
         let mut observations = Vec::new();
         let mut total = 0usize;
@@ -457,15 +571,17 @@ impl Tool for Grep {
         let mut content = lines.join("\n");
         if total == 0 {
             content = format!(
-                "no matches for {label} in {} ({files_searched} files searched{})",
+                "no matches for {label} in {} ({files_searched} files searched{}{})",
                 prose_list(&scopes),
-                skipped_note(files_skipped)
+                skipped_note(files_skipped),
+                not_searched_note(&not_searched)
             );
         } else if count_only {
             let _ = write!(
                 content,
-                "\n[{total} matching lines in {files_matched} files; {files_searched} files searched{}]",
-                skipped_note(files_skipped)
+                "\n[{total} matching lines in {files_matched} files; {files_searched} files searched{}{}]",
+                skipped_note(files_skipped),
+                not_searched_note(&not_searched)
             );
         } else if total > cap {
             let _ = write!(
@@ -482,6 +598,8 @@ impl Tool for Grep {
             files_skipped,
             case_insensitive: insensitive,
             fixed_string: fixed,
+            not_searched: not_searched.len(),
+            not_searched_names: named(not_searched),
         });
         Ok(ToolOutput {
             content,
@@ -586,6 +704,32 @@ impl Tool for ReadFile {
             observations,
         })
     }
+}
+
+/// What a search says of the entries it did not search: hidden, ignored, links.
+fn not_searched_note(entries: &[String]) -> String {
+    if entries.is_empty() {
+        return String::new();
+    }
+    let mut names: Vec<String> = entries
+        .iter()
+        .take(5)
+        .map(|e| quote_path(e).into_owned())
+        .collect();
+    if entries.len() > names.len() {
+        names.push(format!("{} more", entries.len() - names.len()));
+    }
+    format!(
+        "; not searched: {} hidden or ignored entries or links ({})",
+        entries.len(),
+        names.join(", ")
+    )
+}
+
+/// The first entries not searched, as an observation names them.
+fn named(mut entries: Vec<String>) -> Vec<String> {
+    entries.truncate(crate::source::NOT_SEARCHED_NAMED);
+    entries
 }
 
 /// What a search says of the files it could not search.

@@ -85,6 +85,27 @@ impl Workspace {
             .map_err(SandboxError::Denied)
     }
 
+    /// The sandbox's refusal of a search under the directory at `absolute` (where it really
+    /// lies: a link's target) that a constraint forbids.
+    pub(crate) fn may_search(&self, absolute: &Path) -> Result<(), SandboxError> {
+        self.may(crate::policy::Effect::Search, absolute)
+    }
+
+    /// The sandbox's refusal of a listing of the directory at `absolute` (where it really
+    /// lies) that a constraint forbids.
+    pub(crate) fn may_list(&self, absolute: &Path) -> Result<(), SandboxError> {
+        self.may(crate::policy::Effect::List, absolute)
+    }
+
+    fn may(&self, effect: crate::policy::Effect, absolute: &Path) -> Result<(), SandboxError> {
+        if self.policy.is_empty() {
+            return Ok(());
+        }
+        self.policy
+            .may("", effect, &self.relative(absolute))
+            .map_err(SandboxError::Denied)
+    }
+
     /// The canonical root directory.
     pub fn root(&self) -> &Path {
         &self.root

@@ -313,10 +313,13 @@ pub(super) fn write_handoff(
                 "no line in {scope} matches {} (case-insensitive grep over {} files{})",
                 term_labels(survey, &absent),
                 survey.files_searched,
-                if survey.files_skipped > 0 {
-                    format!("; {} could not be searched", survey.files_skipped)
-                } else {
-                    String::new()
+                match (survey.files_skipped, survey.not_searched) {
+                    (0, 0) => String::new(),
+                    (skipped, 0) => format!("; {skipped} could not be searched"),
+                    (0, left) => format!("; {left} hidden or ignored entries or links not searched"),
+                    (skipped, left) => format!(
+                        "; {skipped} could not be searched, {left} hidden or ignored entries or links not searched"
+                    ),
                 }
             ),
             sources,

@@ -40,6 +40,17 @@ pub(crate) fn files_skipped(content: &str) -> usize {
         .unwrap_or(0)
 }
 
+/// The `not searched: N hidden or ignored entries` figure a grep reports (0 when none).
+pub(crate) fn not_searched(content: &str) -> usize {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r"not searched: (\d+) hidden or ignored entries").expect("static regex")
+    });
+    re.captures(content)
+        .and_then(|c| c[1].parse().ok())
+        .unwrap_or(0)
+}
+
 /// `path:line:text` lines of a content-mode grep (a path may be quoted).
 pub(crate) fn parse_hits(content: &str) -> Vec<(String, u32, String)> {
     content

@@ -22,6 +22,8 @@ pub(super) struct Survey {
     pub(super) files_searched: usize,
     /// Files of the scope the counting searches could not read (binary, too large).
     pub(super) files_skipped: usize,
+    /// Entries of the scope the counting greps left out (hidden, ignored, links).
+    pub(super) not_searched: usize,
     /// Lines in the scope (from counting `^`), the collection each term's rarity is
     /// measured against: every line is a document.
     pub(super) lines: usize,
@@ -48,6 +50,7 @@ impl Survey {
         let mut count_calls = vec![None; terms.len()];
         let mut files_searched = 0;
         let mut files_skipped = 0;
+        let mut not_searched = 0;
         let mut lines = 0;
         for ex in done
             .iter()
@@ -68,6 +71,7 @@ impl Survey {
             count_calls[index] = Some(ex.id.to_string());
             files_searched = files_searched.max(rank::files_searched(ex.content));
             files_skipped = files_skipped.max(rank::files_skipped(ex.content));
+            not_searched = not_searched.max(rank::not_searched(ex.content));
         }
         let n = lines.max(files_searched).max(1) as f64;
         let weights = terms
@@ -93,6 +97,7 @@ impl Survey {
             count_calls,
             files_searched,
             files_skipped,
+            not_searched,
             lines,
         }
     }
