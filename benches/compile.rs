@@ -33,6 +33,7 @@ fn events() -> Vec<LoggedEvent> {
             provenance: "--constraint".into(),
             rules: Vec::new(),
             untyped: Vec::new(),
+            warnings: Vec::new(),
         },
         RunEvent::ConstraintStated {
             text: "Only cite source files.".into(),
@@ -40,6 +41,7 @@ fn events() -> Vec<LoggedEvent> {
             provenance: "question".into(),
             rules: Vec::new(),
             untyped: Vec::new(),
+            warnings: Vec::new(),
         },
         RunEvent::PlanRevised {
             subagents: (1..=20)

@@ -16,6 +16,8 @@ use crate::policy::{Budget, Rule, TimeLimits};
 use crate::report::{Report, SubagentSummary};
 use crate::tools::{ToolRegistry, Workspace};
 
+mod constraints;
+
 /// A job: a question about the tree at `root`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Task {
@@ -98,6 +100,9 @@ pub struct Coordinator {
     max_cost: Option<u64>,
     /// One subagent's cost limit, in millionths of a dollar.
     subagent_max_cost: Option<u64>,
+    /// Whether a constraint that names a place, a tool or a budget and cannot be typed is
+    /// carried as a standing condition (with a warning) instead of refused.
+    allow_unenforced: bool,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -132,6 +137,7 @@ impl Default for Coordinator {
             limits: TimeLimits::default(),
             max_cost: None,
             subagent_max_cost: None,
+            allow_unenforced: false,
         }
     }
 }
@@ -242,6 +248,15 @@ impl Coordinator {
         self
     }
 
+    /// Carries a constraint that names a place, a tool or a budget but from which no rule
+    /// could be read as a standing condition — not enforced, with a warning — instead of
+    /// refusing the run (the default: such a constraint is a `RunError::BadSetting` saying
+    /// the typed form to use).
+    pub fn allow_unenforced(mut self, allow: bool) -> Coordinator {
+        self.allow_unenforced = allow;
+        self
+    }
+
     /// Role profiles from `dir` (`*.toml`) add to or replace the built-in ones.
     pub fn roles(mut self, dir: impl Into<PathBuf>) -> Coordinator {
         self.roles = Some(dir.into());
@@ -291,34 +306,62 @@ impl Coordinator {
         task: Task,
         events: Option<UnboundedSender<Event>>,
     ) -> Result<RunHandle, RunError> {
-        let question = task.question.trim().to_string();
-        if question.is_empty() {
-            return Err(RunError::EmptyQuestion);
-        }
         if self.agents == 0 || self.max_subagents == 0 || self.shards == Some(0) {
             return Err(RunError::BadSetting(
                 "--agents and --max-subagents must be at least 1".into(),
             ));
         }
-        let shown = task.root.display().to_string();
-        let workspace = Workspace::open(&task.root).map_err(|e| RunError::BadRoot {
-            path: shown.clone(),
-            reason: match e.kind() {
-                std::io::ErrorKind::NotFound => "no such directory".to_string(),
-                _ => e.to_string(),
-            },
-        })?;
+        let (question, workspace, constraints) = self.prepare(&task)?;
+        let warnings = warnings_of(&constraints);
+        // Everything the caller gave is checked before the run is claimed.
+        let roles = self.role_profiles()?;
+        let run_id = new_run_id();
+        let claim = self.claim(&run_id)?;
+        let config = RunConfig {
+            run_id,
+            question,
+            workspace,
+            model: Arc::clone(&self.model),
+            lead_model: self.lead_model.clone(),
+            tools: self.tools.clone(),
+            agents: self.agents,
+            max_subagents: self.max_subagents,
+            budget: self.budget,
+            repairs: self.repairs,
+            shards: self.shards,
+            constraints,
+            roles,
+            log: None,
+            limits: self.limits,
+            cost: Arc::new(crate::model::CostMeter::new(self.max_cost)),
+            subagent_cost_cap: self.subagent_max_cost,
+            _claim: claim,
+        };
+        let mut handle = self.launch(config, events, None).await?;
+        handle.warnings = warnings;
+        Ok(handle)
+    }
+
+    /// The run's constraints, typed and checked against the tree (see
+    /// `coordinator::constraints`): a `--constraint` naming a place, a tool or a budget that
+    /// no rule could be read from is refused unless unenforced constraints are allowed.
+    fn stated_constraints(
+        &self,
+        question: &str,
+        workspace: &Workspace,
+    ) -> Result<Vec<Stated>, RunError> {
         let tool_names = self.tools.names();
-        // A plain name in a constraint is a place only when the root holds it.
+        // A plain name in a constraint is a place only when the root holds it (letter case
+        // aside: the rule is spelled as the tree spells it).
         let root = workspace.root().to_path_buf();
-        let is_path = move |name: &str| std::fs::symlink_metadata(root.join(name)).is_ok();
-        let mut constraints: Vec<Stated> = Vec::new();
+        let is_path = move |name: &str| constraints::tree_spelling(&root, name).is_some();
+        let mut given: Vec<Stated> = Vec::new();
         for (text, rules) in &self.constraints {
             let text = text.trim();
             if text.is_empty() {
                 continue;
             }
-            constraints.push(match rules {
+            given.push(match rules {
                 Some(rules) => {
                     let bad = |e: String| {
                         let shown = crate::handoff::one_line(text);
@@ -348,41 +391,50 @@ impl Coordinator {
                         provenance: "--constraint-json".into(),
                         rules,
                         untyped: Vec::new(),
+                        warnings: Vec::new(),
                     }
                 }
                 None => stated(text, "--constraint", &tool_names, &is_path),
             });
         }
-        constraints.extend(
-            crate::context::binding_sentences(&question)
+        given.extend(
+            crate::context::binding_sentences(question)
                 .into_iter()
                 .map(|s| stated(&s, "question", &tool_names, &is_path)),
         );
-        // Everything the caller gave is checked before the run is claimed.
-        let roles = self.role_profiles()?;
-        let run_id = new_run_id();
-        let claim = self.claim(&run_id)?;
-        let config = RunConfig {
-            run_id,
-            question,
-            workspace,
-            model: Arc::clone(&self.model),
-            lead_model: self.lead_model.clone(),
-            tools: self.tools.clone(),
-            agents: self.agents,
-            max_subagents: self.max_subagents,
-            budget: self.budget,
-            repairs: self.repairs,
-            shards: self.shards,
-            constraints,
-            roles,
-            log: None,
-            limits: self.limits,
-            cost: Arc::new(crate::model::CostMeter::new(self.max_cost)),
-            subagent_cost_cap: self.subagent_max_cost,
-            _claim: claim,
-        };
-        self.launch(config, events, None).await
+        let root = workspace.root();
+        for stated in &mut given {
+            constraints::check(stated, root, &tool_names, self.allow_unenforced)
+                .map_err(RunError::BadSetting)?;
+        }
+        Ok(given)
+    }
+
+    /// Checks a task as `start` would — the question, the root, the constraints, the role
+    /// profiles — without starting anything or touching the store: a caller can refuse bad
+    /// input before it makes any state. Returns the warnings the run would start with (a place
+    /// a rule names that the tree does not hold, a constraint carried but not enforced).
+    pub fn check(&self, task: &Task) -> Result<Vec<String>, RunError> {
+        let (_, _, constraints) = self.prepare(task)?;
+        self.role_profiles()?;
+        Ok(warnings_of(&constraints))
+    }
+
+    /// The question, the workspace and the constraints of a task, each checked.
+    fn prepare(&self, task: &Task) -> Result<(String, Workspace, Vec<Stated>), RunError> {
+        let question = task.question.trim().to_string();
+        if question.is_empty() {
+            return Err(RunError::EmptyQuestion);
+        }
+        let workspace = Workspace::open(&task.root).map_err(|e| RunError::BadRoot {
+            path: task.root.display().to_string(),
+            reason: match e.kind() {
+                std::io::ErrorKind::NotFound => "no such directory".to_string(),
+                _ => e.to_string(),
+            },
+        })?;
+        let constraints = self.stated_constraints(&question, &workspace)?;
+        Ok((question, workspace, constraints))
     }
 
     async fn launch(
@@ -404,7 +456,12 @@ impl Coordinator {
         .map_err(RunError::Runtime)?;
         let runner = lead.clone();
         let report = tokio::spawn(async move { runner.run().await });
-        Ok(RunHandle { lead, join, report })
+        Ok(RunHandle {
+            lead,
+            join,
+            report,
+            warnings: Vec::new(),
+        })
     }
 
     /// Continues a run from its last durable event: subagents whose handoff was accepted (or
@@ -483,6 +540,7 @@ pub struct RunHandle {
     lead: LeadHandle,
     join: tokio::task::JoinHandle<()>,
     report: tokio::task::JoinHandle<Result<Report, RunError>>,
+    warnings: Vec<String>,
 }
 
 impl std::fmt::Debug for RunHandle {
@@ -497,6 +555,13 @@ impl RunHandle {
         Canceller {
             lead: self.lead.clone(),
         }
+    }
+
+    /// What the run said of its constraints as it started (a place a rule names that the tree
+    /// does not hold, a place respelled as the tree spells it, a constraint carried but not
+    /// enforced), one line each; the report's Hard constraints say them too.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// The subagents as they stand now; `None` once the run is over.
@@ -558,7 +623,24 @@ fn stated(
         provenance: provenance.to_string(),
         rules: typed.rules,
         untyped: typed.untyped,
+        warnings: Vec::new(),
     }
+}
+
+/// Every warning of the run's constraints, each naming its constraint.
+fn warnings_of(constraints: &[Stated]) -> Vec<String> {
+    constraints
+        .iter()
+        .flat_map(|c| {
+            c.warnings.iter().map(move |w| {
+                format!(
+                    "constraint \"{}\" ({}): {w}",
+                    crate::handoff::one_line(&c.text),
+                    c.provenance
+                )
+            })
+        })
+        .collect()
 }
 
 /// Millionths of a dollar from dollars (negative and non-numbers are 0).

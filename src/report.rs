@@ -124,6 +124,10 @@ pub struct ConstraintReport {
     /// The clauses not enforced.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub untyped: Vec<String>,
+    /// What the run said of it at the start (a place the tree does not hold, a place
+    /// respelled as the tree spells it, a clause carried but not enforced).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl ConstraintReport {
@@ -143,12 +147,22 @@ impl ConstraintReport {
             enforced_as: c.rules.iter().map(|r| r.describe()).collect(),
             rules: c.rules.clone(),
             untyped: c.untyped.clone(),
+            warnings: c.warnings.clone(),
         }
     }
 
     /// One line for the report's Hard constraints: the text, where from, and what of it is
     /// enforced.
     pub fn line(&self) -> String {
+        let mut line = self.enforcement_line();
+        for warning in &self.warnings {
+            line.push_str("; warning: ");
+            line.push_str(&crate::handoff::one_line(warning));
+        }
+        line
+    }
+
+    fn enforcement_line(&self) -> String {
         let text = crate::handoff::one_line(&self.text);
         let untyped = || {
             self.untyped

@@ -45,6 +45,7 @@ fn checkpoint(evidence_items: usize) -> Checkpoint {
             provenance: "--constraint".into(),
             rules: Vec::new(),
             untyped: Vec::new(),
+            warnings: Vec::new(),
         },
         RunEvent::PlanRevised {
             subagents: vec![PlannedSubagent {
@@ -350,6 +351,7 @@ async fn killed_run(store: &MemoryStore, run_id: &str, root: &std::path::Path, q
             provenance: "--constraint".into(),
             rules: Vec::new(),
             untyped: Vec::new(),
+            warnings: Vec::new(),
         },
         RunEvent::PlanRevised {
             subagents: vec![PlannedSubagent {

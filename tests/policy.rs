@@ -548,6 +548,7 @@ fn json_and_english_give_the_same_rule() {
             provenance: "--constraint".into(),
             rules: json,
             untyped: Vec::new(),
+            warnings: Vec::new(),
             event: 2,
         };
         Policy::from_constraints(&[entry])

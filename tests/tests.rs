@@ -8,6 +8,7 @@ mod budgets;
 mod citations;
 mod cli;
 mod compaction;
+mod constraints;
 mod context;
 mod contract;
 mod coverage;

@@ -325,7 +325,9 @@ async fn a_subagents_context_may_grow_to_its_models_window() {
                 .with_window(window),
             ))
             .agents(1)
-            .max_subagents(1);
+            .max_subagents(1)
+            // Long standing conditions naming places: carried, not enforced, by choice.
+            .allow_unenforced(true);
         for i in 0..60 {
             coordinator = coordinator.constraint(format!("Rule {i}: {long}"));
         }

@@ -131,6 +131,10 @@ pub enum RunEvent {
         /// Its clauses no rule covers: carried verbatim, not enforced.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         untyped: Vec<String>,
+        /// What the run said of it at the start (a place the tree does not hold, a place
+        /// respelled as the tree spells it, a clause carried but not enforced).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        warnings: Vec<String>,
     },
     /// The plan was made or changed.
     PlanRevised {

@@ -63,6 +63,9 @@ pub struct ConstraintEntry {
     /// Its clauses no rule covers: carried verbatim, not enforced.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub untyped: Vec<String>,
+    /// What the run said of it at the start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// The event that stated it.
     pub event: u64,
 }
@@ -78,12 +81,14 @@ impl ConstraintEntry {
                 provenance,
                 rules,
                 untyped,
+                warnings,
             } => Some(ConstraintEntry {
                 text: text.clone(),
                 normalised: normalised.clone(),
                 provenance: provenance.clone(),
                 rules: rules.clone(),
                 untyped: untyped.clone(),
+                warnings: warnings.clone(),
                 event: seq,
             }),
             _ => None,

@@ -288,6 +288,11 @@ struct ExploreArgs {
     /// `{"rule":"read_scope","only_under":["src"]}` (repeatable; see the README).
     #[arg(long = "constraint-json", value_name = "JSON")]
     constraint_json: Vec<String>,
+    /// Carry a --constraint that names a place, a tool or a budget but from which no rule
+    /// could be read as a standing condition (not enforced, with a warning) instead of
+    /// refusing the run.
+    #[arg(long)]
+    allow_unenforced: bool,
     /// Extra role profiles (`*.toml`) adding to or replacing the built-in ones.
     #[arg(long)]
     roles: Option<std::path::PathBuf>,
@@ -528,11 +533,6 @@ async fn explore(args: ExploreArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let store = match args.state.open() {
-        Ok(s) => s,
-        Err(e) => return store_error(&e),
-    };
-    coordinator = coordinator.store(store);
     if let Some(shards) = args.shards {
         coordinator = coordinator.shards(shards as usize);
     }
@@ -545,7 +545,23 @@ async fn explore(args: ExploreArgs) -> i32 {
     if let Some(dir) = &args.roles {
         coordinator = coordinator.roles(dir.clone());
     }
+    coordinator = coordinator.allow_unenforced(args.allow_unenforced);
+    // The task is checked — its constraints against the tree too — before any state is made.
+    let task = Task::new(args.question.clone(), &args.root);
+    match coordinator.check(&task) {
+        Ok(warnings) => {
+            for warning in warnings {
+                say!("warning: {warning}");
+            }
+        }
+        Err(e) => return report_error(&e),
+    }
+    let store = match args.state.open() {
+        Ok(s) => s,
+        Err(e) => return store_error(&e),
+    };
     let coordinator = coordinator
+        .store(store)
         .agents(args.agents as usize)
         .max_subagents(args.max_subagents as usize)
         .budget(Budget {
@@ -556,9 +572,7 @@ async fn explore(args: ExploreArgs) -> i32 {
         .repairs(args.repairs);
     let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
     let display = progress::spawn(receiver, !args.model.no_progress);
-    let started = coordinator
-        .start(Task::new(args.question.clone(), &args.root), Some(events))
-        .await;
+    let started = coordinator.start(task, Some(events)).await;
     finish(started, display, args.model.json).await
 }
 

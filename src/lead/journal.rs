@@ -126,6 +126,7 @@ pub(super) fn constraints(given: &[Stated]) -> Vec<RunEvent> {
             provenance: c.provenance.clone(),
             rules: c.rules.clone(),
             untyped: c.untyped.clone(),
+            warnings: c.warnings.clone(),
         })
         .collect()
 }

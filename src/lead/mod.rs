@@ -61,6 +61,9 @@ pub(crate) struct Stated {
     pub(crate) provenance: String,
     pub(crate) rules: Vec<crate::policy::Rule>,
     pub(crate) untyped: Vec<String>,
+    /// What the run says of it at the start: a place it names that the tree does not hold, a
+    /// place respelled as the tree spells it, a clause carried but not enforced.
+    pub(crate) warnings: Vec<String>,
 }
 
 /// Everything one run needs; built by the `Coordinator`.

@@ -239,7 +239,7 @@ fn sentences(text: &str, tools: &[String]) -> Vec<(String, Vec<String>)> {
     let mut all = Vec::new();
     for sentence in crate::context::sentences_of(text) {
         let mut out = Vec::new();
-        for part in sentence.split(';') {
+        for part in explanations_apart(&sentence).split(';') {
             let t = tokens(part);
             let mut current: Vec<&str> = Vec::new();
             for (i, word) in t.iter().enumerate() {
@@ -266,6 +266,79 @@ fn sentences(text: &str, tools: &[String]) -> Vec<(String, Vec<String>)> {
         }
     }
     all
+}
+
+/// The sentence with each explanation set off by parentheses or a dash ("never read docs/
+/// (it is private)", "… — it is private") made a clause of its own: the rule stays typed,
+/// the explanation is carried as a standing condition. Only an explanation is set off — a
+/// reason ("because", "since") or a pronoun or "the …" with a verb of being or holding; any
+/// other parenthesis ("(the generated ones)", "— except the README") stays in its clause.
+fn explanations_apart(sentence: &str) -> String {
+    let explains = |text: &str| {
+        let words: Vec<String> = text
+            .split_whitespace()
+            .map(|w| {
+                w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+                    .to_lowercase()
+            })
+            .collect();
+        let first = words.first().map(String::as_str).unwrap_or("");
+        let being = words.iter().any(|w| {
+            matches!(
+                w.as_str(),
+                "is" | "are"
+                    | "was"
+                    | "were"
+                    | "it's"
+                    | "they're"
+                    | "has"
+                    | "have"
+                    | "holds"
+                    | "contains"
+                    | "hold"
+                    | "contain"
+            )
+        });
+        matches!(first, "because" | "since")
+            || (matches!(
+                first,
+                "it" | "it's"
+                    | "they"
+                    | "they're"
+                    | "this"
+                    | "that"
+                    | "these"
+                    | "those"
+                    | "which"
+                    | "the"
+            ) && being)
+    };
+    let mut out = String::with_capacity(sentence.len());
+    let mut rest = sentence;
+    while let Some(open) = rest.find(" (") {
+        let Some(close) = rest[open..].find(')') else {
+            break;
+        };
+        let inner = &rest[open + 2..open + close];
+        out.push_str(&rest[..open]);
+        if explains(inner) {
+            out.push_str("; ");
+            out.push_str(inner);
+            out.push(' ');
+        } else {
+            out.push_str(&rest[open..=open + close]);
+        }
+        rest = &rest[open + close + 1..];
+    }
+    out.push_str(rest);
+    for dash in [" \u{2014} ", " \u{2013} ", " -- ", " - "] {
+        if let Some(at) = out.find(dash) {
+            if explains(&out[at + dash.len()..]) {
+                out.replace_range(at..at + dash.len(), "; ");
+            }
+        }
+    }
+    out
 }
 
 /// Words that are never a place.
@@ -452,6 +525,10 @@ fn shapes() -> &'static [(Shape, Regex)] {
         let list = r"(?P<list>\S+(?:(?: ,(?: (?:and|or|nor))?| (?:and|or|nor)) \S+)*?)";
         let tail = r"(?P<files> files)?(?P<dir> (?:directory|directories|folder|folders|dir|tree))?(?: please)?";
         let hosts = r"(?P<list>\S+(?:(?: ,(?: (?:and|or))?| (?:and|or)) \S+)*?)";
+        // The same verbs as nouns, for "avoid reading …" and "reading … is forbidden".
+        let reading = r"(?:reading|looking(?: at| in| into| through)?|searching(?: in| through)?|grepping|listing|opening|accessing|exploring|browsing|inspecting|examining|scanning|viewing|consulting)";
+        let writing = r"(?:modifying|editing|writing(?: to)?|changing|altering|updating|overwriting)";
+        let forbidden = r"(?:is|are) (?:forbidden|prohibited|not allowed|not permitted|banned|off[- ]limits)";
         let limit = r"(?:at most|no more than|not more than|up to|max(?:imum)?(?: of)?|fewer than|less than|under) \$?[0-9][0-9,_]*(?:\.[0-9]+)?k? ?(?:tool calls?|calls|tokens|model turns|turns|dollars|usd)?";
         let table: Vec<(Shape, String)> = vec![
             (Shape::OnlyRead, format!(r"(?:only|exclusively) {read} {fill}{prep}{list}{tail}")),
@@ -465,6 +542,12 @@ fn shapes() -> &'static [(Shape, Regex)] {
             (Shape::NeverWrite, format!(r"no (?:changes|edits|writes) (?:(?P<at>in|under|inside)|to) (?:the )?{list}{tail}")),
             (Shape::NeverTouch, format!(r"{neg} (?:touch|go into|enter) {fill}{prep}{list}{tail}")),
             (Shape::NeverTouch, format!(r"stay (?:out of|away from|clear of) (?:the )?{list}{tail}")),
+            (Shape::NeverTouch, format!(r"(?:please )?avoid (?:touching |entering )?{fill}{prep}{list}{tail}")),
+            (Shape::NeverRead, format!(r"(?:please )?avoid {reading} {fill}{prep}{list}{tail}")),
+            (Shape::NeverWrite, format!(r"(?:please )?avoid {writing} {fill}{prep}{list}{tail}")),
+            (Shape::NeverRead, format!(r"{reading} {fill}{prep}{list}{tail} {forbidden}")),
+            (Shape::NeverWrite, format!(r"{writing} {fill}{prep}{list}{tail} {forbidden}")),
+            (Shape::NeverTouch, format!(r"(?:touching |entering )?(?:the )?{list}{tail} {forbidden}")),
             (Shape::OnlyTouch, format!(r"(?:{neg} leave|stay (?:in|within|inside)) (?:the )?{list}{tail}")),
             (Shape::NoWrites, format!(r"(?:{neg} {write} (?:anything|any files|files)|make no changes|{neg} write to disk)")),
             (Shape::NoNetwork, format!(r"(?:(?:no|without) (?:network|internet)(?: access)?|{neg} (?:access|use|reach) the (?:network|internet)|(?:stay |work )?offline|no network calls)")),
@@ -488,8 +571,12 @@ fn shapes() -> &'static [(Shape, Regex)] {
 }
 
 fn parse_clause(clause: &str, tools: &[String], is_path: &dyn Fn(&str) -> bool) -> Vec<Rule> {
-    // Matched token by token: a `,` stands apart.
-    let clause = tokens(clause).join(" ");
+    // Matched token by token: a `,` stands apart; "never, ever read" is "never read".
+    static EVER: OnceLock<Regex> = OnceLock::new();
+    let ever = EVER.get_or_init(|| {
+        Regex::new(r"(?i)^(never|don't|dont|do not)(?: ,)? ever(?: ,)? ").expect("static regex")
+    });
+    let clause = ever.replace(&tokens(clause).join(" "), "$1 ").into_owned();
     // Every shape the clause has; two different readings of one clause type nothing.
     let mut readings = Vec::new();
     for (shape, re) in shapes() {
@@ -684,6 +771,9 @@ fn budgets(list: &str) -> Option<Vec<Rule>> {
     }
     (!rules.is_empty()).then_some(rules)
 }
+
+mod named;
+pub(crate) use named::{named, typed_form};
 
 #[cfg(test)]
 mod tests;

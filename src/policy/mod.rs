@@ -9,6 +9,7 @@ mod rules;
 use serde::{Deserialize, Serialize};
 
 pub use english::parse as parse_constraint;
+pub(crate) use english::{named, typed_form};
 pub use gate::{normal_path, Category, Consequence, Denial, Effect, Policy};
 pub use rules::{from_json as rules_from_json, Rule, Typed};
 

@@ -191,6 +191,29 @@ fn common_phrasings_are_typed() {
             "Only read and write files under src/",
             vec![read(&["src"], &[]), write(&["src"], &[])],
         ),
+        // Issue 20, item 6: common phrasings that were left untyped.
+        (
+            "Avoid docs/",
+            vec![read(&[], &["docs"]), write(&[], &["docs"])],
+        ),
+        ("Avoid reading anything in docs", vec![read(&[], &["docs"])]),
+        (
+            "please avoid editing vendor/",
+            vec![write(&[], &["vendor"])],
+        ),
+        ("Reading docs/ is forbidden", vec![read(&[], &["docs"])]),
+        (
+            "Editing files under docs is not allowed",
+            vec![write(&[], &["docs"])],
+        ),
+        (
+            "docs/ is off limits",
+            vec![read(&[], &["docs"]), write(&[], &["docs"])],
+        ),
+        ("Never, ever read docs/", vec![read(&[], &["docs"])]),
+        ("Don't ever read docs/", vec![read(&[], &["docs"])]),
+        // As written: letter case follows the tree where the run starts (the coordinator).
+        ("NEVER READ DOCS/", vec![read(&[], &["DOCS"])]),
     ];
     for (text, rules) in cases {
         let typed = parse(text, &tools(), &in_tree);
@@ -246,6 +269,7 @@ fn what_reads_two_ways_is_not_typed() {
         "Don't read outside src/ except src/generated",
         "Don't forget to look in docs/",
         "Reading docs/ is not prohibited",
+        "Reading docs/ is no longer forbidden",
         "Never modify the HTTP client",
         "Don't change the fetch logic",
         "Never touch the process module",
@@ -350,6 +374,34 @@ fn the_untyped_part_of_a_constraint_is_kept() {
             "Only read src/ and skip src/generated",
             vec![],
             vec!["Only read src/ and skip src/generated"],
+        ),
+        // Issue 20, item 6: an explanation in parentheses or after a dash is a clause of its
+        // own, carried as a standing condition; the rule it explains is typed.
+        (
+            "Never read docs/ (it is private)",
+            vec![read(&[], &["docs"])],
+            vec!["it is private"],
+        ),
+        (
+            "Never read docs/ \u{2014} it is private",
+            vec![read(&[], &["docs"])],
+            vec!["it is private"],
+        ),
+        (
+            "Never read docs/ (because they are drafts)",
+            vec![read(&[], &["docs"])],
+            vec!["because they are drafts"],
+        ),
+        // Not an explanation: the parenthesis qualifies the place, so nothing is typed.
+        (
+            "Never read docs/ (the generated ones)",
+            vec![],
+            vec!["Never read docs/ the generated ones"],
+        ),
+        (
+            "Never read docs/ \u{2014} except docs/README.md",
+            vec![],
+            vec!["Never read docs/ \u{2014} except docs/README.md"],
         ),
     ];
     for (text, rules, untyped) in cases {

@@ -14,6 +14,7 @@ fn policy(texts: &[&str]) -> Policy {
             provenance: "--constraint".into(),
             rules: parse_constraint(text, &tools, &|_| true).rules,
             untyped: Vec::new(),
+            warnings: Vec::new(),
             event: i as u64 + 2,
         })
         .collect();
@@ -194,6 +195,7 @@ fn an_only_glob_lets_searches_run_and_walks_keep_its_files() {
         provenance: "--constraint-json".into(),
         rules,
         untyped: Vec::new(),
+        warnings: Vec::new(),
         event: 2,
     }]);
     assert!(allows(&p, Effect::Search, ".", true));
