@@ -239,7 +239,7 @@ fn sentences(text: &str, tools: &[String]) -> Vec<(String, Vec<String>)> {
     let mut all = Vec::new();
     for sentence in crate::context::sentences_of(text) {
         let mut out = Vec::new();
-        for part in explanations_apart(&sentence).split(';') {
+        for part in explanations_apart(sentence).split(';') {
             let t = tokens(part);
             let mut current: Vec<&str> = Vec::new();
             for (i, word) in t.iter().enumerate() {
