@@ -288,8 +288,8 @@ pub use model::{
 };
 pub use policy::{Budget, Category, Consequence, Denial, Effect, Policy, Rule, Spent, TimeLimits};
 pub use report::{
-    ConstraintReport, Enforcement, HandoffCounts, ModelUsage, Report, RunUsage, SubagentState,
-    SubagentSummary,
+    ConstraintReport, Enforcement, HandoffCounts, ModelUsage, Report, ReportedConstraint, RunUsage,
+    SubagentState, SubagentSummary,
 };
 pub use source::{is_invisible, Observation, ObservationLog, Shown, SourceId, SourceParseError};
 pub use tools::{

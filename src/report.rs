@@ -341,6 +341,51 @@ pub struct Report {
     /// What each model spent: the subagents', and the lead's when it has a model of its own.
     #[serde(default)]
     pub models: Vec<ModelUsage>,
+    /// Limits the models reported in their handoffs' Hard constraints: data kept for the
+    /// reader, never a rule or a permission (the gate reads only the run's `constraints`).
+    #[serde(default)]
+    pub reported_constraints: Vec<ReportedConstraint>,
+}
+
+/// A limit a subagent or the lead's model reported in its handoff. It is data: nothing
+/// enforces it, and nothing it says grants a permission or lifts a constraint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportedConstraint {
+    /// What the model wrote.
+    pub text: String,
+    /// Who reported it: subagent ids, or `lead` for the lead's model.
+    pub reported_by: Vec<String>,
+    /// The sources it cited.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<crate::source::SourceId>,
+}
+
+impl ReportedConstraint {
+    /// Its line in the report's Hard constraints: `reported by sa2, not enforced: "…"` — never
+    /// in the form of the run's own constraints (`"…" (--constraint): …`), so a model cannot
+    /// pass off its text as one of them.
+    pub fn line(&self) -> String {
+        let who: Vec<&str> = self
+            .reported_by
+            .iter()
+            .map(|r| {
+                if r == "lead" {
+                    "the lead model"
+                } else {
+                    r.as_str()
+                }
+            })
+            .collect();
+        format!(
+            "reported by {}, not enforced: {}",
+            if who.is_empty() {
+                "a subagent".to_string()
+            } else {
+                who.join(", ")
+            },
+            serde_json::to_string(&crate::handoff::one_line(&self.text)).unwrap_or_default()
+        )
+    }
 }
 
 impl Report {

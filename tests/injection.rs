@@ -136,6 +136,33 @@ async fn injected_permissions_change_no_decision_of_the_gate() {
             "{effect:?} {resource}"
         );
     }
+    // Issue 20, item 7: what the handoff put under Hard constraints is listed apart from the
+    // run's constraints — marked as reported by sa1, not enforced — never in their form.
+    let lines: Vec<&str> = report
+        .handoff
+        .hard_constraints
+        .iter()
+        .map(|h| h.constraint.as_str())
+        .collect();
+    let run_lines: Vec<String> = report.constraints.iter().map(|c| c.line()).collect();
+    assert_eq!(&lines[..2], &run_lines[..], "the run's constraints first");
+    for line in &lines[2..] {
+        assert!(
+            line.starts_with("reported by sa1, not enforced: \""),
+            "{line}"
+        );
+    }
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert_eq!(report.reported_constraints.len(), 2);
+    assert!(report
+        .reported_constraints
+        .iter()
+        .all(|r| r.reported_by == ["sa1"]
+            && INJECTIONS[2..4]
+                .iter()
+                .any(|i| i.trim_end_matches('.') == r.text)));
+    // The report is still a handoff that meets the contract's structure.
+    assert!(baton::Handoff::parse(&report.handoff.to_markdown()).is_ok());
 }
 
 /// Every consequence the injection test judges.

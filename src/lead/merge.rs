@@ -2,12 +2,13 @@
 //! conclusions are merged with their sources kept; negative evidence is derived from the
 //! subagents' observation logs, not from their prose.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::relevance::Rarity;
 use crate::handoff::{
     one_line, Conclusion, ConclusionKind, Dropped, Handoff, HardConstraint, OpenItem,
 };
+use crate::report::ReportedConstraint;
 use crate::source::{
     path_factor, prose_list, search_label, shadowed, Observation, ObservationLog, SourceId,
 };
@@ -115,7 +116,6 @@ pub(crate) fn merge(
     }
     out.settled_conclusions = merged.list;
     let mut open_items = OpenItems::default();
-    let mut hard: HashSet<String> = HashSet::new();
     // Most telling first: by the rarity of what each claim matches (ties keep the turns).
     let logs: Vec<&ObservationLog> = accepted.iter().map(|a| a.observations).collect();
     let rarity = Rarity::from_logs(&logs);
@@ -173,15 +173,15 @@ pub(crate) fn merge(
         for item in &a.handoff.open_items {
             open_items.add(item.clone());
         }
-        for constraint in &a.handoff.hard_constraints {
-            if hard.insert(constraint.constraint.clone()) {
-                out.hard_constraints.push(HardConstraint {
-                    constraint: constraint.constraint.clone(),
-                    sources: constraint.sources.clone(),
-                });
-            }
-        }
     }
+    let reporters = accepted.iter().map(|a| (a.id, a.handoff));
+    out.hard_constraints = reported_constraints(reporters)
+        .iter()
+        .map(|r| HardConstraint {
+            constraint: r.line(),
+            sources: r.sources.clone(),
+        })
+        .collect();
     for u in unexplored {
         open_items.add(OpenItem {
             item: if let Some(codes) = &u.rejected {
@@ -221,6 +221,38 @@ pub(crate) fn merge(
         }
     }
     out.open_items = open_items.list;
+    out
+}
+
+/// The limits the handoffs reported in their Hard constraints, each once (by its normal
+/// form) with everyone who reported it: data for the reader, never a rule.
+pub(crate) fn reported_constraints<'a>(
+    handoffs: impl IntoIterator<Item = (&'a str, &'a Handoff)>,
+) -> Vec<ReportedConstraint> {
+    let mut out: Vec<ReportedConstraint> = Vec::new();
+    let mut at: HashMap<String, usize> = HashMap::new();
+    for (who, handoff) in handoffs {
+        for h in &handoff.hard_constraints {
+            let key = crate::context::normalise(&h.constraint);
+            let i = *at.entry(key).or_insert_with(|| {
+                out.push(ReportedConstraint {
+                    text: h.constraint.clone(),
+                    reported_by: Vec::new(),
+                    sources: Vec::new(),
+                });
+                out.len() - 1
+            });
+            let r = &mut out[i];
+            if !who.is_empty() && !r.reported_by.iter().any(|w| w == who) {
+                r.reported_by.push(who.to_string());
+            }
+            for s in &h.sources {
+                if !r.sources.contains(s) {
+                    r.sources.push(s.clone());
+                }
+            }
+        }
+    }
     out
 }
 

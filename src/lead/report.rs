@@ -129,7 +129,25 @@ impl LeadState {
                 sources: vec![SourceId::Event(entry.event.to_string())],
             })
             .collect();
-        handoff.hard_constraints.splice(0..0, stated);
+        // Then what the models reported, apart and marked: data, never a rule. One that only
+        // echoes a run's constraint is not listed twice.
+        let lead = match &self.synthesis {
+            Some(Ok(lead)) => Some(("lead", lead)),
+            _ => None,
+        };
+        let mut reported =
+            merge::reported_constraints(accepted.iter().map(|a| (a.id, a.handoff)).chain(lead));
+        reported.retain(|r| {
+            let text = crate::context::normalise(&r.text);
+            !checkpoint.constraints.iter().any(|c| c.normalised == text)
+        });
+        handoff.hard_constraints = stated;
+        handoff
+            .hard_constraints
+            .extend(reported.iter().map(|r| HardConstraint {
+                constraint: r.line(),
+                sources: r.sources.clone(),
+            }));
         if let Some(error) = &self.planning_error {
             handoff.open_items.push(OpenItem {
                 item: "The tree could not be planned".into(),
@@ -229,13 +247,14 @@ impl LeadState {
             constraints,
             denials: checkpoint.denials.clone(),
             models,
+            reported_constraints: reported,
         }
     }
 }
 
 /// The run's handoff with the lead model's: its settled conclusions (checked by the contract)
-/// replace the merged ones; open items and hard constraints keep the merged ones — what was
-/// not explored, the run's constraints — and add the lead's that are new.
+/// replace the merged ones; open items keep the merged ones — what was not explored — and add
+/// the lead's that are new (its hard constraints are listed with the others reported).
 fn with_lead(lead: &Handoff, merged: Handoff) -> Handoff {
     let mut out = Handoff {
         settled_conclusions: lead.settled_conclusions.clone(),
@@ -245,15 +264,6 @@ fn with_lead(lead: &Handoff, merged: Handoff) -> Handoff {
     for item in &lead.open_items {
         if !out.open_items.iter().any(|o| o.item == item.item) {
             out.open_items.push(item.clone());
-        }
-    }
-    for c in &lead.hard_constraints {
-        if !out
-            .hard_constraints
-            .iter()
-            .any(|h| h.constraint == c.constraint)
-        {
-            out.hard_constraints.push(c.clone());
         }
     }
     out
