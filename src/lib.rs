@@ -25,13 +25,21 @@
 //!
 //! # Code map
 //! - `coordinator` — the public [`Coordinator`], [`Task`], [`RunHandle`], [`Canceller`],
-//!   [`RunError`]. Validates input (empty question, missing root) before any actor starts.
+//!   [`RunError`]. Validates input (empty question, missing root) before any actor starts;
+//!   `Coordinator::check` does all of it without starting, so the CLI refuses bad input
+//!   before it makes any state. `coordinator::constraints` checks the run's constraints
+//!   against the tree: places respelled as the tree spells them, a place it does not hold a
+//!   warning (`RunHandle::warnings`, the report), and a `--constraint` that names a place, a
+//!   tool or a budget yet types to nothing refused with the typed form to use (unless
+//!   `Coordinator::allow_unenforced`; the question's own sentences only warn).
 //! - `lead` — `LeadMsg`, `RunConfig`, `LeadArgs` (`lead/mod.rs`); `lead::state` is the
 //!   `LeadState` and its decisions (what to spawn, log, checkpoint, when the run is done);
 //!   `lead::actor` the thin `LeadActor` turning messages into calls on it; `lead::plan`
 //!   shards the tree by directory balanced by size and writes briefs (pure); `lead::verdict`
 //!   decides accept / repair / reject on a checked handoff (pure) and takes the verdict (the
-//!   verdict and the subagent's end in one append); `lead::merge` merges accepted
+//!   verdict and the subagent's end in one append); once the repairs are spent, a handoff
+//!   broken only in some conclusions is partly accepted without them (`handoff::prune`; they
+//!   are logged with `handoff_accepted` and listed as open items); `lead::merge` merges accepted
 //!   handoffs, lists rejected ones' claims as unverified leads, and derives negative evidence
 //!   from the subagents' logged searches (pure); `lead::relevance` orders settled conclusions by
 //!   the rarity of what they match (pure); `lead::report` builds the report and does the
@@ -85,7 +93,16 @@
 //!   and open items as it merges, so each costs the same; it says "the whole
 //!   tree" for a pattern's negative evidence only when every shard ran that same search
 //!   (pattern and flags) over its whole share and no file was skipped, and leaves out an
-//!   empty search whose words a matching search spells out (`source::shadowed`).
+//!   empty search whose words a matching search spells out (`source::shadowed`). A finished
+//!   subagent keeps only its searches (`merge::Search`; a search of its whole shard holds no
+//!   scope of its own) and its handoff — its whole observation log only while the lead's
+//!   model is to write the report; a search that searched no file is an open item, not
+//!   evidence; what the searches and the plan's walk left out (hidden, ignored, links) is
+//!   named beside "the whole tree"; the report's Hard constraints list the run's
+//!   constraints, then what the models reported (`merge::reported_constraints`,
+//!   [`ReportedConstraint`]), marked and never in a run line's form. A checkpoint is taken
+//!   only when none is on its way to the store, at most once a second and at least four
+//!   times as long apart as the last took to store (`journal::CheckpointPace`).
 //! - `subagent` — `SubagentActor`, `SubagentMsg`, and `SubagentReport`, what it tells its
 //!   lead through the `Reporter` it is spawned with (it imports nothing of the lead); a tool's
 //!   output stays with it, the lead gets its digest (`ToolReturn`); every model call and
@@ -94,8 +111,10 @@
 //!   sans-IO loop (`start` / `on_model` / `on_tools` / `on_repair` → `Step`); its pinned
 //!   ledger takes each message as it arrives; it compacts its window before a request would
 //!   fill the model's context window, logging the folded turns. **Invariant:** budgets (turns,
-//!   tool calls, tokens) are enforced: over budget, a subagent is asked once to hand off, then
-//!   stopped; every tool call gets a result message, even one that was not run; no request
+//!   tool calls, tokens, the subagent's cost cap) are reserved before a call: a call whose
+//!   input estimate and answer could pass one, or that would be the last turn, is not sent as
+//!   it is — the subagent is asked once to hand off in what is left, its answer's limit lowered
+//!   to fit, then stopped, and nothing is sent when not even a short handoff fits; every tool call gets a result message, even one that was not run; no request
 //!   goes out over the model's window — when compaction cannot bring it under, the loop ends
 //!   with the reason.
 //! - `handoff` — the contract: [`Handoff`], the markdown form (`handoff::markdown`), the JSON
@@ -107,9 +126,13 @@
 //!   states (quotes, symbols) that given lines do not hold (the offline verifier's test).
 //!   **Invariant:** parsing and validating never panic and stay bounded
 //!   ([`MAX_HANDOFF_BYTES`], JSON nesting 128); every violation is returned at once with its
-//!   line; a backticked quote is checked against the files its conclusion cites, whatever
-//!   form the file citation takes (lines, or the whole file) — URL, document and record
-//!   sources keep no text a quote could be checked against yet.
+//!   line, tied to its conclusion where it has one; a backticked quote is checked against
+//!   the text its conclusion's sources show, whatever form the file citation takes (lines, or
+//!   the whole file), and the lines a cited `call:ID` showed; a quote resting only on sources
+//!   that keep no text (an empty search, a listing, a URL, a document, a record) is
+//!   `quote_unchecked`; a finding resting only on empty searches is `negative_unmarked`; a
+//!   source in brackets inside a claim's text is `source_in_claim`. A claim's prose beyond its
+//!   quotes and symbols is not checked.
 //! - `source` — [`SourceId`] and its grammar (file — any name, in a quoted form when it holds
 //!   a separator —, line range, URL, `doc:ID#span`, `event:ID`, `KIND:ID` records such as
 //!   `call:sa1.3`); `source::observation`: the [`ObservationLog`] of what a subagent's tools
@@ -126,7 +149,11 @@
 //!   share one store: every write takes the write lock up front (an immediate transaction)
 //!   and retries on BUSY for up to 30 s; a run's head is read under the lock and must be where
 //!   this process left it; a run is claimed by a file lock while a process runs or resumes it
-//!   ([`checkpoint::RunClaim`]). **Invariant:** no append is acknowledged before it is durable;
+//!   ([`checkpoint::RunClaim`]). Opening a store to write runs SQLite's `quick_check` on an
+//!   existing file first, read-only, and refuses a damaged one; reading commands open it
+//!   read-only (as an unchanging file when no WAL is beside it, so they create nothing and read
+//!   a state on read-only media); every payload is scrubbed of the process's secrets
+//!   (`redact::scrub`) before it is sealed. **Invariant:** no append is acknowledged before it is durable;
 //!   an append refused for its run fails that run's later appends in the process and no other
 //!   run's (a failure of SQLite itself fails every append of its commit); a run whose append
 //!   failed takes no more appends from the process; every read re-checks the chain and the
@@ -181,13 +208,18 @@
 //!   `model::sse` (the server-sent-events parser, each byte scanned once); `model::price` holds the known models' prices and
 //!   context windows, the `--prices` TOML table and the run's [`model::CostMeter`] (a call's
 //!   estimate reserved before it is sent, settled after); `model::secret` the redacting
-//!   [`model::ApiKey`]; `model::spec` parses `--model` and connects ([`model::connect`]).
+//!   [`model::ApiKey`] (every common encoding of the key; each key registers with `redact`,
+//!   and the providers redact errors, request ids and the model's answers, its tool calls'
+//!   arguments included; a validation failure is never retried, whatever its status); `model::spec` parses `--model` and connects ([`model::connect`]).
 //!   `model::offline` is the
 //!   deterministic local explorer ([`OfflineModel`]), each turn a pure function of the
 //!   transcript: `terms` (question → identifiers, compounds, literals, stems, abbreviations,
 //!   examples), `survey` (count greps → line-based rarity of each term, files to read), `rank`
 //!   (definitions, scoring hit lines, block ends), `follow` (callers of what was found),
-//!   `conclude` (claims citing only lines it read; negative evidence); as a verifier it reads
+//!   `conclude` (claims citing only lines it read, their quotes only bytes of those lines —
+//!   a composed label loses its backticks; negative evidence); the words a question asks with
+//!   (`terms::is_asking`) and a kind noun beside an identifier are never terms, and a term is
+//!   mentioned only where a word or an identifier part starts (`terms::mention_pattern`); as a verifier it reads
 //!   the doubted claims from its context's data section and confirms one only when the reread
 //!   lines hold its quotes and symbols. **Invariant:** it cites nothing its own tool calls did
 //!   not show it, and settles no location when too little of the question occurs. `model::scripted` ([`ScriptedModel`]) plays a script for tests. Nothing
@@ -195,6 +227,9 @@
 //!   take the run past its cost limit; an API key appears in no output, log or state; a
 //!   fallback is taken only on an error naming the unsupported field (or an empty stream),
 //!   never to hide another error.
+//! - `redact` — the process's secrets and their redaction in every common encoding (as
+//!   written, either case, URL-encoded, JSON-escaped): [`model::scrub`] is what the event
+//!   log's payloads, stdout, stderr and traces pass through. It imports nothing of the crate.
 //! - `tools` — the [`Tool`] trait (a tool declares whether it only reads: `Tool::read_only`,
 //!   false unless it says so; and what a call would touch: `Tool::consequences`, undeclared
 //!   unless it says), [`ToolRegistry`] (`execute`, the only way a tool runs, passes the gate
@@ -208,11 +243,14 @@
 //!   non-blocking and typed again), within a byte cap; an ignore file that is not a regular
 //!   file of at most 1 MiB is never read — its directory is left out of the walk, counted as
 //!   not searched and named in the report — and `.git/info/exclude` is never looked for;
-//!   binary files are skipped; output is capped and says so; what a tool records as seen is
+//!   binary files are skipped; hidden entries, ignored ones, links and names no citation could
+//!   write are left out and named (`Observation::Searched`'s `not_searched`); a scope reached
+//!   through a link is judged and reported where it leads; output is capped and says so; what a tool records as seen is
 //!   what it printed; file names are printed in the source grammar's form.
 //! - `policy` (public) — typed constraints and the gate. `policy::rules`: [`Rule`]s (read and
 //!   write scopes, network hosts, read-only, no programs, tool allow/deny lists, budgets)
-//!   from JSON (`policy::rules_from_json`); `policy::english`: the same read deterministically
+//!   from JSON (`policy::rules_from_json`); `policy::english` (with `policy::english::named`,
+//!   what an untyped clause names and the typed form that would say it): the same read deterministically
 //!   and conservatively from common English phrasings clause by clause
 //!   (`policy::parse_constraint`: a clause is typed only when the whole of it has one of a
 //!   fixed set of shapes, one with two readings is not, and nothing of a constraint is typed
@@ -229,7 +267,8 @@
 //!   decision; `Policy::cap` lowers a budget to the constraints'. **Invariant:** nothing but a
 //!   `constraint_stated` event adds, changes or lifts a rule; a tool that does not declare its
 //!   consequences is judged as touching anything.
-//! - `report` — [`Report`], [`SubagentSummary`], [`SubagentState`], [`RunUsage`],
+//! - `report` — [`Report`], [`SubagentSummary`], [`SubagentState`] (`partly_accepted` among
+//!   them), [`ReportedConstraint`], [`RunUsage`],
 //!   [`ConstraintReport`] and [`Enforcement`] (each constraint: enforced, partly, not
 //!   enforced), the denials: the `--json` wire format (fields may be added, never renamed).
 //! - `event` — [`Event`], the stream a run emits (progress display, embedding apps).
@@ -243,8 +282,10 @@
 //!   `validate`, `runs` / `brief` / `context`, `compact` (kept lines passed through byte for
 //!   byte), the `--state` directory (read-only commands and `resume` never create it),
 //!   reading input files (`cli::read_input`: regular files only, bounded), bounds on every
-//!   number, one-line usage errors, text from runs made terminal-safe (`cli::terminal_safe`),
-//!   exit codes (`cli::store_error` for the store's).
+//!   number, one-line usage errors, text from runs made terminal-safe and scrubbed of secrets
+//!   (`cli::terminal_safe`: control, invisible and bidirectional characters escaped alike),
+//!   exit codes (`cli::store_error` for the store's); the progress display holds the running
+//!   subagents' lines and the last few ended, and nothing when hidden.
 //!
 //! # Cross-cutting
 //! - Errors: library errors are typed ([`RunError`], [`ToolError`], [`ModelError`]); tool

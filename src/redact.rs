@@ -73,7 +73,7 @@ impl Redactor {
         Redactor { matcher }
     }
 
-    /// `text` with every form of every secret replaced by [`REDACTED`]; borrowed when none
+    /// `text` with every form of every secret replaced by `[redacted]`; borrowed when none
     /// occurs.
     pub(crate) fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
         match self.replaced(text) {
@@ -112,7 +112,7 @@ pub(crate) fn register(secret: &str) {
     *registry = Some((secrets, redactor));
 }
 
-/// `text` with every registered secret, in any of its forms, replaced by [`REDACTED`];
+/// `text` with every registered secret, in any of its forms, replaced by `[redacted]`;
 /// borrowed (and free) when the process holds none.
 pub fn scrub(text: &str) -> Cow<'_, str> {
     let registry = REGISTRY.read().unwrap_or_else(|e| e.into_inner());

@@ -127,8 +127,8 @@ pub struct NegativeEntry {
     pub call_id: String,
     /// The pattern.
     pub pattern: String,
-    /// Where.
-    pub scope: Vec<String>,
+    /// Where (shared: the same scope is held once however many entries name it).
+    pub scope: std::sync::Arc<[String]>,
     /// Coverage: files searched.
     pub files_searched: usize,
     /// Files in the scope that could not be searched.
@@ -235,8 +235,8 @@ pub enum PlanStatus {
 pub struct PlanEntry {
     /// The subagent.
     pub subagent: String,
-    /// Its shard.
-    pub scope: Vec<String>,
+    /// Its shard (shared with the searches over it).
+    pub scope: std::sync::Arc<[String]>,
     /// Where it stands.
     pub status: PlanStatus,
     /// How its subagent ended, once it has.

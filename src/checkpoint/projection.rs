@@ -2,6 +2,7 @@
 //! after a checkpoint. Projecting the same events always gives the same checkpoint.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use super::effect::transition;
 use super::event::{sha256_hex, LoggedEvent, RunEvent};
@@ -57,7 +58,19 @@ pub struct Projector {
     plan_of: BTreeMap<String, usize>,
     /// The searches negative evidence already holds (pattern, scope, flags), so a repeated
     /// one is found without a scan.
-    searches: HashSet<(String, Vec<String>, bool, bool)>,
+    searches: HashSet<(String, Arc<[String]>, bool, bool)>,
+    /// Every scope held, once: a plan's shard and the searches over it share one copy.
+    scopes: HashSet<Arc<[String]>>,
+}
+
+/// `scope`, as the one copy `scopes` holds.
+fn interned(scopes: &mut HashSet<Arc<[String]>>, scope: &[String]) -> Arc<[String]> {
+    if let Some(held) = scopes.get(scope) {
+        return Arc::clone(held);
+    }
+    let held: Arc<[String]> = scope.into();
+    scopes.insert(Arc::clone(&held));
+    held
 }
 
 impl Projector {
@@ -92,6 +105,7 @@ impl Projector {
             attempt: BTreeMap::new(),
             plan_of: BTreeMap::new(),
             searches: HashSet::new(),
+            scopes: HashSet::new(),
         }
     }
 
@@ -114,6 +128,7 @@ impl Projector {
             attempt,
             plan_of,
             searches,
+            scopes,
         } = self;
         if cp.first_seq == 0 {
             cp.first_seq = logged.seq;
@@ -162,7 +177,7 @@ impl Projector {
                     plan_of.insert(s.id.clone(), cp.plans.len());
                     cp.plans.push(PlanEntry {
                         subagent: s.id.clone(),
-                        scope: s.scope.clone(),
+                        scope: interned(scopes, &s.scope),
                         status: PlanStatus::Active,
                         outcome: None,
                         event: at,
@@ -250,9 +265,10 @@ impl Projector {
                     {
                         // The same search in the same scope (a restarted attempt repeating it)
                         // is one piece of negative evidence, not two.
+                        let scope = interned(scopes, scope);
                         let key = (
                             pattern.clone(),
-                            scope.clone(),
+                            Arc::clone(&scope),
                             *case_insensitive,
                             *fixed_string,
                         );
@@ -263,7 +279,7 @@ impl Projector {
                             subagent: subagent.clone(),
                             call_id: call_id.clone(),
                             pattern: pattern.clone(),
-                            scope: scope.clone(),
+                            scope,
                             files_searched: *files_searched,
                             files_skipped: *files_skipped,
                             not_searched: *not_searched,

@@ -1,8 +1,9 @@
-//! The live progress display on stderr: one line per subagent (id, role, shard, tool calls,
-//! tokens, cost when the model's price is known, state), and a line with the subagents' cost so far,
-//! drawn with indicatif; nothing when stderr is not a terminal.
+//! The live progress display on stderr: one line per running subagent (id, role, shard, tool
+//! calls, tokens, cost when the model's price is known, state) and the last few that ended,
+//! and a line with the subagents' cost so far, drawn with indicatif; nothing when stderr is
+//! not a terminal or `--no-progress` is given.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use baton::{Event, SubagentState};
@@ -53,29 +54,37 @@ fn human(n: u64) -> String {
     }
 }
 
-/// Draws events until the channel closes.
+/// How many finished subagents' lines stay on the display: older ones give their place to
+/// the running ones, so a run of thousands holds a screenful.
+const FINISHED_SHOWN: usize = 8;
+
+/// Draws events until the channel closes; hidden, it only drains them. What it holds is
+/// bounded by the subagents running at once: a finished subagent's line is kept only among
+/// the last few, its cost folded into the total.
 pub(crate) fn spawn(
     mut events: UnboundedReceiver<Event>,
     show: bool,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let target = if show {
-            ProgressDrawTarget::stderr()
-        } else {
-            ProgressDrawTarget::hidden()
-        };
-        let multi = MultiProgress::with_draw_target(target);
+        if !show {
+            while events.recv().await.is_some() {}
+            return;
+        }
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
         let style = ProgressStyle::with_template("{spinner} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
         let mut lines: HashMap<String, Line> = HashMap::new();
-        // The run's cost so far, shown once a subagent reports one.
+        let mut finished: VecDeque<ProgressBar> = VecDeque::new();
+        // The subagents' cost so far: the finished ones' summed as they end, the running ones'
+        // as they stand.
+        let mut finished_cost: Option<f64> = None;
         let total = multi.add(ProgressBar::new_spinner().with_style(style.clone()));
-        let show_total = |lines: &HashMap<String, Line>| {
-            let costs: Vec<f64> = lines.values().filter_map(|l| l.cost).collect();
-            if !costs.is_empty() {
+        let show_total = |lines: &HashMap<String, Line>, finished_cost: Option<f64>| {
+            let running: Vec<f64> = lines.values().filter_map(|l| l.cost).collect();
+            if finished_cost.is_some() || !running.is_empty() {
                 total.set_message(format!(
                     "subagents' cost so far ${:.4}",
-                    costs.iter().sum::<f64>()
+                    finished_cost.unwrap_or(0.0) + running.iter().sum::<f64>()
                 ));
                 total.tick();
             }
@@ -110,7 +119,7 @@ pub(crate) fn spawn(
                         line.cost = cost_usd;
                         line.bar.set_message(line.render(&id));
                     }
-                    show_total(&lines);
+                    show_total(&lines, finished_cost);
                 }
                 Event::SubagentEnded {
                     id,
@@ -119,15 +128,26 @@ pub(crate) fn spawn(
                     tokens,
                     cost_usd,
                 } => {
-                    if let Some(line) = lines.get_mut(&id) {
+                    if let Some(mut line) = lines.remove(&id) {
                         line.tool_calls = tool_calls;
                         line.tokens = tokens;
                         line.cost = cost_usd;
                         line.state = state;
                         let text = line.render(&id);
+                        // The ticker's thread ends here, not with the run.
+                        line.bar.disable_steady_tick();
                         line.bar.finish_with_message(text);
+                        finished.push_back(line.bar);
+                        while finished.len() > FINISHED_SHOWN {
+                            if let Some(old) = finished.pop_front() {
+                                multi.remove(&old);
+                            }
+                        }
                     }
-                    show_total(&lines);
+                    if let Some(c) = cost_usd {
+                        finished_cost = Some(finished_cost.unwrap_or(0.0) + c);
+                    }
+                    show_total(&lines, finished_cost);
                 }
                 Event::HandoffChecked { id, violations, .. } => {
                     if let Some(line) = lines.get_mut(&id) {
@@ -139,9 +159,8 @@ pub(crate) fn spawn(
             }
         }
         for line in lines.values() {
-            if !line.bar.is_finished() {
-                line.bar.abandon();
-            }
+            line.bar.disable_steady_tick();
+            line.bar.abandon();
         }
         total.finish_and_clear();
     })

@@ -293,6 +293,8 @@ pub struct ContextIndex {
     evidence_paths: PathIndex,
     evidence_words: HashMap<String, Vec<usize>>,
     negative_paths: PathIndex,
+    /// The negative evidence of searches over a subagent's whole shard, by subagent.
+    negative_of_plan: HashMap<String, Vec<usize>>,
     negative_words: HashMap<String, Vec<usize>>,
     effects_of: HashMap<String, Vec<usize>>,
     plan_paths: PathIndex,
@@ -358,8 +360,22 @@ impl ContextIndex {
             }
             List::Negative => {
                 let n = &cp.negative_evidence[i];
-                for path in &n.scope {
-                    self.negative_paths.insert(path, i);
+                // A search of its subagent's whole shard is found with the shard's plan (whose
+                // paths are indexed once), not by each of its paths again.
+                let shard = self
+                    .plan_of
+                    .get(&n.subagent)
+                    .and_then(|&p| cp.plans.get(p))
+                    .is_some_and(|p| p.scope == n.scope);
+                if shard {
+                    self.negative_of_plan
+                        .entry(n.subagent.clone())
+                        .or_default()
+                        .push(i);
+                } else {
+                    for path in n.scope.iter() {
+                        self.negative_paths.insert(path, i);
+                    }
                 }
                 for word in words(&n.pattern, WORDS_PER_ITEM) {
                     self.negative_words.entry(word).or_default().push(i);
@@ -377,7 +393,7 @@ impl ContextIndex {
             }
             List::Plans => {
                 let p = &cp.plans[i];
-                for path in &p.scope {
+                for path in p.scope.iter() {
                     self.plan_paths.insert(path, i);
                 }
                 self.plan_of.insert(p.subagent.clone(), i);
@@ -450,10 +466,30 @@ impl ContextIndex {
             find_terms(&self.evidence_words, &focus.terms, &mut evidence);
             picked.insert(Field::Evidence, evidence);
         }
+        let mut plans: Vec<usize> = self
+            .plan_of
+            .get(&focus.subagent)
+            .copied()
+            .into_iter()
+            .collect();
+        by_scope(&self.plan_paths, cp.plans.len(), &mut plans);
         if wanted(Field::NegativeEvidence) {
             let mut negative = Vec::new();
             let len = cp.negative_evidence.len();
             by_scope(&self.negative_paths, len, &mut negative);
+            // The searches over the shards of the plans under or above the scope.
+            for who in plans
+                .iter()
+                .filter_map(|&p| cp.plans.get(p))
+                .map(|p| &p.subagent)
+            {
+                for &i in self.negative_of_plan.get(who).into_iter().flatten() {
+                    if negative.len() >= FIELD_CAP {
+                        break;
+                    }
+                    negative.push(i);
+                }
+            }
             find_terms(&self.negative_words, &focus.terms, &mut negative);
             picked.insert(Field::NegativeEvidence, negative);
         }
@@ -466,13 +502,6 @@ impl ContextIndex {
             picked.insert(Field::Effects, effects);
         }
 
-        let mut plans: Vec<usize> = self
-            .plan_of
-            .get(&focus.subagent)
-            .copied()
-            .into_iter()
-            .collect();
-        by_scope(&self.plan_paths, cp.plans.len(), &mut plans);
         // Handoffs of the subagents whose plans are picked (accepted first, then rejected).
         let accepted = cp.handoffs.accepted.len();
         let mut handoffs = Vec::new();

@@ -215,6 +215,41 @@ pub(super) enum Logged {
     Checkpoint(Box<Checkpoint>),
 }
 
+/// Whether a checkpoint is on its way to the store, and how long the last took: the lead
+/// takes no other until it is stored, and waits longer between them as they grow, so no copy
+/// of a large checkpoint waits in line behind another.
+#[derive(Debug, Default)]
+pub(super) struct CheckpointPace {
+    in_flight: std::sync::atomic::AtomicBool,
+    last_ms: std::sync::atomic::AtomicU64,
+}
+
+impl CheckpointPace {
+    /// Whether the lead may take a checkpoint now, `since` the last one was taken: none is
+    /// on its way, and at least the interval has passed — a second, or four times as long as
+    /// the last took to store.
+    pub(super) fn ready(&self, since: Option<std::time::Duration>) -> bool {
+        use std::sync::atomic::Ordering;
+        let wait = super::CHECKPOINT_EVERY.max(std::time::Duration::from_millis(
+            4 * self.last_ms.load(Ordering::Relaxed),
+        ));
+        !self.in_flight.load(Ordering::Acquire) && since.is_none_or(|s| s >= wait)
+    }
+
+    /// A checkpoint is handed to the watcher.
+    pub(super) fn taken(&self) {
+        self.in_flight
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    fn stored(&self, took: std::time::Duration) {
+        use std::sync::atomic::Ordering;
+        self.last_ms
+            .store(took.as_millis() as u64, Ordering::Relaxed);
+        self.in_flight.store(false, Ordering::Release);
+    }
+}
+
 /// Checks every acknowledgement of the run's appends, in order, and stores each checkpoint
 /// once what it covers is durable. The first failure is told to the lead at once (the run
 /// stops), nothing is stored after it, and it is the watcher's result once the lead drops
@@ -222,6 +257,7 @@ pub(super) enum Logged {
 pub(super) fn watch_acks(
     lead: ActorRef<LeadMsg>,
     store: Arc<dyn EventStore>,
+    pace: Arc<CheckpointPace>,
 ) -> (
     UnboundedSender<Logged>,
     tokio::task::JoinHandle<Result<(), StoreError>>,
@@ -241,12 +277,18 @@ pub(super) fn watch_acks(
                 },
                 Logged::Checkpoint(_) if first.is_some() => continue,
                 // A projection that fails its check is not stored: the previous one stays.
-                Logged::Checkpoint(checkpoint) if checkpoint.check().is_err() => continue,
+                Logged::Checkpoint(checkpoint) if checkpoint.check().is_err() => {
+                    pace.stored(std::time::Duration::ZERO);
+                    continue;
+                }
                 Logged::Checkpoint(checkpoint) => {
                     let store = Arc::clone(&store);
-                    match tokio::task::spawn_blocking(move || store.put_checkpoint(&checkpoint))
-                        .await
-                    {
+                    let started = std::time::Instant::now();
+                    let stored =
+                        tokio::task::spawn_blocking(move || store.put_checkpoint(&checkpoint))
+                            .await;
+                    pace.stored(started.elapsed());
+                    match stored {
                         Ok(Ok(())) => continue,
                         Ok(Err(e)) => e,
                         Err(e) => StoreError::Write(format!("storing the checkpoint failed: {e}")),

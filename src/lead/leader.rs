@@ -476,7 +476,9 @@ impl LeadState {
         };
         let mut seen = crate::source::ObservationLog::default();
         for r in self.records.iter().filter(|r| r.summary.state.accepted()) {
-            seen.record(r.observations.entries().iter().cloned());
+            if let Some(log) = &r.observations {
+                seen.record(log.entries().iter().cloned());
+            }
         }
         self.synthesising = true;
         let span = self.span.clone();

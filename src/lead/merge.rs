@@ -13,12 +13,64 @@ use crate::source::{
     path_factor, prose_list, search_label, shadowed, Observation, ObservationLog, SourceId,
 };
 
+/// One search a subagent ran, as a finished subagent keeps it for the merge: what it looked
+/// for and how it fared, and where — `None` for the subagent's whole shard, which its record
+/// holds once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Search {
+    pub(crate) call_id: String,
+    pub(crate) pattern: String,
+    pub(crate) case_insensitive: bool,
+    pub(crate) fixed_string: bool,
+    pub(crate) matches: usize,
+    pub(crate) files_searched: usize,
+    pub(crate) files_skipped: usize,
+    pub(crate) not_searched: usize,
+    pub(crate) not_searched_names: Vec<String>,
+    pub(crate) scope: Option<Vec<String>>,
+}
+
+/// The searches of an observation log, a search of the whole `shard` holding no scope of its
+/// own: the rest of the log (the lines shown) is not needed once the handoff is checked.
+pub(crate) fn searches_of(log: &ObservationLog, shard: &[String]) -> Vec<Search> {
+    log.entries()
+        .iter()
+        .filter_map(|o| match o {
+            Observation::Searched {
+                call_id,
+                pattern,
+                scope,
+                matches,
+                files_searched,
+                files_skipped,
+                case_insensitive,
+                fixed_string,
+                not_searched,
+                not_searched_names,
+            } => Some(Search {
+                call_id: call_id.clone(),
+                pattern: pattern.clone(),
+                case_insensitive: *case_insensitive,
+                fixed_string: *fixed_string,
+                matches: *matches,
+                files_searched: *files_searched,
+                files_skipped: *files_skipped,
+                not_searched: *not_searched,
+                not_searched_names: not_searched_names.iter().take(5).cloned().collect(),
+                scope: (scope.as_slice() != shard).then(|| scope.clone()),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
 /// One subagent's accepted work.
 pub(crate) struct Accepted<'a> {
     pub(crate) handoff: &'a Handoff,
     /// The subagent's shard.
     pub(crate) scope: &'a [String],
-    pub(crate) observations: &'a ObservationLog,
+    /// The searches it ran.
+    pub(crate) searches: &'a [Search],
     /// A verifier's handoff: its findings are what it confirmed.
     pub(crate) verifier: bool,
     /// The lead doubted this handoff (it passed only after repair): its findings stand only if
@@ -49,12 +101,17 @@ pub(crate) struct Unexplored<'a> {
 /// searches each observation log holds. Each entry is a handoff, its subagent's shard (its
 /// paths) and its observation log, in shard order.
 pub fn merge_handoffs(accepted: &[(Handoff, Vec<String>, ObservationLog)]) -> Handoff {
+    let searches: Vec<Vec<Search>> = accepted
+        .iter()
+        .map(|(_, scope, log)| searches_of(log, scope))
+        .collect();
     let list: Vec<Accepted<'_>> = accepted
         .iter()
-        .map(|(handoff, scope, observations)| Accepted {
+        .zip(&searches)
+        .map(|((handoff, scope, _), searches)| Accepted {
             handoff,
             scope,
-            observations,
+            searches,
             verifier: false,
             doubted: false,
             id: "",
@@ -117,8 +174,11 @@ pub(crate) fn merge(
     out.settled_conclusions = merged.list;
     let mut open_items = OpenItems::default();
     // Most telling first: by the rarity of what each claim matches (ties keep the turns).
-    let logs: Vec<&ObservationLog> = accepted.iter().map(|a| a.observations).collect();
-    let rarity = Rarity::from_logs(&logs);
+    let rarity = Rarity::from_counts(
+        accepted
+            .iter()
+            .flat_map(|a| a.searches.iter().map(|s| (s.pattern.as_str(), s.matches))),
+    );
     let mut scored: Vec<(f64, Conclusion)> = out
         .settled_conclusions
         .drain(..)
@@ -371,34 +431,24 @@ fn negative_evidence(
         .collect();
     let mut groups: BTreeMap<(&str, bool, bool), Group> = BTreeMap::new();
     for (index, a) in accepted.iter().enumerate() {
-        for o in a.observations.entries() {
-            let Observation::Searched {
-                call_id,
-                pattern,
-                scope,
-                matches,
-                files_searched,
-                files_skipped,
-                case_insensitive,
-                fixed_string,
-                not_searched,
-                not_searched_names,
-            } = o
-            else {
-                continue;
-            };
+        for search in a.searches {
+            let scope = search.scope.as_deref().unwrap_or(a.scope);
             let g = groups
-                .entry((pattern.as_str(), *case_insensitive, *fixed_string))
+                .entry((
+                    search.pattern.as_str(),
+                    search.case_insensitive,
+                    search.fixed_string,
+                ))
                 .or_default();
-            g.found |= *matches > 0;
-            g.calls.push(call_id.clone());
+            g.found |= search.matches > 0;
+            g.calls.push(search.call_id.clone());
             let files = g.files.entry(index).or_default();
-            *files = (*files).max(*files_searched);
+            *files = (*files).max(search.files_searched);
             let skipped = g.skipped.entry(index).or_default();
-            *skipped = (*skipped).max(*files_skipped);
+            *skipped = (*skipped).max(search.files_skipped);
             let left_out = g.not_searched.entry(index).or_default();
-            *left_out = (*left_out).max(*not_searched);
-            for name in not_searched_names {
+            *left_out = (*left_out).max(search.not_searched);
+            for name in &search.not_searched_names {
                 if g.names.len() < 5 {
                     g.names.insert(name.clone());
                 }
@@ -548,11 +598,13 @@ mod tests {
         searched(&mut log_a, "sa1.2", "body", 0);
         searched(&mut log_b, "sa2.2", "body", 4);
         let (scope_a, scope_b) = (["dir-sa1.1".to_string()], ["dir-sa2.1".to_string()]);
+        let (searches_a, searches_b) =
+            (searches_of(&log_a, &scope_a), searches_of(&log_b, &scope_b));
         let accepted = [
             Accepted {
                 handoff: &a,
                 scope: &scope_a,
-                observations: &log_a,
+                searches: &searches_a,
                 verifier: false,
                 doubted: false,
                 id: "",
@@ -561,7 +613,7 @@ mod tests {
             Accepted {
                 handoff: &b,
                 scope: &scope_b,
-                observations: &log_b,
+                searches: &searches_b,
                 verifier: false,
                 doubted: false,
                 id: "",
@@ -625,11 +677,12 @@ mod tests {
         };
         let mut log = ObservationLog::default();
         searched(&mut log, "sa1.1", "parse", 2);
+        let searches = searches_of(&log, &[]);
         let accepted = [
             Accepted {
                 handoff: &a,
                 scope: &[],
-                observations: &log,
+                searches: &searches,
                 verifier: false,
                 doubted: false,
                 id: "",
@@ -638,7 +691,7 @@ mod tests {
             Accepted {
                 handoff: &b,
                 scope: &[],
-                observations: &log,
+                searches: &searches,
                 verifier: false,
                 doubted: false,
                 id: "",
@@ -649,15 +702,11 @@ mod tests {
         assert_eq!(merged.settled_conclusions[0].claim, "the `parse` function");
     }
 
-    fn accepted<'a>(
-        handoff: &'a Handoff,
-        scope: &'a [String],
-        log: &'a ObservationLog,
-    ) -> Accepted<'a> {
+    fn accepted<'a>(handoff: &'a Handoff, scope: &'a [String], log: &'a [Search]) -> Accepted<'a> {
         Accepted {
             handoff,
             scope,
-            observations: log,
+            searches: log,
             verifier: false,
             doubted: false,
             id: "",
@@ -698,10 +747,12 @@ mod tests {
             search("sa2.1", "gzip", "tests", true, false),
             search("sa2.2", "deflate", "tests", false, false),
         ]);
+        let (searches_a, searches_b) =
+            (searches_of(&log_a, &scope_a), searches_of(&log_b, &scope_b));
         let merged = merge(
             &[
-                accepted(&empty, &scope_a, &log_a),
-                accepted(&empty, &scope_b, &log_b),
+                accepted(&empty, &scope_a, &searches_a),
+                accepted(&empty, &scope_b, &searches_b),
             ],
             &[],
             WHOLE_TREE,
@@ -743,7 +794,7 @@ mod tests {
             settled_conclusions: vec![finding("`next_delay`  doubles the delay", "a.rs:1-5")],
             ..Handoff::default()
         };
-        let log = ObservationLog::default();
+        let log: Vec<Search> = Vec::new();
         let scope = ["src".to_string()];
         let merged = merge(
             &[

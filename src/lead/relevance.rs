@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use regex::{Regex, RegexBuilder};
 
+#[cfg(test)]
 use crate::source::{Observation, ObservationLog};
 
 /// The pattern that counts every line (what a search for it matched is the tree's size).
@@ -20,19 +21,24 @@ pub(crate) struct Rarity {
 impl Rarity {
     /// Weighs every pattern searched in `logs`: BM25's idf with lines as documents, the line
     /// count taken from searches for `^` when there are any.
+    #[cfg(test)]
     pub(crate) fn from_logs(logs: &[&ObservationLog]) -> Rarity {
+        Rarity::from_counts(logs.iter().flat_map(|log| {
+            log.entries().iter().filter_map(|o| match o {
+                Observation::Searched {
+                    pattern, matches, ..
+                } => Some((pattern.as_str(), *matches)),
+                _ => None,
+            })
+        }))
+    }
+
+    /// Weighs every pattern of `searches` (a pattern and how many lines it matched, per
+    /// search) the same way.
+    pub(crate) fn from_counts<'a>(searches: impl IntoIterator<Item = (&'a str, usize)>) -> Rarity {
         let mut matches: BTreeMap<&str, usize> = BTreeMap::new();
-        for log in logs {
-            for o in log.entries() {
-                if let Observation::Searched {
-                    pattern,
-                    matches: m,
-                    ..
-                } = o
-                {
-                    *matches.entry(pattern.as_str()).or_default() += m;
-                }
-            }
+        for (pattern, m) in searches {
+            *matches.entry(pattern).or_default() += m;
         }
         let lines = matches
             .get(EVERY_LINE)

@@ -60,7 +60,7 @@ impl LeadState {
                 Some(merge::Accepted {
                     handoff: r.handoff.as_ref()?,
                     scope: &r.shard.paths,
-                    observations: &r.observations,
+                    searches: &r.searches,
                     verifier: r.shard.role == "verifier",
                     doubted: matches!(
                         r.summary.state,

@@ -16,6 +16,7 @@ use crate::context::{
     Orientation, RoleProfile,
 };
 
+use super::merge;
 use super::plan::Shard;
 use super::resume::Resumption;
 use crate::event::Event;
@@ -27,14 +28,19 @@ use crate::source::ObservationLog;
 use crate::subagent::{SubagentActor, SubagentArgs, SubagentMsg};
 
 use super::report::plan_run;
-use super::{journal, leader, plan, resume, LeadArgs, LeadMsg, RunConfig, CHECKPOINT_EVERY};
+use super::{journal, leader, plan, resume, LeadArgs, LeadMsg, RunConfig};
 
 pub(super) struct SubagentRecord {
     pub(super) summary: SubagentSummary,
     pub(super) shard: Shard,
     pub(super) actor: Option<ActorRef<SubagentMsg>>,
     pub(super) handoff: Option<Handoff>,
-    pub(super) observations: ObservationLog,
+    /// The searches it ran, for the merge: all a finished subagent keeps of its observation
+    /// log.
+    pub(super) searches: Vec<merge::Search>,
+    /// Its whole observation log, kept only while the lead's model is to write the report
+    /// (its handoff is checked against what the subagents observed).
+    pub(super) observations: Option<ObservationLog>,
     pub(super) spent: Spent,
     /// Violations quoted back in a repair turn not yet answered.
     pub(super) pending: Option<Vec<Violation>>,
@@ -61,9 +67,11 @@ pub(crate) struct LeadState {
     pub(super) files: Arc<WorkspaceFiles>,
     /// Where each append's acknowledgement goes to be checked (none: the run is not logged).
     pub(super) acks: Option<UnboundedSender<journal::Logged>>,
-    /// When the last checkpoint was taken (they are taken at most once a second, and at the
-    /// end).
+    /// When the last checkpoint was taken (they are taken at most once a second — less often
+    /// as they take longer to store, never while one is on its way — and at the end).
     pub(super) checkpointed: Option<Instant>,
+    /// Whether a checkpoint is on its way to the store, and how long the last took.
+    pub(super) pace: Arc<journal::CheckpointPace>,
     /// The watcher of the acknowledgements: the first failure, once every one has come.
     pub(super) acked: Option<tokio::task::JoinHandle<Result<(), StoreError>>>,
     /// Set when the run's log could not be written: the run stops and reports this instead.
@@ -129,9 +137,11 @@ impl LeadState {
             .as_mut()
             .and_then(|r| r.projector.take())
             .unwrap_or_else(|| Projector::new(&args.config.run_id));
+        let pace = Arc::new(journal::CheckpointPace::default());
         let (acks, acked) = match &args.config.log {
             Some(log) => {
-                let (acks, acked) = journal::watch_acks(myself.clone(), Arc::clone(log.store()));
+                let (acks, acked) =
+                    journal::watch_acks(myself.clone(), Arc::clone(log.store()), Arc::clone(&pace));
                 (Some(acks), Some(acked))
             }
             None => (None, None),
@@ -155,6 +165,7 @@ impl LeadState {
             acks,
             acked,
             checkpointed: None,
+            pace,
             log_failed: None,
             projector,
             index: ContextIndex::default(),
@@ -291,12 +302,10 @@ impl LeadState {
     /// A checkpoint of everything logged so far, stored by the watcher once it is durable;
     /// `now` takes it whatever the interval (the end of the run).
     pub(super) fn checkpoint(&mut self, now: bool) {
-        let due = now
-            || self
-                .checkpointed
-                .is_none_or(|at| at.elapsed() >= CHECKPOINT_EVERY);
+        let due = now || self.pace.ready(self.checkpointed.map(|at| at.elapsed()));
         if due && self.acks.is_some() {
             self.checkpointed = Some(Instant::now());
+            self.pace.taken();
             let checkpoint = Box::new(self.projector.checkpoint().clone());
             self.watch(journal::Logged::Checkpoint(checkpoint));
         }
@@ -355,7 +364,8 @@ impl LeadState {
                 shard,
                 actor: None,
                 handoff: None,
-                observations: ObservationLog::default(),
+                searches: Vec::new(),
+                observations: None,
                 spent: Spent::default(),
                 pending: None,
                 unverified: None,
@@ -370,7 +380,10 @@ impl LeadState {
                     record.handoff = r.handoff;
                     record.unverified = r.unverified;
                     record.dropped = r.dropped;
-                    record.observations = r.observations;
+                    record.searches = merge::searches_of(&r.observations, &record.shard.paths);
+                    if self.config.lead_model.is_some() {
+                        record.observations = Some(r.observations);
+                    }
                     self.records.push(record);
                     self.apply_spent(index, r.spent);
                 }
@@ -559,7 +572,11 @@ impl LeadState {
     ) -> Option<usize> {
         let index = self.index_of(id)?;
         self.apply_spent(index, spent);
-        self.records[index].observations = observations;
+        let record = &mut self.records[index];
+        record.searches = merge::searches_of(&observations, &record.shard.paths);
+        if self.config.lead_model.is_some() {
+            record.observations = Some(observations);
+        }
         Some(index)
     }
 

@@ -134,7 +134,7 @@ fn the_index_follows_appends_and_rewrites() {
     // A plan entry updated in place as its subagent runs is not a rewrite.
     cp.plans.push(crate::checkpoint::PlanEntry {
         subagent: "sa1".into(),
-        scope: vec!["a".into()],
+        scope: vec!["a".into()].into(),
         status: crate::checkpoint::PlanStatus::Active,
         outcome: None,
         event: 2,
@@ -164,7 +164,7 @@ fn handoffs_and_plans_are_picked_by_subagent_and_the_rest_summed() {
     use crate::checkpoint::{AcceptedEntry, PlanEntry, PlanStatus, RejectedEntry};
     let plan = |who: &str, dir: &str| PlanEntry {
         subagent: who.into(),
-        scope: vec![dir.into()],
+        scope: vec![dir.into()].into(),
         status: PlanStatus::Active,
         outcome: None,
         event: 1,
@@ -233,7 +233,7 @@ fn mandatory_fields_are_never_cut_by_a_selection() {
     for i in 0..FIELD_CAP + 10 {
         cp.plans.push(PlanEntry {
             subagent: format!("sa{i}"),
-            scope: vec![format!("d{i}")],
+            scope: vec![format!("d{i}")].into(),
             status: PlanStatus::Completed,
             outcome: None,
             event: 1,
@@ -286,7 +286,7 @@ fn select_on_a_shorter_checkpoint_skips_what_it_does_not_hold() {
     let mut cp = checkpoint(&["a/x.rs", "a/y.rs"]);
     cp.plans.push(PlanEntry {
         subagent: "sa1".into(),
-        scope: vec!["a".into()],
+        scope: vec!["a".into()].into(),
         status: PlanStatus::Active,
         outcome: None,
         event: 1,
