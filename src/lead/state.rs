@@ -683,7 +683,16 @@ impl LeadState {
         self.log(vec![RunEvent::RunFinished {
             cancelled: self.cancelled,
         }]);
-        self.checkpoint(true);
+        // The final checkpoint is the projector's own, taken rather than copied: nothing
+        // compiles a context after the report, so the index goes too.
+        self.index = ContextIndex::default();
+        if self.acks.is_some() {
+            let projector =
+                std::mem::replace(&mut self.projector, Projector::new(&self.config.run_id));
+            self.watch(journal::Logged::Checkpoint(Box::new(
+                projector.into_checkpoint(),
+            )));
+        }
         let reply = self.reply.take();
         // Dropping the sender lets the watcher end once it has checked every acknowledgement.
         self.acks.take();

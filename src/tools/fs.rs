@@ -125,6 +125,9 @@ fn walker(
     builder
         .require_git(false)
         .git_exclude(false)
+        // The user's global excludes file lies outside the tree and is read unguarded: not
+        // read at all, so no file outside the root shapes (or hangs) a walk.
+        .git_global(false)
         .hidden(false)
         .follow_links(false)
         .max_depth(max_depth)
