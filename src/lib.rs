@@ -155,7 +155,7 @@
 //!   a state on read-only media); every payload is scrubbed of the process's secrets
 //!   (`redact::scrub`) before it is sealed. **Invariant:** no append is acknowledged before it is durable;
 //!   an append refused for its run fails that run's later appends in the process and no other
-//!   run's (a failure of SQLite itself fails every append of its commit); a run whose append
+//!   run's; a run whose append
 //!   failed takes no more appends from the process; every read re-checks the chain and the
 //!   run's head; a checkpoint is rebuilt
 //!   from events only and an invalid one is never used; `outcome_unknown` never becomes

@@ -552,3 +552,74 @@ fn window_compacted_is_in_the_event_schema() {
     }
     assert!(include_str!("../contracts/events.md").contains("`window_compacted`"));
 }
+
+/// `baton compact` keeps what it does not compact as it was read: a cleared tool result
+/// keeps every field but its content, and a summary's marker numbers messages from the
+/// transcript's first line (0 is the leading system message), the first kept message being
+/// the line after the marker's last.
+#[test]
+fn baton_compact_keeps_fields_and_numbers_messages_by_their_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = vec![
+        serde_json::json!({"role": "system", "content": "You are a coding agent."}).to_string(),
+    ];
+    for i in 0..30 {
+        lines.push(serde_json::json!({"role": "user", "content": format!("Question {i}: look at file{i}.rs please. {}", "filler ".repeat(200))}).to_string());
+        lines.push(serde_json::json!({"role": "assistant", "content": "", "tool_calls": [{"id": format!("c{i}"), "type": "function", "function": {"name": "read_file", "arguments": format!("{{\"path\":\"file{i}.rs\"}}")}}]}).to_string());
+        lines.push(serde_json::json!({"role": "tool", "tool_call_id": format!("c{i}"), "name": "read_file", "x_extra": i, "content": format!("line of file{i} {}", "x = 1; ".repeat(300))}).to_string());
+        lines.push(
+            serde_json::json!({"role": "assistant", "content": format!("File{i} sets x to 1.")})
+                .to_string(),
+        );
+    }
+    let file = dir.path().join("session.jsonl");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let compact = |window: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+            .arg("compact")
+            .arg(&file)
+            .args(["--window", window, "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    // Clearing alone: each cleared result keeps its other fields.
+    let cleared = compact("20000");
+    assert!(cleared["cleared_tokens"].as_u64().unwrap() > 0);
+    let mut placeholders = 0;
+    for m in cleared["window"].as_array().unwrap() {
+        if m["role"] != "tool"
+            || !m["content"]
+                .as_str()
+                .unwrap()
+                .starts_with("[tool result cleared")
+        {
+            continue;
+        }
+        placeholders += 1;
+        let id = m["tool_call_id"].as_str().unwrap();
+        let n: u64 = id[1..].parse().unwrap();
+        assert_eq!(m["x_extra"], n, "{m}");
+        assert_eq!(m["name"], "read_file");
+    }
+    assert!(placeholders > 0);
+    // A summary: its marker names lines 1..=L, and the line after L is kept as it was read.
+    let folded = compact("8000");
+    let marker = folded["window"][1]["content"].as_str().unwrap().to_string();
+    let span = marker
+        .strip_prefix("[compacted: messages ")
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap();
+    let (first, last) = span.split_once("..=").unwrap();
+    assert_eq!(first, "1", "{marker}");
+    let last: usize = last.parse().unwrap();
+    let kept = folded["window"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "assistant" && m.get("tool_calls").is_some())
+        .unwrap();
+    let original: serde_json::Value = serde_json::from_str(&lines[last + 1]).unwrap();
+    assert_eq!(kept, &original, "line {} follows the marker", last + 1);
+}

@@ -75,7 +75,17 @@ fn common_phrasings_of_keeping_out_are_enforced() {
         let r = report(&out);
         assert!(!cites_docs(&r), "{text}: {:?}", r.handoff);
         let c = &r.constraints[0];
-        assert_ne!(c.enforcement, baton::Enforcement::NotEnforced, "{text}");
+        // An explanation set off is carried, not enforced: the constraint is partly enforced.
+        let explained = text.contains("private");
+        let expected = if explained {
+            baton::Enforcement::Partly
+        } else {
+            baton::Enforcement::Enforced
+        };
+        assert_eq!(c.enforcement, expected, "{text}");
+        if explained {
+            assert!(c.line().contains("partly enforced") && c.line().contains("\"it is private\""));
+        }
         assert!(
             c.enforced_as
                 .iter()
@@ -162,4 +172,33 @@ fn a_place_the_tree_does_not_hold_is_a_warning_and_case_follows_the_tree() {
         markdown.contains("warning: `vendor` is not in the tree"),
         "{markdown}"
     );
+}
+
+/// The question's own binding sentences are never refused: one that names a place and cannot
+/// be typed is carried as a standing condition, with a warning saying so.
+#[test]
+fn a_binding_sentence_of_the_question_is_warned_of_not_refused() {
+    let root = docs_tree();
+    let state = tempfile::tempdir().unwrap();
+    let out = explore(
+        root.path(),
+        state.path(),
+        "where is frobnicator_zeta? Never read 'docs'.",
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: constraint \"Never read 'docs'.\" (question)")
+            && err.contains("is not enforced"),
+        "{err}"
+    );
+    let r = report(&out);
+    let c = r
+        .constraints
+        .iter()
+        .find(|c| c.provenance == "question")
+        .unwrap();
+    assert_eq!(c.enforcement, baton::Enforcement::NotEnforced);
+    assert!(!c.warnings.is_empty());
 }

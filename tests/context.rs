@@ -302,7 +302,25 @@ fn baton_context_prints_the_context_and_exits_3_at_the_floor() {
             "{role}: binding sentence verbatim"
         );
         assert!(text.contains("--- manifest:"), "{role}");
+        // Printed without the contract, which travels in the system text.
+        let contract = include_str!("../contracts/handoff.md");
+        assert!(!text.contains(contract.lines().next().unwrap()), "{role}");
     }
+    // The spawn's manifest covers the brief and the contract: its digest and tokens are of
+    // both.
+    let store = baton::SqliteStore::open(state.path()).unwrap();
+    let events = baton::EventStore::events(&store, &run_id).unwrap();
+    let contract_tokens = baton::estimate_tokens(include_str!("../contracts/handoff.md"));
+    let spawned: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            baton::RunEvent::SubagentSpawned { manifest, .. } => Some(manifest.brief_tokens),
+            _ => None,
+        })
+        .collect();
+    assert!(!spawned.is_empty());
+    assert!(spawned.iter().all(|t| *t > contract_tokens), "{spawned:?}");
+    drop(store);
     let out = baton()
         .args([
             "context", &run_id, "--role", "verifier", "--budget", "50", "--state",

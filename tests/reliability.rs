@@ -590,6 +590,8 @@ async fn a_truncated_or_malformed_database_exits_1_naming_the_run() {
     let pristine = std::fs::read(&db).unwrap();
     let mut failures = 0;
     let mut furthest = 0;
+    // Cuts after which the list still reads and names the run `damaged after seq N`.
+    let mut labelled = 0;
     for cut in (1..8)
         .map(|i| pristine.len() * i / 8)
         .chain([4097, 4096, 3500, 2000, 1000, 101, 100, 50])
@@ -612,6 +614,9 @@ async fn a_truncated_or_malformed_database_exits_1_naming_the_run() {
         // Nor does the list pass a cut file off as a whole (or empty) state.
         let listed = runs_of(state.path());
         assert_eq!(listed.status.code(), Some(1), "cut at {cut}: {listed:?}");
+        if String::from_utf8_lossy(&listed.stdout).contains("damaged after seq") {
+            labelled += 1;
+        }
         // `brief` reads what it can: the whole brief if the cut spared the run's log, else
         // one line naming the run and its last intact event.
         let out = brief_of(state.path(), &run_id);
@@ -635,6 +640,10 @@ async fn a_truncated_or_malformed_database_exits_1_naming_the_run() {
         furthest = furthest.max(seq);
     }
     assert!(failures > 0, "some cut must fail");
+    assert!(
+        labelled > 0,
+        "a run whose log is cut is listed as damaged after seq N"
+    );
     assert!(
         furthest > 0,
         "a file cut short is read up to its last intact event"

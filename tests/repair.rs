@@ -609,3 +609,101 @@ async fn junk_from_a_model_becomes_errors_it_can_fix() {
         "{repair}"
     );
 }
+
+/// Issue 20, item 8: a handoff partly accepted — one conclusion broke the contract and is
+/// taken out once the repairs are spent — is doubted like a repaired one: a verifier rereads
+/// what it kept, and the counts say partly accepted.
+#[tokio::test]
+async fn a_partly_accepted_handoff_is_reread_by_the_verifier() {
+    let dir = rust_tree();
+    let one_bad = "## Settled conclusions\n\
+- `next_delay` doubles the delay per attempt up to the cap: `doubled.min(self.cap_ms)`. [src/net/retry.rs:18-21]\n\
+- `next_delay` computes `attempt.pow(3)`. [src/net/retry.rs:18-21]\n\
+## Open items\n\
+## Hard constraints\n\
+- none\n";
+    let model = explorer_then_offline_verifier(vec![read_retry(), ScriptedTurn::text(one_bad)]);
+    let report = Coordinator::new()
+        .model(model.clone())
+        .agents(1)
+        .shards(1)
+        .max_subagents(2)
+        .repairs(0)
+        .run(Task::new("How does the retry delay grow?", dir.path()))
+        .await
+        .unwrap();
+    assert_eq!(report.subagents[0].state, SubagentState::PartlyAccepted);
+    assert_eq!(report.handoffs.partly_accepted, 1);
+    assert_eq!(
+        report.subagents[1].role, "verifier",
+        "{:?}",
+        report.subagents
+    );
+    assert!(!model.verifier_turns.lock().unwrap().is_empty());
+    assert!(report
+        .handoff
+        .open_items
+        .iter()
+        .any(|o| o.item.starts_with("Taken out of sa1's handoff")
+            && o.item.contains("attempt.pow(3)")));
+    assert!(!report
+        .handoff
+        .settled_conclusions
+        .iter()
+        .any(|c| c.claim.contains("pow(3)")));
+}
+
+/// The verifier wave is logged as a plan revision, so a resume keeps it: a log cut after the
+/// wave was planned resumes to the verifier's run, and no other wave is planned.
+#[tokio::test]
+async fn the_verifier_wave_is_logged_as_a_plan_revision_and_a_resume_keeps_it() {
+    use baton::{EventStore, MemoryStore, RunEvent};
+    let dir = rust_tree();
+    let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
+    let model = explorer_then_offline_verifier(vec![
+        read_retry(),
+        ScriptedTurn::text(BROKEN),
+        ScriptedTurn::text(FIXED),
+    ]);
+    let report = one_subagent(model.clone())
+        .store(Arc::clone(&store))
+        .run(Task::new("How does the retry delay grow?", dir.path()))
+        .await
+        .unwrap();
+    assert_eq!(report.subagents[1].role, "verifier");
+    let events = store.events(&report.run_id).unwrap();
+    let wave = events
+        .iter()
+        .position(|e| {
+            matches!(&e.event, RunEvent::PlanRevised { subagents, .. }
+            if subagents.iter().any(|s| s.role == "verifier"))
+        })
+        .expect("the second wave is a plan revision");
+    // The same log, up to the wave's plan, in a store of its own: the verifier had not run.
+    let cut: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
+    let prefix: Vec<(u64, RunEvent)> = events[..=wave]
+        .iter()
+        .map(|e| (e.at_ms, e.event.clone()))
+        .collect();
+    cut.append(&report.run_id, prefix).await.unwrap().unwrap();
+    let resumed = Coordinator::new()
+        .model(Arc::new(baton::OfflineModel::new()))
+        .agents(1)
+        .max_subagents(2)
+        .store(Arc::clone(&cut))
+        .resume(&report.run_id, None)
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    assert_eq!(resumed.subagents.len(), 2, "{:?}", resumed.subagents);
+    assert_eq!(resumed.subagents[1].role, "verifier");
+    assert!(resumed.subagents[1].state.ended());
+    let after = cut.events(&report.run_id).unwrap();
+    let waves = after
+        .iter()
+        .filter(|e| matches!(&e.event, RunEvent::PlanRevised { .. }))
+        .count();
+    assert_eq!(waves, 2, "the first plan and the wave, no third");
+}

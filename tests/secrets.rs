@@ -102,6 +102,14 @@ fn a_key_echoed_by_a_server_or_a_model_reaches_no_output_and_no_state() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains("The key [redacted] was seen"), "{stdout}");
         assert_nowhere(&out, state.path());
+        // Each retry of a failed attempt is a `model_retry` event in the debug trace.
+        let trace = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            trace.lines().any(|l| l.contains("model_retry")
+                && l.contains("wait_ms=")
+                && l.contains("attempt=1")),
+            "no model_retry event"
+        );
     }
     // The key went only where it belongs: the authorization header.
     assert!(server

@@ -20,6 +20,7 @@ mod injection;
 mod policy;
 mod policy_resume;
 mod properties;
+mod readme;
 mod reliability;
 mod repair;
 mod sandbox;

@@ -218,3 +218,53 @@ async fn a_key_a_model_echoes_is_taken_out_of_its_answer() {
         json!({"path": "[redacted]", "nested": [{"k": "x[redacted]"}]})
     );
 }
+
+/// A failed attempt's tokens are not counted: a stream that reported its input, then was
+/// cut, is retried, and the call's usage is the attempt that answered.
+#[tokio::test]
+async fn a_failed_attempt_s_tokens_are_not_counted() {
+    use crate::support::http::event;
+    let server = Server::start(|_, n| {
+        let start = event(
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": if n == 0 { 9000 } else { 120 }, "output_tokens": 1}}}),
+        );
+        let mut events = vec![
+            start,
+            event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ),
+            event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "done"}}),
+            ),
+        ];
+        if n > 0 {
+            events.push(event(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": 0}),
+            ));
+            events.push(event(
+                "message_delta",
+                json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 5}}),
+            ));
+            events.push(event("message_stop", json!({"type": "message_stop"})));
+        }
+        Reply::Sse(events, None)
+    });
+    let model = baton::model::AnthropicModel::new(
+        "claude-sonnet-4-5",
+        ApiKey::new("sk-ant-wire").unwrap(),
+        Some(&server.url),
+        HttpOptions {
+            stream: true,
+            ..options()
+        },
+    )
+    .unwrap();
+    let r = model.complete(second_turn()).await.unwrap();
+    assert_eq!(r.text, "done");
+    assert_eq!(server.requests().len(), 2, "the cut stream was retried");
+    assert_eq!((r.usage.input_tokens, r.usage.output_tokens), (120, 5));
+}

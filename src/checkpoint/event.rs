@@ -88,7 +88,7 @@ pub enum RunEvent {
         budget: Budget,
         /// Repair turns allowed.
         repairs: u32,
-        /// Shards asked for (none: one per agent, one more per MiB).
+        /// Shards asked for (none: one per agent, or one per MiB when that is more).
         #[serde(default)]
         shards: Option<usize>,
         /// The tools every subagent may call.

@@ -831,3 +831,73 @@ impl EventStore for SqliteStore {
         Ok(None)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every connection that writes runs in WAL mode with `synchronous=FULL` (a commit is on
+    /// disk before it returns); a lock file stays behind its run's claim.
+    #[test]
+    fn writers_are_durable_and_claims_leave_their_lock_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path()).unwrap();
+        let conn = open_connection(store.path()).unwrap();
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        let sync: i64 = conn
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!((mode.as_str(), sync), ("wal", 2), "WAL and FULL");
+        drop(store.claim("r1").unwrap());
+        let locks = std::fs::read_dir(dir.path().join("locks")).unwrap().count();
+        assert_eq!(locks, 1, "the lock file is not removed");
+    }
+
+    /// The writer's queue is bounded: with the database locked by another connection, an
+    /// appender is held back once the queue and the writer's batch are full, instead of the
+    /// queue growing; once the lock goes, every append lands.
+    #[test]
+    fn a_writer_held_up_holds_its_appenders_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = std::sync::Arc::new(SqliteStore::open(dir.path()).unwrap());
+        let blocker = open_connection(store.path()).unwrap();
+        blocker.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        let sent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let appender = {
+            let (store, sent) = (std::sync::Arc::clone(&store), std::sync::Arc::clone(&sent));
+            std::thread::spawn(move || {
+                let mut acks = Vec::new();
+                for i in 0..(WRITER_QUEUE + GROUP + 500) {
+                    let started = RunEvent::RunStarted {
+                        question: "q".into(),
+                        root: "/r".into(),
+                        agents: 1,
+                        max_subagents: 1,
+                        budget: Default::default(),
+                        repairs: 0,
+                        shards: None,
+                        tools: Vec::new(),
+                        model: "offline".into(),
+                    };
+                    acks.push(store.append(&format!("run{i}"), vec![(0, started)]));
+                    sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                acks
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let held = sent.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(
+            held <= WRITER_QUEUE + GROUP + 1,
+            "{held} appends were taken while the writer was held up"
+        );
+        blocker.execute_batch("COMMIT").unwrap();
+        let acks = appender.join().unwrap();
+        assert_eq!(acks.len(), WRITER_QUEUE + GROUP + 500);
+        for ack in acks {
+            assert!(ack.blocking_recv().unwrap().is_ok());
+        }
+    }
+}

@@ -165,3 +165,53 @@ pub(crate) fn spawn(
         total.finish_and_clear();
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A subagent's live line: its id, role, shard (cut at 40 characters), tool calls, tokens,
+    /// cost when known and state — repairing while a repair turn is under way.
+    #[test]
+    fn a_line_shows_id_role_shard_calls_tokens_cost_and_state() {
+        let mut line = Line {
+            bar: ProgressBar::hidden(),
+            role: "explorer".into(),
+            scope: "src/net".into(),
+            tool_calls: 7,
+            tokens: 12_345,
+            cost: Some(0.0123),
+            state: SubagentState::Running,
+            repairing: None,
+        };
+        let text = line.render("sa1");
+        for part in [
+            "sa1",
+            "explorer",
+            "src/net",
+            "tools   7",
+            "12.3k",
+            "$0.0123",
+            "running",
+        ] {
+            assert!(text.contains(part), "{part} in {text}");
+        }
+        line.repairing = Some(2);
+        assert!(line.render("sa1").ends_with("repairing (2 violation(s))"));
+        for (state, label) in [
+            (SubagentState::HandedOff, "handed off"),
+            (SubagentState::Repaired, "repaired"),
+            (SubagentState::PartlyAccepted, "partly accepted"),
+            (SubagentState::Rejected, "rejected"),
+            (SubagentState::Failed, "failed"),
+            (SubagentState::Cancelled, "cancelled"),
+        ] {
+            line.state = state;
+            assert!(line.render("sa1").ends_with(label), "{label}");
+        }
+        line.scope = "d".repeat(60);
+        assert!(line.render("sa1").contains(&format!("{}…", "d".repeat(39))));
+        line.cost = None;
+        assert!(!line.render("sa1").contains('$'));
+    }
+}

@@ -571,3 +571,22 @@ fn bounded(first: usize, last: usize, raw: &str) -> Folded {
         truncated: end < raw.len(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A folded span's raw text is carried up to 256 KiB, cut at a character boundary, with
+    /// its digest over all of it.
+    #[test]
+    fn a_folded_span_carries_at_most_256_kib_of_its_text() {
+        let raw = "é".repeat(FOLDED_TEXT_MAX);
+        let folded = bounded(1, 9, &raw);
+        assert!(folded.truncated);
+        assert!(folded.text.len() <= FOLDED_TEXT_MAX && folded.text.len() >= FOLDED_TEXT_MAX - 1);
+        assert_eq!(folded.bytes, raw.len());
+        assert_eq!(folded.digest, sha256_hex(raw.as_bytes()));
+        let small = bounded(1, 2, "short");
+        assert!(!small.truncated && small.text == "short");
+    }
+}

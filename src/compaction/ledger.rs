@@ -705,6 +705,43 @@ mod tests {
         assert_eq!(parsed, ledger);
     }
 
+    /// A turn is checked against the 256 most recent open pins only (what keeps its cost
+    /// flat): an answer to the newest question retires it; one to a question with 256 newer
+    /// open ones before it leaves it pinned.
+    #[test]
+    fn a_turn_is_checked_against_the_newest_open_pins_only() {
+        let mut ledger = Ledger::new();
+        let ask = |ledger: &mut Ledger, turn: usize, topic: &str| {
+            ledger.arrive(
+                turn,
+                &Message::User {
+                    text: format!("Which file holds the {topic} record?"),
+                },
+            );
+        };
+        ask(&mut ledger, 0, "zanzibar");
+        for turn in 1..=OPEN_PINS_CHECKED {
+            ask(&mut ledger, turn, &format!("topic{turn}x"));
+        }
+        let answer = |ledger: &mut Ledger, turn: usize, topic: &str| {
+            ledger.arrive(
+                turn,
+                &Message::Assistant {
+                    text: format!("The {topic} record is in src/records.rs."),
+                    tool_calls: Vec::new(),
+                },
+            );
+        };
+        let held =
+            |ledger: &Ledger, topic: &str| ledger.pins().iter().any(|p| p.text.contains(topic));
+        answer(&mut ledger, 1000, "zanzibar");
+        assert!(held(&ledger, "zanzibar"), "past the window: still pinned");
+        let newest = format!("topic{OPEN_PINS_CHECKED}x");
+        assert!(held(&ledger, &newest));
+        answer(&mut ledger, 1001, &newest);
+        assert!(!held(&ledger, &newest), "inside the window: retired");
+    }
+
     #[test]
     fn turns_are_classified_when_they_arrive() {
         let mut ledger = Ledger::new();

@@ -784,6 +784,20 @@ pub(crate) fn without_credentials(text: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The documented defaults: connect 10 s, a whole answer 240 s, 90 s idle on a stream;
+    /// five attempts (four retries), backoff from 0.5 s doubling to at most 60 s; streamed.
+    #[test]
+    fn the_defaults_are_the_documented_ones() {
+        let o = HttpOptions::default();
+        assert_eq!(o.connect_timeout, Duration::from_secs(10));
+        assert_eq!(o.request_timeout, Duration::from_secs(240));
+        assert_eq!(o.idle_timeout, Duration::from_secs(90));
+        assert!(o.stream);
+        assert_eq!(o.retry.attempts, 5);
+        assert_eq!(o.retry.base, Duration::from_millis(500));
+        assert_eq!(o.retry.max_delay, Duration::from_secs(60));
+    }
+
     #[test]
     fn ids_are_safe_and_one_to_one() {
         assert_eq!(safe_id("sa1.2"), "sa1_2e_2");

@@ -209,6 +209,31 @@ impl PriceTable {
 mod tests {
     use super::*;
 
+    /// The estimate reserved before a call: its input (about four bytes a token, a quarter
+    /// more) at the higher of the input and cache-write prices, and every answer token it may
+    /// take at the output price.
+    #[test]
+    fn an_estimate_is_the_reserved_input_at_the_higher_price_and_every_answer_token() {
+        let request = ModelRequest::new("s".repeat(4000), Vec::new(), Vec::new().into(), 4096);
+        assert_eq!(request.estimated_tokens(), 1000);
+        assert_eq!(request.reserved_input_tokens(), 1250);
+        let cheap_cache = Price {
+            input: 3.0,
+            output: 15.0,
+            cache_read: 0.3,
+            cache_write: 1.0,
+        };
+        assert_eq!(cheap_cache.estimate_micros(&request), 1250 * 3 + 4096 * 15);
+        let dear_cache = Price {
+            cache_write: 3.75,
+            ..cheap_cache
+        };
+        assert_eq!(
+            dear_cache.estimate_micros(&request),
+            (1250.0f64 * 3.75 + 4096.0 * 15.0).ceil() as u64
+        );
+    }
+
     #[test]
     fn the_longest_known_prefix_wins() {
         assert_eq!(known_price("gpt-4o-mini-2024-07-18").unwrap().input, 0.15);

@@ -116,6 +116,17 @@ impl Budget {
 mod tests {
     use super::*;
 
+    /// The defaults the README gives: 12 model turns, 60 tool calls and 400,000 tokens a
+    /// subagent; 600 s a model call, 120 s a tool call.
+    #[test]
+    fn the_defaults_are_the_documented_ones() {
+        let b = Budget::default();
+        assert_eq!((b.model_turns, b.tool_calls, b.tokens), (12, 60, 400_000));
+        let t = TimeLimits::default();
+        assert_eq!(t.model_call, std::time::Duration::from_secs(600));
+        assert_eq!(t.tool_call, std::time::Duration::from_secs(120));
+    }
+
     #[test]
     fn each_limit_is_enforced() {
         let budget = Budget {

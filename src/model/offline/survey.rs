@@ -175,3 +175,57 @@ impl Survey {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A term's weight is BM25's idf with the scope's lines as documents: the term's prior
+    /// times ln(1 + (N − n + ½)/(n + ½)), N the lines (from counting `^`), n the lines it is on.
+    #[test]
+    fn a_term_weighs_its_rarity_over_lines() {
+        let question = "where is the retry delay?";
+        let terms = terms::terms(question);
+        let count = |pattern: &str, content: &'static str| (pattern.to_string(), content);
+        let mut greps = vec![count(
+            EVERY_LINE,
+            "a.rs:900\nb.rs:100\n[1000 matching lines]",
+        )];
+        for t in &terms {
+            let content = match t.label.as_str() {
+                "retry" => "a.rs:9\nb.rs:1",
+                "delay" => "a.rs:1",
+                _ => "no matches",
+            };
+            greps.push(count(&t.pattern, content));
+        }
+        let args: Vec<Value> = greps
+            .iter()
+            .map(|(p, _)| serde_json::json!({"pattern": p, "output": "count"}))
+            .collect();
+        let done: Vec<Exchange<'_>> = greps
+            .iter()
+            .zip(&args)
+            .enumerate()
+            .map(|(i, ((_, content), arguments))| Exchange {
+                id: ["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7"][i.min(7)],
+                name: "grep",
+                arguments,
+                content,
+                is_error: false,
+            })
+            .collect();
+        let survey = Survey::new(question, &done);
+        assert_eq!(survey.lines, 1000);
+        let weight = |label: &str| {
+            let t = survey.terms.iter().position(|t| t.label == label).unwrap();
+            (survey.weights[t], survey.terms[t].prior)
+        };
+        let idf = |n: f64| (1.0 + (1000.0 - n + 0.5) / (n + 0.5)).ln();
+        let (retry, prior) = weight("retry");
+        assert!((retry - prior * idf(10.0)).abs() < 1e-9, "{retry}");
+        let (delay, prior) = weight("delay");
+        assert!((delay - prior * idf(1.0)).abs() < 1e-9, "{delay}");
+        assert!(delay > retry, "the rarer term weighs more");
+    }
+}
