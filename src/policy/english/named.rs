@@ -41,9 +41,8 @@ impl Named {
     }
 }
 
-/// Verbs (and the words before a place) after which a plain name the tree holds reads as a
-/// place: "never read docs", "avoid 'docs'", "don't touch the vendor".
-const BEFORE_A_PLACE: &[&str] = &[
+/// Verbs of reading, and their -ing forms.
+const READING: &[&str] = &[
     "read",
     "reading",
     "look",
@@ -61,6 +60,10 @@ const BEFORE_A_PLACE: &[&str] = &[
     "scan",
     "view",
     "consult",
+];
+
+/// Verbs of changing what is there, and their -ing forms.
+const CHANGING: &[&str] = &[
     "modify",
     "modifying",
     "edit",
@@ -77,26 +80,13 @@ const BEFORE_A_PLACE: &[&str] = &[
     "create",
     "rename",
     "move",
-    "touch",
-    "touching",
-    "enter",
-    "avoid",
-    "leave",
-    "skip",
-    "ignore",
-    "exclude",
-    "in",
-    "under",
-    "inside",
-    "within",
-    "from",
-    "into",
-    "outside",
-    "beyond",
-    "at",
-    "to",
-    "of",
-    "the",
+];
+
+/// The other words after which a plain name the tree holds reads as a place: "don't touch
+/// the vendor", "avoid 'docs'", "anything in docs".
+const BEFORE_A_PLACE: &[&str] = &[
+    "touch", "touching", "enter", "avoid", "leave", "skip", "ignore", "exclude", "in", "under",
+    "inside", "within", "from", "into", "outside", "beyond", "at", "to", "of", "the",
 ];
 
 /// What `clause` names. `exists` says whether the tree holds a plain name (letter case aside).
@@ -119,7 +109,12 @@ pub(crate) fn named(clause: &str, tools: &[String], exists: &dyn Fn(&str) -> boo
         let after = i
             .checked_sub(1)
             .and_then(|p| words.get(p))
-            .is_some_and(|p| BEFORE_A_PLACE.contains(&p.to_lowercase().as_str()));
+            .is_some_and(|p| {
+                let p = p.to_lowercase();
+                [READING, CHANGING, BEFORE_A_PLACE]
+                    .iter()
+                    .any(|list| list.contains(&p.as_str()))
+            });
         let before_dir = words.get(i + 1).is_some_and(|n| {
             matches!(
                 n.to_lowercase().as_str(),
@@ -153,43 +148,7 @@ pub(crate) fn named(clause: &str, tools: &[String], exists: &dyn Fn(&str) -> boo
 pub(crate) fn typed_form(clause: &str, named: &Named) -> Vec<String> {
     let lower = format!(" {} ", tokens(clause).join(" ").to_lowercase());
     let has = |words: &[&str]| words.iter().any(|w| lower.contains(&format!(" {w} ")));
-    let write = has(&[
-        "modify",
-        "modifying",
-        "edit",
-        "editing",
-        "write",
-        "writing",
-        "change",
-        "changing",
-        "alter",
-        "update",
-        "overwrite",
-        "delete",
-        "remove",
-        "create",
-        "rename",
-        "move",
-    ]);
-    let read = has(&[
-        "read",
-        "reading",
-        "look",
-        "looking",
-        "search",
-        "searching",
-        "grep",
-        "list",
-        "open",
-        "access",
-        "explore",
-        "browse",
-        "inspect",
-        "examine",
-        "scan",
-        "view",
-        "consult",
-    ]);
+    let (write, read) = (has(CHANGING), has(READING));
     let only = has(&["only", "outside", "beyond", "but", "except", "besides"]);
     let mut out = Vec::new();
     if !named.places.is_empty() {
