@@ -341,3 +341,98 @@ fn validate_refuses_unchecked_call_quotes_and_escapes_invisible_characters_alike
         "{stdout}"
     );
 }
+
+/// The user's global git excludes file is not read: a file it ignores is still searched, and
+/// one that is a FIFO does not hang the run.
+#[cfg(unix)]
+#[test]
+fn the_global_git_excludes_file_is_not_read() {
+    let dir = crate::support::tree(&[(
+        "src/zeta.rs",
+        "pub fn frobnicator_zeta() -> u32 {\n    7\n}\n",
+    )]);
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let excludes = home.path().join("excludes");
+    std::fs::write(&excludes, "*.rs\n").unwrap();
+    std::fs::create_dir_all(home.path().join("xdg/git")).unwrap();
+    std::fs::write(home.path().join("xdg/git/ignore"), "*.rs\n").unwrap();
+    let fifo = home.path().join("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    for file in [&excludes, &fifo] {
+        std::fs::write(
+            home.path().join(".gitconfig"),
+            format!("[core]\n\texcludesFile = {}\n", file.display()),
+        )
+        .unwrap();
+        let out = baton()
+            .arg("explore")
+            .arg(dir.path())
+            .arg("where is frobnicator_zeta defined?")
+            .args(["--no-progress", "--state"])
+            .arg(home.path().join("state.db"))
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", home.path().join("xdg"))
+            .env_remove("GIT_CONFIG_GLOBAL")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("[src/zeta.rs:1"), "{stdout}");
+    }
+}
+
+/// The binary runs with glibc's mmap threshold fixed at 128 KiB, unless the variable is set
+/// already: it is read from the running process's environment while it waits on a model.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_binary_fixes_the_mmap_threshold_unless_it_is_set() {
+    use std::net::TcpListener;
+    let dir = rust_tree();
+    let state = tempfile::tempdir().unwrap();
+    for (given, seen) in [(None, "131072"), (Some("65536"), "65536")] {
+        // A model server that takes the connection and never answers.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let mut cmd = baton();
+        cmd.arg("explore")
+            .arg(dir.path())
+            .arg("where is the retry delay computed?")
+            .args(["--model", "openai:gpt-4o-mini", "--no-progress", "--state"])
+            .arg(state.path().join("state.db"))
+            .env("OPENAI_API_KEY", "sk-test")
+            .env("OPENAI_BASE_URL", &url)
+            .env_remove("MALLOC_MMAP_THRESHOLD_")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        if let Some(value) = given {
+            cmd.env("MALLOC_MMAP_THRESHOLD_", value);
+        }
+        listener.set_nonblocking(true).unwrap();
+        let mut child = cmd.spawn().unwrap();
+        let started = std::time::Instant::now();
+        let _held = loop {
+            if let Ok((held, _)) = listener.accept() {
+                break held;
+            }
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!("baton ended before calling its model: {status}");
+            }
+            assert!(started.elapsed().as_secs() < 60, "no model call");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let environ = std::fs::read(format!("/proc/{}/environ", child.id())).unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        let vars: Vec<String> = environ
+            .split(|b| *b == 0)
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .filter(|v| v.starts_with("MALLOC_MMAP_THRESHOLD_="))
+            .collect();
+        assert_eq!(vars, [format!("MALLOC_MMAP_THRESHOLD_={seen}")]);
+    }
+}

@@ -116,6 +116,26 @@ fn a_constraint_naming_a_place_that_cannot_be_typed_is_refused_unless_allowed() 
         "{err}"
     );
     assert!(!missing.exists(), "a refused run made its state");
+    // A tool or a budget named by a constraint no rule types is refused the same way.
+    for (text, says) in [
+        ("never use grep on big files", "grep"),
+        ("Keep the final answer under 300 tokens", "budget"),
+    ] {
+        let out = explore(
+            root.path(),
+            &missing,
+            "where is frobnicator_zeta?",
+            &["--constraint", text],
+        );
+        assert_eq!(out.status.code(), Some(2), "{text}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("baton: ") && err.contains(says) && err.contains("--allow-unenforced"),
+            "{text}: {err}"
+        );
+        assert!(!missing.exists(), "a refused run made its state");
+    }
     // Allowed: carried as a standing condition, not enforced, and said so.
     let out = explore(
         root.path(),
@@ -126,7 +146,8 @@ fn a_constraint_naming_a_place_that_cannot_be_typed_is_refused_unless_allowed() 
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("warning:") && err.contains("is not enforced"),
+        err.lines()
+            .any(|l| l.starts_with("baton: warning: ") && l.contains("is not enforced")),
         "{err}"
     );
     let r = report(&out);

@@ -190,3 +190,45 @@ async fn a_resume_whose_root_lost_a_file_finds_its_negative_evidence_stale() {
         .iter()
         .any(|e| matches!(&e.event, RunEvent::EvidenceStale { .. })));
 }
+
+/// A file whose name is not UTF-8 (no citation could write it) is not searched, and the
+/// search says so, naming it escaped.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_name_no_citation_could_write_is_named_as_not_searched() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tree(&[("src/lib.rs", "pub fn lib() {}\n")]);
+    let odd = dir
+        .path()
+        .join("src")
+        .join(std::ffi::OsStr::from_bytes(b"caf\xe9.rs"));
+    std::fs::write(&odd, "pub fn frobnicator_zeta() {}\n").unwrap();
+    let ws = baton::Workspace::open(dir.path()).unwrap();
+    let out = baton::ToolRegistry::workspace().execute(
+        &ws,
+        &baton::ToolCall {
+            id: "t.1".into(),
+            name: "grep".into(),
+            arguments: json!({"pattern": "frobnicator_zeta"}),
+        },
+    );
+    assert!(
+        out.content
+            .contains("not searched: 1 hidden or ignored entries or links (src/caf"),
+        "{}",
+        out.content
+    );
+    assert!(
+        out.observations.iter().any(|o| matches!(
+            o,
+            Observation::Searched {
+                not_searched: 1,
+                files_searched: 1,
+                matches: 0,
+                ..
+            }
+        )),
+        "{:?}",
+        out.observations
+    );
+}

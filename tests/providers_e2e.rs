@@ -576,7 +576,15 @@ fn bad_model_flags_are_one_line_errors_before_any_state_is_made() {
         "http://127.0.0.1:9/v1?api-key=QSECRET".to_string(),
     )];
     let fifo_prices = ["--prices", "/dev/zero"];
-    let cases: [Case; 8] = [
+    let big = state.path().join("big.toml");
+    std::fs::write(&big, format!("# {}\n", "x".repeat(1 << 20))).unwrap();
+    let bad = state.path().join("bad.toml");
+    std::fs::write(&bad, "[\"openai:test\"\ninput = \n").unwrap();
+    let big_prices = ["--prices", big.to_str().unwrap()];
+    let bad_prices = [("BATON_PRICES", bad.display().to_string())];
+    let cases: [Case; 10] = [
+        ("offline", &[], &big_prices, "over the 1048576-byte limit"),
+        ("offline", &bad_prices, &[], "bad.toml"),
         ("gemini:x", &[], &[], "not a model"),
         (
             "anthropic:claude-sonnet-4-5",

@@ -539,6 +539,16 @@ fn numbers_beyond_their_bounds_are_one_line_errors() {
         ("--repairs", "11"),
         ("--agents", "0"),
         ("--max-subagents", "100001"),
+        ("--max-subagents", "0"),
+        ("--agents", "1025"),
+        ("--retries", "21"),
+        ("--max-turns", "10001"),
+        ("--max-tool-calls", "0"),
+        ("--max-tokens", "1000000001"),
+        ("--shards", "0"),
+        ("--shards", "100001"),
+        ("--context-window", "1023"),
+        ("--context-window", "100000001"),
     ] {
         let mut command = baton();
         command
@@ -936,6 +946,32 @@ fn a_fifo_is_refused_on_open_without_blocking() {
         baton::open_regular_file(dir.path()),
         Err(baton::NotRegular::Directory)
     ));
+}
+
+/// `validate` and `compact` given a FIFO, a socket or a directory exit 2 with one line at
+/// once, and `compact` given a transcript that is not UTF-8 exits 2.
+#[cfg(unix)]
+#[test]
+fn validate_and_compact_refuse_what_is_not_a_regular_utf8_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    mkfifo(&fifo);
+    let socket = dir.path().join("sock");
+    let _listening = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    for command in ["validate", "compact"] {
+        for path in [&fifo, &socket, &dir.path().to_path_buf()] {
+            let mut run = baton();
+            run.arg(command).arg(path);
+            let out = output_within(run, Duration::from_secs(30));
+            assert_eq!(out.status.code(), Some(2), "{command} {path:?}: {out:?}");
+            assert!(!one_line(&out).is_empty(), "{command} {path:?}");
+        }
+    }
+    let latin = dir.path().join("latin1.jsonl");
+    std::fs::write(&latin, b"{\"role\":\"user\",\"content\":\"caf\xe9\"}\n").unwrap();
+    let out = baton().arg("compact").arg(&latin).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(one_line(&out).contains("UTF-8"), "{out:?}");
 }
 
 /// Every error line is one line with no control character, whatever name it quotes: a file

@@ -176,3 +176,33 @@ fn a_key_written_in_an_explored_file_is_redacted_from_the_report_and_the_log() {
     assert!(stdout.contains("src/config.rs"), "{stdout}");
     assert_nowhere(&out, state.path());
 }
+
+/// A user name and password in the base URL reach no output and no state: the configured
+/// model is logged with the URL stripped of them.
+#[test]
+fn credentials_in_the_base_url_reach_no_output_and_no_state() {
+    let root = four_dirs();
+    let state = tempfile::tempdir().unwrap();
+    let server = Server::start(|r, n| echoing_model(&r.body, n));
+    let url = server
+        .url
+        .replacen("http://", "http://alice-user:Pw-Secret-42@", 1);
+    let mut env = env(&server);
+    env[1].1 = format!("{url}/v1");
+    let out = explore(root.path(), state.path(), "openai:test", &env, &[]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let everything = [
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        String::from_utf8_lossy(&all_bytes(state.path())).into_owned(),
+    ];
+    for (place, text) in ["stdout", "stderr", "state"].iter().zip(&everything) {
+        for secret in ["Pw-Secret-42", "alice-user"] {
+            assert!(!text.contains(secret), "{secret} in the {place}");
+        }
+    }
+    assert!(
+        everything[2].contains(&format!("{}/v1", server.url)),
+        "the URL is logged without its credentials"
+    );
+}

@@ -311,6 +311,28 @@ mod tests {
     use crate::checkpoint::EvidenceEntry;
     use crate::context::{compile, load_roles, Estimate};
 
+    /// No checkpoint is taken while one is on its way to the store, and they come further
+    /// apart as they take longer: a second, or four times the last one's storing.
+    #[test]
+    fn no_checkpoint_is_taken_while_one_is_on_its_way() {
+        use std::time::Duration;
+        let pace = CheckpointPace::default();
+        assert!(pace.ready(None), "the first is taken at once");
+        assert!(!pace.ready(Some(Duration::from_millis(999))));
+        assert!(pace.ready(Some(Duration::from_secs(1))));
+        pace.taken();
+        assert!(
+            !pace.ready(Some(Duration::from_secs(3600))),
+            "one is in flight"
+        );
+        pace.stored(Duration::from_secs(2));
+        assert!(!pace.ready(Some(Duration::from_secs(7))));
+        assert!(pace.ready(Some(Duration::from_secs(8))));
+        pace.taken();
+        pace.stored(Duration::from_millis(10));
+        assert!(pace.ready(Some(Duration::from_secs(1))), "back to a second");
+    }
+
     /// The logged entry of a spawn whose context was compiled from a checkpoint holding
     /// `evidence` items of other subagents: its JSON size.
     fn spawn_entry_bytes(evidence: usize) -> usize {
