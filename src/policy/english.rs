@@ -143,51 +143,19 @@ const PERMISSIONS: &[&str] = &[
     "welcome",
 ];
 
-/// Words that start a clause of their own after a `,`, "and" or "or".
+/// Words that start a clause of their own after a `,`, "and" or "or", beside the verbs of
+/// reading and changing ([`named::READING`], [`named::CHANGING`]).
 const CLAUSE_STARTS: &[&str] = &[
-    "use",
-    "spend",
-    "never",
-    "don't",
-    "dont",
-    "do",
-    "no",
-    "not",
-    "make",
-    "stay",
-    "avoid",
-    "read",
-    "look",
-    "search",
-    "list",
-    "open",
-    "access",
-    "explore",
-    "browse",
-    "inspect",
-    "examine",
-    "scan",
-    "view",
-    "modify",
-    "edit",
-    "write",
-    "change",
-    "delete",
-    "remove",
-    "create",
-    "alter",
-    "update",
-    "overwrite",
-    "rename",
-    "move",
-    "touch",
-    "run",
-    "execute",
-    "at",
-    "skip",
-    "ignore",
-    "exclude",
+    "use", "spend", "never", "don't", "dont", "do", "no", "not", "make", "stay", "avoid", "touch",
+    "run", "execute", "at", "skip", "ignore", "exclude",
 ];
+
+/// Whether `word` (lower-cased) starts a clause of its own.
+fn starts_clause(word: &str) -> bool {
+    CLAUSE_STARTS.contains(&word)
+        || named::READING.contains(&word)
+        || named::CHANGING.contains(&word)
+}
 
 /// A token of a clause: as written, without the quotes, backticks and trailing punctuation
 /// around it; a `,` on its own.
@@ -225,11 +193,11 @@ fn tokens(clause: &str) -> Vec<String> {
 fn sentences(text: &str, tools: &[String]) -> Vec<(String, Vec<String>)> {
     let starts = |w: &str| {
         let w = w.to_lowercase();
-        CLAUSE_STARTS.contains(&w.as_str()) && !tools.contains(&w)
+        starts_clause(&w) && !tools.contains(&w)
     };
     let verb = |w: &str| {
         let w = w.to_lowercase();
-        CLAUSE_STARTS.contains(&w.as_str()) && !matches!(w.as_str(), "no" | "not" | "at" | "do")
+        starts_clause(&w) && !matches!(w.as_str(), "no" | "not" | "at" | "do")
     };
     let keep = |c: &String| {
         c.chars().any(char::is_alphabetic)

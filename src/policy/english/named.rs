@@ -42,7 +42,7 @@ impl Named {
 }
 
 /// Verbs of reading, and their -ing forms.
-const READING: &[&str] = &[
+pub(super) const READING: &[&str] = &[
     "read",
     "reading",
     "look",
@@ -63,7 +63,7 @@ const READING: &[&str] = &[
 ];
 
 /// Verbs of changing what is there, and their -ing forms.
-const CHANGING: &[&str] = &[
+pub(super) const CHANGING: &[&str] = &[
     "modify",
     "modifying",
     "edit",
