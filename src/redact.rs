@@ -1,5 +1,6 @@
 //! Secrets and their redaction: a secret (an API key) is found in a text in any of its common
-//! encodings — as written, upper- or lower-cased, URL-encoded, JSON-escaped — and replaced by
+//! encodings — as written, upper- or lower-cased, URL-encoded (once or twice), JSON-escaped,
+//! hex, base64 (standard or URL-safe, padded or not) — and replaced by
 //! `[redacted]`. The process keeps a registry of the secrets it holds, and every text that
 //! leaves it — the event log's payloads, stdout, stderr, traces — passes [`scrub`] on the way.
 
@@ -14,11 +15,12 @@ pub(crate) const REDACTED: &str = "[redacted]";
 /// The shortest secret the process-wide registry takes: a shorter one would match ordinary
 /// words of the texts it scrubs (a key's own errors are still redacted of it, see
 /// [`Redactor`]).
-const MIN_REGISTERED: usize = 8;
+pub(crate) const MIN_REGISTERED: usize = 8;
 
 /// The forms a secret may take in a text: as written, URL-encoded (each byte outside the
-/// unreserved set as `%XX`), JSON-escaped (quotes, backslashes, control characters, and `/` as
-/// `\/`). Letter case is matched loosely, so upper- and lower-cased forms are found too.
+/// unreserved set as `%XX`; and that again), JSON-escaped (quotes, backslashes, control
+/// characters, and `/` as `\/`), hex, base64 (standard and URL-safe, with and without its
+/// padding). Letter case is matched loosely, so upper- and lower-cased forms are found too.
 fn forms(secret: &str) -> Vec<String> {
     let mut out = vec![secret.to_string()];
     let mut url = String::with_capacity(secret.len() * 3);
@@ -30,7 +32,19 @@ fn forms(secret: &str) -> Vec<String> {
         }
     }
     out.push(url.replace("%20", "+"));
+    // Twice URL-encoded (a URL inside a URL's query).
+    out.push(url.replace('%', "%25"));
     out.push(url);
+    let hex: String = secret.bytes().map(|b| format!("{b:02x}")).collect();
+    out.push(hex);
+    let standard = base64(secret.as_bytes(), b"+/");
+    out.push(standard.trim_end_matches('=').to_string());
+    out.push(
+        base64(secret.as_bytes(), b"-_")
+            .trim_end_matches('=')
+            .to_string(),
+    );
+    out.push(standard);
     if let Ok(json) = serde_json::to_string(secret) {
         let inner = json[1..json.len() - 1].to_string();
         out.push(inner.replace('/', "\\/"));
@@ -38,6 +52,31 @@ fn forms(secret: &str) -> Vec<String> {
     }
     out.sort();
     out.dedup();
+    out
+}
+
+/// `bytes` in base64 with these two last letters of the alphabet (`+/` standard, `-_` for
+/// URLs), padded with `=`.
+fn base64(bytes: &[u8], last: &[u8; 2]) -> String {
+    const LETTERS: &[u8; 62] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let letter = |i: u32| -> char {
+        let i = (i & 63) as usize;
+        char::from(*LETTERS.get(i).unwrap_or(&last[i & 1]))
+    };
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(letter(n >> (18 - 6 * i)));
+            } else {
+                out.push('=');
+            }
+        }
+    }
     out
 }
 
@@ -166,6 +205,11 @@ mod tests {
             "sk-Te%2Fst%2BKey%3D0123",
             "sk-te%2fst%2bkey%3d0123",
             "sk-Te\\/st+Key=0123",
+            "sk-Te%252Fst%252BKey%253D0123",
+            "736b2d54652f73742b4b65793d30313233",
+            "736B2D54652F73742B4B65793D30313233",
+            "c2stVGUvc3QrS2V5PTAxMjM=",
+            "c2stVGUvc3QrS2V5PTAxMjM",
         ] {
             let text = format!("id req-{text}!");
             assert_eq!(r.redact(&text), "id req-[redacted]!", "{text}");

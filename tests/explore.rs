@@ -364,6 +364,44 @@ async fn the_words_a_question_asks_with_are_never_required() {
     }
 }
 
+/// Issue 20, item 8, second pass: the words of a question about uses (`used`, `called`,
+/// `referenced`, `anywhere`) are its syntax too, and a word the stemmer cuts from `-ies` is
+/// still searched as written (`RETRIES`, `Queries`).
+#[tokio::test]
+async fn a_question_about_uses_or_plurals_in_ies_finds_what_it_names() {
+    let dir = crate::support::tree(&[
+        (
+            "src/consts.rs",
+            "pub const TIMEOUT: u32 = 3;\npub const RETRIES: u32 = 5;\n",
+        ),
+        (
+            "src/run.rs",
+            "pub fn run() {\n    sleep(TIMEOUT);\n}\npub struct Queries;\n",
+        ),
+    ]);
+    for (question, file, line) in [
+        ("where is TIMEOUT used?", "src/run.rs", 2),
+        ("what calls TIMEOUT?", "src/run.rs", 2),
+        ("is TIMEOUT referenced anywhere?", "src/run.rs", 2),
+        ("where is RETRIES defined?", "src/consts.rs", 2),
+        ("where is `RETRIES`?", "src/consts.rs", 2),
+        ("where are the queries?", "src/run.rs", 4),
+    ] {
+        let report = Coordinator::new()
+            .run(Task::new(question, dir.path()))
+            .await
+            .unwrap();
+        assert_cites(&report, dir.path(), file, line, 0);
+        for c in &report.handoff.settled_conclusions {
+            assert!(
+                !c.claim.starts_with("Negative evidence"),
+                "{question}: {}",
+                c.claim
+            );
+        }
+    }
+}
+
 /// Issue 20, item 9: quotes are byte-exact — a doc comment's inner whitespace kept, a file
 /// with bare carriage returns quoted without them, no invisible character quoted — and a
 /// term inside another word is not a mention.

@@ -177,10 +177,10 @@ fn a_key_written_in_an_explored_file_is_redacted_from_the_report_and_the_log() {
     assert_nowhere(&out, state.path());
 }
 
-/// A user name and password in the base URL reach no output and no state: the configured
-/// model is logged with the URL stripped of them.
+/// A user name and password in the base URL are refused at start (they would go as a second,
+/// Basic, authorization beside the key's), and reach no output and no state.
 #[test]
-fn credentials_in_the_base_url_reach_no_output_and_no_state() {
+fn credentials_in_the_base_url_are_refused_and_reach_no_output_and_no_state() {
     let root = four_dirs();
     let state = tempfile::tempdir().unwrap();
     let server = Server::start(|r, n| echoing_model(&r.body, n));
@@ -190,10 +190,14 @@ fn credentials_in_the_base_url_reach_no_output_and_no_state() {
     let mut env = env(&server);
     env[1].1 = format!("{url}/v1");
     let out = explore(root.path(), state.path(), "openai:test", &env, &[]);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("holds a user name or password"), "{stderr}");
+    assert!(server.requests().is_empty(), "nothing was sent");
     let everything = [
         String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+        stderr.into_owned(),
         String::from_utf8_lossy(&all_bytes(state.path())).into_owned(),
     ];
     for (place, text) in ["stdout", "stderr", "state"].iter().zip(&everything) {
@@ -201,8 +205,69 @@ fn credentials_in_the_base_url_reach_no_output_and_no_state() {
             assert!(!text.contains(secret), "{secret} in the {place}");
         }
     }
-    assert!(
-        everything[2].contains(&format!("{}/v1", server.url)),
-        "the URL is logged without its credentials"
-    );
+}
+
+/// A key the model searches for is searched as written — a file holding it is found, not
+/// said to lack it — and a quote of the line holding it, the key taken out of the model's
+/// answer, is still the line's; the key reaches no output and no state. A placeholder key
+/// too short to tell from words (`test`) is not taken out of answers, so paths and the
+/// handoff's own fields are read as the model wrote them.
+#[test]
+fn a_key_a_model_searches_for_is_searched_as_written_and_shown_redacted() {
+    let root = tree(&[(
+        "src/config.rs",
+        &format!("pub const API_KEY: &str = \"{KEY}\";\npub fn open_test() {{}}\n"),
+    )]);
+    let model = |key: &'static str| {
+        move |body: &Value, _: usize| {
+            if let Some(refused) = strict_openai(body) {
+                return refused;
+            }
+            let turns = body["messages"]
+                .as_array()
+                .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
+            let message = if turns == 0 {
+                json!({"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+                    "function": {"name": "grep", "arguments": json!({"pattern": key, "fixed_string": true}).to_string()}}]})
+            } else {
+                let (line, quote) = if key == KEY {
+                    (1, format!("pub const API_KEY: &str = \"{KEY}\";"))
+                } else {
+                    (2, "pub fn open_test() {}".to_string())
+                };
+                let handoff = json!({"settled_conclusions": [{"claim": format!("The line reads `{quote}`."),
+                    "sources": [format!("src/config.rs:{line}")]}], "open_items": [], "hard_constraints": []});
+                json!({"role": "assistant", "content": handoff.to_string()})
+            };
+            openai_answer(body, message)
+        }
+    };
+    for key in [KEY, "test"] {
+        let state = tempfile::tempdir().unwrap();
+        let answer = model(key);
+        let server = Server::start(move |r, n| answer(&r.body, n));
+        let mut env = env(&server);
+        env[0].1 = key.to_string();
+        let out = explore(
+            root.path(),
+            state.path(),
+            "openai:test",
+            &env,
+            &["--no-stream"],
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{key}: {stdout}");
+        let report: Value = serde_json::from_str(&stdout).unwrap();
+        let settled = report["handoff"]["settled_conclusions"].to_string();
+        assert!(!settled.contains("Negative evidence"), "{key}: {settled}");
+        if key == KEY {
+            assert!(
+                settled.contains("API_KEY: &str = \\\"[redacted]\\\""),
+                "{settled}"
+            );
+            assert_nowhere(&out, state.path());
+        } else {
+            assert!(settled.contains("`pub fn open_test() {}`"), "{settled}");
+        }
+    }
 }

@@ -202,6 +202,39 @@ async fn a_key_in_a_request_id_or_an_error_body_in_any_encoding_is_redacted() {
     }
 }
 
+/// A key longer than the 128 characters a request id is cut to, or standing past them, is
+/// redacted before the cut (a cut key would not be found).
+#[tokio::test]
+async fn a_long_key_in_a_long_request_id_is_redacted_before_it_is_cut() {
+    let long_key: String = format!("sk-proj-{}", "Ab3xZ9".repeat(26));
+    for (key, id) in [
+        (long_key.clone(), format!("req-{long_key}")),
+        (KEY.to_string(), format!("{}-{KEY}", "p".repeat(110))),
+    ] {
+        let echoed = id.clone();
+        let server = Server::start(move |_, _| {
+            Reply::Json(
+                401,
+                vec![("request-id", echoed.clone())],
+                json!({"error": {"message": "no"}}),
+            )
+        });
+        let model = OpenAiModel::new(
+            "smollm",
+            ApiKey::new(key.clone()),
+            Some(&format!("{}/v1", server.url)),
+            options(),
+        )
+        .unwrap();
+        let e = model.complete(second_turn()).await.unwrap_err();
+        let shown = format!("{e} {e:?} {:?}", e.request_id);
+        assert!(!shown.contains(&key[..20]), "{shown}");
+        assert!(shown.contains("[redacted]"), "{shown}");
+    }
+}
+
+/// A key a model echoes is taken out of its text (the handoff, a plan, a report); its tool
+/// calls run as it wrote them (the event log and every output are scrubbed of the key).
 #[tokio::test]
 async fn a_key_a_model_echoes_is_taken_out_of_its_answer() {
     let server = Server::start(|_, _| {
@@ -215,7 +248,7 @@ async fn a_key_a_model_echoes_is_taken_out_of_its_answer() {
     assert_eq!(r.text, "The key is [redacted].");
     assert_eq!(
         r.tool_calls[0].arguments,
-        json!({"path": "[redacted]", "nested": [{"k": "x[redacted]"}]})
+        json!({"path": KEY, "nested": [{"k": format!("x{KEY}")}]})
     );
 }
 

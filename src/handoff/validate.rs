@@ -678,10 +678,22 @@ pub(crate) fn unsupported(claim: &str, lines: &str) -> Vec<String> {
     let folded = normalise(lines);
     quoted
         .into_iter()
-        .filter(|q| !lines.contains(q) && !folded.contains(&normalise(q)))
+        .filter(|q| {
+            !lines.contains(q) && !folded.contains(&normalise(q)) && !redacted_in(q, &[lines])
+        })
         .chain(named.into_iter().filter(|s| !lines.contains(s)))
         .map(str::to_string)
         .collect()
+}
+
+/// Whether a quote holding `[redacted]` occurs in the cited lines once they are scrubbed of
+/// the process's secrets: a model quoting a line that holds a key has the key taken out of its
+/// answer, and the quote is still the line's.
+fn redacted_in(quote: &str, cited: &[&str]) -> bool {
+    quote.contains(crate::redact::REDACTED)
+        && cited
+            .iter()
+            .any(|c| crate::redact::scrub(c).contains(quote))
 }
 
 /// Each quote must occur in the cited lines: as written within one cited range (the fast,
@@ -689,7 +701,7 @@ pub(crate) fn unsupported(claim: &str, lines: &str) -> Vec<String> {
 fn check_quotes(claim: &str, cited: &[&str], line: usize, out: &mut Vec<Violation>) {
     let mut joined: Option<String> = None;
     for quote in quotes(claim) {
-        if cited.iter().any(|c| c.contains(quote)) {
+        if cited.iter().any(|c| c.contains(quote)) || redacted_in(quote, cited) {
             continue;
         }
         let all = joined.get_or_insert_with(|| {

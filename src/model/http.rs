@@ -270,12 +270,12 @@ impl Http {
         };
         let status = response.status().as_u16();
         // A header the server chose may hold anything, a key too: it is redacted like a
-        // message.
+        // message, whole, before it is cut (a cut key would not be found).
         let request_id = ["request-id", "x-request-id"]
             .iter()
             .find_map(|h| response.headers().get(*h))
             .and_then(|v| v.to_str().ok())
-            .map(|v| self.redacted(&v.chars().take(128).collect::<String>()));
+            .map(|v| self.redacted(v).chars().take(128).collect::<String>());
         let retry_after = retry_after(response.headers());
         if (300..400).contains(&status) {
             let to = response
@@ -375,19 +375,17 @@ impl Http {
         }
     }
 
-    /// A model's answer with this provider's key taken out of everything a caller keeps: its
-    /// text and every string of its tool calls (a model may echo a key it was shown).
+    /// A model's answer with this provider's key taken out of its text (the handoff, a
+    /// lead's plan or report; a model may echo a key it was shown). Tool calls are left as the
+    /// model wrote them — they run as written, and what they show is checked against what
+    /// they read; the event log, the report and every output are scrubbed of the key where
+    /// they leave the process ([`crate::redact`]).
     fn redact_response(&self, response: &mut ModelResponse) {
-        let Some(key) = &self.key else { return };
-        let redactor = key.redactor();
+        let Some(redactor) = self.key.as_ref().and_then(ApiKey::answer_redactor) else {
+            return;
+        };
         if let std::borrow::Cow::Owned(text) = redactor.redact(&response.text) {
             response.text = text;
-        }
-        for call in &mut response.tool_calls {
-            if let std::borrow::Cow::Owned(name) = redactor.redact(&call.name) {
-                call.name = name;
-            }
-            redact_value(redactor, &mut call.arguments);
         }
     }
 
@@ -531,26 +529,6 @@ pub(crate) fn error_message(body: &str) -> (String, String) {
         message.push_str(&format!(" (param: {param})"));
     }
     (message, kind)
-}
-
-/// Every string of a JSON value (object keys too) with the secret taken out.
-fn redact_value(redactor: &crate::redact::Redactor, value: &mut Value) {
-    match value {
-        Value::String(s) => {
-            if let std::borrow::Cow::Owned(r) = redactor.redact(s) {
-                *s = r;
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|v| redact_value(redactor, v)),
-        Value::Object(map) => {
-            let entries = std::mem::take(map);
-            for (k, mut v) in entries {
-                redact_value(redactor, &mut v);
-                map.insert(redactor.redact(&k).into_owned(), v);
-            }
-        }
-        _ => {}
-    }
 }
 
 /// Whether an error body is an HTML page (a proxy's or a server's error page).
@@ -755,6 +733,13 @@ pub(crate) fn base_url_of(text: &str) -> Result<String, String> {
             without_credentials(text)
         ));
     }
+    // Credentials in the URL would go as a second, Basic, authorization beside the key's.
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(format!(
+            "`{}` holds a user name or password: give the key in the provider's key variable",
+            without_credentials(text)
+        ));
+    }
     if url.query().is_some() || url.fragment().is_some() {
         return Err(format!(
             "`{}` holds a query or fragment: give the endpoint's base path only",
@@ -898,8 +883,8 @@ mod tests {
             None,
             HttpOptions::default(),
         )
-        .unwrap();
-        assert!(!format!("{e:?}").contains("PASSWORD"));
+        .unwrap_err();
+        assert!(e.contains("holds a user name or password") && !e.contains("PASSWORD"));
         assert_eq!(base_url_of("http://h:1/v1/").unwrap(), "http://h:1/v1");
     }
 }

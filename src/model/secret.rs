@@ -46,9 +46,11 @@ impl ApiKey {
         self.redactor.redact(text).into_owned()
     }
 
-    /// The key's redactor, for texts redacted in place.
-    pub(crate) fn redactor(&self) -> &Redactor {
-        &self.redactor
+    /// The key's redactor for a model's answers, when the key is long enough to be told from
+    /// the words of an answer (a local server's placeholder key, `EMPTY` or `test`, would
+    /// match paths, quotes and the handoff's own field names).
+    pub(crate) fn answer_redactor(&self) -> Option<&Redactor> {
+        (self.key.len() >= crate::redact::MIN_REGISTERED).then_some(&self.redactor)
     }
 }
 

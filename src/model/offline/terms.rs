@@ -240,25 +240,36 @@ pub(crate) fn is_stop(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
 
-/// The stems of the words a question asks with — for where something is or what it does
-/// (`where is X defined`, `where does X live`, `how is X implemented`, `where can I find X`) —
+/// The stems of the words a question asks with — for where something is, what it does or
+/// where it is used (`where is X defined`, `where does X live`, `how is X implemented`, `where
+/// can I find X`, `where is X used`, `what calls X`, `is X referenced anywhere`) —
 /// rather than what it is about. They are the question's syntax: never a term, so never
 /// required where the answer stands and never an absence.
 const ASKING: &[&str] = &[
+    "anywher",
+    "call",
     "declar",
     "declaration",
     "defin",
     "definition",
+    "everywher",
     "exist",
     "find",
     "happen",
     "implement",
+    "invok",
     "live",
     "locat",
     "location",
     "mean",
+    "referenc",
     "resid",
     "show",
+    "somewher",
+    "use",
+    "used",
+    "uses",
+    "using",
     "work",
 ];
 
@@ -352,23 +363,36 @@ fn compound_pattern(parts: &[String]) -> String {
         .join("[_\\-\\s./:]{0,2}")
 }
 
+/// A stem as a regex for both its spellings: one that ends in `y` (`retry`, from `retries`)
+/// also as `ie` (`RETRIES`, `retried`), so a stem never loses the word it was taken from.
+fn spelled(stem: &str) -> String {
+    match stem.strip_suffix('y') {
+        Some(base) if base.len() >= 3 => format!("{}(?:y|ie)", regex::escape(base)),
+        _ => regex::escape(stem),
+    }
+}
+
 /// `word` (lower case) starting a word or an identifier part: after a non-word character or
 /// `_`, or — its first letter upper case — right after a lower-case letter or a digit
 /// (`Print` in `fingerPrint`). Its end is left open, for stems.
-fn anchored(word: &str) -> String {
+fn anchored(word: &str, spell: fn(&str) -> String) -> String {
     let mut chars = word.chars();
     let Some(first) = chars.next() else {
         return String::new();
     };
     let rest: String = chars.collect();
+    let whole = spell(word);
     if !first.is_ascii_alphabetic() {
-        return format!("(?:\\b|_){}", regex::escape(word));
+        return format!("(?:\\b|_){whole}");
     }
+    // The rest keeps the whole stem's two spellings (`etr(?:y|ie)` of `retry`).
+    let rest = match whole.strip_prefix(first) {
+        Some(tail) if word.len() > 1 => tail.to_string(),
+        _ => regex::escape(&rest),
+    };
     format!(
-        "(?:(?:\\b|_){}|(?-i:[a-z0-9]{}){})",
-        regex::escape(word),
+        "(?:(?:\\b|_){whole}|(?-i:[a-z0-9]{}){rest})",
         first.to_ascii_uppercase(),
-        regex::escape(&rest)
     )
 }
 
@@ -377,14 +401,21 @@ fn anchored(word: &str) -> String {
 /// only where a word or an identifier part starts — `print string` is not in
 /// `fingerprint: String`.
 pub(crate) fn mention_pattern(term: &Term) -> String {
+    // Identifier parts are as written; a word's stem keeps both its spellings.
+    let head: fn(&str) -> String = match term.kind {
+        TermKind::Identifier | TermKind::Compound => regex::escape,
+        _ => spelled,
+    };
     let compound = |parts: &[String]| -> String {
         match parts.split_first() {
-            Some((first, rest)) if !rest.is_empty() => format!(
-                "{}[_\\-\\s./:]{{0,2}}{}",
-                anchored(first),
-                compound_pattern(rest)
-            ),
-            Some((first, _)) => anchored(first),
+            Some((first, rest)) if !rest.is_empty() => {
+                format!(
+                    "{}[_\\-\\s./:]{{0,2}}{}",
+                    anchored(first, head),
+                    compound_pattern(rest)
+                )
+            }
+            Some((first, _)) => anchored(first, head),
             None => String::new(),
         }
     };
@@ -398,10 +429,12 @@ pub(crate) fn mention_pattern(term: &Term) -> String {
         }
         TermKind::Word => {
             let stemmed = stem(&term.label);
-            match term.pattern.split_once('|') {
+            match abbreviation(&stemmed) {
                 // The abbreviation is anchored already.
-                Some((_, short)) if stemmed.len() > 3 => format!("{}|{short}", anchored(&stemmed)),
-                _ if stemmed.len() > 3 => anchored(&stemmed),
+                Some(short) if stemmed.len() > 3 => {
+                    format!("{}|{short}", anchored(&stemmed, spelled))
+                }
+                _ if stemmed.len() > 3 => anchored(&stemmed, spelled),
                 _ => term.pattern.clone(),
             }
         }
@@ -419,18 +452,22 @@ fn word_pattern(word: &str) -> String {
     let base = if stemmed.len() <= 3 {
         short_word_pattern(&stemmed)
     } else {
-        regex::escape(&stemmed)
+        spelled(&stemmed)
     };
-    let abbreviation = ABBREVIATIONS
-        .iter()
-        .find(|(long, _)| {
-            stemmed.starts_with(long) || (stemmed.len() >= 5 && long.starts_with(stemmed.as_str()))
-        })
-        .map(|(_, short)| short_word_pattern(short));
-    match abbreviation {
+    match abbreviation(&stemmed) {
         Some(short) => format!("{base}|{short}"),
         None => base,
     }
+}
+
+/// The usual abbreviation of a stemmed word, as a short-word pattern (`environment` → `env`).
+fn abbreviation(stemmed: &str) -> Option<String> {
+    ABBREVIATIONS
+        .iter()
+        .find(|(long, _)| {
+            stemmed.starts_with(long) || (stemmed.len() >= 5 && long.starts_with(stemmed))
+        })
+        .map(|(_, short)| short_word_pattern(short))
 }
 
 /// Quoted strings (`"on"`, `'rust'`) and globs (`*.rs`) of the question, as regexes.
@@ -496,8 +533,20 @@ pub(crate) fn terms(question: &str) -> Vec<Term> {
         .map(|t| t.trim_matches(|c: char| !c.is_alphanumeric() && c != '_'))
         .filter(|t| !t.is_empty())
         .collect();
+    // A backticked token is code as written, whatever its case (`RETRIES`, `open`).
+    static TICKED: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let ticked =
+        TICKED.get_or_init(|| regex::Regex::new(r"`([^`\s]{1,80})`").expect("static regex"));
+    let ticked: Vec<&str> = ticked
+        .captures_iter(question)
+        .filter_map(|c| c.get(1))
+        .map(|m| {
+            m.as_str()
+                .trim_matches(|c: char| !c.is_alphanumeric() && c != '_')
+        })
+        .collect();
     for token in &raw_tokens {
-        if looks_like_identifier(token) {
+        if looks_like_identifier(token) || ticked.contains(token) {
             let last = token.rsplit("::").next().unwrap_or(token);
             let parts = identifier_parts(last);
             if !parts.is_empty() {
@@ -560,6 +609,8 @@ pub(crate) fn terms(question: &str) -> Vec<Term> {
     // Compounds of adjacent content words: `file type` -> file_type / FileType.
     for pair in words.windows(2) {
         if let [Some(a), Some(b)] = pair {
+            // Each stem as it is (not `spelled`): what a compound spells out must stay
+            // plain words, so that a quoted phrase it found is not called absent.
             let forward = compound_pattern(&[stem(a), stem(b)]);
             let backward = compound_pattern(&[stem(b), stem(a)]);
             push(Term {
@@ -749,6 +800,22 @@ mod tests {
         assert!(re.is_match("symbolic_link"));
         assert_eq!(stem("redrawing"), "redraw");
         assert_eq!(stem("entries"), "entry");
+        // A stem cut from `-ies` still finds the word as written.
+        let retries = terms("where is RETRIES defined?");
+        let word = retries.iter().find(|t| t.label == "retries").unwrap();
+        for pattern in [word.pattern.clone(), mention_pattern(word)] {
+            let re = regex::RegexBuilder::new(&pattern)
+                .case_insensitive(true)
+                .build()
+                .unwrap();
+            assert!(re.is_match("pub const RETRIES: u32") && re.is_match("fn retry()"));
+            assert!(!re.is_match("retro"), "{pattern}");
+        }
+        let uses: Vec<String> = terms("is TIMEOUT referenced anywhere, called or used?")
+            .into_iter()
+            .map(|t| t.label)
+            .collect();
+        assert_eq!(uses, ["timeout"]);
         assert_eq!(stem("class"), "class");
     }
 }
