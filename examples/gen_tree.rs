@@ -1,8 +1,10 @@
 //! Generates a tree of N small Rust files for the scale benchmark — 100 files a directory,
-//! 100 directories a package (`DIR/pkgNN/modNN/fileNNN.rs`), every 997th file defining a
-//! `load_config_N` — the same tree for the same N, every time.
+//! 100 directories a package (`DIR/pkgNN/modNN/fileNNN.rs`), every 997th file (or every
+//! EVERY-th) defining a `load_config_N` — the same tree for the same arguments, every time.
 //!
-//!     cargo run --release --example gen_tree -- DIR N
+//!     cargo run --release --example gen_tree -- DIR N [EVERY]
+//!
+//! With EVERY = 1 every file holds an answer, so every subagent hands off a finding.
 //!
 //! The README's scale figures explore this tree (N = 100,000) with `baton explore … --agents
 //! 1024 --shards 100000 --max-subagents 100000`.
@@ -38,11 +40,17 @@ fn capitalised(word: &str) -> String {
 
 fn main() -> std::io::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (Some(root), Some(n)) = (
+    let every = match args.get(2).map(|e| e.parse::<usize>()) {
+        None => Some(997),
+        Some(Ok(e)) if e > 0 => Some(e),
+        Some(_) => None,
+    };
+    let (Some(root), Some(n), Some(every)) = (
         args.first(),
         args.get(1).and_then(|n| n.parse::<usize>().ok()),
+        every,
     ) else {
-        eprintln!("usage: gen_tree DIR N");
+        eprintln!("usage: gen_tree DIR N [EVERY]");
         std::process::exit(2);
     };
     let mut rng = Rng(42);
@@ -71,7 +79,7 @@ fn main() -> std::io::Result<()> {
             "pub fn {a}_{b}_{i}(input: &str) -> usize {{\n    let {c} = input.len() + {};\n    {c} * 2\n}}",
             i % 97
         )?;
-        if i % 997 == 0 {
+        if i % every == 0 {
             writeln!(
                 out,
                 "\npub fn load_config_{i}(path: &str) -> String {{\n    // the config is loaded here\n    std::fs::read_to_string(path).unwrap()\n}}"

@@ -120,6 +120,11 @@ fn a_constraint_naming_a_place_that_cannot_be_typed_is_refused_unless_allowed() 
     for (text, says) in [
         ("never use grep on big files", "grep"),
         ("Keep the final answer under 300 tokens", "budget"),
+        ("Don't spend more than 10 minutes", "budget"),
+        ("don't read more than 3 files", "budget"),
+        // Typed, but a cost the gate cannot see is not enforced: refused the same way.
+        ("Spend at most $2", "--max-cost-per-subagent"),
+        ("Keep the cost under $0.50", "budget"),
     ] {
         let out = explore(
             root.path(),
@@ -193,6 +198,69 @@ fn a_place_the_tree_does_not_hold_is_a_warning_and_case_follows_the_tree() {
         markdown.contains("warning: `vendor` is not in the tree"),
         "{markdown}"
     );
+}
+
+/// A glob or a file's name at any depth matches in any letter case: written upper-case, the
+/// rule still keeps the file out.
+#[test]
+fn a_glob_or_a_file_name_in_another_letter_case_keeps_the_file_out() {
+    let root = tree(&[
+        ("src/lib.rs", "pub fn frobnicator_zeta() {}\n"),
+        ("src/secrets.json", "{\"frobnicator_zeta\": 1}\n"),
+        ("Docs/a.md", "frobnicator_zeta is documented here\n"),
+    ]);
+    for (constraint, kept_out) in [
+        ("NEVER READ SECRETS.JSON", "secrets.json"),
+        ("never read *.MD files", "Docs/a.md"),
+        ("never read DOCS/*.MD", "Docs/a.md"),
+    ] {
+        let state = tempfile::tempdir().unwrap();
+        let out = explore(
+            root.path(),
+            state.path(),
+            "where is frobnicator_zeta?",
+            &["--constraint", constraint],
+        );
+        assert_eq!(out.status.code(), Some(0), "{constraint}: {out:?}");
+        let r = report(&out);
+        let line = r.constraints[0].line();
+        assert!(
+            line.contains("enforced by the gate"),
+            "{constraint}: {line}"
+        );
+        let cited = serde_json::to_string(&r.handoff).unwrap();
+        assert!(!cited.contains(kept_out), "{constraint}: {cited}");
+        assert!(cited.contains("src/lib.rs"), "{constraint}: {cited}");
+    }
+}
+
+/// A tool a constraint denies is not offered to the subagents' model: the offline explorer,
+/// which searches with grep, makes no call only to be denied and says why it settled nothing.
+#[test]
+fn a_denied_tool_is_not_offered_and_the_explorer_says_why_it_did_not_search() {
+    let root = docs_tree();
+    for constraint in ["never use grep", "only use read_file"] {
+        let state = tempfile::tempdir().unwrap();
+        let out = explore(
+            root.path(),
+            state.path(),
+            "where is frobnicator_zeta?",
+            &["--constraint", constraint],
+        );
+        assert_eq!(out.status.code(), Some(0), "{constraint}: {out:?}");
+        let r = report(&out);
+        assert!(r.handoff.settled_conclusions.is_empty(), "{:?}", r.handoff);
+        assert!(
+            r.handoff
+                .open_items
+                .iter()
+                .any(|o| o.stuck_on.contains("leave it no grep")),
+            "{constraint}: {:?}",
+            r.handoff.open_items
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(" 0 tool calls"), "{constraint}: {err}");
+    }
 }
 
 /// The question's own binding sentences are never refused: one that names a place and cannot

@@ -215,6 +215,9 @@ fn cases() -> Vec<Case> {
         case("record never returned", with_settled("- Order A-1234 was retried. [order:A-1234]\n"), &[V::RecordNotObserved]),
         // Quotation.
         case("quote not in the cited lines", with_settled("- `next_delay` triples the delay: `base_ms * 3`. [src/net/retry.rs:18-21]\n"), &[V::QuoteNotFound]),
+        // Issue 20, item 9: byte-exact within a line; a quote spanning lines may join them.
+        case("quote respaced within a line", with_settled("- It reads `let doubled = self.base_ms.saturating_mul(1u64  <<  attempt.min(31));`. [src/net/retry.rs:19]\n"), &[V::QuoteNotFound]),
+        case("quote joining two lines with a space", with_settled("- It ends `doubled.min(self.cap_ms)) }`. [src/net/retry.rs:20-21]\n"), &[]),
         case("quote from other lines than cited", with_settled("- `pub struct RetryPolicy` is here. [src/net/retry.rs:18-21]\n"), &[V::QuoteNotFound]),
         // Issue 20, item 1: a `call:ID` citation is checked like a file citation — its quotes
         // against what that call showed; a claim resting on empty searches alone is negative

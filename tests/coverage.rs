@@ -118,6 +118,8 @@ async fn hidden_and_ignored_entries_are_named_as_not_searched() {
             claim.contains("not its 4 hidden or ignored entries or links (.config, .env, .gitignore, gen), which were not searched"),
             "{claim}"
         );
+        // Said once, in plain words.
+        assert!(!claim.contains("but the entries it left out"), "{claim}");
     }
     // A search says what it left out, in its output and its observation.
     let ws = baton::Workspace::open(dir.path()).unwrap();
@@ -189,6 +191,61 @@ async fn a_resume_whose_root_lost_a_file_finds_its_negative_evidence_stale() {
     assert!(events
         .iter()
         .any(|e| matches!(&e.event, RunEvent::EvidenceStale { .. })));
+}
+
+/// A conclusion citing a call (`call:ID`) is rechecked on resume like one citing the file:
+/// the file the call read changed, or was removed, and the conclusion is stale.
+#[tokio::test]
+async fn a_resume_finds_a_conclusion_citing_a_call_stale_when_what_it_read_changed() {
+    for change in ["edit", "remove"] {
+        let dir = tree(&[("src/lib.rs", "pub fn open_db() -> u32 {\n    42\n}\n")]);
+        let script = Arc::new(ScriptedModel::new([
+            ScriptedTurn::tool("read_file", json!({"path": "src/lib.rs"})),
+            ScriptedTurn::text(
+                "## Settled conclusions\n- `open_db` returns `42`. [call:sa1.1]\n## Open items\n## Hard constraints\n- none\n",
+            ),
+        ]));
+        let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
+        let coordinator = Coordinator::new()
+            .model(script)
+            .store(Arc::clone(&store))
+            .agents(1)
+            .shards(1);
+        let first = coordinator
+            .run(Task::new("what does open_db return?", dir.path()))
+            .await
+            .unwrap();
+        let settled = |r: &baton::Report| {
+            r.handoff
+                .settled_conclusions
+                .iter()
+                .any(|c| c.claim.contains("returns `42`"))
+        };
+        assert!(settled(&first), "{:#?}", first.handoff);
+        let lib = dir.path().join("src/lib.rs");
+        match change {
+            "edit" => std::fs::write(&lib, "pub fn open_db() -> u32 {\n    43\n}\n").unwrap(),
+            _ => std::fs::remove_file(&lib).unwrap(),
+        }
+        let resumed = coordinator
+            .resume(&first.run_id, None)
+            .await
+            .unwrap()
+            .wait()
+            .await
+            .unwrap();
+        assert!(!settled(&resumed), "{change}: {:#?}", resumed.handoff);
+        assert!(
+            resumed
+                .handoff
+                .open_items
+                .iter()
+                .any(|o| o.item.starts_with("Stale since the resume:")
+                    && o.stuck_on.contains("call:sa1.1")),
+            "{change}: {:#?}",
+            resumed.handoff.open_items
+        );
+    }
 }
 
 /// A file whose name is not UTF-8 (no citation could write it) is not searched, and the

@@ -119,6 +119,50 @@ fn a_damaged_store_is_never_written_and_runs_says_it_is_damaged() {
     );
 }
 
+/// A run's log that does not verify (one payload changed, the pages intact: `quick_check`
+/// finds nothing) damages the state too: `explore` refuses it and writes nothing, and `runs`
+/// lists the run as damaged and exits 1.
+#[test]
+fn a_run_whose_log_does_not_verify_is_never_written_beside() {
+    let root = sample_tree();
+    let state = tempfile::tempdir().unwrap();
+    let run_id = finished_run(state.path(), root.path());
+    let db = state.path().join("baton.db");
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let changed = conn
+            .execute(
+                "UPDATE events SET payload = payload || ' ' WHERE seq = (SELECT max(seq) FROM events) - 2",
+                [],
+            )
+            .unwrap();
+        assert_eq!(changed, 1);
+        conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+            .unwrap();
+    }
+    let damaged = std::fs::read(&db).unwrap();
+    let explored = baton()
+        .arg("explore")
+        .arg(root.path())
+        .args(["where is retry defined?", "--no-progress", "--state"])
+        .arg(state.path())
+        .output()
+        .unwrap();
+    assert_eq!(explored.status.code(), Some(1), "{explored:?}");
+    let said = one_line(&explored);
+    assert!(said.contains(&run_id) && said.contains("damaged"), "{said}");
+    assert!(explored.stdout.is_empty(), "no report");
+    let listed = baton()
+        .args(["runs", "--state"])
+        .arg(state.path())
+        .output()
+        .unwrap();
+    assert_eq!(listed.status.code(), Some(1), "{listed:?}");
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("damaged after seq"));
+    assert!(one_line(&listed).contains(&run_id), "{listed:?}");
+    assert_eq!(std::fs::read(&db).unwrap(), damaged, "nothing was written");
+}
+
 #[test]
 fn reading_commands_write_nothing_and_read_a_state_on_read_only_media() {
     let root = sample_tree();

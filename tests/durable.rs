@@ -341,7 +341,13 @@ async fn a_tampered_event_is_reported_with_the_last_intact_seq() {
             [&run_id],
         )
         .unwrap();
-    let store = SqliteStore::open(dir.path()).unwrap();
+    // Opened to write, the store is refused: a damaged file is never written.
+    let refused = SqliteStore::open(dir.path()).map(|_| ()).unwrap_err();
+    assert!(
+        matches!(&refused, StoreError::Damaged { last_intact: 2, .. }),
+        "{refused}"
+    );
+    let store = SqliteStore::open_existing(dir.path()).unwrap();
     let err = store.events(&run_id).unwrap_err();
     assert!(
         matches!(&err, StoreError::Damaged { last_intact: 2, .. }),
@@ -374,7 +380,7 @@ async fn a_truncated_log_is_reported_with_the_last_intact_seq() {
             [&run_id],
         )
         .unwrap();
-    let store = SqliteStore::open(dir.path()).unwrap();
+    let store = SqliteStore::open_existing(dir.path()).unwrap();
     let err = store.events(&run_id).unwrap_err();
     assert!(
         matches!(

@@ -31,6 +31,15 @@ fn parent_paths_are_refused() {
     }
     let r = run(&ws, "grep", json!({"pattern": "secret", "paths": [".."]}));
     assert!(r.is_error && !r.content.contains("top secret"));
+    // A glob from `/` or through `..` is refused, not answered "no files match".
+    for pattern in ["/etc/*", "../**", "src/../../*"] {
+        let r = run(&ws, "glob", json!({ "pattern": pattern }));
+        assert!(
+            r.is_error && r.content.contains("leaves the root"),
+            "{pattern}: {}",
+            r.content
+        );
+    }
 }
 
 #[test]

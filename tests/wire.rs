@@ -146,6 +146,34 @@ async fn an_html_error_page_over_64_kib_is_read_to_its_text() {
         "a gateway's 502 may pass: retried"
     );
     assert_eq!(server.requests().len(), 4);
+    // A page whose text lies past the cap (a long script first) is named, not left empty;
+    // a JSON body cut at the cap still gives its message.
+    let script = format!(
+        "<html><head><script>{}</script></head><body>late</body></html>",
+        "x".repeat(70_000)
+    );
+    let cut = format!(
+        r#"{{"error":{{"message":"the schema is invalid","type":"invalid_request_error","trace":"{}"}}}}"#,
+        "y".repeat(70_000)
+    );
+    for (body, kind, want) in [
+        (
+            script,
+            "text/html",
+            "an HTML page with no text in its first 64 KiB",
+        ),
+        (cut, "application/json", "the schema is invalid"),
+    ] {
+        let server = Server::start(move |_, _| {
+            Reply::Raw(
+                400,
+                vec![("content-type", kind.into())],
+                body.clone().into_bytes(),
+            )
+        });
+        let e = openai(&server).complete(second_turn()).await.unwrap_err();
+        assert_eq!(e.message, want, "{e}");
+    }
 }
 
 #[tokio::test]

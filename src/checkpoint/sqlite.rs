@@ -253,14 +253,18 @@ impl SqliteStore {
         })?;
         let path = dir.join("baton.db");
         // A damaged file is never written to — not a run's event, not a new run, not the
-        // tables — so an existing one is checked, read-only, before anything opens it to write.
-        if std::fs::metadata(&path).is_ok_and(|m| m.len() > 0) {
-            let check = open_reading(&path, false)?;
-            if let Some(detail) = quick_check(&check) {
+        // tables — so an existing one is checked, read-only, before anything opens it to
+        // write: SQLite's pages (`quick_check`), and every run's log (its digest chain).
+        if std::fs::metadata(&path).is_ok_and(|m| !m.is_file() || m.len() > 0) {
+            let check = SqliteStore::open_existing(dir)?;
+            if let Some(detail) = check.damage() {
                 return Err(StoreError::Corrupt {
                     path: path.display().to_string(),
-                    detail,
+                    detail: detail.to_string(),
                 });
+            }
+            for run in check.runs()? {
+                check.events(&run.run_id)?;
             }
         }
         let writer_conn = open_connection(&path)?;

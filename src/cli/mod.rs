@@ -266,7 +266,7 @@ struct ExploreArgs {
     /// Most subagents one run may spawn.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     max_subagents: u32,
-    /// Shards (subagents) to split the tree into; default: one per agent, one more per MiB.
+    /// Shards (subagents) to split the tree into; default: one per agent, or one per MiB of files when that is more (at most --max-subagents, at most one per file).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     shards: Option<u32>,
     /// Most model turns per subagent.

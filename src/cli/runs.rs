@@ -86,6 +86,7 @@ pub(crate) fn list(args: RunsArgs) -> i32 {
         Err(e) => return store_error(&e),
     };
     let mut listed = Vec::new();
+    let mut damaged = None;
     for row in rows {
         let (state, accepted, rejected, tokens) = match store.events(&row.run_id) {
             Ok(events) => {
@@ -104,7 +105,8 @@ pub(crate) fn list(args: RunsArgs) -> i32 {
                     cp.budgets.total.tokens(),
                 )
             }
-            Err(StoreError::Damaged { last_intact, .. }) => {
+            Err(e @ StoreError::Damaged { last_intact, .. }) => {
+                damaged.get_or_insert(e);
                 (format!("damaged after seq {last_intact}"), 0, 0, 0)
             }
             Err(e) => return store_error(&e),
@@ -145,6 +147,10 @@ pub(crate) fn list(args: RunsArgs) -> i32 {
         text
     };
     let written = write_out(&text, args.json);
+    // A run whose log does not verify damages the state: listed, then named (exit 1).
+    if let Some(e) = damaged {
+        return store_error(&e);
+    }
     // What still reads was listed; a damaged file may have lost runs from the list.
     if let Some(damage) = store.damage() {
         return store_error(&StoreError::Corrupt {

@@ -85,6 +85,18 @@ pub(super) fn check(
             }
         }
     }
+    // A cost limit is typed, but the gate sees no prices: it is not enforced as written.
+    if stated.rules.iter().any(|r| !r.wholly_enforced()) {
+        let shown = crate::handoff::one_line(&stated.text);
+        if stated.provenance == "--constraint" && !allow_unenforced {
+            return Err(format!(
+                "--constraint {shown:?}: a cost limit is not enforced by the gate (it sees no prices); give it as --max-cost-per-subagent DOLLARS or --max-cost DOLLARS (with the models' prices), or pass --allow-unenforced to carry it only as a standing condition"
+            ));
+        }
+        stated.warnings.push(format!(
+            "\"{shown}\" sets a cost limit, which is not enforced: to enforce one, give --max-cost-per-subagent DOLLARS or --max-cost DOLLARS"
+        ));
+    }
     let exists = |name: &str| tree_spelling(root, name).is_some();
     for clause in &stated.untyped {
         let found = named(clause, tools, &exists);

@@ -78,7 +78,7 @@ codes! {
     NotObserved = "not_observed", Observation, "Cited lines that the subagent's tool calls never showed it.";
     CallUnknown = "call_unknown", Observation, "A cited `call:ID` that is not a tool call of this subagent.";
     NegativeNotEmpty = "negative_not_empty", Observation, "Negative evidence citing a search that did find matches.";
-    NegativeUnmarked = "negative_unmarked", Observation, "A finding whose only sources are searches that found nothing: it is negative evidence, and must say so.";
+    NegativeUnmarked = "negative_unmarked", Observation, "A finding citing a search that found nothing: the absence is negative evidence, and must say so.";
     UrlNotFetched = "url_not_fetched", Observation, "A cited URL that the subagent never fetched.";
     DocNotObserved = "doc_not_observed", Observation, "A cited document that the subagent never read.";
     RecordNotObserved = "record_not_observed", Observation, "A cited record that no tool call of the subagent returned.";

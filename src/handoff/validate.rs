@@ -315,8 +315,9 @@ fn sources_in_claim(claim: &str, line: usize, out: &mut Vec<Violation>) {
     }
 }
 
-/// A finding whose every source is a search that found nothing states an absence as a fact:
-/// it is negative evidence, and must say so (what was searched, where).
+/// A finding citing a search that found nothing states an absence as a fact — an empty
+/// search supports nothing else, whatever the other sources: it is negative evidence, and
+/// must say so (what was searched, where), apart from what the other sources show.
 fn negative_unmarked(c: &Conclusion, line: usize, check: &Check<'_>, out: &mut Vec<Violation>) {
     let Some(log) = check.observations else {
         return;
@@ -327,11 +328,11 @@ fn negative_unmarked(c: &Conclusion, line: usize, check: &Check<'_>, out: &mut V
         ),
         _ => false,
     };
-    if !c.sources.is_empty() && c.sources.iter().all(empty_search) {
+    if c.sources.iter().any(empty_search) {
         out.push(Violation::new(
             ViolationCode::NegativeUnmarked,
             line,
-            "its only sources are searches that found nothing: write it as negative evidence (`Negative evidence: no line matches … in …`), saying what was searched and where".to_string(),
+            "it cites a search that found nothing: write the absence as negative evidence (`Negative evidence: no line matches … in …`), saying what was searched and where, and what the other sources show as a finding of its own".to_string(),
         ));
     }
 }
@@ -697,7 +698,8 @@ fn redacted_in(quote: &str, cited: &[&str]) -> bool {
 }
 
 /// Each quote must occur in the cited lines: as written within one cited range (the fast,
-/// common case), or else with whitespace runs taken as one space across all of them.
+/// common case), or — a quote spanning lines — with whitespace runs taken as one space across
+/// all of them; a quote that fits in one line but spaces it otherwise is not verbatim.
 fn check_quotes(claim: &str, cited: &[&str], line: usize, out: &mut Vec<Violation>) {
     let mut joined: Option<String> = None;
     for quote in quotes(claim) {
@@ -714,7 +716,23 @@ fn check_quotes(claim: &str, cited: &[&str], line: usize, out: &mut Vec<Violatio
             }
             text
         });
-        if !all.contains(&normalise(quote)) {
+        let folded = normalise(quote);
+        // Within one line a quote is byte-exact; only one spanning lines may join them with
+        // a space (and whitespace runs at the joins taken as one).
+        let within_a_line = cited
+            .iter()
+            .flat_map(|c| c.lines())
+            .any(|l| normalise(l).contains(&folded));
+        if within_a_line {
+            let shown: String = quote.chars().take(60).collect();
+            out.push(Violation::new(
+                ViolationCode::QuoteNotFound,
+                line,
+                format!("`{shown}` is not verbatim: the cited line spaces it otherwise; quote it exactly, whitespace and all"),
+            ));
+            continue;
+        }
+        if !all.contains(&folded) {
             let shown: String = quote.chars().take(60).collect();
             out.push(Violation::new(
                 ViolationCode::QuoteNotFound,

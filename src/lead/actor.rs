@@ -195,6 +195,7 @@ async fn on_message(
                         evidence_digests(
                             &parsed.handoff,
                             files.as_ref() as &dyn crate::handoff::Files,
+                            &log,
                         )
                     } else {
                         BTreeMap::new()

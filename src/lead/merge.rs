@@ -499,6 +499,9 @@ fn negative_evidence(
             && explorers.iter().all(|i| g.shards.contains(i));
         let place = match (covered, left_out) {
             (true, 0) => whole.to_string(),
+            // A whole that names what the walk left out says it already (the limits below
+            // name what the searches left out).
+            (true, _) if whole.contains(", but not its ") => whole.to_string(),
             (true, _) => format!("{whole} but the entries it left out"),
             (false, _) => prose_list(&scopes),
         };

@@ -7,7 +7,7 @@ use super::{merge, plan, plan::Shard, LeadState};
 use crate::handoff::{Files, Handoff, HardConstraint, OpenItem};
 use crate::policy::Policy;
 use crate::report::{ConstraintReport, HandoffCounts, ModelUsage, Report, RunUsage, SubagentState};
-use crate::source::SourceId;
+use crate::source::{ObservationLog, SourceId};
 use crate::tools::Workspace;
 
 /// What "the whole tree" is when the plan's walk left entries out: said with them, so an
@@ -291,32 +291,58 @@ pub(super) fn scope_label(policy: &Policy) -> String {
     }
 }
 
-/// SHA-256 of the text of every file range an accepted handoff cites, by source id.
-pub(super) fn evidence_digests(handoff: &Handoff, files: &dyn Files) -> BTreeMap<String, String> {
+/// SHA-256 of the text of every file range an accepted handoff cites, by source id — a file
+/// range's lines, or what a cited call (`call:ID`) showed of each file it read, as the files
+/// read now. A source whose file no longer reads has no digest (so, on resume, it is stale).
+pub(super) fn evidence_digests(
+    handoff: &Handoff,
+    files: &dyn Files,
+    observations: &ObservationLog,
+) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for source in handoff
         .settled_conclusions
         .iter()
         .flat_map(|c| c.sources.iter())
     {
-        // A range's lines, or a whole file's.
-        let (path, lines) = match source {
-            SourceId::File {
-                path,
-                lines: Some((a, b)),
-            } => (path, Some((*a, *b))),
-            SourceId::File { path, lines: None } => (path, None),
+        let text = match source {
+            SourceId::File { path, lines } => files.text(path).ok().map(|text| {
+                let (a, b) = lines.unwrap_or((1, text.line_count() as u32));
+                text.lines(a, b).to_string()
+            }),
+            SourceId::Record { kind, id } if kind == "call" => shown_text(observations, id, files),
             _ => continue,
         };
-        if let Ok(text) = files.text(path) {
-            let (a, b) = lines.unwrap_or((1, text.line_count() as u32));
+        if let Some(text) = text {
             out.insert(
                 source.to_string(),
-                crate::checkpoint::sha256_hex(text.lines(a, b).as_bytes()),
+                crate::checkpoint::sha256_hex(text.as_bytes()),
             );
         }
     }
     out
+}
+
+/// What a call showed of the files it read, each file's path and shown lines in turn; None
+/// when it showed no file's lines (a listing, an empty search) or a file no longer reads.
+fn shown_text(observations: &ObservationLog, call: &str, files: &dyn Files) -> Option<String> {
+    let shown = observations.shown_by_call(call);
+    if shown.is_empty() {
+        return None;
+    }
+    let mut out = String::new();
+    for (path, lines) in shown {
+        let text = files.text(&path).ok()?;
+        out.push_str(&path);
+        out.push('\n');
+        for (a, b) in &lines.spans {
+            out.push_str(text.lines(*a, *b));
+        }
+        for (line, chars) in &lines.parts {
+            out.extend(text.lines(*line, *line).chars().take(*chars as usize));
+        }
+    }
+    Some(out)
 }
 
 /// A run's plan: its shards, and the directories the walk had to leave out.

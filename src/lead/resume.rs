@@ -122,7 +122,7 @@ impl Resumption {
             let Some(handoff) = restored.handoff.as_mut() else {
                 continue;
             };
-            let now = super::report::evidence_digests(handoff, &files);
+            let now = super::report::evidence_digests(handoff, &files, &restored.observations);
             let mut changed: Vec<String> = restored
                 .evidence_digests
                 .iter()

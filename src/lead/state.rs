@@ -478,7 +478,15 @@ impl LeadState {
                 denied,
                 budget,
                 model: Arc::clone(&self.config.model),
-                tools: self.config.tools.only(&role.tools),
+                tools: {
+                    let offered: Vec<String> = role
+                        .tools
+                        .iter()
+                        .filter(|t| self.policy.offers_tool(t))
+                        .cloned()
+                        .collect();
+                    self.config.tools.only(&offered)
+                },
                 workspace: self.config.workspace.under(Arc::clone(&self.policy)),
                 report: {
                     let (lead, id) = (myself.clone(), record.summary.id.clone());

@@ -130,12 +130,19 @@ impl Model for AnthropicModel {
         let stream = self.endpoint.http.options.stream;
         let body = body(&self.endpoint.model, &request, stream);
         let tokens = request.estimated_tokens() + u64::from(request.max_tokens);
-        self.endpoint
+        let mut response = self
+            .endpoint
             .http
             .with_retries(&self.endpoint.model, tokens, |_| {
                 self.attempt(&body, stream)
             })
-            .await
+            .await?;
+        // No input counted (usage missing, zero, or not numbers): the call's is estimated.
+        if response.usage.all_input() == 0 {
+            response.usage = super::estimated_usage(&request, &response.text, &response.tool_calls);
+            tracing::info!(provider = "anthropic", model = %self.endpoint.model, "usage estimated: the server reported none");
+        }
+        Ok(response)
     }
 }
 

@@ -308,7 +308,16 @@ impl Http {
             let bytes = self.read_prefix(response, ERROR_BODY_BYTES).await;
             let text = String::from_utf8_lossy(&bytes);
             let (message, kind_hint) = if html || looks_like_html(&text) {
-                (html_text(&text), String::new())
+                let page = html_text(&text);
+                let page = if page.is_empty() {
+                    format!(
+                        "an HTML page with no text in its first {} KiB",
+                        bytes.len().div_ceil(1024)
+                    )
+                } else {
+                    page
+                };
+                (page, String::new())
             } else {
                 error_message(&text)
             };
@@ -510,7 +519,35 @@ fn seconds(s: f64) -> Option<Duration> {
 /// "..."}`, `{"message": "..."}`, `{"detail": "..."}`, or the text itself), with the error's
 /// type when it names one.
 pub(crate) fn error_message(body: &str) -> (String, String) {
-    let value: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+    let Ok(value) = serde_json::from_str::<Value>(body) else {
+        return cut_error_message(body);
+    };
+    // A validation failure's list (`{"detail": [{"loc": …, "msg": …}]}`): its messages.
+    if let Some(items) = value.get("detail").and_then(Value::as_array) {
+        let messages: Vec<String> = items
+            .iter()
+            .filter_map(|i| {
+                let msg = i.get("msg").and_then(Value::as_str)?;
+                let at: Vec<String> = i
+                    .get("loc")
+                    .and_then(Value::as_array)
+                    .map(|l| {
+                        l.iter()
+                            .map(|p| p.to_string().trim_matches('"').to_string())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Some(if at.is_empty() {
+                    msg.to_string()
+                } else {
+                    format!("{} ({})", msg, at.join("."))
+                })
+            })
+            .collect();
+        if !messages.is_empty() {
+            return (messages.join("; "), String::new());
+        }
+    }
     let error = value.get("error").unwrap_or(&value);
     let kind = error
         .get("type")
@@ -529,6 +566,33 @@ pub(crate) fn error_message(body: &str) -> (String, String) {
         message.push_str(&format!(" (param: {param})"));
     }
     (message, kind)
+}
+
+/// The message and type of an error body that is not whole JSON (cut at the cap, or not
+/// JSON at all): its first `"message"` and `"type"` strings when it reads as cut JSON, else
+/// the text itself.
+fn cut_error_message(body: &str) -> (String, String) {
+    static FIELD: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let field = FIELD.get_or_init(|| {
+        regex::Regex::new(r#""(message|type|code)"\s*:\s*("(?:[^"\\]|\\.)*")"#)
+            .expect("static regex")
+    });
+    if !body.trim_start().starts_with('{') {
+        return (body.to_string(), String::new());
+    }
+    let first = |name: &str| {
+        field
+            .captures_iter(body)
+            .find(|c| &c[1] == name)
+            .and_then(|c| serde_json::from_str::<String>(&c[2]).ok())
+    };
+    match first("message") {
+        Some(message) => (
+            message,
+            first("type").or_else(|| first("code")).unwrap_or_default(),
+        ),
+        None => (body.to_string(), String::new()),
+    }
 }
 
 /// Whether an error body is an HTML page (a proxy's or a server's error page).
@@ -845,6 +909,30 @@ mod tests {
         assert_eq!(error_message(r#"{"error":"nope"}"#).0, "nope");
         assert_eq!(error_message(r#"{"detail":"gone"}"#).0, "gone");
         assert_eq!(error_message("plain\ntext").0, "plain\ntext");
+        // A validation failure's list, and a body cut at the cap, give their messages.
+        let (m, _) = error_message(
+            r#"{"detail":[{"loc":["body","messages",1,"content"],"msg":"Input should be a valid string","type":"string_type"}]}"#,
+        );
+        assert_eq!(
+            m,
+            "Input should be a valid string (body.messages.1.content)"
+        );
+        let cut = format!(
+            r#"{{"error":{{"message":"context length \"exceeded\"","type":"invalid_request_error","trace":"{}"#,
+            "y".repeat(70_000)
+        );
+        let (m, k) = error_message(&cut[..65_536]);
+        assert_eq!(
+            (m.as_str(), k.as_str()),
+            ("context length \"exceeded\"", "invalid_request_error")
+        );
+    }
+
+    /// An HTML error page whose text lies past the cap (a long script first) says what it was.
+    #[test]
+    fn an_html_page_with_no_text_within_the_cap_is_named() {
+        let page = format!("<html><head><script>{}", "x".repeat(70_000));
+        assert_eq!(html_text(&page[..65_536]), "");
     }
 
     #[test]

@@ -479,6 +479,22 @@ pub(crate) fn charge(spent: &mut crate::policy::Spent, usage: &Usage, price: Opt
     }
 }
 
+/// A call's usage estimated from what was sent and what came back, for a server that reported
+/// none it could be read by (missing, not numbers, or no input at all): a budget binds on the
+/// estimate rather than on nothing.
+pub(crate) fn estimated_usage(request: &ModelRequest, text: &str, calls: &[ToolCall]) -> Usage {
+    Usage {
+        input_tokens: request.estimated_tokens(),
+        output_tokens: estimate_tokens(text).saturating_add(
+            calls
+                .iter()
+                .map(|c| estimate_tokens(&c.arguments.to_string()) + 4)
+                .sum::<u64>(),
+        ),
+        ..Usage::default()
+    }
+}
+
 /// About four bytes a token: the estimate used where no tokenizer is given.
 pub fn estimate_tokens(text: &str) -> u64 {
     estimate_tokens_of_len(text.len())

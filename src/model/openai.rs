@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 
 use super::http::{self, Answer, Endpoint, HttpOptions};
 use super::{
-    estimate_tokens, handoff_schema, ApiKey, ErrorKind, Fallback, Message, Model, ModelConfig,
-    ModelError, ModelRequest, ModelResponse, Price, StopReason, ToolChoice, Usage,
+    handoff_schema, ApiKey, ErrorKind, Fallback, Message, Model, ModelConfig, ModelError,
+    ModelRequest, ModelResponse, Price, StopReason, ToolChoice, Usage,
 };
 use crate::tools::ToolCall;
 
@@ -435,11 +435,16 @@ struct Streamed {
 }
 
 impl Streamed {
+    /// Takes a usage the server reported, when it reads as one: its prompt tokens a positive
+    /// number (every request has input), its completion tokens a number. Anything else —
+    /// `{}`, zeros, negative numbers, strings — is no usage, and the call's is estimated.
     fn usage(&mut self, v: &Value) {
-        if !v.is_object() {
+        let (Some(prompt), Some(_)) = (
+            v["prompt_tokens"].as_u64().filter(|p| *p > 0),
+            v["completion_tokens"].as_u64(),
+        ) else {
             return;
-        }
-        let prompt = v["prompt_tokens"].as_u64().unwrap_or(0);
+        };
         let cached = v["prompt_tokens_details"]["cached_tokens"]
             .as_u64()
             .unwrap_or(0)
@@ -565,15 +570,9 @@ impl Streamed {
             _ => StopReason::End,
         };
         let estimated = self.usage.is_none();
-        let usage = self.usage.unwrap_or_else(|| Usage {
-            input_tokens: request.estimated_tokens(),
-            output_tokens: estimate_tokens(&self.text)
-                + calls
-                    .iter()
-                    .map(|c| estimate_tokens(&c.arguments.to_string()) + 4)
-                    .sum::<u64>(),
-            ..Usage::default()
-        });
+        let usage = self
+            .usage
+            .unwrap_or_else(|| super::estimated_usage(request, &self.text, &calls));
         (
             ModelResponse {
                 // A refusal's words are its text: the subagent ends with them.

@@ -215,9 +215,12 @@ impl Place {
                 }
             })
             .collect();
+        // A glob, or a name at any depth, matches in any letter case: a constraint's letter
+        // case is not the tree's (`never read *.MD` keeps `Docs/a.md` out).
         match GlobBuilder::new(&pattern.join("/"))
             .literal_separator(true)
             .backslash_escape(true)
+            .case_insensitive(true)
             .build()
         {
             Ok(glob) => {
@@ -526,6 +529,19 @@ impl Policy {
 
     /// The sandbox's check before opening the file at `path` (root-relative, normal form,
     /// where it really lies): whatever tool asks, a read a constraint forbids is denied.
+    /// Whether the run's tools rules let a subagent have `tool` at all (a denied tool is not
+    /// offered to its model, so no call of it is made only to be denied; the gate still
+    /// judges every call).
+    pub(crate) fn offers_tool(&self, tool: &str) -> bool {
+        self.bound.iter().all(|bound| match &bound.rule {
+            Compiled::Tools { allow, deny } => {
+                !deny.iter().any(|d| d == tool)
+                    && (allow.is_empty() || allow.iter().any(|a| a == tool))
+            }
+            _ => true,
+        })
+    }
+
     pub(crate) fn may_open(&self, tool: &str, path: &str) -> Result<(), Box<Denial>> {
         self.may(tool, Effect::Read, path)
     }

@@ -410,6 +410,13 @@ impl Tool for Glob {
 
     fn call(&self, ws: &Workspace, call_id: &str, args: &Value) -> Result<ToolOutput, ToolError> {
         let pattern = string_arg(args, "pattern")?;
+        // Paths are root-relative: a pattern from `/` or through `..` could match no file of
+        // the tree, and its empty answer would read as an absence.
+        if pattern.starts_with('/') || pattern.split('/').any(|part| part == "..") {
+            return Err(ToolError::invalid(format!(
+                "the glob `{pattern}` leaves the root: patterns are relative to it (`src/**/*.rs`)"
+            )));
+        }
         let matcher = globset::GlobBuilder::new(pattern)
             .literal_separator(false)
             .build()

@@ -371,8 +371,20 @@ fn next_turn(request: &ModelRequest) -> (String, Vec<ToolCall>) {
         let may_read = request.tools.iter().any(|t| t.name == "read_file");
         return verify_turn(&task, &done, may_read);
     }
-    let survey = Survey::new(&task.question, &done);
     let may_call = |name: &str| request.tools.iter().any(|t| t.name == name);
+    // The explorer finds its places by searching: without grep (a constraint took it) it
+    // settles nothing, and says why, rather than guess.
+    if !may_call("grep") {
+        let handoff = Handoff {
+            open_items: vec![OpenItem {
+                item: format!("Nothing was explored in {}", task.scope.join(", ")),
+                stuck_on: "the offline explorer finds places by searching, and the run's constraints leave it no grep".into(),
+            }],
+            ..Handoff::default()
+        };
+        return (handoff.to_markdown(), Vec::new());
+    }
+    let survey = Survey::new(&task.question, &done);
     let pending = |calls: Vec<ToolCall>| -> Vec<ToolCall> {
         calls
             .into_iter()

@@ -294,6 +294,21 @@ const KIND_NOUNS: &[&str] = &[
     "variable",
 ];
 
+/// The kinds of place a question may ask for after `which` or `what` (`which file`, `what
+/// crate`), beside [`KIND_NOUNS`].
+const PLACE_NOUNS: &[&str] = &[
+    "crate",
+    "directory",
+    "file",
+    "files",
+    "folder",
+    "line",
+    "modules",
+    "package",
+    "part",
+    "place",
+];
+
 /// Whether a word is one a question asks with ([`ASKING`]).
 pub(crate) fn is_asking(word: &str) -> bool {
     ASKING.binary_search(&stem(word).as_str()).is_ok()
@@ -593,11 +608,18 @@ pub(crate) fn terms(question: &str) -> Vec<Term> {
             continue;
         };
         let beside_code = code(i.checked_sub(1)) || code(Some(i + 1));
+        // `which module`, `what file`, `in which function`: the kind of place asked for.
+        let asked_kind = i
+            .checked_sub(1)
+            .and_then(|j| pieces.get(j))
+            .is_some_and(|p| p.as_ref().is_some_and(|(w, _)| w == "which" || w == "what"))
+            && (KIND_NOUNS.contains(&lower.as_str()) || PLACE_NOUNS.contains(&lower.as_str()));
         if *identifier
             || lower.contains('_')
             || is_stop(lower)
             || is_asking(lower)
             || (beside_code && KIND_NOUNS.contains(&lower.as_str()))
+            || asked_kind
             || lower.len() < 3
             || lower.chars().all(|c| c.is_ascii_digit())
         {
@@ -714,6 +736,10 @@ mod tests {
             assert!(!labels.iter().any(|l| l == word), "{word} in {labels:?}");
         }
         for asking in [
+            "which module defines load_config_file?",
+            "in which module is load_config_file located?",
+            "what file is load_config_file in?",
+            "where is load_config_file called?",
             "where is load_config_file defined?",
             "where is load_config_file declared?",
             "how is load_config_file implemented?",

@@ -132,7 +132,7 @@ pub(crate) fn named(clause: &str, tools: &[String], exists: &dyn Fn(&str) -> boo
     }
     static BUDGET: OnceLock<Regex> = OnceLock::new();
     let budget = BUDGET.get_or_init(|| {
-        Regex::new(r"(?i)\$\s?[0-9]|\b[0-9][0-9,_]*(?:\.[0-9]+)?k?\s*(?:tool calls?|calls|tokens|model turns|turns|dollars|usd)\b")
+        Regex::new(r"(?i)\$\s?[0-9]|\b[0-9][0-9,_]*(?:\.[0-9]+)?k?\s*(?:tool calls?|calls|tokens|model turns|turns|dollars|usd|cents|minutes?|mins?|seconds?|secs?|hours?|files|reads|requests|searches)\b")
             .expect("static regex")
     });
     out.budget = budget.is_match(clause);
@@ -198,6 +198,8 @@ mod tests {
         assert_eq!(of("don't touch docs/ unless asked").places, ["docs"]);
         assert_eq!(of("never use grep on big files").tools, ["grep"]);
         assert!(of("Keep the final answer under 300 tokens").budget);
+        assert!(of("Don't spend more than 10 minutes").budget);
+        assert!(of("don't read more than 3 files").budget);
         assert!(of("we ship on Fridays").is_empty());
         assert!(of("stay within budget").is_empty());
         assert!(of("Don't connect to evil.com").is_empty());
