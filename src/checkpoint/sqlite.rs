@@ -71,6 +71,9 @@ pub struct SqliteStore {
     tables: bool,
     /// Set when the file only opened as damaged (cut short): what SQLite said.
     damage: Option<String>,
+    /// The size of the last checkpoint stored, to serialise the next into a buffer that does
+    /// not grow by doubling.
+    last_checkpoint: std::sync::atomic::AtomicUsize,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -288,6 +291,7 @@ impl SqliteStore {
             reader: Mutex::new(reader),
             tables: true,
             damage: None,
+            last_checkpoint: Default::default(),
         })
     }
 
@@ -353,6 +357,7 @@ impl SqliteStore {
             reader: Mutex::new(reader),
             tables: tables == 2,
             damage,
+            last_checkpoint: Default::default(),
         })
     }
 
@@ -748,10 +753,17 @@ impl EventStore for SqliteStore {
         rows.collect::<Result<Vec<_>, _>>().map_err(unreadable)
     }
 
+    /// Stores a checkpoint: serialised once into a buffer sized from the last (so it does not
+    /// grow by doubling), scrubbed in place of a copy when it holds no secret.
     fn put_checkpoint(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
-        let body = crate::redact::scrubbed(
-            serde_json::to_string(checkpoint).map_err(|e| StoreError::Write(e.to_string()))?,
-        );
+        use std::sync::atomic::Ordering;
+        let hint = self.last_checkpoint.load(Ordering::Relaxed);
+        let mut body = Vec::with_capacity(hint + hint / 8);
+        serde_json::to_writer(&mut body, checkpoint)
+            .map_err(|e| StoreError::Write(e.to_string()))?;
+        let body = String::from_utf8(body).map_err(|e| StoreError::Write(e.to_string()))?;
+        let body = crate::redact::scrubbed(body);
+        self.last_checkpoint.store(body.len(), Ordering::Relaxed);
         let mut conn = self
             .reader
             .lock()
@@ -822,11 +834,17 @@ impl EventStore for SqliteStore {
             .prepare("SELECT body FROM checkpoints WHERE run_id = ?1 ORDER BY last_seq DESC")
             .map_err(|e| StoreError::Write(e.to_string()))?;
         let bodies = statement
-            .query_map(params![run_id], |row| row.get::<_, String>(0))
+            .query_map(params![run_id], |row| {
+                Ok(row
+                    .get_ref(0)?
+                    .as_bytes()
+                    .map(<[u8]>::to_vec)
+                    .unwrap_or_default())
+            })
             .map_err(|e| StoreError::Write(e.to_string()))?;
         for body in bodies.flatten() {
             // A checkpoint missing a mandatory field does not deserialise: the previous stays.
-            if let Ok(cp) = serde_json::from_str::<Checkpoint>(&body) {
+            if let Ok(cp) = serde_json::from_slice::<Checkpoint>(&body) {
                 if cp.check().is_ok() {
                     return Ok(Some(cp));
                 }
