@@ -42,7 +42,8 @@
 //!   are logged with `handoff_accepted` and listed as open items); `lead::merge` merges accepted
 //!   handoffs, lists rejected ones' claims as unverified leads, and derives negative evidence
 //!   from the subagents' logged searches (pure); `lead::relevance` orders settled conclusions by
-//!   the rarity of what they match (pure); `lead::report` builds the report and does the
+//!   the rarity of what they match (pure; a pattern is tried only on a claim holding one of its
+//!   needles, the literals every match of it holds); `lead::report` builds the report and does the
 //!   lead's file work off the actor (planning, evidence digests); `lead::handle` is the
 //!   `LeadHandle` callers hold. **Invariant:** every handoff is validated (all four
 //!   layers, off the actor) before the lead looks at it; only one with no violation is merged;
@@ -130,7 +131,8 @@
 //!   the text its conclusion's sources show, whatever form the file citation takes (lines, or
 //!   the whole file), and the lines a cited `call:ID` showed; a quote resting only on sources
 //!   that keep no text (an empty search, a listing, a URL, a document, a record) is
-//!   `quote_unchecked`; a finding resting only on empty searches is `negative_unmarked`; a
+//!   `quote_unchecked`; a finding citing an empty search is `negative_unmarked`; a quote is
+//!   byte-exact within a line (only one spanning lines may join them with a space); a
 //!   source in brackets inside a claim's text is `source_in_claim`. A claim's prose beyond its
 //!   quotes and symbols is not checked.
 //! - `source` — [`SourceId`] and its grammar (file — any name, in a quoted form when it holds
@@ -149,8 +151,8 @@
 //!   share one store: every write takes the write lock up front (an immediate transaction)
 //!   and retries on BUSY for up to 30 s; a run's head is read under the lock and must be where
 //!   this process left it; a run is claimed by a file lock while a process runs or resumes it
-//!   ([`checkpoint::RunClaim`]). Opening a store to write runs SQLite's `quick_check` on an
-//!   existing file first, read-only, and refuses a damaged one; reading commands open it
+//!   ([`checkpoint::RunClaim`]). Opening a store to write runs SQLite's `quick_check` and
+//!   every run's digest chain on an existing file first, read-only, and refuses a damaged one; reading commands open it
 //!   read-only (as an unchanging file when no WAL is beside it, so they create nothing and read
 //!   a state on read-only media); every payload is scrubbed of the process's secrets
 //!   (`redact::scrub`) before it is sealed. **Invariant:** no append is acknowledged before it is durable;
@@ -209,8 +211,10 @@
 //!   context windows, the `--prices` TOML table and the run's [`model::CostMeter`] (a call's
 //!   estimate reserved before it is sent, settled after); `model::secret` the redacting
 //!   [`model::ApiKey`] (every common encoding of the key; each key registers with `redact`,
-//!   and the providers redact errors, request ids and the model's answers, its tool calls'
-//!   arguments included; a validation failure is never retried, whatever its status); `model::spec` parses `--model` and connects ([`model::connect`]).
+//!   and the providers redact errors, request ids and the model's text — not its tool calls,
+//!   which run as written and are scrubbed where logged; a key under 8 characters is taken out
+//!   of errors only; a usage that does not read as one is estimated; a validation failure is
+//!   never retried, whatever its status); `model::spec` parses `--model` and connects ([`model::connect`]).
 //!   `model::offline` is the
 //!   deterministic local explorer ([`OfflineModel`]), each turn a pure function of the
 //!   transcript: `terms` (question → identifiers, compounds, literals, stems, abbreviations,
@@ -218,7 +222,10 @@
 //!   (definitions, scoring hit lines, block ends), `follow` (callers of what was found),
 //!   `conclude` (claims citing only lines it read, their quotes only bytes of those lines —
 //!   a composed label loses its backticks; negative evidence); the words a question asks with
-//!   (`terms::is_asking`) and a kind noun beside an identifier are never terms, and a term is
+//!   (`terms::is_asking`: defining, locating, using, calling) and a kind noun beside an
+//!   identifier or after `which`/`what` are never terms, a stem keeps both spellings of `-y`
+//!   and `-ies`, a backticked token is an identifier, and without grep it settles nothing and
+//!   says why; a term is
 //!   mentioned only where a word or an identifier part starts (`terms::mention_pattern`); as a verifier it reads
 //!   the doubted claims from its context's data section and confirms one only when the reread
 //!   lines hold its quotes and symbols. **Invariant:** it cites nothing its own tool calls did
@@ -228,7 +235,7 @@
 //!   fallback is taken only on an error naming the unsupported field (or an empty stream),
 //!   never to hide another error.
 //! - `redact` — the process's secrets and their redaction in every common encoding (as
-//!   written, either case, URL-encoded, JSON-escaped): [`model::scrub`] is what the event
+//!   written, either case, URL-encoded once or twice, JSON-escaped, hex, base64): [`model::scrub`] is what the event
 //!   log's payloads, stdout, stderr and traces pass through. It imports nothing of the crate.
 //! - `tools` — the [`Tool`] trait (a tool declares whether it only reads: `Tool::read_only`,
 //!   false unless it says so; and what a call would touch: `Tool::consequences`, undeclared
@@ -262,7 +269,9 @@
 //!   from the checkpoint's constraints (or a log's: `Policy::from_log`, which a resume's
 //!   rechecks run under), `Policy::judge` (allow, or a [`Denial`]: the
 //!   constraint, its event, its [`Category`], a safe alternative), the per-file check the
-//!   sandbox makes and the walk filter; `denied_too_often` (the same consequence denied 3
+//!   sandbox makes and the walk filter, and `Policy::offers_tool` (a tool a tools rule keeps
+//!   from the run is not offered to a subagent's model; globs match in any letter case);
+//!   `denied_too_often` (the same consequence denied 3
 //!   times ends a subagent). [`Budget`], [`Spent`] and [`TimeLimits`], the pure budget
 //!   decision; `Policy::cap` lowers a budget to the constraints'. **Invariant:** nothing but a
 //!   `constraint_stated` event adds, changes or lifts a rule; a tool that does not declare its

@@ -41,9 +41,20 @@ fn spending_model(body: &Value) -> Reply {
 }
 
 fn run(extra: &[&str]) -> (std::process::Output, Server) {
+    run_with(extra, None)
+}
+
+/// As [`run`], the server reporting `usage` instead of the real one when given.
+fn run_with(extra: &[&str], usage: Option<Value>) -> (std::process::Output, Server) {
     let root = four_dirs();
     let state = tempfile::tempdir().unwrap();
-    let server = Server::start(|r, _| spending_model(&r.body));
+    let server = Server::start(move |r, _| match (spending_model(&r.body), &usage) {
+        (Reply::Json(status, headers, mut value), Some(usage)) => {
+            value["usage"] = usage.clone();
+            Reply::Json(status, headers, value)
+        }
+        (reply, _) => reply,
+    });
     let env = [("OPENAI_BASE_URL", format!("{}/v1", server.url))];
     let mut args = vec!["--no-stream"];
     args.extend_from_slice(extra);
@@ -101,5 +112,35 @@ fn a_typed_token_budget_reported_enforced_is_enforced() {
     assert!(server.requests().len() >= 8);
     for s in &report.subagents {
         assert!(s.tokens <= 9000, "{} spent {} tokens", s.id, s.tokens);
+    }
+}
+
+/// A usage that does not read as one — `{}`, zeros, negative numbers, strings — is no usage:
+/// the call's tokens are estimated, so the budget still binds and the spend is not zero.
+#[test]
+fn unreadable_usage_is_estimated() {
+    for usage in [
+        json!({}),
+        json!({"prompt_tokens": 0, "completion_tokens": 0}),
+        json!({"prompt_tokens": -5, "completion_tokens": -1}),
+        json!({"prompt_tokens": "2000", "completion_tokens": "10"}),
+    ] {
+        let (out, server) = run_with(&["--max-tokens", "12000"], Some(usage.clone()));
+        let report = report(&out);
+        assert!(server.requests().len() >= 4, "{usage}");
+        for s in &report.subagents {
+            assert!(
+                s.tokens > 1000,
+                "{usage}: {} counted {} tokens",
+                s.id,
+                s.tokens
+            );
+            assert!(
+                s.tokens <= 12_000,
+                "{usage}: {} spent {} tokens",
+                s.id,
+                s.tokens
+            );
+        }
     }
 }

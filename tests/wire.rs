@@ -280,6 +280,38 @@ async fn a_key_a_model_echoes_is_taken_out_of_its_answer() {
     );
 }
 
+/// An Anthropic answer with no usage, or usage that is not numbers, has its tokens estimated:
+/// a budget binds on the estimate, not on zero.
+#[tokio::test]
+async fn an_anthropic_answer_without_usage_is_estimated() {
+    for usage in [
+        None,
+        Some(json!({"input_tokens": "many", "output_tokens": null})),
+    ] {
+        let server = Server::start(move |_, _| {
+            let mut message = json!({"id": "m", "type": "message", "role": "assistant",
+                "content": [{"type": "text", "text": "done"}], "stop_reason": "end_turn"});
+            if let Some(u) = &usage {
+                message["usage"] = u.clone();
+            }
+            Reply::Json(200, vec![], message)
+        });
+        let model = baton::model::AnthropicModel::new(
+            "claude-sonnet-4-5",
+            ApiKey::new("sk-ant-wire").unwrap(),
+            Some(&server.url),
+            HttpOptions {
+                stream: false,
+                ..options()
+            },
+        )
+        .unwrap();
+        let r = model.complete(second_turn()).await.unwrap();
+        assert!(r.usage.input_tokens > 10, "{:?}", r.usage);
+        assert!(r.usage.output_tokens >= 1, "{:?}", r.usage);
+    }
+}
+
 /// A failed attempt's tokens are not counted: a stream that reported its input, then was
 /// cut, is retried, and the call's usage is the attempt that answered.
 #[tokio::test]
