@@ -124,18 +124,23 @@ fn a_damaged_store_is_never_written_and_runs_says_it_is_damaged() {
 /// lists the run as damaged and exits 1.
 #[test]
 fn a_run_whose_log_does_not_verify_is_never_written_beside() {
+    // A payload changed, and the run's head recording a digest its last event lacks.
+    for tamper in [
+        "UPDATE events SET payload = payload || ' ' WHERE seq = (SELECT max(seq) FROM events) - 2",
+        "UPDATE runs SET last_digest = '00'",
+    ] {
+        refused_beside(tamper);
+    }
+}
+
+fn refused_beside(tamper: &str) {
     let root = sample_tree();
     let state = tempfile::tempdir().unwrap();
     let run_id = finished_run(state.path(), root.path());
     let db = state.path().join("baton.db");
     {
         let conn = rusqlite::Connection::open(&db).unwrap();
-        let changed = conn
-            .execute(
-                "UPDATE events SET payload = payload || ' ' WHERE seq = (SELECT max(seq) FROM events) - 2",
-                [],
-            )
-            .unwrap();
+        let changed = conn.execute(tamper, []).unwrap();
         assert_eq!(changed, 1);
         conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
             .unwrap();

@@ -685,19 +685,24 @@ impl EventStore for SqliteStore {
         };
         // An unreadable run table does not hide the events that still read: the error names
         // the last of them.
-        let (head_seq, head_problem) = match load_head(&conn, run_id) {
-            Ok(Some(head)) => (head.seq, None),
+        let (head_seq, head_digest, head_problem) = match load_head(&conn, run_id) {
+            Ok(Some(head)) => (head.seq, head.digest, None),
             // In a file cut short, a run missing from the run table may still have events.
             Ok(None) => match &self.damage {
                 None => return Err(StoreError::UnknownRun(run_id.to_string())),
                 Some(damage) => (
                     0,
+                    String::new(),
                     Some(format!(
                         "the state is damaged ({damage}) and holds no entry for this run"
                     )),
                 ),
             },
-            Err(e) => (0, Some(format!("the run table is unreadable: {e}"))),
+            Err(e) => (
+                0,
+                String::new(),
+                Some(format!("the run table is unreadable: {e}")),
+            ),
         };
         let mut statement = conn
             .prepare("SELECT seq, at_ms, payload, prev, digest FROM events WHERE run_id = ?1 ORDER BY seq")
@@ -713,7 +718,12 @@ impl EventStore for SqliteStore {
                 })
             })
             .map_err(|e| damaged(0, format!("the event table is unreadable: {e}")))?;
-        let events = verify(run_id, rows.map(|r| r.map_err(|e| e.to_string())), head_seq)?;
+        let events = verify(
+            run_id,
+            rows.map(|r| r.map_err(|e| e.to_string())),
+            head_seq,
+            &head_digest,
+        )?;
         match head_problem {
             None => Ok(events),
             Some(problem) => Err(damaged(events.last().map_or(0, |e| e.seq), problem)),

@@ -160,12 +160,14 @@ pub(crate) struct StoredRow {
     pub(crate) digest: String,
 }
 
-/// Checks rows against the chain and the recorded head; the first bad one is reported with
-/// the last intact sequence number.
+/// Checks rows against the chain and the recorded head — its sequence number reached, and
+/// the event there holding the head's digest (empty: none recorded); the first bad one is
+/// reported with the last intact sequence number.
 pub(crate) fn verify(
     run_id: &str,
     rows: impl IntoIterator<Item = Result<StoredRow, String>>,
     head_seq: u64,
+    head_digest: &str,
 ) -> Result<Vec<LoggedEvent>, StoreError> {
     let damaged = |last_intact: u64, detail: String| StoreError::Damaged {
         run_id: run_id.to_string(),
@@ -213,6 +215,15 @@ pub(crate) fn verify(
             last,
             format!("the run's head says {head_seq} events; events after {last} are missing"),
         ));
+    }
+    // Events past the head are another process's appends, read after the head was.
+    if let Some(at_head) = out.iter().rev().find(|e| e.seq == head_seq) {
+        if !head_digest.is_empty() && at_head.digest != head_digest {
+            return Err(damaged(
+                head_seq.saturating_sub(1),
+                format!("event {head_seq} is not the one the run's head records"),
+            ));
+        }
     }
     Ok(out)
 }
@@ -302,6 +313,7 @@ impl EventStore for MemoryStore {
                 })
             }),
             head.seq,
+            &head.digest,
         )
     }
 

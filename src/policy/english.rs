@@ -669,10 +669,17 @@ fn rules_of(
         Shape::ReadOnly => vec![Rule::NoEffects],
         Shape::NoSpawn => vec![Rule::NoSpawn],
         Shape::DenyTools | Shape::AllowTools => {
-            let named: Vec<String> = items(list).iter().map(|t| t.to_string()).collect();
-            if named.is_empty() || !named.iter().all(|t| tools.contains(t)) {
-                return None;
-            }
+            // A tool's name in any letter case is the run's tool (`GREP` is `grep`).
+            let named: Option<Vec<String>> = items(list)
+                .iter()
+                .map(|t| {
+                    tools
+                        .iter()
+                        .find(|known| known.eq_ignore_ascii_case(t))
+                        .cloned()
+                })
+                .collect();
+            let named = named.filter(|n| !n.is_empty())?;
             vec![if shape == Shape::DenyTools {
                 Rule::Tools {
                     allow: vec![],

@@ -132,7 +132,7 @@ pub(crate) fn named(clause: &str, tools: &[String], exists: &dyn Fn(&str) -> boo
     }
     static BUDGET: OnceLock<Regex> = OnceLock::new();
     let budget = BUDGET.get_or_init(|| {
-        Regex::new(r"(?i)\$\s?[0-9]|\b[0-9][0-9,_]*(?:\.[0-9]+)?k?\s*(?:tool calls?|calls|tokens|model turns|turns|dollars|usd|cents|minutes?|mins?|seconds?|secs?|hours?|files|reads|requests|searches)\b")
+        Regex::new(r"(?i)[$€£¥]\s?[0-9]|[0-9]\s?[$€£¥]|\b(?:[0-9][0-9,_]*(?:\.[0-9]+)?k?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred|thousand|an?)\s*(?:tool calls?|calls|tokens|model turns|turns|dollars?|usd|eur|euros?|gbp|pounds|bucks|cents?|minutes?|mins?|seconds?|secs?|hours?|files|reads|requests|searches)\b")
             .expect("static regex")
     });
     out.budget = budget.is_match(clause);
@@ -200,6 +200,17 @@ mod tests {
         assert!(of("Keep the final answer under 300 tokens").budget);
         assert!(of("Don't spend more than 10 minutes").budget);
         assert!(of("don't read more than 3 files").budget);
+        for limit in [
+            "budget: €3",
+            "spend at most 2$",
+            "use at most two dollars",
+            "spend at most 2 EUR",
+            "at most 2 bucks",
+            "read at most ten files",
+            "must finish in under an hour",
+        ] {
+            assert!(of(limit).budget, "{limit}");
+        }
         assert!(of("we ship on Fridays").is_empty());
         assert!(of("stay within budget").is_empty());
         assert!(of("Don't connect to evil.com").is_empty());

@@ -130,6 +130,13 @@ fn common_phrasings_are_typed() {
             }],
         ),
         (
+            "Never use GREP",
+            vec![Rule::Tools {
+                allow: vec![],
+                deny: vec!["grep".into()],
+            }],
+        ),
+        (
             "Only use read_file and grep",
             vec![Rule::Tools {
                 allow: vec!["read_file".into(), "grep".into()],
