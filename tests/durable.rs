@@ -573,7 +573,25 @@ proptest! {
         prop_assert_eq!((once.first_seq, once.last_seq), (1, logged.len() as u64));
         let stored: baton::Checkpoint =
             serde_json::from_str(&serde_json::to_string(&once).unwrap()).unwrap();
-        prop_assert_eq!(&stored, &once);
+        // Stored, it keeps every effect still unresolved and every one not to be repeated;
+        // a read-only call that ended may be left out. All else is as projected.
+        for e in &once.effects {
+            let must_keep = e.prohibited_repetition
+                || matches!(
+                    e.state,
+                    baton::checkpoint::EffectState::Proposed
+                        | baton::checkpoint::EffectState::AwaitingApproval
+                        | baton::checkpoint::EffectState::Executing
+                        | baton::checkpoint::EffectState::Observed
+                        | baton::checkpoint::EffectState::OutcomeUnknown
+                );
+            prop_assert!(!must_keep || stored.effects.contains(e), "{:?} was not kept", e);
+        }
+        prop_assert!(stored.effects.iter().all(|e| once.effects.contains(e)));
+        let (mut a, mut b) = (stored.clone(), once.clone());
+        a.effects.clear();
+        b.effects.clear();
+        prop_assert_eq!(&a, &b);
         // An effect may be repeated exactly when its tool declared it only reads (checked
         // where every call of that id declared the same).
         for effect in &once.effects {

@@ -766,7 +766,15 @@ async fn the_stored_checkpoint_is_the_projection_of_the_stored_log() {
             events.last().unwrap().seq,
             "covers the whole log"
         );
-        assert_eq!(stored, baton::checkpoint::project(&report.run_id, &events));
+        // As stored: the projection in its JSON form (ended read-only calls left out).
+        let projected = baton::checkpoint::project(&report.run_id, &events);
+        let as_stored: baton::Checkpoint =
+            serde_json::from_str(&serde_json::to_string(&projected).unwrap()).unwrap();
+        assert_eq!(stored, as_stored);
+        assert!(
+            as_stored.effects.len() < projected.effects.len(),
+            "ended reads left out"
+        );
     };
     check();
     resumed_to_end(&coordinator, &report.run_id).await;

@@ -169,6 +169,30 @@ pub struct EffectEntry {
     pub prohibited_repetition: bool,
 }
 
+impl EffectEntry {
+    /// Whether a stored checkpoint keeps it: unresolved, or not to be repeated.
+    pub fn kept_when_stored(&self) -> bool {
+        self.prohibited_repetition
+            || !matches!(
+                self.state,
+                EffectState::Completed
+                    | EffectState::Failed
+                    | EffectState::Denied
+                    | EffectState::Stopped
+                    | EffectState::Superseded
+                    | EffectState::Reconciled
+            )
+    }
+}
+
+/// The effects a stored checkpoint keeps ([`EffectEntry::kept_when_stored`]).
+fn stored_effects<S: serde::Serializer>(
+    effects: &[EffectEntry],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(effects.iter().filter(|e| e.kept_when_stored()))
+}
+
 /// A denial by policy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DenialEntry {
@@ -304,7 +328,11 @@ pub struct Checkpoint {
     pub evidence: Vec<EvidenceEntry>,
     /// Searches that found nothing.
     pub negative_evidence: Vec<NegativeEntry>,
-    /// Effects and their states.
+    /// Effects and their states. Stored, it holds what a later step may act on: every effect
+    /// still unresolved and every one that must not be repeated — a read-only call that ended
+    /// (completed, failed, denied, stopped, superseded, reconciled) is left out, as it may
+    /// simply be read again ([`EffectEntry::kept_when_stored`]).
+    #[serde(serialize_with = "stored_effects")]
     pub effects: Vec<EffectEntry>,
     /// Denials.
     pub denials: Vec<DenialEntry>,
