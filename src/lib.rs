@@ -147,7 +147,9 @@
 //!   with `synchronous=FULL` and one group-commit writer thread behind a bounded queue,
 //!   [`checkpoint::MemoryStore`] for tests), effect states with one table of legal transitions
 //!   (`checkpoint::effect`), the projection to a [`checkpoint::Checkpoint`] (pure, or one event
-//!   at a time with [`checkpoint::Projector`]) and its `Delta`, the brief. Many processes
+//!   at a time with [`checkpoint::Projector`]; stored, it leaves out read-only calls that
+//!   ended, keeping every unresolved effect and every one not to be repeated) and its `Delta`,
+//!   the brief. Many processes
 //!   share one store: every write takes the write lock up front (an immediate transaction)
 //!   and retries on BUSY for up to 30 s; a run's head is read under the lock and must be where
 //!   this process left it; a run is claimed by a file lock while a process runs or resumes it
