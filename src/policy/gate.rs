@@ -472,8 +472,7 @@ impl Policy {
     ) -> Result<(), Box<Denial>> {
         for bound in &self.bound {
             if let Compiled::Tools { allow, deny } = &bound.rule {
-                let named = deny.iter().any(|d| d == tool);
-                if named || (!allow.is_empty() && !allow.iter().any(|a| a == tool)) {
+                if keeps_out(allow, deny, tool) {
                     let alternative = (!allow.is_empty()).then(|| {
                         let list: Vec<String> = allow.iter().map(|a| format!("`{a}`")).collect();
                         format!("use {} instead", list.join(", "))
@@ -534,10 +533,7 @@ impl Policy {
     /// judges every call).
     pub(crate) fn offers_tool(&self, tool: &str) -> bool {
         self.bound.iter().all(|bound| match &bound.rule {
-            Compiled::Tools { allow, deny } => {
-                !deny.iter().any(|d| d == tool)
-                    && (allow.is_empty() || allow.iter().any(|a| a == tool))
-            }
+            Compiled::Tools { allow, deny } => !keeps_out(allow, deny, tool),
             _ => true,
         })
     }
@@ -702,6 +698,12 @@ fn refusal(
         }
         Compiled::Tools { .. } | Compiled::Budget => None,
     }
+}
+
+/// Whether a tools rule keeps `tool` from the run: denied by name, or not among the tools an
+/// allow list names.
+fn keeps_out(allow: &[String], deny: &[String], tool: &str) -> bool {
+    deny.iter().any(|d| d == tool) || (!allow.is_empty() && !allow.iter().any(|a| a == tool))
 }
 
 /// A path effect against a scope: a path that leaves the root is in no scope.
