@@ -12,7 +12,7 @@
 use std::time::Instant;
 
 use baton::compaction::{compact, Options};
-use baton::context::Bpe;
+use baton::tokens::Bpe;
 use baton::{Message, ToolCall};
 
 fn session(n: usize) -> Vec<Message> {
@@ -94,7 +94,7 @@ fn pinned_session(n: usize) -> Vec<Message> {
 
 fn main() {
     // The BPE vocabulary loads once per process; not part of any measurement.
-    let _ = baton::context::Tokenizer::count(&Bpe, "warm");
+    let _ = baton::tokens::Tokenizer::count(&Bpe, "warm");
     let kinds: [(&str, Session); 2] = [("tool_rounds", session), ("pins", pinned_session)];
     for (kind, make) in kinds {
         for n in [2_000, 5_000, 10_000, 50_000] {

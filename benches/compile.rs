@@ -5,7 +5,9 @@
 //!     cargo bench --bench compile
 
 use baton::checkpoint::{project, EffectState, LoggedEvent, PlannedSubagent, RunEvent};
-use baton::context::{compile, load_roles, Bpe, CachedTokenizer, Tokenizer};
+use baton::context::{compile, load_roles};
+
+use baton::tokens::{Bpe, CachedTokenizer, Tokenizer};
 use baton::{Conclusion, Handoff, SourceId};
 use criterion::{criterion_group, criterion_main, Criterion};
 

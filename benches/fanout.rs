@@ -7,9 +7,9 @@
 //!     cargo bench --bench fanout
 
 use baton::checkpoint::{project, EffectState, LoggedEvent, PlannedSubagent, RunEvent};
-use baton::context::{
-    compile_selected, load_roles, Bpe, CachedTokenizer, ContextIndex, Field, Focus, Tokenizer,
-};
+use baton::context::{compile_selected, load_roles, ContextIndex, Field, Focus};
+
+use baton::tokens::{Bpe, CachedTokenizer, Tokenizer};
 use baton::{merge_handoffs, Conclusion, Handoff, Observation, ObservationLog, SourceId};
 use criterion::{criterion_group, criterion_main, Criterion};
 

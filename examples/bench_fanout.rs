@@ -218,7 +218,7 @@ async fn measure(kind: &str, who: &str, n: usize) -> serde_json::Value {
     };
     if who == "baton" {
         // The BPE vocabulary loads once per process: before any timing.
-        let _ = baton::context::Tokenizer::count(&baton::context::Bpe, "warm");
+        let _ = baton::tokens::Tokenizer::count(&baton::tokens::Bpe, "warm");
     }
     let m = match who {
         "floor" => floor_run(n, concurrency, latency).await,

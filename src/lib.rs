@@ -310,7 +310,10 @@ pub mod compaction;
 pub mod context;
 mod contracts;
 mod coordinator;
+mod digest;
 mod event;
+mod explorer;
+mod fsio;
 mod handoff;
 mod lead;
 pub mod model;
@@ -320,14 +323,19 @@ mod report;
 mod source;
 mod subagent;
 pub mod telemetry;
+pub mod text;
+pub mod tokens;
 mod tools;
+pub mod transcript;
 
 pub use checkpoint::{
     delta, project, transition, Checkpoint, Delta, EffectState, EventStore, LoggedEvent,
     MemoryStore, RunEvent, RunRow, SqliteStore, StoreError,
 };
-pub use coordinator::{Canceller, Coordinator, RunError, RunHandle, Task};
+pub use coordinator::{connect, Canceller, Coordinator, RunError, RunHandle, Task};
 pub use event::Event;
+pub use explorer::OfflineModel;
+pub use fsio::{open_regular_file, NotRegular};
 pub use handoff::{
     parse as parse_handoff, repair_prompt, validate, Check, Conclusion, ConclusionKind,
     FileProblem, FileText, Files, Form, Handoff, HardConstraint, Layer, MemoryFiles, OpenItem,
@@ -335,8 +343,7 @@ pub use handoff::{
 };
 pub use lead::merge_handoffs;
 pub use model::{
-    estimate_tokens, Message, Model, ModelError, ModelRequest, ModelResponse, OfflineModel,
-    ScriptedModel, ScriptedTurn, Usage,
+    Model, ModelError, ModelRequest, ModelResponse, ScriptedModel, ScriptedTurn, Usage,
 };
 pub use policy::{Budget, Category, Consequence, Denial, Effect, Policy, Rule, Spent, TimeLimits};
 pub use report::{
@@ -344,7 +351,6 @@ pub use report::{
     SubagentState, SubagentSummary,
 };
 pub use source::{is_invisible, Observation, ObservationLog, Shown, SourceId, SourceParseError};
-pub use tools::{
-    open_regular_file, NotRegular, Tool, ToolCall, ToolError, ToolOutput, ToolRegistry, ToolResult,
-    ToolSpec, Workspace,
-};
+pub use tokens::estimate_tokens;
+pub use tools::{Tool, ToolError, ToolOutput, ToolRegistry, ToolResult, Workspace};
+pub use transcript::{Message, ToolCall, ToolSpec};

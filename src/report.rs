@@ -157,17 +157,17 @@ impl ConstraintReport {
         let mut line = self.enforcement_line();
         for warning in &self.warnings {
             line.push_str("; warning: ");
-            line.push_str(&crate::handoff::one_line(warning));
+            line.push_str(&crate::text::one_line(warning));
         }
         line
     }
 
     fn enforcement_line(&self) -> String {
-        let text = crate::handoff::one_line(&self.text);
+        let text = crate::text::one_line(&self.text);
         let untyped = || {
             self.untyped
                 .iter()
-                .map(|u| format!("\"{}\"", crate::handoff::one_line(u)))
+                .map(|u| format!("\"{}\"", crate::text::one_line(u)))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -383,7 +383,7 @@ impl ReportedConstraint {
             } else {
                 who.join(", ")
             },
-            serde_json::to_string(&crate::handoff::one_line(&self.text)).unwrap_or_default()
+            serde_json::to_string(&crate::text::one_line(&self.text)).unwrap_or_default()
         )
     }
 }

@@ -4,7 +4,7 @@
 //! targets are asserted.
 
 use baton::compaction::{compact, Decision, Options};
-use baton::context::Bpe;
+use baton::tokens::Bpe;
 use baton::{Message, ToolCall};
 
 const MIGRATIONS: &str = "Never modify anything under /migrations.";

@@ -785,7 +785,7 @@ async fn the_stored_checkpoint_is_the_projection_of_the_stored_log() {
 /// starts over.
 #[test]
 fn the_token_cache_is_bounded() {
-    use baton::context::{CachedTokenizer, Estimate, Tokenizer, TOKEN_CACHE_ENTRIES};
+    use baton::tokens::{CachedTokenizer, Estimate, Tokenizer, TOKEN_CACHE_ENTRIES};
     let cached = CachedTokenizer::new(Estimate);
     for i in 0..TOKEN_CACHE_ENTRIES + 100 {
         let text = format!("block {i} {}", "word ".repeat(i % 7));

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use baton::compaction::{compact, ledger_of, Compactor, Decision, Options, RawTurns, Summariser};
-use baton::context::Bpe;
+use baton::tokens::Bpe;
 use baton::{Coordinator, Message, ScriptedModel, ScriptedTurn, SubagentState, Task, ToolCall};
 use serde_json::json;
 
@@ -143,7 +143,7 @@ fn a_compacted_window_always_fits() {
                         .window
                         .iter()
                         .map(|m| {
-                            baton::context::Tokenizer::count(
+                            baton::tokens::Tokenizer::count(
                                 &Bpe,
                                 &baton::compaction::message_text(m),
                             )
@@ -295,7 +295,7 @@ fn baton_compact_counts_the_system_messages_against_the_window() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|m| baton::context::Tokenizer::count(&Bpe, m["content"].as_str().unwrap_or("")))
+            .map(|m| baton::tokens::Tokenizer::count(&Bpe, m["content"].as_str().unwrap_or("")))
             .sum();
         assert!(counted <= 8000, "{counted} tokens in an 8,000-token window");
         assert_eq!(doc["window"][0]["content"], system.as_str());

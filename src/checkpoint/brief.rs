@@ -98,7 +98,7 @@ pub fn brief(cp: &Checkpoint) -> Brief {
             BriefItem {
                 text: format!(
                     "{} (from {}; {})",
-                    crate::handoff::one_line(&c.text),
+                    crate::text::one_line(&c.text),
                     c.provenance,
                     match report.enforcement {
                         crate::report::Enforcement::NotEnforced => "not enforced".to_string(),
@@ -117,9 +117,9 @@ pub fn brief(cp: &Checkpoint) -> Brief {
                 "{} {} ({}): {} denied by \"{}\" ({:?})",
                 d.subagent,
                 d.call_id,
-                crate::handoff::one_line(&d.tool),
+                crate::text::one_line(&d.tool),
                 d.consequence.describe(),
-                crate::handoff::one_line(&d.constraint),
+                crate::text::one_line(&d.constraint),
                 d.category
             ),
             event: d.event,

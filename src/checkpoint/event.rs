@@ -2,6 +2,7 @@
 //! format in contracts/events.md and contracts/event.schema.json (fields may be added, never
 //! renamed).
 
+use crate::digest::sha256_hex;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -372,17 +373,6 @@ pub struct LoggedEvent {
     pub prev: String,
     /// SHA-256 over prev, run, seq, time and the event's JSON.
     pub digest: String,
-}
-
-/// Hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest.iter() {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
 }
 
 /// The digest of one event given its predecessor's.

@@ -35,7 +35,7 @@ pub(crate) fn started_checkpoint_fixture() -> Checkpoint {
     };
     project("r", &[started])
 }
-pub use event::{sha256_hex, LoggedEvent, Manifest, PlannedSubagent, RunEvent};
+pub use event::{LoggedEvent, Manifest, PlannedSubagent, RunEvent};
 pub use log::{Ack, RunLog};
 pub use projection::{delta, project, Delta, Projector};
 pub use sqlite::SqliteStore;

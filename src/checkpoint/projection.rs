@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use super::effect::transition;
-use super::event::{sha256_hex, LoggedEvent, RunEvent};
+use super::event::{LoggedEvent, RunEvent};
+use crate::digest::sha256_hex;
 use super::{
     AcceptedEntry, Budgets, Checkpoint, ConstraintEntry, DenialEntry, EffectEntry, EvidenceEntry,
     Handoffs, NegativeEntry, PlanEntry, PlanStatus, RejectedEntry, SCHEMA_VERSION,

@@ -213,7 +213,7 @@ fn quick_check(conn: &Connection) -> Option<String> {
 /// so. An empty file is a database not yet written, not a cut one.
 fn cut_short(path: &Path) -> Option<String> {
     use std::io::Read;
-    let (file, meta) = crate::tools::open_regular_file(path).ok()?;
+    let (file, meta) = crate::fsio::open_regular_file(path).ok()?;
     let mut header = Vec::with_capacity(100);
     let read = file.take(100).read_to_end(&mut header).ok()?;
     let be32 = |at: usize| {
@@ -818,7 +818,7 @@ impl EventStore for SqliteStore {
             .join("locks");
         let failed = |e: std::io::Error| StoreError::Write(format!("{}: {e}", dir.display()));
         std::fs::create_dir_all(&dir).map_err(failed)?;
-        let digest = super::sha256_hex(run_id.as_bytes());
+        let digest = crate::digest::sha256_hex(run_id.as_bytes());
         let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)

@@ -13,8 +13,9 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use baton::compaction::{ledger_of, message_text, Compacted, Compactor, Decision, Options};
-use baton::context::Bpe;
-use baton::{Message, ToolCall};
+use baton::tokens::Bpe;
+use baton::transcript::chat::{content_text, read_line, write_message};
+use baton::Message;
 use serde_json::{json, Value};
 
 use super::{EXIT_DONE, EXIT_FAILED, EXIT_USAGE};
@@ -47,107 +48,6 @@ pub(crate) struct CompactArgs {
     /// Print one JSON document instead of the window.
     #[arg(long)]
     json: bool,
-}
-
-/// The text of a message's `content`: a string, or the `text` of each part of an array.
-fn content_text(value: &Value) -> Result<String, String> {
-    Ok(match value.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Null) | None => String::new(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        Some(_) => return Err("`content` is not text".into()),
-    })
-}
-
-/// One line of the transcript as a message; `system` and `developer` messages are user-side
-/// turns (the caller keeps the leading ones apart).
-fn read_line(value: &Value, names: &HashMap<String, String>) -> Result<Message, String> {
-    let role = value
-        .get("role")
-        .and_then(Value::as_str)
-        .ok_or("no `role`")?;
-    let content = content_text(value)?;
-    Ok(match role {
-        "system" | "developer" | "user" => Message::User { text: content },
-        "assistant" => {
-            let mut tool_calls = Vec::new();
-            for call in value
-                .get("tool_calls")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let id = call
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .ok_or("a tool call without `id`")?;
-                let function = call
-                    .get("function")
-                    .ok_or("a tool call without `function`")?;
-                let name = function
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or("a tool call without a name")?;
-                let arguments = match function.get("arguments") {
-                    Some(Value::String(s)) => {
-                        serde_json::from_str(s).unwrap_or(Value::String(s.clone()))
-                    }
-                    Some(other) => other.clone(),
-                    None => json!({}),
-                };
-                tool_calls.push(ToolCall {
-                    id: id.into(),
-                    name: name.into(),
-                    arguments,
-                });
-            }
-            Message::Assistant {
-                text: content,
-                tool_calls,
-            }
-        }
-        "tool" => {
-            let call_id = value
-                .get("tool_call_id")
-                .and_then(Value::as_str)
-                .ok_or("a tool message without `tool_call_id`")?;
-            let name = names.get(call_id).cloned().unwrap_or_default();
-            Message::Tool {
-                call_id: call_id.into(),
-                name,
-                content,
-                is_error: false,
-            }
-        }
-        other => return Err(format!("unknown role `{other}`")),
-    })
-}
-
-/// A message in OpenAI chat format.
-fn write_message(m: &Message) -> Value {
-    match m {
-        Message::User { text } => json!({"role": "user", "content": text}),
-        Message::Assistant { text, tool_calls } if tool_calls.is_empty() => {
-            json!({"role": "assistant", "content": text})
-        }
-        Message::Assistant { text, tool_calls } => json!({
-            "role": "assistant",
-            "content": text,
-            "tool_calls": tool_calls.iter().map(|c| json!({
-                "id": c.id, "type": "function",
-                "function": {"name": c.name, "arguments": c.arguments.to_string()}
-            })).collect::<Vec<_>>(),
-        }),
-        Message::Tool {
-            call_id, content, ..
-        } => {
-            json!({"role": "tool", "tool_call_id": call_id, "content": content})
-        }
-    }
 }
 
 /// Why the numeric options cannot be used, if they cannot.
@@ -234,7 +134,7 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
     // the rest is compacted into what they leave, triggered when the whole window reaches the
     // threshold.
     let system_text = system_texts.join("\n");
-    let system_tokens = baton::context::Tokenizer::count(&Bpe, &system_text);
+    let system_tokens = baton::tokens::Tokenizer::count(&Bpe, &system_text);
     let room = args.window.saturating_sub(system_tokens).max(1);
     let opts = Options {
         window: room,
@@ -249,7 +149,7 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
     let mut out = if system_tokens >= args.window {
         let tokens: usize = messages
             .iter()
-            .map(|m| baton::context::Tokenizer::count(&Bpe, &message_text(m)))
+            .map(|m| baton::tokens::Tokenizer::count(&Bpe, &message_text(m)))
             .sum();
         Compacted {
             decision: Decision::Refuse,

@@ -410,7 +410,7 @@ fn coordinator(args: &ModelArgs) -> Result<Coordinator, String> {
     };
     let env = |name: &str| std::env::var(name).ok();
     let connect = |spec: &baton::model::ModelSpec| {
-        baton::model::connect(
+        baton::connect(
             spec,
             &env,
             &prices,
@@ -419,7 +419,7 @@ fn coordinator(args: &ModelArgs) -> Result<Coordinator, String> {
             Duration::from_millis(args.offline_latency_ms),
         )
     };
-    let model = connect(&spec)?;
+    let model = connect(&spec).map_err(|e| e.to_string())?;
     let mut coordinator = Coordinator::new();
     // The models that cost something: the offline one costs nothing.
     let mut models = Vec::new();

@@ -205,7 +205,9 @@ pub(crate) struct ContextArgs {
 const EXIT_FLOOR: i32 = 3;
 
 pub(crate) fn context(args: ContextArgs) -> i32 {
-    use baton::context::{compile, load_roles, Bpe, Reason};
+    use baton::context::{compile, load_roles, Reason};
+    
+    use baton::tokens::Bpe;
     let roles = match load_roles(args.roles.as_deref()) {
         Ok(r) => r,
         Err(e) => {

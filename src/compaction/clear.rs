@@ -10,8 +10,8 @@ use std::collections::HashMap;
 
 use super::cut::reports_error;
 use super::floor::irreducible;
-use crate::context::Tokenizer;
-use crate::model::Message;
+use crate::tokens::Tokenizer;
+use crate::transcript::Message;
 
 /// Default occupancy that triggers compaction.
 pub const DEFAULT_THRESHOLD: f64 = 0.8;
@@ -191,8 +191,8 @@ pub(crate) fn clear_counted(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::Estimate;
-    use crate::tools::ToolCall;
+    use crate::tokens::Estimate;
+    use crate::transcript::ToolCall;
 
     fn round(id: &str, tool: &str, content: String) -> Vec<Message> {
         vec![

@@ -14,9 +14,9 @@ use super::floor::{decide, FloorDecision, Floors, Part};
 use super::ledger::{Ledger, Pin, LEDGER_MARK, SUMMARY_MARK};
 use super::summary::{message_text, Extractive, Summariser, LONG_SENTENCE};
 use super::survival::{survival, Facts, Survival};
-use crate::checkpoint::sha256_hex;
-use crate::context::Tokenizer;
-use crate::model::Message;
+use crate::digest::sha256_hex;
+use crate::tokens::Tokenizer;
+use crate::transcript::Message;
 
 /// Most bytes of a folded span's raw text carried in [`Folded::text`].
 pub const FOLDED_TEXT_MAX: usize = 256 * 1024;

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use crate::model::Message;
+use crate::transcript::Message;
 
 /// The indices `i` at which `messages[..i]` may be folded and `messages[i..]` kept: every tool
 /// call before the cut whose result appears later in the window has its result before the cut.
@@ -114,7 +114,7 @@ pub fn split_cuts(messages: &[Message]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::ToolCall;
+    use crate::transcript::ToolCall;
     use proptest::prelude::*;
 
     fn assistant(calls: &[&str]) -> Message {

@@ -7,7 +7,8 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use crate::context::{binds, sentences, Tokenizer};
+use crate::text::{binds, sentences};
+use crate::tokens::Tokenizer;
 
 /// Margin over the irreducible tokens, in percent.
 pub const DEFAULT_MARGIN_PERCENT: usize = 20;
@@ -180,7 +181,7 @@ pub fn decide(span_floor: usize, part_floors: &[usize], slot: usize) -> FloorDec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::Estimate;
+    use crate::tokens::Estimate;
 
     #[test]
     fn irreducible_items_are_found_verbatim() {

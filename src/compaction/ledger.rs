@@ -10,8 +10,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::context::{binds, sentences};
-use crate::model::Message;
+use crate::text::{binds, sentences};
+use crate::transcript::Message;
 
 /// How an earlier compaction's ledger message opens.
 pub(crate) const LEDGER_MARK: &str = "=== PINNED";
@@ -30,8 +30,7 @@ const COMMON: &[&str] = &[
 /// The content words of a text (four letters or more, not common), by their first five letters
 /// so that `rerun`/`reruns`, `version`/`versions` meet.
 fn content_words(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
+    let mut out: Vec<String> = crate::text::words(text)
         .filter(|w| w.chars().count() >= 4)
         .map(str::to_lowercase)
         .filter(|w| !COMMON.contains(&w.as_str()))

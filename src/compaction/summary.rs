@@ -10,8 +10,8 @@ use std::fmt::Write as _;
 use aho_corasick::AhoCorasick;
 
 use super::floor::irreducible;
-use crate::context::sentences;
-use crate::model::Message;
+use crate::text::sentences;
+use crate::transcript::Message;
 
 /// The default summariser's name and version, recorded in every summary's provenance.
 pub const SUMMARISER: &str = "extractive-2";
@@ -59,13 +59,13 @@ impl Summariser for Extractive {
         let mut items = irreducible(&text);
         items.extend(must_keep.iter().filter(|m| !m.is_empty()).cloned());
         // Binding sentences go under Hard constraints, questions under Open items, each once.
-        let constraints = crate::context::binding_sentences(&text);
+        let constraints = crate::text::binding_sentences(&text);
         let mut questions: Vec<String> = Vec::new();
         let mut covered: Vec<bool> = items.iter().map(|i| constraints.contains(i)).collect();
         let finder = AhoCorasick::new(&items).ok();
         let mut settled: Vec<String> = Vec::new();
         for s in sentences(&text) {
-            let question = s.ends_with('?') && !crate::context::binds(s);
+            let question = s.ends_with('?') && !crate::text::binds(s);
             if question && !questions.iter().any(|q| q == s) {
                 questions.push(s.to_string());
             }

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use super::ledger::Ledger;
 use super::summary::message_text;
-use crate::handoff::one_line;
-use crate::model::Message;
+use crate::text::one_line;
+use crate::transcript::Message;
 
 /// Effect states a window may name; each one named before must be named after.
 const EFFECT_STATES: [&str; 5] = [

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::normalise;
+use crate::text::normalise;
 use crate::checkpoint::{Checkpoint, EffectState};
 
 /// What a restarted subagent must have straight before it acts.

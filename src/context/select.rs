@@ -44,7 +44,7 @@ impl Focus {
     /// once.
     pub fn terms(question: &str) -> Vec<String> {
         let mut terms = words(question, usize::MAX);
-        terms.retain(|w| !crate::model::is_stop_word(w));
+        terms.retain(|w| !crate::text::is_stop_word(w));
         terms
     }
 }
@@ -52,7 +52,7 @@ impl Focus {
 /// Lower-case alphanumeric words of at least three characters, first `most` distinct ones.
 fn words(text: &str, most: usize) -> Vec<String> {
     let mut seen = HashSet::new();
-    text.split(|c: char| !c.is_alphanumeric())
+    crate::text::words(text)
         .filter(|w| w.chars().count() >= 3)
         .map(str::to_lowercase)
         .filter(|w| seen.insert(w.clone()))

@@ -87,7 +87,7 @@ pub(super) fn check(
     }
     // A cost limit is typed, but the gate sees no prices: it is not enforced as written.
     if stated.rules.iter().any(|r| !r.wholly_enforced()) {
-        let shown = crate::handoff::one_line(&stated.text);
+        let shown = crate::text::one_line(&stated.text);
         if stated.provenance == "--constraint" && !allow_unenforced {
             return Err(format!(
                 "--constraint {shown:?}: a cost limit is not enforced by the gate (it sees no prices); give it as --max-cost-per-subagent DOLLARS or --max-cost DOLLARS (with the models' prices), or pass --allow-unenforced to carry it only as a standing condition"
@@ -108,11 +108,11 @@ pub(super) fn check(
             .map(|f| format!("--constraint-json '{f}'"))
             .collect::<Vec<_>>()
             .join(" ");
-        let shown = crate::handoff::one_line(clause);
+        let shown = crate::text::one_line(clause);
         if stated.provenance == "--constraint" && !allow_unenforced {
             return Err(format!(
                 "--constraint {:?}: \"{shown}\" names {} but no rule could be read from it, so nothing would enforce it; give the rule itself ({forms}), or pass --allow-unenforced to carry it only as a standing condition",
-                crate::handoff::one_line(&stated.text),
+                crate::text::one_line(&stated.text),
                 found.describe()
             ));
         }

@@ -18,6 +18,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::source::SourceId;
+use crate::text::{one_line, strip_fence};
 pub use codes::{Layer, ViolationCode};
 pub(crate) use validate::{quotes, unsupported};
 pub use validate::{
@@ -280,9 +281,7 @@ fn only_points(claim: &str) -> bool {
         return false;
     };
     let words = |text: &str| {
-        text.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .count()
+        crate::text::words(text).count()
     };
     words(&claim[..found.start()]) + words(&claim[found.end()..]) < 5
 }
@@ -457,19 +456,4 @@ pub(crate) fn claim_line(text: &str) -> String {
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// A text on one line: every run of whitespace as one space, none at the ends.
-pub(crate) fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Removes a surrounding ``` fence, which models often add.
-pub(crate) fn strip_fence(text: &str) -> &str {
-    let t = text.trim();
-    if let Some(rest) = t.strip_prefix("```") {
-        let body = rest.split_once('\n').map(|x| x.1).unwrap_or("");
-        return body.trim_end().trim_end_matches("```").trim();
-    }
-    t
 }

@@ -4,8 +4,22 @@
 use ractor::{Actor, ActorRef};
 
 use super::{LeadActor, LeadArgs, LeadMsg};
-use crate::coordinator::RunError;
+use crate::checkpoint::StoreError;
 use crate::report::{Report, SubagentSummary};
+
+/// Why a run gave no report.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LeadError {
+    /// The run's log could not be read or written.
+    #[error(transparent)]
+    Store(StoreError),
+    /// The lead stopped before it reported.
+    #[error("the lead stopped without a report")]
+    Stopped,
+    /// The lead's actor is gone.
+    #[error("the lead is gone: {0}")]
+    Gone(String),
+}
 
 /// The handle callers hold: start the run, ask its status, cancel it.
 #[derive(Clone)]
@@ -24,13 +38,11 @@ impl LeadHandle {
     }
 
     /// Runs to the end (or to cancellation) and returns the report.
-    pub(crate) async fn run(&self) -> Result<Report, RunError> {
+    pub(crate) async fn run(&self) -> Result<Report, LeadError> {
         match self.actor.call(LeadMsg::Run, None).await {
-            Ok(ractor::rpc::CallResult::Success(report)) => report.map_err(RunError::Store),
-            Ok(_) => Err(RunError::Runtime(
-                "the lead stopped without a report".into(),
-            )),
-            Err(e) => Err(RunError::Runtime(format!("the lead is gone: {e}"))),
+            Ok(ractor::rpc::CallResult::Success(report)) => report.map_err(LeadError::Store),
+            Ok(_) => Err(LeadError::Stopped),
+            Err(e) => Err(LeadError::Gone(e.to_string())),
         }
     }
 

@@ -6,16 +6,15 @@ use std::sync::Arc;
 use ractor::ActorRef;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::checkpoint::{
-    sha256_hex, Ack, Checkpoint, EffectState, EventStore, Manifest, PlannedSubagent, RunEvent,
-    StoreError,
-};
+use crate::checkpoint::{Ack, Checkpoint, EffectState, EventStore, Manifest, PlannedSubagent, RunEvent, StoreError};
+
+use crate::digest::sha256_hex;
 use crate::context::{Compiled, ItemSum};
-use crate::model::estimate_tokens;
+use crate::tokens::estimate_tokens;
 use crate::policy::{Budget, Spent};
 use crate::report::SubagentState;
 use crate::subagent::ToolReturn;
-use crate::tools::ToolCall;
+use crate::transcript::ToolCall;
 
 use super::plan::Shard;
 
@@ -122,7 +121,7 @@ pub(super) fn constraints(given: &[Stated]) -> Vec<RunEvent> {
         .iter()
         .map(|c| RunEvent::ConstraintStated {
             text: c.text.clone(),
-            normalised: crate::context::normalise(&c.text),
+            normalised: crate::text::normalise(&c.text),
             provenance: c.provenance.clone(),
             rules: c.rules.clone(),
             untyped: c.untyped.clone(),
@@ -309,7 +308,9 @@ pub(super) fn watch_acks(
 mod tests {
     use super::*;
     use crate::checkpoint::EvidenceEntry;
-    use crate::context::{compile, load_roles, Estimate};
+    use crate::context::{compile, load_roles};
+    
+    use crate::tokens::Estimate;
 
     /// No checkpoint is taken while one is on its way to the store, and they come further
     /// apart as they take longer: a second, or four times the last one's storing.

@@ -19,7 +19,9 @@ use super::plan::Shard;
 use super::{LeadMsg, LeadState};
 use crate::checkpoint::RunEvent;
 use crate::handoff::{repair_prompt, validate, Check, Handoff, WorkspaceFiles};
-use crate::model::{call_metered, charge, CostMeter, Message, Model, ModelRequest};
+use crate::model::{call_metered, charge, CostMeter, Model, ModelRequest};
+
+use crate::transcript::Message;
 use crate::policy::Spent;
 use crate::source::ObservationLog;
 
@@ -152,7 +154,7 @@ pub(super) struct Subtask {
 /// Reads a proposed plan (JSON, perhaps fenced) and checks it against the schema, the bound
 /// `max` and the tree: the subtasks, or every problem found, one line each.
 pub(super) fn check_plan(text: &str, max: usize, tree: &Tree) -> Result<Vec<Subtask>, Vec<String>> {
-    let body = crate::handoff::strip_fence(text);
+    let body = crate::text::strip_fence(text);
     let value: Value =
         serde_json::from_str(body).map_err(|e| vec![format!("the plan is not JSON ({e})")])?;
     let Some(object) = value.as_object() else {
@@ -223,7 +225,7 @@ pub(super) fn check_plan(text: &str, max: usize, tree: &Tree) -> Result<Vec<Subt
             if raw.chars().count() > MAX_PATH_CHARS || !tree.paths.contains(path) {
                 problems.push(format!(
                     "subtask {n}: `{}` is not a directory or file of the tree listed",
-                    crate::handoff::one_line(&raw.chars().take(200).collect::<String>())
+                    crate::text::one_line(&raw.chars().take(200).collect::<String>())
                 ));
             } else if !paths.iter().any(|p| p == path) {
                 paths.push(path.to_string());
@@ -264,7 +266,7 @@ pub(super) async fn propose(
     let mut messages = vec![Message::User {
         text: format!(
             "Question: {}\n\nThe tree (directory: files, bytes):\n{}",
-            crate::handoff::one_line(question),
+            crate::text::one_line(question),
             tree.summary
         ),
     }];
@@ -345,7 +347,7 @@ pub(super) async fn synthesise(
              exactly as given, merge what agrees, and put what conflicts or is missing under \
              Open items. Your handoff is checked against what the subagents observed: cite \
              nothing they did not.\n\n{}",
-            crate::handoff::one_line(question),
+            crate::text::one_line(question),
             crate::contracts::HANDOFF
         ),
     }];
@@ -424,7 +426,7 @@ impl LeadState {
         let limit = self.config.cost.limit()?;
         let first = crate::model::ModelRequest::new(
             system.to_string(),
-            vec![crate::model::Message::User {
+            vec![crate::transcript::Message::User {
                 text: brief.to_string(),
             }],
             self.config.tools.only(tools).specs(),

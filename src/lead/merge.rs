@@ -5,9 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::relevance::Rarity;
-use crate::handoff::{
-    one_line, Conclusion, ConclusionKind, Dropped, Handoff, HardConstraint, OpenItem,
-};
+use crate::handoff::{Conclusion, ConclusionKind, Dropped, Handoff, HardConstraint, OpenItem};
+use crate::text::one_line;
 use crate::report::ReportedConstraint;
 use crate::source::{
     path_factor, prose_list, search_label, shadowed, Observation, ObservationLog, SourceId,
@@ -293,7 +292,7 @@ pub(crate) fn reported_constraints<'a>(
     let mut at: HashMap<String, usize> = HashMap::new();
     for (who, handoff) in handoffs {
         for h in &handoff.hard_constraints {
-            let key = crate::context::normalise(&h.constraint);
+            let key = crate::text::normalise(&h.constraint);
             let i = *at.entry(key).or_insert_with(|| {
                 out.push(ReportedConstraint {
                     text: h.constraint.clone(),

@@ -47,7 +47,7 @@ use crate::report::{Report, SubagentSummary};
 use crate::subagent::SubagentReport;
 use crate::tools::{ToolRegistry, Workspace};
 pub(crate) use actor::LeadActor;
-pub(crate) use handle::LeadHandle;
+pub(crate) use handle::{LeadError, LeadHandle};
 pub(crate) use resume::{restore, Resumption};
 use state::LeadState;
 

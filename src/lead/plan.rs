@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 // A question goes on one line: the brief's `Question:` line holds it whole (the goal keeps it
 // verbatim).
-use crate::handoff::one_line;
+use crate::text::one_line;
 
 /// One subagent's share of the tree: root-relative files and directories.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -143,10 +143,7 @@ pub(crate) fn verify_brief(question: &str, shard: &Shard) -> String {
     )
 }
 
-/// Whether `path` is `scope` or lies under it (`.` holds everything).
-pub(crate) fn within(path: &str, scope: &str) -> bool {
-    scope == "." || path == scope || path.starts_with(&format!("{scope}/"))
-}
+pub(crate) use crate::text::within;
 
 /// The first message a subagent gets: its question and its scope (the contract is in its
 /// system text: [`with_contract`]).

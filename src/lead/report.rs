@@ -138,7 +138,7 @@ impl LeadState {
         let mut reported =
             merge::reported_constraints(accepted.iter().map(|a| (a.id, a.handoff)).chain(lead));
         reported.retain(|r| {
-            let text = crate::context::normalise(&r.text);
+            let text = crate::text::normalise(&r.text);
             !checkpoint.constraints.iter().any(|c| c.normalised == text)
         });
         handoff.hard_constraints = stated;
@@ -316,7 +316,7 @@ pub(super) fn evidence_digests(
         if let Some(text) = text {
             out.insert(
                 source.to_string(),
-                crate::checkpoint::sha256_hex(text.as_bytes()),
+                crate::digest::sha256_hex(text.as_bytes()),
             );
         }
     }

@@ -10,7 +10,9 @@ use crate::policy::{Budget, Spent};
 use crate::report::SubagentState;
 use crate::source::ObservationLog;
 use crate::source::{search_label, Observation};
-use crate::tools::{ToolCall, ToolRegistry, Workspace};
+use crate::tools::{ToolRegistry, Workspace};
+
+use crate::transcript::ToolCall;
 
 use super::plan::Shard;
 
@@ -107,7 +109,7 @@ impl Resumption {
             projector.apply(&logged);
         }
         self.projector = Some(projector);
-        let _ = crate::context::Tokenizer::count(&crate::context::Bpe, "warm");
+        let _ = crate::tokens::Tokenizer::count(&crate::tokens::Bpe, "warm");
     }
 
     /// Rechecks every accepted handoff's evidence against the tree as it is now (blocking: it
@@ -238,7 +240,7 @@ fn searches_gone_stale(
                 let why = match now {
                     _ if again.is_error => format!(
                         "its scope can no longer be searched ({})",
-                        crate::handoff::one_line(&again.content)
+                        crate::text::one_line(&again.content)
                     ),
                     None => "its scope can no longer be searched".to_string(),
                     Some((found, _)) if found > 0 => {

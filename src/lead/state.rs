@@ -11,10 +11,9 @@ use tokio::sync::mpsc::UnboundedSender;
 use tracing::Instrument;
 
 use crate::checkpoint::{Delta, LoggedEvent, Projector, RunEvent, StoreError};
-use crate::context::{
-    compile_selected, Bpe, CachedTokenizer, Compiled, ContextIndex, Field, FloorError, Focus,
-    Orientation, RoleProfile,
-};
+use crate::context::{compile_selected, Compiled, ContextIndex, Field, FloorError, Focus, Orientation, RoleProfile};
+
+use crate::tokens::{Bpe, CachedTokenizer};
 
 use super::merge;
 use super::plan::Shard;
@@ -147,7 +146,7 @@ impl LeadState {
             None => (None, None),
         };
         let span = tracing::info_span!("run", run_id = %args.config.run_id);
-        let search_question = crate::context::without_binding(&args.config.question);
+        let search_question = crate::text::without_binding(&args.config.question);
         let question_terms = Focus::terms(&search_question);
         LeadState {
             config: args.config,
@@ -823,7 +822,7 @@ impl LeadState {
             let roots_for_plan = roots.clone();
             let planned = tokio::task::spawn_blocking(move || {
                 // The BPE vocabulary loads once (~0.2 s): here, not in a handler.
-                let _ = crate::context::Tokenizer::count(tokenizer.as_ref(), "warm");
+                let _ = crate::tokens::Tokenizer::count(tokenizer.as_ref(), "warm");
                 plan_run(&workspace, roots_for_plan.as_deref(), agents, max, shards)
             })
             .await

@@ -14,7 +14,7 @@ use super::{
     handoff_schema, ApiKey, ErrorKind, Message, Model, ModelConfig, ModelError, ModelRequest,
     ModelResponse, Price, StopReason, ToolChoice, Usage, HANDOFF_TOOL,
 };
-use crate::tools::ToolCall;
+use crate::transcript::ToolCall;
 
 /// The Messages API version sent with every request.
 const VERSION: &str = "2023-06-01";
@@ -470,7 +470,7 @@ impl Streamed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::ToolSpec;
+    use crate::transcript::ToolSpec;
 
     fn request(handoff: bool, tools: bool) -> ModelRequest {
         let spec = ToolSpec {

@@ -698,7 +698,7 @@ pub(crate) fn classify(status: u16, message: &str, kind: &str) -> ErrorKind {
 
 /// `text` on one line, cut to `max` characters.
 pub(crate) fn one_line_cut(text: &str, max: usize) -> String {
-    let one = crate::handoff::one_line(text);
+    let one = crate::text::one_line(text);
     let cut: String = one.chars().take(max).collect();
     if cut.len() < one.len() {
         format!("{cut}…")

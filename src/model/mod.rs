@@ -4,7 +4,6 @@
 mod anthropic;
 mod http;
 mod limiter;
-mod offline;
 mod openai;
 pub(crate) mod price;
 mod scripted;
@@ -19,66 +18,19 @@ use serde::{Deserialize, Serialize};
 /// or JSON-escaped — replaced by `[redacted]` (borrowed when none occurs): what an application
 /// passes its own output through before it leaves the process.
 pub use crate::redact::scrub;
-use crate::tools::{ToolCall, ToolSpec};
+pub use crate::transcript::Message;
+use crate::tokens::{estimate_tokens, estimate_tokens_of_len};
+use crate::transcript::{ToolCall, ToolSpec};
 pub use anthropic::AnthropicModel;
 pub use http::{HttpOptions, Retry};
 pub use limiter::Limiter;
-pub(crate) use offline::is_stop_word;
-pub use offline::OfflineModel;
 pub use openai::OpenAiModel;
 pub use price::{
     known_context_window, known_price, CostMeter, Price, PriceTable, UNKNOWN_CONTEXT_WINDOW,
 };
 pub use scripted::{ScriptedModel, ScriptedTurn};
 pub use secret::ApiKey;
-pub use spec::{connect, Env, ModelSpec, Provider};
-
-/// One message of a conversation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "role", rename_all = "snake_case")]
-pub enum Message {
-    /// Text from the user side (the lead's task, a repair request, a budget notice).
-    User {
-        /// The text.
-        text: String,
-    },
-    /// What the model said: text and/or tool calls.
-    Assistant {
-        /// The text, possibly empty.
-        text: String,
-        /// Tool calls, possibly none.
-        #[serde(default)]
-        tool_calls: Vec<ToolCall>,
-    },
-    /// The result of one tool call.
-    Tool {
-        /// The call this answers.
-        call_id: String,
-        /// The tool's name.
-        name: String,
-        /// Output or error text.
-        content: String,
-        /// Whether the call failed.
-        is_error: bool,
-    },
-}
-
-impl Message {
-    /// The message's text, for token estimates.
-    pub fn text_len(&self) -> usize {
-        match self {
-            Message::User { text } => text.len(),
-            Message::Assistant { text, tool_calls } => {
-                text.len()
-                    + tool_calls
-                        .iter()
-                        .map(|c| c.name.len() + c.arguments.to_string().len())
-                        .sum::<usize>()
-            }
-            Message::Tool { content, .. } => content.len(),
-        }
-    }
-}
+pub use spec::{connect_provider, ConnectError, Env, ModelSpec, Provider};
 
 /// Which tool the model must call this turn, if any.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -495,14 +447,6 @@ pub(crate) fn estimated_usage(request: &ModelRequest, text: &str, calls: &[ToolC
     }
 }
 
-/// About four bytes a token: the estimate used where no tokenizer is given.
-pub fn estimate_tokens(text: &str) -> u64 {
-    estimate_tokens_of_len(text.len())
-}
-
-fn estimate_tokens_of_len(bytes: usize) -> u64 {
-    (bytes as u64).div_ceil(4)
-}
 
 #[cfg(test)]
 mod tests {

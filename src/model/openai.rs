@@ -15,7 +15,7 @@ use super::{
     handoff_schema, ApiKey, ErrorKind, Fallback, Message, Model, ModelConfig, ModelError,
     ModelRequest, ModelResponse, Price, StopReason, ToolChoice, Usage,
 };
-use crate::tools::ToolCall;
+use crate::transcript::ToolCall;
 
 /// How a handoff's JSON form is asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -620,7 +620,7 @@ fn calls_in_text(text: &str, request: &ModelRequest) -> Option<(Vec<ToolCall>, S
     if !calls.is_empty() {
         return Some((calls, rest.trim().to_string()));
     }
-    let body = crate::handoff::strip_fence(text);
+    let body = crate::text::strip_fence(text);
     let v: Value = serde_json::from_str(body).ok()?;
     let items = match &v {
         Value::Array(items) => items.clone(),
@@ -637,7 +637,7 @@ fn calls_in_text(text: &str, request: &ModelRequest) -> Option<(Vec<ToolCall>, S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::ToolSpec;
+    use crate::transcript::ToolSpec;
 
     fn request() -> ModelRequest {
         ModelRequest::new(

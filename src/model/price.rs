@@ -150,7 +150,7 @@ impl PriceTable {
     /// Parses a prices file; the error names what is wrong in one line.
     pub fn parse(text: &str) -> Result<PriceTable, String> {
         let entries: HashMap<String, Entry> =
-            toml::from_str(text).map_err(|e| crate::handoff::one_line(&e.to_string()))?;
+            toml::from_str(text).map_err(|e| crate::text::one_line(&e.to_string()))?;
         for (name, entry) in &entries {
             let price = p(
                 entry.input,

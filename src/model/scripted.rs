@@ -8,9 +8,10 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::{
-    estimate_tokens, ErrorKind, Model, ModelError, ModelRequest, ModelResponse, StopReason, Usage,
+    ErrorKind, Model, ModelError, ModelRequest, ModelResponse, StopReason, Usage,
 };
-use crate::tools::ToolCall;
+use crate::tokens::estimate_tokens;
+use crate::transcript::ToolCall;
 
 /// One scripted turn.
 #[derive(Debug, Clone, PartialEq)]

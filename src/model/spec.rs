@@ -1,10 +1,10 @@
-//! `--model PROVIDER:MODEL`: which model plays a role, and `connect`, which builds it from the
-//! spec, the environment (`ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `OPENAI_API_KEY`,
+//! `--model PROVIDER:MODEL`: which model plays a role, and `connect_provider`, which builds a
+//! provider's model from the spec, the environment (`ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `OPENAI_API_KEY`,
 //! `OPENAI_BASE_URL`), the price table and the HTTP options.
 
 use std::sync::Arc;
 
-use super::{AnthropicModel, ApiKey, HttpOptions, Model, OfflineModel, OpenAiModel, PriceTable};
+use super::{AnthropicModel, ApiKey, HttpOptions, Model, OpenAiModel, PriceTable};
 
 /// A model's provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,29 +63,50 @@ impl ModelSpec {
 /// and embedders need not touch the process's environment.
 pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
-/// Builds the model a spec names. `offline_latency` slows the offline model (demos, tests);
-/// `window` overrides the context window; a missing key or a bad base URL is an error naming
-/// the variable.
-pub fn connect(
+/// Why a provider's model could not be built (one line, naming the variable at fault; the key
+/// itself is never shown).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectError {
+    /// A key holds a character an HTTP header cannot carry.
+    #[error("{0} holds a character an HTTP header cannot carry (a space, a control character or non-ASCII)")]
+    KeyNotHeaderSafe(&'static str),
+    /// Anthropic needs a key and none is set.
+    #[error("ANTHROPIC_API_KEY is not set: anthropic:MODEL needs an API key")]
+    MissingAnthropicKey,
+    /// A base URL that cannot be used.
+    #[error("{var}: {reason}")]
+    BaseUrl {
+        /// The variable that holds it.
+        var: &'static str,
+        /// Why it cannot be used.
+        reason: String,
+    },
+    /// The offline model is not a provider's: the explorer builds it (`baton::connect`).
+    #[error("the offline model is not reached over HTTP")]
+    Offline,
+}
+
+/// Builds the model a provider's spec names. `window` overrides the context window; a missing
+/// key or a bad base URL is an error naming the variable.
+pub fn connect_provider(
     spec: &ModelSpec,
     env: Env<'_>,
     prices: &PriceTable,
     window: Option<usize>,
     options: HttpOptions,
-    offline_latency: std::time::Duration,
-) -> Result<Arc<dyn Model>, String> {
+) -> Result<Arc<dyn Model>, ConnectError> {
     let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
     // A key goes in a header: only visible ASCII can (the key itself is never shown).
-    let key = |name: &str| -> Result<Option<ApiKey>, String> {
+    let key = |name: &'static str| -> Result<Option<ApiKey>, ConnectError> {
         match var(name) {
-            Some(k) if k.trim().chars().any(|c| !c.is_ascii_graphic()) => Err(format!(
-                "{name} holds a character an HTTP header cannot carry (a space, a control character or non-ASCII)"
-            )),
+            Some(k) if k.trim().chars().any(|c| !c.is_ascii_graphic()) => {
+                Err(ConnectError::KeyNotHeaderSafe(name))
+            }
             k => Ok(k.and_then(ApiKey::new)),
         }
     };
     let provider = match spec.provider {
-        Provider::Offline => return Ok(Arc::new(OfflineModel::with_latency(offline_latency))),
+        Provider::Offline => return Err(ConnectError::Offline),
         Provider::Anthropic => "anthropic",
         Provider::OpenAi => "openai",
     };
@@ -95,18 +116,23 @@ pub fn connect(
         .unwrap_or(super::price::UNKNOWN_CONTEXT_WINDOW);
     match spec.provider {
         Provider::Anthropic => {
-            let key = key("ANTHROPIC_API_KEY")?
-                .ok_or("ANTHROPIC_API_KEY is not set: anthropic:MODEL needs an API key")?;
+            let key = key("ANTHROPIC_API_KEY")?.ok_or(ConnectError::MissingAnthropicKey)?;
             let base = var("ANTHROPIC_BASE_URL");
             let model = AnthropicModel::new(&spec.model, key, base.as_deref(), options)
-                .map_err(|e| format!("ANTHROPIC_BASE_URL: {e}"))?;
+                .map_err(|reason| ConnectError::BaseUrl {
+                    var: "ANTHROPIC_BASE_URL",
+                    reason,
+                })?;
             Ok(Arc::new(model.with_window(window).with_price(price)))
         }
         _ => {
             let key = key("OPENAI_API_KEY")?;
             let base = var("OPENAI_BASE_URL");
             let model = OpenAiModel::new(&spec.model, key, base.as_deref(), options)
-                .map_err(|e| format!("OPENAI_BASE_URL: {e}"))?;
+                .map_err(|reason| ConnectError::BaseUrl {
+                    var: "OPENAI_BASE_URL",
+                    reason,
+                })?;
             Ok(Arc::new(model.with_window(window).with_price(price)))
         }
     }
@@ -143,14 +169,8 @@ mod tests {
     ) -> Result<Arc<dyn Model>, String> {
         let spec = ModelSpec::parse(spec).unwrap();
         let options = HttpOptions::default();
-        connect(
-            &spec,
-            env,
-            &PriceTable::default(),
-            window,
-            options,
-            Default::default(),
-        )
+        connect_provider(&spec, env, &PriceTable::default(), window, options)
+            .map_err(|e| e.to_string())
     }
 
     #[test]

@@ -205,7 +205,7 @@ fn sentences(text: &str, tools: &[String]) -> Vec<(String, Vec<String>)> {
     };
     let tidy = |c: String| c.replace(" ,", ",").trim_matches([' ', ',']).to_string();
     let mut all = Vec::new();
-    for sentence in crate::context::sentences_of(text) {
+    for sentence in crate::text::sentences(text) {
         let mut out = Vec::new();
         for part in explanations_apart(sentence).split(';') {
             let t = tokens(part);

@@ -9,6 +9,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use serde::{Deserialize, Serialize};
 
 use super::rules::Rule;
+use crate::text::{lexical_path, within};
 use crate::checkpoint::ConstraintEntry;
 
 /// What a call does to a resource.
@@ -114,7 +115,7 @@ impl Denial {
         };
         let mut text = format!(
             "denied: {what} is forbidden by the constraint \"{}\"",
-            crate::handoff::one_line(&self.constraint)
+            crate::text::one_line(&self.constraint)
         );
         if let Some(alternative) = &self.alternative {
             text.push_str("; ");
@@ -126,44 +127,10 @@ impl Denial {
 }
 
 /// A root-relative path a model gave, in normal form: trimmed, unquoted when in the quoted
-/// form (`"a b.rs"`) as the workspace tools read it, then taken as written (see `lexical`).
+/// form (`"a b.rs"`) as the workspace tools read it, then taken as written (see `text::lexical_path`).
 /// `None` for an absolute path or one that climbs above the root.
 pub fn normal_path(raw: &str) -> Option<String> {
-    lexical(&crate::source::unquoted_path(raw).unwrap_or_else(|| raw.trim().to_string()))
-}
-
-/// A path in normal form, taken as written: `/` separators (a backslash or a quote is part of
-/// a name, as on disk), no `.` or empty parts, `..` taken back, `.` for the root. `None` for
-/// an absolute path or one that climbs above the root. The gate judges resources this way, so
-/// a real file's name is never re-read as another path.
-fn lexical(text: &str) -> Option<String> {
-    if text.starts_with('/') || text.starts_with('\\') {
-        return None;
-    }
-    let mut parts: Vec<&str> = Vec::new();
-    for part in text.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            _ => parts.push(part),
-        }
-    }
-    Some(if parts.is_empty() {
-        ".".to_string()
-    } else {
-        parts.join("/")
-    })
-}
-
-/// Whether `path` is `prefix` or below it (both in normal form).
-fn within(path: &str, prefix: &str) -> bool {
-    prefix == "."
-        || path == prefix
-        || (path.len() > prefix.len()
-            && path.starts_with(prefix)
-            && path.as_bytes()[prefix.len()] == b'/')
+    lexical_path(&crate::source::unquoted_path(raw).unwrap_or_else(|| raw.trim().to_string()))
 }
 
 /// Each path from the first part of `path` down to itself: `a`, `a/b`, `a/b/c`.
@@ -654,7 +621,7 @@ fn refusal(
     c: &Consequence,
     read_only: bool,
 ) -> Option<(Category, Option<String>)> {
-    let path = lexical(&c.resource);
+    let path = crate::text::lexical_path(&c.resource);
     let effectful_undeclared = c.effect == Effect::Undeclared && !read_only;
     match rule {
         Compiled::Read(scope) => match c.effect {

@@ -120,8 +120,7 @@ fn pattern_words(pattern: &str) -> Vec<String> {
             plain.push(c);
         }
     }
-    let mut words: Vec<String> = plain
-        .split(|c: char| !c.is_alphanumeric())
+    let mut words: Vec<String> = crate::text::words(&plain)
         .filter(|w| w.chars().count() >= 3)
         .map(str::to_lowercase)
         .collect();

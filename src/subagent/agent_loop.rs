@@ -8,13 +8,19 @@ use serde::{Deserialize, Serialize};
 use crate::compaction::{
     message_text, should_compact, Compactor, Decision, Folded, Ledger, Options, RawTurns,
 };
-use crate::context::{Estimate, Orientation, Tokenizer};
+use crate::context::Orientation;
+
+use crate::tokens::{Estimate, Tokenizer};
 use crate::handoff::{repair_prompt, Violation};
 use crate::model::price::dollars;
-use crate::model::{Message, ModelError, ModelRequest, ModelResponse, Price, StopReason};
+use crate::model::{ModelError, ModelRequest, ModelResponse, Price, StopReason};
+
+use crate::transcript::Message;
 use crate::policy::{Budget, Spent};
 use crate::source::ObservationLog;
-use crate::tools::{ToolCall, ToolResult, ToolSpec};
+use crate::tools::ToolResult;
+
+use crate::transcript::{ToolCall, ToolSpec};
 
 /// Most tokens a subagent's answer may take.
 pub(crate) const ANSWER_TOKENS: u32 = 4096;
@@ -378,7 +384,7 @@ impl AgentLoop {
         if response.stop == StopReason::Refusal {
             return Step::Failed(format!(
                 "the model refused: {}",
-                crate::handoff::one_line(&response.text)
+                crate::text::one_line(&response.text)
             ));
         }
         if self.orienting {
@@ -794,7 +800,7 @@ mod tests {
         }
         let (folded, request) = folded.expect("a span was folded");
         assert_eq!(
-            crate::checkpoint::sha256_hex(folded.text.as_bytes()),
+            crate::digest::sha256_hex(folded.text.as_bytes()),
             folded.digest
         );
         assert!(folded.text.contains("/data/shard0/blocks.bin"));

@@ -24,12 +24,14 @@ use tracing::Instrument;
 
 pub(crate) use agent_loop::{AgentLoop, CompactionNote, Step, ANSWER_TOKENS};
 
-use crate::checkpoint::sha256_hex;
+use crate::digest::sha256_hex;
 use crate::handoff::Violation;
 use crate::model::{CostMeter, Model, ModelConfig, ModelError, ModelResponse};
 use crate::policy::{Budget, Spent, TimeLimits};
 use crate::source::{Observation, ObservationLog};
-use crate::tools::{ToolCall, ToolRegistry, ToolResult, Workspace};
+use crate::tools::{ToolRegistry, ToolResult, Workspace};
+
+use crate::transcript::ToolCall;
 
 /// What the subagent actor is told.
 pub(crate) enum SubagentMsg {
@@ -419,7 +421,9 @@ impl Actor for SubagentActor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::{Tool, ToolError, ToolOutput, ToolSpec};
+    use crate::tools::{Tool, ToolError, ToolOutput};
+    
+    use crate::transcript::ToolSpec;
 
     /// A tool that takes longer than the limit the test sets.
     struct Slow;

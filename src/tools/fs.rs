@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
-use super::{Tool, ToolError, ToolOutput, ToolSpec, Workspace};
+use super::{Tool, ToolError, ToolOutput, Workspace};
+use crate::transcript::ToolSpec;
 use crate::policy::{Consequence, Effect};
 use crate::source::{prose_list, quote_path, search_label, Observation};
 

@@ -11,55 +11,10 @@ use serde_json::Value;
 
 use crate::policy::{Consequence, Denial, Effect};
 use crate::source::Observation;
+use crate::transcript::{ToolCall, ToolSpec};
 pub(crate) use fs::walk_files;
-pub use workspace::{open_regular_file, NotRegular, Workspace};
+pub use workspace::Workspace;
 pub(crate) use workspace::{read_text_file, SandboxError};
-
-/// What a model is told about a tool: its name, what it does and its JSON Schema parameters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolSpec {
-    /// The name the model calls it by.
-    pub name: String,
-    /// One paragraph for the model.
-    pub description: String,
-    /// JSON Schema of the arguments object.
-    pub parameters: Value,
-}
-
-impl ToolSpec {
-    /// Bytes of the parameters' schema as compact JSON, counted without building the text.
-    pub fn parameters_len(&self) -> usize {
-        struct Count(usize);
-        impl std::io::Write for Count {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                self.0 += buf.len();
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let mut count = Count(0);
-        let _ = serde_json::to_writer(&mut count, &self.parameters);
-        count.0
-    }
-
-    /// Bytes of the description and the parameters' schema.
-    pub fn text_len(&self) -> usize {
-        self.description.len() + self.parameters_len()
-    }
-}
-
-/// One call a model asked for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    /// Unique within its run; cited by negative evidence as `call:ID`.
-    pub id: String,
-    /// The tool's name.
-    pub name: String,
-    /// The arguments object.
-    pub arguments: Value,
-}
 
 /// What a tool gave back on success.
 #[derive(Debug, Clone, PartialEq)]

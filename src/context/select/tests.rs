@@ -262,7 +262,7 @@ fn mandatory_fields_are_never_cut_by_a_selection() {
         None,
         lead,
         200_000,
-        &crate::context::Estimate,
+        &crate::tokens::Estimate,
         &pick,
     )
     .unwrap();
@@ -312,7 +312,7 @@ fn select_on_a_shorter_checkpoint_skips_what_it_does_not_hold() {
         None,
         &roles["explorer"],
         8_000,
-        &crate::context::Estimate,
+        &crate::tokens::Estimate,
         &pick,
     )
     .unwrap();
@@ -344,7 +344,7 @@ fn a_field_that_does_not_fit_lists_its_items_as_left_out() {
         None,
         explorer,
         1,
-        &crate::context::Estimate,
+        &crate::tokens::Estimate,
         &pick,
     ) {
         Err(refused) => refused.floor,
@@ -355,7 +355,7 @@ fn a_field_that_does_not_fit_lists_its_items_as_left_out() {
         None,
         explorer,
         floor,
-        &crate::context::Estimate,
+        &crate::tokens::Estimate,
         &pick,
     )
     .unwrap();

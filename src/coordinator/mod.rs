@@ -10,13 +10,17 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::checkpoint::{EventStore, RunEvent, RunLog, StoreError};
 use crate::event::Event;
-use crate::lead::{restore, LeadArgs, LeadHandle, Resumption, RunConfig, Stated};
-use crate::model::{Model, OfflineModel};
+use crate::lead::{restore, LeadArgs, LeadError, LeadHandle, Resumption, RunConfig, Stated};
+use crate::explorer::OfflineModel;
+use crate::model::Model;
 use crate::policy::{Budget, Rule, TimeLimits};
 use crate::report::{Report, SubagentSummary};
 use crate::tools::{ToolRegistry, Workspace};
 
+mod connect;
 mod constraints;
+
+pub use connect::connect;
 
 /// A job: a question about the tree at `root`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +68,15 @@ pub enum RunError {
     /// Resuming needs a store to resume from.
     #[error("resuming needs the run's state (a store)")]
     NoStore,
+}
+
+impl From<LeadError> for RunError {
+    fn from(e: LeadError) -> RunError {
+        match e {
+            LeadError::Store(e) => RunError::Store(e),
+            other => RunError::Runtime(other.to_string()),
+        }
+    }
 }
 
 impl RunError {
@@ -364,7 +377,7 @@ impl Coordinator {
             given.push(match rules {
                 Some(rules) => {
                     let bad = |e: String| {
-                        let shown = crate::handoff::one_line(text);
+                        let shown = crate::text::one_line(text);
                         RunError::BadSetting(format!("constraint {shown}: {e}"))
                     };
                     let rules: Vec<Rule> = rules
@@ -398,7 +411,7 @@ impl Coordinator {
             });
         }
         given.extend(
-            crate::context::binding_sentences(question)
+            crate::text::binding_sentences(question)
                 .into_iter()
                 .map(|s| stated(&s, "question", &tool_names, &is_path)),
         );
@@ -455,7 +468,7 @@ impl Coordinator {
         .await
         .map_err(RunError::Runtime)?;
         let runner = lead.clone();
-        let report = tokio::spawn(async move { runner.run().await });
+        let report = tokio::spawn(async move { runner.run().await.map_err(RunError::from) });
         Ok(RunHandle {
             lead,
             join,
@@ -635,7 +648,7 @@ fn warnings_of(constraints: &[Stated]) -> Vec<String> {
             c.warnings.iter().map(move |w| {
                 format!(
                     "constraint \"{}\" ({}): {w}",
-                    crate::handoff::one_line(&c.text),
+                    crate::text::one_line(&c.text),
                     c.provenance
                 )
             })

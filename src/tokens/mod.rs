@@ -2,6 +2,8 @@
 //! embedded: no download) as default, a cheap estimator, and a per-block cache so recompiling
 //! after a small change counts only what changed.
 
+mod bpe;
+
 use std::hash::{Hash, Hasher};
 
 /// Counts tokens.
@@ -54,7 +56,7 @@ pub struct Bpe;
 
 impl Tokenizer for Bpe {
     fn count(&self, text: &str) -> usize {
-        super::bpe::count(text).unwrap_or_else(|| Estimate.count(text))
+        bpe::count(text).unwrap_or_else(|| Estimate.count(text))
     }
 
     fn name(&self) -> &'static str {
@@ -78,6 +80,15 @@ impl Tokenizer for Estimate {
     fn name(&self) -> &'static str {
         "estimate"
     }
+}
+
+/// About four bytes a token: the estimate used where no tokenizer is given.
+pub fn estimate_tokens(text: &str) -> u64 {
+    estimate_tokens_of_len(text.len())
+}
+
+pub(crate) fn estimate_tokens_of_len(bytes: usize) -> u64 {
+    (bytes as u64).div_ceil(4)
 }
 
 /// Most counts a [`CachedTokenizer`] keeps.

@@ -9,7 +9,6 @@ mod follow;
 mod rank;
 mod survey;
 mod terms;
-pub(crate) use terms::is_stop as is_stop_word;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -17,10 +16,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::{estimate_tokens, Message, Model, ModelError, ModelRequest, ModelResponse, Usage};
+use crate::model::{Model, ModelError, ModelRequest, ModelResponse, Usage};
+use crate::tokens::estimate_tokens;
+use crate::transcript::Message;
 use crate::handoff::{Handoff, OpenItem};
 use crate::source::SourceId;
-use crate::tools::ToolCall;
+use crate::transcript::ToolCall;
 use follow::CallSite;
 use rank::{Candidate, Hit};
 use survey::{Survey, EVERY_LINE};

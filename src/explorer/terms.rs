@@ -1,6 +1,8 @@
 //! From a question in plain words to search terms: identifiers, compound-word variants
 //! (snake, camel, kebab), word stems; stop words dropped.
 
+use crate::text::is_stop_word;
+
 /// One search term: what it is called in reports and the regex that finds it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Term {
@@ -76,169 +78,6 @@ const ABBREVIATIONS: &[(&str, &str)] = &[
     ("utilit", "util"),
     ("variable", "var"),
 ];
-
-/// A general English stop-word list: NLTK's `english` list (179 words; the forms with an
-/// apostrophe are left out, as the question is split at apostrophes). Nothing is added for a
-/// particular question.
-const STOP_WORDS: &[&str] = &[
-    "a",
-    "about",
-    "above",
-    "after",
-    "again",
-    "against",
-    "ain",
-    "all",
-    "am",
-    "an",
-    "and",
-    "any",
-    "are",
-    "aren",
-    "as",
-    "at",
-    "be",
-    "because",
-    "been",
-    "before",
-    "being",
-    "below",
-    "between",
-    "both",
-    "but",
-    "by",
-    "can",
-    "couldn",
-    "d",
-    "did",
-    "didn",
-    "do",
-    "does",
-    "doesn",
-    "doing",
-    "don",
-    "down",
-    "during",
-    "each",
-    "few",
-    "for",
-    "from",
-    "further",
-    "had",
-    "hadn",
-    "has",
-    "hasn",
-    "have",
-    "haven",
-    "having",
-    "he",
-    "her",
-    "here",
-    "hers",
-    "herself",
-    "him",
-    "himself",
-    "his",
-    "how",
-    "i",
-    "if",
-    "in",
-    "into",
-    "is",
-    "isn",
-    "it",
-    "its",
-    "itself",
-    "just",
-    "ll",
-    "m",
-    "ma",
-    "me",
-    "mightn",
-    "more",
-    "most",
-    "mustn",
-    "my",
-    "myself",
-    "needn",
-    "no",
-    "nor",
-    "not",
-    "now",
-    "o",
-    "of",
-    "off",
-    "on",
-    "once",
-    "only",
-    "or",
-    "other",
-    "our",
-    "ours",
-    "ourselves",
-    "out",
-    "over",
-    "own",
-    "re",
-    "s",
-    "same",
-    "shan",
-    "she",
-    "should",
-    "shouldn",
-    "so",
-    "some",
-    "such",
-    "t",
-    "than",
-    "that",
-    "the",
-    "their",
-    "theirs",
-    "them",
-    "themselves",
-    "then",
-    "there",
-    "these",
-    "they",
-    "this",
-    "those",
-    "through",
-    "to",
-    "too",
-    "under",
-    "until",
-    "up",
-    "ve",
-    "very",
-    "was",
-    "wasn",
-    "we",
-    "were",
-    "weren",
-    "what",
-    "when",
-    "where",
-    "which",
-    "while",
-    "who",
-    "whom",
-    "why",
-    "will",
-    "with",
-    "won",
-    "wouldn",
-    "y",
-    "you",
-    "your",
-    "yours",
-    "yourself",
-    "yourselves",
-];
-
-pub(crate) fn is_stop(word: &str) -> bool {
-    STOP_WORDS.binary_search(&word).is_ok()
-}
 
 /// The stems of the words a question asks with — for where something is, what it does or
 /// where it is used (`where is X defined`, `where does X live`, `how is X implemented`, `where
@@ -616,7 +455,7 @@ pub(crate) fn terms(question: &str) -> Vec<Term> {
             && (KIND_NOUNS.contains(&lower.as_str()) || PLACE_NOUNS.contains(&lower.as_str()));
         if *identifier
             || lower.contains('_')
-            || is_stop(lower)
+            || is_stop_word(lower)
             || is_asking(lower)
             || (beside_code && KIND_NOUNS.contains(&lower.as_str()))
             || asked_kind
@@ -689,7 +528,7 @@ fn examples(question: &str) -> (Vec<String>, Vec<String>) {
         }
         for token in phrase.split(|ch: char| !ch.is_alphanumeric() && ch != '_') {
             let lower = token.to_ascii_lowercase();
-            if lower.len() >= 3 && !is_stop(&lower) && !lower.chars().all(|ch| ch.is_ascii_digit())
+            if lower.len() >= 3 && !is_stop_word(&lower) && !lower.chars().all(|ch| ch.is_ascii_digit())
             {
                 words.push(lower);
             }
@@ -701,13 +540,6 @@ fn examples(question: &str) -> (Vec<String>, Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stop_words_are_sorted_for_binary_search() {
-        let mut sorted = STOP_WORDS.to_vec();
-        sorted.sort_unstable();
-        assert_eq!(sorted, STOP_WORDS);
-    }
 
     /// Issue 9, item 16: the stop list is general English: the words of a question about code
     /// ("crate", "place", "keep") are searched for; only function words are dropped. Issue

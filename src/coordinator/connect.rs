@@ -1,0 +1,25 @@
+//! `connect`: the model a `--model` spec names — the offline explorer, or a provider's model
+//! over HTTP (`model::connect_provider`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::explorer::OfflineModel;
+use crate::model::{connect_provider, ConnectError, Env, HttpOptions, Model, ModelSpec, PriceTable, Provider};
+
+/// Builds the model a spec names. `offline_latency` slows the offline model (demos, tests);
+/// `window` overrides a provider model's context window; a missing key or a bad base URL is an
+/// error naming the variable.
+pub fn connect(
+    spec: &ModelSpec,
+    env: Env<'_>,
+    prices: &PriceTable,
+    window: Option<usize>,
+    options: HttpOptions,
+    offline_latency: Duration,
+) -> Result<Arc<dyn Model>, ConnectError> {
+    match spec.provider {
+        Provider::Offline => Ok(Arc::new(OfflineModel::with_latency(offline_latency))),
+        _ => connect_provider(spec, env, prices, window, options),
+    }
+}
