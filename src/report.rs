@@ -3,60 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::checkpoint::SubagentState;
 use crate::handoff::{Handoff, Violation};
+pub use crate::policy::Enforcement;
+use crate::policy::ConstraintEntry;
 
-/// How a subagent ended (or where it is).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SubagentState {
-    /// Planned, not yet spawned.
-    Queued,
-    /// Working.
-    Running,
-    /// Handed off a valid handoff at the first attempt.
-    HandedOff,
-    /// Handed off a valid handoff after one or more repair turns.
-    Repaired,
-    /// Handed off a handoff that, once the repairs were spent, broke the contract only in some
-    /// of its conclusions: those were taken out (listed as open items), the rest accepted.
-    PartlyAccepted,
-    /// Never produced a valid handoff within its repairs (`contract_unmet`): nothing of it is
-    /// settled.
-    Rejected,
-    /// Panicked, errored, or stopped without a handoff.
-    Failed,
-    /// Stopped because the run was cancelled.
-    Cancelled,
-}
-
-impl SubagentState {
-    /// Whether its handoff was accepted.
-    pub fn accepted(self) -> bool {
-        matches!(
-            self,
-            SubagentState::HandedOff | SubagentState::Repaired | SubagentState::PartlyAccepted
-        )
-    }
-
-    /// Whether it has ended.
-    pub fn ended(self) -> bool {
-        !matches!(self, SubagentState::Queued | SubagentState::Running)
-    }
-
-    /// The word shown in progress lines.
-    pub fn label(self) -> &'static str {
-        match self {
-            SubagentState::Queued => "queued",
-            SubagentState::Running => "running",
-            SubagentState::HandedOff => "handed off",
-            SubagentState::Repaired => "repaired",
-            SubagentState::PartlyAccepted => "partly accepted",
-            SubagentState::Rejected => "rejected",
-            SubagentState::Failed => "failed",
-            SubagentState::Cancelled => "cancelled",
-        }
-    }
-}
 
 /// One subagent in the report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,18 +46,6 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-/// Whether the gate enforces a constraint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Enforcement {
-    /// Every clause is typed, and the gate or the budget enforces it.
-    Enforced,
-    /// Some clauses are typed and enforced; the others are standing conditions.
-    Partly,
-    /// Nothing of it could be typed: a standing condition, carried verbatim but not enforced.
-    NotEnforced,
-}
-
 /// One of the run's constraints as the report shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConstraintReport {
@@ -132,18 +71,11 @@ pub struct ConstraintReport {
 
 impl ConstraintReport {
     /// The report's view of a constraint in force.
-    pub fn of(c: &crate::checkpoint::ConstraintEntry) -> ConstraintReport {
-        let enforced = c.rules.iter().filter(|r| r.enforced()).count();
+    pub fn of(c: &ConstraintEntry) -> ConstraintReport {
         ConstraintReport {
             text: c.text.clone(),
             provenance: c.provenance.clone(),
-            enforcement: if enforced == 0 {
-                Enforcement::NotEnforced
-            } else if c.rules.iter().all(|r| r.wholly_enforced()) && c.untyped.is_empty() {
-                Enforcement::Enforced
-            } else {
-                Enforcement::Partly
-            },
+            enforcement: c.enforcement(),
             enforced_as: c.rules.iter().map(|r| r.describe()).collect(),
             rules: c.rules.clone(),
             untyped: c.untyped.clone(),

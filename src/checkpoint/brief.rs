@@ -94,15 +94,17 @@ pub fn brief(cp: &Checkpoint) -> Brief {
         .constraints
         .iter()
         .map(|c| {
-            let report = crate::report::ConstraintReport::of(c);
             BriefItem {
                 text: format!(
                     "{} (from {}; {})",
                     crate::text::one_line(&c.text),
                     c.provenance,
-                    match report.enforcement {
-                        crate::report::Enforcement::NotEnforced => "not enforced".to_string(),
-                        _ => format!("enforced: {}", report.enforced_as.join("; ")),
+                    match c.enforcement() {
+                        crate::policy::Enforcement::NotEnforced => "not enforced".to_string(),
+                        _ => format!(
+                            "enforced: {}",
+                            c.rules.iter().map(|r| r.describe()).collect::<Vec<_>>().join("; ")
+                        ),
                     }
                 ),
                 event: c.event,

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::effect::EffectState;
 use crate::handoff::{Handoff, Violation};
 use crate::policy::{Budget, Spent};
-use crate::report::SubagentState;
+use super::SubagentState;
 use crate::source::Observation;
 
 /// One planned subagent: its id and shard.
@@ -56,7 +56,7 @@ pub struct Manifest {
     /// with why; the items it left out are counted and digested below, so the entry does not
     /// grow with the rest of the run.
     #[serde(default)]
-    pub context: Vec<crate::context::ManifestEntry>,
+    pub context: Vec<super::ManifestEntry>,
     /// How many items the context left out.
     #[serde(default)]
     pub omitted_items: u64,

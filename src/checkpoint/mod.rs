@@ -9,6 +9,7 @@ mod brief;
 mod effect;
 mod event;
 mod log;
+mod manifest;
 mod projection;
 mod sqlite;
 mod store;
@@ -37,61 +38,100 @@ pub(crate) fn started_checkpoint_fixture() -> Checkpoint {
 }
 pub use event::{LoggedEvent, Manifest, PlannedSubagent, RunEvent};
 pub use log::{Ack, RunLog};
+pub use manifest::{Field, ManifestEntry, Reason};
 pub use projection::{delta, project, Delta, Projector};
 pub use sqlite::SqliteStore;
 pub use store::{EventStore, MemoryStore, RunClaim, RunRow, StoreError};
 
 use crate::handoff::ViolationCode;
+pub use crate::policy::ConstraintEntry;
 use crate::policy::{Budget, Spent};
-use crate::report::SubagentState;
 
 /// The checkpoint format's version.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// A constraint in force, verbatim, with where it came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ConstraintEntry {
-    /// Verbatim.
-    pub text: String,
-    /// Normalised.
-    pub normalised: String,
-    /// Where it came from.
-    pub provenance: String,
-    /// Its typed rules, which the gate enforces (none: a standing condition only).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub rules: Vec<crate::policy::Rule>,
-    /// Its clauses no rule covers: carried verbatim, not enforced.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub untyped: Vec<String>,
-    /// What the run said of it at the start.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-    /// The event that stated it.
-    pub event: u64,
+/// The constraint a `constraint_stated` event (logged as `seq`) states; `None` for any
+/// other event. The checkpoint and the gate's policy both read constraints this way.
+pub fn stated_constraint(event: &RunEvent, seq: u64) -> Option<ConstraintEntry> {
+    match event {
+        RunEvent::ConstraintStated {
+            text,
+            normalised,
+            provenance,
+            rules,
+            untyped,
+            warnings,
+        } => Some(ConstraintEntry {
+            text: text.clone(),
+            normalised: normalised.clone(),
+            provenance: provenance.clone(),
+            rules: rules.clone(),
+            untyped: untyped.clone(),
+            warnings: warnings.clone(),
+            event: seq,
+        }),
+        _ => None,
+    }
 }
 
-impl ConstraintEntry {
-    /// The constraint a `constraint_stated` event (logged as `seq`) states; `None` for any
-    /// other event. The checkpoint and the gate's policy both read constraints this way.
-    pub fn stated(event: &RunEvent, seq: u64) -> Option<ConstraintEntry> {
-        match event {
-            RunEvent::ConstraintStated {
-                text,
-                normalised,
-                provenance,
-                rules,
-                untyped,
-                warnings,
-            } => Some(ConstraintEntry {
-                text: text.clone(),
-                normalised: normalised.clone(),
-                provenance: provenance.clone(),
-                rules: rules.clone(),
-                untyped: untyped.clone(),
-                warnings: warnings.clone(),
-                event: seq,
-            }),
-            _ => None,
+/// The policy of a run's log: its `constraint_stated` events, nothing else.
+pub fn policy_of_log(events: &[LoggedEvent]) -> crate::policy::Policy {
+    let entries: Vec<ConstraintEntry> = events
+        .iter()
+        .filter_map(|e| stated_constraint(&e.event, e.seq))
+        .collect();
+    crate::policy::Policy::from_constraints(&entries)
+}
+
+/// How a subagent ended (or where it is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubagentState {
+    /// Planned, not yet spawned.
+    Queued,
+    /// Working.
+    Running,
+    /// Handed off a valid handoff at the first attempt.
+    HandedOff,
+    /// Handed off a valid handoff after one or more repair turns.
+    Repaired,
+    /// Handed off a handoff that, once the repairs were spent, broke the contract only in some
+    /// of its conclusions: those were taken out (listed as open items), the rest accepted.
+    PartlyAccepted,
+    /// Never produced a valid handoff within its repairs (`contract_unmet`): nothing of it is
+    /// settled.
+    Rejected,
+    /// Panicked, errored, or stopped without a handoff.
+    Failed,
+    /// Stopped because the run was cancelled.
+    Cancelled,
+}
+
+impl SubagentState {
+    /// Whether its handoff was accepted.
+    pub fn accepted(self) -> bool {
+        matches!(
+            self,
+            SubagentState::HandedOff | SubagentState::Repaired | SubagentState::PartlyAccepted
+        )
+    }
+
+    /// Whether it has ended.
+    pub fn ended(self) -> bool {
+        !matches!(self, SubagentState::Queued | SubagentState::Running)
+    }
+
+    /// The word shown in progress lines.
+    pub fn label(self) -> &'static str {
+        match self {
+            SubagentState::Queued => "queued",
+            SubagentState::Running => "running",
+            SubagentState::HandedOff => "handed off",
+            SubagentState::Repaired => "repaired",
+            SubagentState::PartlyAccepted => "partly accepted",
+            SubagentState::Rejected => "rejected",
+            SubagentState::Failed => "failed",
+            SubagentState::Cancelled => "cancelled",
         }
     }
 }

@@ -8,12 +8,11 @@ use super::effect::transition;
 use super::event::{LoggedEvent, RunEvent};
 use crate::digest::sha256_hex;
 use super::{
-    AcceptedEntry, Budgets, Checkpoint, ConstraintEntry, DenialEntry, EffectEntry, EvidenceEntry,
+    AcceptedEntry, Budgets, Checkpoint, DenialEntry, EffectEntry, EvidenceEntry,
     Handoffs, NegativeEntry, PlanEntry, PlanStatus, RejectedEntry, SCHEMA_VERSION,
 };
 use crate::handoff::ConclusionKind;
 use crate::policy::{Budget, Spent};
-use crate::report::SubagentState;
 use crate::source::Observation;
 
 /// Longest evidence excerpt kept in a checkpoint.
@@ -152,7 +151,7 @@ impl Projector {
             }
             RunEvent::ConstraintStated { .. } => cp
                 .constraints
-                .extend(ConstraintEntry::stated(&logged.event, at)),
+                .extend(super::stated_constraint(&logged.event, at)),
             RunEvent::ToolDenied {
                 subagent,
                 call_id,
@@ -389,7 +388,7 @@ impl Projector {
                 if let Some(plan) = plan_of.get(subagent).and_then(|&i| cp.plans.get_mut(i)) {
                     plan.outcome = Some(*state);
                     plan.event = at;
-                    plan.status = if *state == SubagentState::Cancelled {
+                    plan.status = if *state == super::SubagentState::Cancelled {
                         PlanStatus::Blocked
                     } else {
                         PlanStatus::Completed

@@ -507,7 +507,7 @@ impl Coordinator {
             })?;
         // What was accepted is rechecked against the tree as it is now — only where the run's
         // constraints let files be read — and the log projected, off the runtime.
-        let policy = Arc::new(crate::policy::Policy::from_log(&logged));
+        let policy = Arc::new(crate::checkpoint::policy_of_log(&logged));
         // What the log says was spent counts against the cost limit of the resumed run.
         let cost = crate::model::CostMeter::new(self.max_cost);
         cost.settle(0, logged_cost(&logged));

@@ -103,7 +103,7 @@ pub(super) struct Task {
 /// field: its inner lines are indented and its marker text escaped), each entry one JSON
 /// conclusion.
 fn doubted_claims(system: &str) -> Vec<(Vec<SourceId>, String)> {
-    use crate::context::{DATA_BEGIN, DATA_END};
+    use crate::contracts::{DATA_BEGIN, DATA_END};
     let mut in_doubts = false;
     let mut out = Vec::new();
     for line in system
@@ -208,7 +208,7 @@ fn verify_turn(task: &Task, done: &[Exchange<'_>], may_read: bool) -> (String, V
 /// The restatement a resumed subagent gives before acting: goal, standing conditions and the
 /// effects cut off by the crash, read back from its own context.
 fn orientation_answer(system: &str) -> String {
-    use crate::context::{CONDITIONS_BEGIN, CONDITIONS_END};
+    use crate::contracts::{CONDITIONS_BEGIN, CONDITIONS_END};
     let goal = system
         .lines()
         .find_map(|l| l.strip_prefix("Goal: "))

@@ -165,7 +165,7 @@ pub(crate) fn brief(question: &str, shard: &Shard) -> String {
 /// role, so they make one prefix a provider can cache for the whole fan-out.
 pub(crate) fn with_contract(system: &str) -> String {
     let contract = crate::contracts::HANDOFF;
-    match system.find(crate::context::DATA_BEGIN) {
+    match system.find(crate::contracts::DATA_BEGIN) {
         Some(at) => format!("{}\n{contract}\n{}", &system[..at], &system[at..]),
         None => format!("{system}\n\n{contract}"),
     }

@@ -211,7 +211,7 @@ pub(crate) fn body(model: &str, request: &ModelRequest, stream: bool) -> Value {
 fn system(text: &str) -> Value {
     let cached =
         |t: &str| json!({"type": "text", "text": t, "cache_control": {"type": "ephemeral"}});
-    match text.find(crate::context::DATA_BEGIN) {
+    match text.find(crate::contracts::DATA_BEGIN) {
         Some(at) if at > 0 => json!([cached(&text[..at]), {"type": "text", "text": &text[at..]}]),
         _ => json!([cached(text)]),
     }
@@ -536,7 +536,7 @@ mod tests {
         let mut r = request(false, true);
         r.system = format!(
             "Role text.\n{}\n- sa2 [b]: Active\n",
-            crate::context::DATA_BEGIN
+            crate::contracts::DATA_BEGIN
         );
         let b = body("m", &r, false);
         assert_eq!(b["system"][0]["text"], "Role text.\n");

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::rules::Rule;
 use crate::text::{lexical_path, within};
-use crate::checkpoint::ConstraintEntry;
+use super::ConstraintEntry;
 
 /// What a call does to a resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -402,15 +402,6 @@ impl Policy {
             }
         }
         policy
-    }
-
-    /// The policy of a run's log: its `constraint_stated` events, nothing else.
-    pub fn from_log(events: &[crate::checkpoint::LoggedEvent]) -> Policy {
-        let entries: Vec<ConstraintEntry> = events
-            .iter()
-            .filter_map(|e| ConstraintEntry::stated(&e.event, e.seq))
-            .collect();
-        Policy::from_constraints(&entries)
     }
 
     /// Whether no rule is in force.

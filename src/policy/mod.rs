@@ -112,6 +112,55 @@ impl Budget {
     }
 }
 
+/// A constraint in force, verbatim, with where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConstraintEntry {
+    /// Verbatim.
+    pub text: String,
+    /// Normalised.
+    pub normalised: String,
+    /// Where it came from.
+    pub provenance: String,
+    /// Its typed rules, which the gate enforces (none: a standing condition only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<Rule>,
+    /// Its clauses no rule covers: carried verbatim, not enforced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub untyped: Vec<String>,
+    /// What the run said of it at the start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// The event that stated it.
+    pub event: u64,
+}
+
+impl ConstraintEntry {
+    /// Whether the gate enforces it: no rule enforced, every rule wholly enforced and no clause
+    /// left untyped, or some of it.
+    pub fn enforcement(&self) -> Enforcement {
+        let enforced = self.rules.iter().filter(|r| r.enforced()).count();
+        if enforced == 0 {
+            Enforcement::NotEnforced
+        } else if self.rules.iter().all(|r| r.wholly_enforced()) && self.untyped.is_empty() {
+            Enforcement::Enforced
+        } else {
+            Enforcement::Partly
+        }
+    }
+}
+
+/// Whether the gate enforces a constraint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Enforcement {
+    /// Every clause is typed, and the gate or the budget enforces it.
+    Enforced,
+    /// Some clauses are typed and enforced; the others are standing conditions.
+    Partly,
+    /// Nothing of it could be typed: a standing condition, carried verbatim but not enforced.
+    NotEnforced,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
