@@ -5,9 +5,8 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::checkpoint::SubagentState;
 use crate::handoff::{Handoff, Violation};
-pub use crate::policy::Enforcement;
 use crate::policy::ConstraintEntry;
-
+pub use crate::policy::Enforcement;
 
 /// One subagent in the report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

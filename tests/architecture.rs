@@ -169,7 +169,12 @@ fn crate_paths(code: &str) -> Vec<(String, usize)> {
     found
 }
 
-fn push_head(item: &str, at: usize, found: &mut Vec<(String, usize)>, line_of: impl Fn(usize) -> usize) {
+fn push_head(
+    item: &str,
+    at: usize,
+    found: &mut Vec<(String, usize)>,
+    line_of: impl Fn(usize) -> usize,
+) {
     let head: String = item
         .trim_start()
         .chars()
@@ -275,7 +280,9 @@ fn violations(files: &[(String, String)]) -> Vec<String> {
         }
         let code = code_only(text);
         for (name, line, n) in long_functions(&code, MAX_FN_LINES) {
-            out.push(format!("src/{rel}:{line}: fn {name} is {n} lines, over {MAX_FN_LINES}"));
+            out.push(format!(
+                "src/{rel}:{line}: fn {name} is {n} lines, over {MAX_FN_LINES}"
+            ));
         }
         if is_binary(rel) || rel == "lib.rs" {
             continue;
@@ -289,7 +296,10 @@ fn violations(files: &[(String, String)]) -> Vec<String> {
             if target == module {
                 continue;
             }
-            graph.entry(module.to_string()).or_default().insert(target.clone());
+            graph
+                .entry(module.to_string())
+                .or_default()
+                .insert(target.clone());
             match layer_of(&target) {
                 Some(theirs) if theirs < own => {}
                 Some(_) => out.push(format!(
@@ -315,7 +325,11 @@ fn rust_files(dir: &Path, root: &Path, out: &mut Vec<(String, String)>) {
         if path.is_dir() {
             rust_files(&path, root, out);
         } else if path.extension().is_some_and(|e| e == "rs") {
-            let rel = path.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
+            let rel = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
             out.push((rel, std::fs::read_to_string(&path).unwrap()));
         }
     }
@@ -328,7 +342,12 @@ fn the_source_keeps_the_layers_the_file_rules_and_the_function_limit() {
     rust_files(&root, &root, &mut files);
     assert!(files.len() > 50, "src/ read: {} files", files.len());
     let found = violations(&files);
-    assert!(found.is_empty(), "{} broken rules:\n{}", found.len(), found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "{} broken rules:\n{}",
+        found.len(),
+        found.join("\n")
+    );
 }
 
 fn file(rel: &str, text: &str) -> (String, String) {
@@ -349,7 +368,8 @@ fn an_upward_import_is_found_in_a_use_a_group_and_a_path() {
         );
     }
     // Downward, and inside comments or strings, is no import.
-    let fine = "//! x\nuse crate::text::one_line; // crate::lead\nconst S: &str = \"crate::lead\";\n";
+    let fine =
+        "//! x\nuse crate::text::one_line; // crate::lead\nconst S: &str = \"crate::lead\";\n";
     assert!(violations(&[file("policy/gate.rs", fine)]).is_empty());
 }
 
@@ -369,11 +389,19 @@ fn a_cycle_between_modules_is_found() {
     assert_eq!(found[0].len(), 3);
     // Two real modules importing each other are reported as a cycle too.
     let files = [
-        file("handoff/mod.rs", "//! x\nuse crate::checkpoint::Checkpoint;\n"),
+        file(
+            "handoff/mod.rs",
+            "//! x\nuse crate::checkpoint::Checkpoint;\n",
+        ),
         file("checkpoint/mod.rs", "//! x\nuse crate::handoff::Handoff;\n"),
     ];
     let found = violations(&files);
-    assert!(found.iter().any(|v| v.starts_with("modules import each other")), "{found:?}");
+    assert!(
+        found
+            .iter()
+            .any(|v| v.starts_with("modules import each other")),
+        "{found:?}"
+    );
 }
 
 #[test]
@@ -386,7 +414,10 @@ fn a_long_file_a_long_function_and_a_file_without_its_doc_line_are_found() {
     assert!(violations(&[file("text/x.rs", &body)])
         .iter()
         .any(|v| v.contains("fn big is 121 lines")));
-    let short = format!("//! x\nfn small() {{\n{}}}\n", "    let _ = 1;\n".repeat(118));
+    let short = format!(
+        "//! x\nfn small() {{\n{}}}\n",
+        "    let _ = 1;\n".repeat(118)
+    );
     assert!(violations(&[file("text/x.rs", &short)]).is_empty());
     assert!(violations(&[file("text/x.rs", "/// not a module doc\n")])
         .iter()

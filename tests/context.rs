@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use baton::checkpoint::{
     project, Checkpoint, EffectState, EventStore, MemoryStore, PlannedSubagent, RunEvent,
 };
-use baton::context::{compile, load_roles, Field, Reason, CONDITIONS_BEGIN, CONDITIONS_END, DATA_BEGIN, DATA_END};
+use baton::context::{
+    compile, load_roles, Field, Reason, CONDITIONS_BEGIN, CONDITIONS_END, DATA_BEGIN, DATA_END,
+};
 
 use baton::tokens::{Bpe, Tokenizer};
 use baton::{Conclusion, Handoff, SourceId};

@@ -93,22 +93,24 @@ pub fn brief(cp: &Checkpoint) -> Brief {
     let constraints = cp
         .constraints
         .iter()
-        .map(|c| {
-            BriefItem {
-                text: format!(
-                    "{} (from {}; {})",
-                    crate::text::one_line(&c.text),
-                    c.provenance,
-                    match c.enforcement() {
-                        crate::policy::Enforcement::NotEnforced => "not enforced".to_string(),
-                        _ => format!(
-                            "enforced: {}",
-                            c.rules.iter().map(|r| r.describe()).collect::<Vec<_>>().join("; ")
-                        ),
-                    }
-                ),
-                event: c.event,
-            }
+        .map(|c| BriefItem {
+            text: format!(
+                "{} (from {}; {})",
+                crate::text::one_line(&c.text),
+                c.provenance,
+                match c.enforcement() {
+                    crate::policy::Enforcement::NotEnforced => "not enforced".to_string(),
+                    _ => format!(
+                        "enforced: {}",
+                        c.rules
+                            .iter()
+                            .map(|r| r.describe())
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    ),
+                }
+            ),
+            event: c.event,
         })
         .collect();
     let denials = cp

@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::effect::EffectState;
+use super::SubagentState;
 use crate::handoff::{Handoff, Violation};
 use crate::policy::{Budget, Spent};
-use super::SubagentState;
 use crate::source::Observation;
 
 /// One planned subagent: its id and shard.

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use super::effect::transition;
 use super::event::{LoggedEvent, RunEvent};
-use crate::digest::sha256_hex;
 use super::{
-    AcceptedEntry, Budgets, Checkpoint, DenialEntry, EffectEntry, EvidenceEntry,
-    Handoffs, NegativeEntry, PlanEntry, PlanStatus, RejectedEntry, SCHEMA_VERSION,
+    AcceptedEntry, Budgets, Checkpoint, DenialEntry, EffectEntry, EvidenceEntry, Handoffs,
+    NegativeEntry, PlanEntry, PlanStatus, RejectedEntry, SCHEMA_VERSION,
 };
+use crate::digest::sha256_hex;
 use crate::handoff::ConclusionKind;
 use crate::policy::{Budget, Spent};
 use crate::source::Observation;
@@ -121,15 +121,7 @@ impl Projector {
 
     /// Applies the run's next event.
     pub fn apply(&mut self, logged: &LoggedEvent) {
-        let Projector {
-            cp,
-            effect_index,
-            entry_attempt,
-            attempt,
-            plan_of,
-            searches,
-            scopes,
-        } = self;
+        let cp = &mut self.cp;
         if cp.first_seq == 0 {
             cp.first_seq = logged.seq;
         }
@@ -166,27 +158,14 @@ impl Projector {
                 category: denial.category,
                 event: at,
             }),
-            RunEvent::PlanRevised { subagents, .. } => {
-                for plan in &mut cp.plans {
-                    if plan.status == PlanStatus::Active {
-                        plan.status = PlanStatus::Superseded;
-                        plan.event = at;
-                    }
-                }
-                for s in subagents {
-                    plan_of.insert(s.id.clone(), cp.plans.len());
-                    cp.plans.push(PlanEntry {
-                        subagent: s.id.clone(),
-                        scope: interned(scopes, &s.scope),
-                        status: PlanStatus::Active,
-                        outcome: None,
-                        event: at,
-                    });
-                }
-            }
+            RunEvent::PlanRevised { subagents, .. } => self.plan_revised(subagents, at),
             RunEvent::SubagentSpawned { subagent, .. } => {
-                *attempt.entry(subagent.clone()).or_default() += 1;
-                if let Some(plan) = plan_of.get(subagent).and_then(|&i| cp.plans.get_mut(i)) {
+                *self.attempt.entry(subagent.clone()).or_default() += 1;
+                if let Some(plan) = self
+                    .plan_of
+                    .get(subagent)
+                    .and_then(|&i| cp.plans.get_mut(i))
+                {
                     plan.status = PlanStatus::Active;
                     plan.outcome = None;
                     plan.event = at;
@@ -199,97 +178,14 @@ impl Projector {
                 effect,
                 read_only,
                 ..
-            } => {
-                let current = attempt.get(subagent).copied().unwrap_or(0);
-                match effect_index.get(call_id).copied() {
-                    // The same call again within one attempt: another try of one effect.
-                    Some(i) if entry_attempt[i] == current => {
-                        let e = &mut cp.effects[i];
-                        e.attempts += 1;
-                        e.receipts.push(at);
-                        e.state = *effect;
-                    }
-                    // A new effect; a restarted attempt reusing an id gets its own intent id,
-                    // and the earlier one keeps its state (outcome_unknown stays so).
-                    earlier => {
-                        let intent_id = match earlier {
-                            Some(_) => format!("{call_id}#{current}"),
-                            None => call_id.clone(),
-                        };
-                        effect_index.insert(call_id.clone(), cp.effects.len());
-                        entry_attempt.push(current);
-                        cp.effects.push(EffectEntry {
-                            intent_id,
-                            subagent: subagent.clone(),
-                            tool: tool.clone(),
-                            state: *effect,
-                            attempts: 1,
-                            receipts: vec![at],
-                            allowed_recovery: if *read_only {
-                                "read-only: may be read again".into()
-                            } else {
-                                "has effects: reconcile what happened before any retry".into()
-                            },
-                            prohibited_repetition: !*read_only,
-                        });
-                    }
-                }
-            }
+            } => self.tool_called(subagent, call_id, tool, *effect, *read_only, at),
             RunEvent::ToolReturned {
                 subagent,
                 call_id,
                 observations,
                 effect,
                 ..
-            } => {
-                if let Some(&i) = effect_index.get(call_id) {
-                    let e = &mut cp.effects[i];
-                    if let Ok(next) = transition(e.state, *effect, Some(call_id)) {
-                        e.state = next;
-                    }
-                    e.receipts.push(at);
-                }
-                for o in observations {
-                    if let Observation::Searched {
-                        call_id,
-                        pattern,
-                        scope,
-                        matches: 0,
-                        files_searched,
-                        files_skipped,
-                        case_insensitive,
-                        fixed_string,
-                        not_searched,
-                        ..
-                    } = o
-                    {
-                        // The same search in the same scope (a restarted attempt repeating it)
-                        // is one piece of negative evidence, not two.
-                        let scope = interned(scopes, scope);
-                        let key = (
-                            pattern.clone(),
-                            Arc::clone(&scope),
-                            *case_insensitive,
-                            *fixed_string,
-                        );
-                        if !searches.insert(key) {
-                            continue;
-                        }
-                        cp.negative_evidence.push(NegativeEntry {
-                            subagent: subagent.clone(),
-                            call_id: call_id.clone(),
-                            pattern: pattern.clone(),
-                            scope,
-                            files_searched: *files_searched,
-                            files_skipped: *files_skipped,
-                            not_searched: *not_searched,
-                            case_insensitive: *case_insensitive,
-                            fixed_string: *fixed_string,
-                            event: at,
-                        });
-                    }
-                }
-            }
+            } => self.tool_returned(subagent, call_id, observations, *effect, at),
             RunEvent::EffectChanged {
                 call_id,
                 to,
@@ -315,42 +211,15 @@ impl Projector {
                 repairs,
                 evidence_digests,
                 dropped,
-            } => {
-                for c in handoff
-                    .settled_conclusions
-                    .iter()
-                    .filter(|c| c.kind == ConclusionKind::Finding)
-                {
-                    for source in &c.sources {
-                        let id = source.to_string();
-                        cp.evidence.push(EvidenceEntry {
-                            digest: evidence_digests.get(&id).cloned().unwrap_or_default(),
-                            source: id,
-                            excerpt: Some(excerpt(&c.claim)),
-                            tombstone: false,
-                            stale: None,
-                            subagent: subagent.clone(),
-                            event: at,
-                        });
-                    }
-                }
-                cp.handoffs.accepted.push(AcceptedEntry {
-                    subagent: subagent.clone(),
-                    repairs: *repairs,
-                    conclusions: handoff.settled_conclusions.len(),
-                    doubted: if *repairs > 0 || !dropped.is_empty() {
-                        handoff
-                            .settled_conclusions
-                            .iter()
-                            .filter(|c| c.kind == ConclusionKind::Finding)
-                            .cloned()
-                            .collect()
-                    } else {
-                        Vec::new()
-                    },
-                    event: at,
-                });
-            }
+            } => accept(
+                cp,
+                subagent,
+                handoff,
+                *repairs,
+                evidence_digests,
+                !dropped.is_empty(),
+                at,
+            ),
             RunEvent::HandoffRepairRequested { .. }
             | RunEvent::WindowCompacted { .. }
             | RunEvent::ModelConfigured { .. }
@@ -364,28 +233,15 @@ impl Projector {
                 codes: violations.iter().map(|v| v.code).collect(),
                 event: at,
             }),
-            RunEvent::BudgetSpent { subagent, spent } => {
-                // The total moves by the difference: no sum over every subagent per event.
-                let before = cp
-                    .budgets
-                    .per_subagent
-                    .insert(subagent.clone(), *spent)
-                    .unwrap_or_default();
-                let total = &mut cp.budgets.total;
-                // Saturating: a log from disk is untrusted and must not overflow.
-                total.model_turns = (total.model_turns.saturating_sub(before.model_turns))
-                    .saturating_add(spent.model_turns);
-                total.tool_calls = (total.tool_calls.saturating_sub(before.tool_calls))
-                    .saturating_add(spent.tool_calls);
-                total.tokens_in = (total.tokens_in.saturating_sub(before.tokens_in))
-                    .saturating_add(spent.tokens_in);
-                total.tokens_out = (total.tokens_out.saturating_sub(before.tokens_out))
-                    .saturating_add(spent.tokens_out);
-            }
+            RunEvent::BudgetSpent { subagent, spent } => spend(&mut cp.budgets, subagent, spent),
             RunEvent::SubagentEnded {
                 subagent, state, ..
             } => {
-                if let Some(plan) = plan_of.get(subagent).and_then(|&i| cp.plans.get_mut(i)) {
+                if let Some(plan) = self
+                    .plan_of
+                    .get(subagent)
+                    .and_then(|&i| cp.plans.get_mut(i))
+                {
                     plan.outcome = Some(*state);
                     plan.event = at;
                     plan.status = if *state == super::SubagentState::Cancelled {
@@ -407,32 +263,228 @@ impl Projector {
             }
             RunEvent::EvidenceStale {
                 subagent, sources, ..
-            } => {
-                for entry in cp
-                    .evidence
-                    .iter_mut()
-                    .filter(|e| &e.subagent == subagent && sources.contains(&e.source))
-                {
-                    entry.stale = Some(at);
-                }
-                // A search that finds something now is no longer negative evidence.
-                cp.negative_evidence.retain(|n| {
-                    let keep = !(&n.subagent == subagent
-                        && sources.contains(&format!("call:{}", n.call_id)));
-                    if !keep {
-                        searches.remove(&(
-                            n.pattern.clone(),
-                            n.scope.clone(),
-                            n.case_insensitive,
-                            n.fixed_string,
-                        ));
-                    }
-                    keep
-                });
-            }
+            } => self.evidence_stale(subagent, sources, at),
             RunEvent::RunFinished { cancelled } => cp.finished = Some(*cancelled),
         }
     }
+
+    /// A new plan: the active entries superseded, one entry a subagent.
+    fn plan_revised(&mut self, subagents: &[super::PlannedSubagent], at: u64) {
+        let cp = &mut self.cp;
+        for plan in &mut cp.plans {
+            if plan.status == PlanStatus::Active {
+                plan.status = PlanStatus::Superseded;
+                plan.event = at;
+            }
+        }
+        for s in subagents {
+            self.plan_of.insert(s.id.clone(), cp.plans.len());
+            cp.plans.push(PlanEntry {
+                subagent: s.id.clone(),
+                scope: interned(&mut self.scopes, &s.scope),
+                status: PlanStatus::Active,
+                outcome: None,
+                event: at,
+            });
+        }
+    }
+
+    /// A tool call: another try of an effect of this attempt, or a new effect.
+    fn tool_called(
+        &mut self,
+        subagent: &str,
+        call_id: &str,
+        tool: &str,
+        effect: super::EffectState,
+        read_only: bool,
+        at: u64,
+    ) {
+        let cp = &mut self.cp;
+        let current = self.attempt.get(subagent).copied().unwrap_or(0);
+        match self.effect_index.get(call_id).copied() {
+            // The same call again within one attempt: another try of one effect.
+            Some(i) if self.entry_attempt[i] == current => {
+                let e = &mut cp.effects[i];
+                e.attempts += 1;
+                e.receipts.push(at);
+                e.state = effect;
+            }
+            // A new effect; a restarted attempt reusing an id gets its own intent id,
+            // and the earlier one keeps its state (outcome_unknown stays so).
+            earlier => {
+                let intent_id = match earlier {
+                    Some(_) => format!("{call_id}#{current}"),
+                    None => call_id.to_string(),
+                };
+                self.effect_index
+                    .insert(call_id.to_string(), cp.effects.len());
+                self.entry_attempt.push(current);
+                cp.effects.push(EffectEntry {
+                    intent_id,
+                    subagent: subagent.to_string(),
+                    tool: tool.to_string(),
+                    state: effect,
+                    attempts: 1,
+                    receipts: vec![at],
+                    allowed_recovery: if read_only {
+                        "read-only: may be read again".into()
+                    } else {
+                        "has effects: reconcile what happened before any retry".into()
+                    },
+                    prohibited_repetition: !read_only,
+                });
+            }
+        }
+    }
+
+    /// A call's return: its effect moves on, and each empty search it made is negative
+    /// evidence (once per pattern, scope and flags).
+    fn tool_returned(
+        &mut self,
+        subagent: &str,
+        call_id: &str,
+        observations: &[Observation],
+        effect: super::EffectState,
+        at: u64,
+    ) {
+        let cp = &mut self.cp;
+        if let Some(&i) = self.effect_index.get(call_id) {
+            let e = &mut cp.effects[i];
+            if let Ok(next) = transition(e.state, effect, Some(call_id)) {
+                e.state = next;
+            }
+            e.receipts.push(at);
+        }
+        for o in observations {
+            if let Observation::Searched {
+                call_id,
+                pattern,
+                scope,
+                matches: 0,
+                files_searched,
+                files_skipped,
+                case_insensitive,
+                fixed_string,
+                not_searched,
+                ..
+            } = o
+            {
+                // The same search in the same scope (a restarted attempt repeating it)
+                // is one piece of negative evidence, not two.
+                let scope = interned(&mut self.scopes, scope);
+                let key = (
+                    pattern.clone(),
+                    Arc::clone(&scope),
+                    *case_insensitive,
+                    *fixed_string,
+                );
+                if !self.searches.insert(key) {
+                    continue;
+                }
+                cp.negative_evidence.push(NegativeEntry {
+                    subagent: subagent.to_string(),
+                    call_id: call_id.clone(),
+                    pattern: pattern.clone(),
+                    scope,
+                    files_searched: *files_searched,
+                    files_skipped: *files_skipped,
+                    not_searched: *not_searched,
+                    case_insensitive: *case_insensitive,
+                    fixed_string: *fixed_string,
+                    event: at,
+                });
+            }
+        }
+    }
+
+    /// Sources found stale: their evidence marked, and a search that finds something now is
+    /// no longer negative evidence.
+    fn evidence_stale(&mut self, subagent: &str, sources: &[String], at: u64) {
+        let cp = &mut self.cp;
+        for entry in cp
+            .evidence
+            .iter_mut()
+            .filter(|e| e.subagent == subagent && sources.contains(&e.source))
+        {
+            entry.stale = Some(at);
+        }
+        let searches = &mut self.searches;
+        cp.negative_evidence.retain(|n| {
+            let keep =
+                !(n.subagent == subagent && sources.contains(&format!("call:{}", n.call_id)));
+            if !keep {
+                searches.remove(&(
+                    n.pattern.clone(),
+                    n.scope.clone(),
+                    n.case_insensitive,
+                    n.fixed_string,
+                ));
+            }
+            keep
+        });
+    }
+}
+
+/// An accepted handoff: its findings' sources as evidence, and its entry (its findings doubted
+/// when it needed repairs or lost conclusions).
+fn accept(
+    cp: &mut Checkpoint,
+    subagent: &str,
+    handoff: &crate::handoff::Handoff,
+    repairs: u32,
+    evidence_digests: &BTreeMap<String, String>,
+    dropped_any: bool,
+    at: u64,
+) {
+    let findings = || {
+        handoff
+            .settled_conclusions
+            .iter()
+            .filter(|c| c.kind == ConclusionKind::Finding)
+    };
+    for c in findings() {
+        for source in &c.sources {
+            let id = source.to_string();
+            cp.evidence.push(EvidenceEntry {
+                digest: evidence_digests.get(&id).cloned().unwrap_or_default(),
+                source: id,
+                excerpt: Some(excerpt(&c.claim)),
+                tombstone: false,
+                stale: None,
+                subagent: subagent.to_string(),
+                event: at,
+            });
+        }
+    }
+    cp.handoffs.accepted.push(AcceptedEntry {
+        subagent: subagent.to_string(),
+        repairs,
+        conclusions: handoff.settled_conclusions.len(),
+        doubted: if repairs > 0 || dropped_any {
+            findings().cloned().collect()
+        } else {
+            Vec::new()
+        },
+        event: at,
+    });
+}
+
+/// A subagent's spending: the total moves by the difference, no sum over every subagent per
+/// event; saturating, as a log from disk is untrusted and must not overflow.
+fn spend(budgets: &mut Budgets, subagent: &str, spent: &Spent) {
+    let before = budgets
+        .per_subagent
+        .insert(subagent.to_string(), *spent)
+        .unwrap_or_default();
+    let total = &mut budgets.total;
+    total.model_turns =
+        (total.model_turns.saturating_sub(before.model_turns)).saturating_add(spent.model_turns);
+    total.tool_calls =
+        (total.tool_calls.saturating_sub(before.tool_calls)).saturating_add(spent.tool_calls);
+    total.tokens_in =
+        (total.tokens_in.saturating_sub(before.tokens_in)).saturating_add(spent.tokens_in);
+    total.tokens_out =
+        (total.tokens_out.saturating_sub(before.tokens_out)).saturating_add(spent.tokens_out);
 }
 
 /// Folds a run's events (in order) into its checkpoint.

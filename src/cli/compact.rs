@@ -80,56 +80,18 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    // Leading system messages stay apart; every other line is a message, kept with the JSON
-    // value it was read as.
-    let mut system: Vec<String> = Vec::new();
-    let mut system_texts: Vec<String> = Vec::new();
-    let mut messages: Vec<Message> = Vec::new();
-    // Each message's line as it was written.
-    let mut originals: Vec<&str> = Vec::new();
-    let mut names: HashMap<String, String> = HashMap::new();
-    for (i, line) in text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
-        let value: Value = match serde_json::from_str(line) {
-            Ok(v) => v,
-            Err(e) => {
-                say!("{shown}:{}: not a JSON message: {e}", i + 1);
-                return EXIT_USAGE;
-            }
-        };
-        let leading_system = messages.is_empty()
-            && matches!(
-                value.get("role").and_then(Value::as_str),
-                Some("system" | "developer")
-            );
-        if leading_system {
-            match content_text(&value) {
-                Ok(text) => system_texts.push(text),
-                Err(e) => {
-                    say!("{shown}:{}: not a chat message: {e}", i + 1);
-                    return EXIT_USAGE;
-                }
-            }
-            system.push(line.trim().to_string());
-            continue;
+    let Transcript {
+        system,
+        system_texts,
+        messages,
+        originals,
+    } = match read_transcript(&shown, &text) {
+        Ok(t) => t,
+        Err(e) => {
+            say!("{e}");
+            return EXIT_USAGE;
         }
-        match read_line(&value, &names) {
-            Ok(m) => {
-                if let Message::Assistant { tool_calls, .. } = &m {
-                    names.extend(tool_calls.iter().map(|c| (c.id.clone(), c.name.clone())));
-                }
-                messages.push(m);
-                originals.push(line.trim());
-            }
-            Err(e) => {
-                say!("{shown}:{}: not a chat message: {e}", i + 1);
-                return EXIT_USAGE;
-            }
-        }
-    }
+    };
     // The leading system messages are never folded, but they take their share of the window:
     // the rest is compacted into what they leave, triggered when the whole window reaches the
     // threshold.
@@ -167,56 +129,15 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
     };
     out.tokens_before += system_tokens;
     out.tokens_after += system_tokens;
-    // Every line of the new window as JSON text: a kept message as it was written, byte for
-    // byte; a cleared tool result with every field as it was but its content; a summary or
-    // the ledger as a new user message.
-    let window: Vec<String> = system
-        .iter()
-        .cloned()
-        .chain(out.window.iter().zip(&out.kept).map(|(m, kept)| {
-            match kept.and_then(|i| Some((i, *originals.get(i)?))) {
-                Some((i, line)) if messages.get(i) == Some(m) => line.to_string(),
-                Some((_, line)) => {
-                    let mut value: Value = serde_json::from_str(line).unwrap_or(Value::Null);
-                    if let (Some(object), Message::Tool { content, .. }) =
-                        (value.as_object_mut(), m)
-                    {
-                        object.insert("content".into(), Value::String(content.clone()));
-                    }
-                    value.to_string()
-                }
-                None => write_message(m).to_string(),
-            }
-        }))
-        .collect();
+    let window = window_lines(&system, &out, &originals, &messages);
     let printed = if args.json {
-        let window = serde_json::value::RawValue::from_string(format!("[{}]", window.join(",")))
-            .map_err(|e| e.to_string());
-        let window = match window {
-            Ok(w) => w,
+        match json_document(&out, &window) {
+            Ok(text) => text,
             Err(e) => {
                 say!("{e}");
                 return EXIT_FAILED;
             }
-        };
-        let ledger: Vec<Value> = out
-            .ledger
-            .iter()
-            .map(|p| json!({"class": p.class, "text": p.text, "turn": p.turn}))
-            .collect();
-        format!(
-            "{}\n",
-            json!({
-                "decision": out.decision,
-                "tokens_before": out.tokens_before,
-                "tokens_after": out.tokens_after,
-                "cleared_tokens": out.cleared_tokens,
-                "window": window,
-                "ledger": ledger,
-                "survival": out.survival,
-                "reason": out.reason,
-            })
-        )
+        }
     } else {
         window.iter().map(|line| format!("{line}\n")).collect()
     };
@@ -236,4 +157,124 @@ pub(crate) fn run(args: CompactArgs) -> i32 {
     } else {
         EXIT_DONE
     }
+}
+
+/// A transcript as read: its leading system messages apart (each line as written, and its
+/// text), every other line a message with the line it was read from.
+struct Transcript<'t> {
+    system: Vec<String>,
+    system_texts: Vec<String>,
+    messages: Vec<Message>,
+    originals: Vec<&'t str>,
+}
+
+/// Reads a JSONL transcript; the error names the line at fault.
+fn read_transcript<'t>(shown: &str, text: &'t str) -> Result<Transcript<'t>, String> {
+    // Leading system messages stay apart; every other line is a message, kept with the JSON
+    // value it was read as.
+    let mut system: Vec<String> = Vec::new();
+    let mut system_texts: Vec<String> = Vec::new();
+    let mut messages: Vec<Message> = Vec::new();
+    // Each message's line as it was written.
+    let mut originals: Vec<&str> = Vec::new();
+    let mut names: HashMap<String, String> = HashMap::new();
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let value: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                return Err(format!("{shown}:{}: not a JSON message: {e}", i + 1));
+            }
+        };
+        let leading_system = messages.is_empty()
+            && matches!(
+                value.get("role").and_then(Value::as_str),
+                Some("system" | "developer")
+            );
+        if leading_system {
+            match content_text(&value) {
+                Ok(text) => system_texts.push(text),
+                Err(e) => {
+                    return Err(format!("{shown}:{}: not a chat message: {e}", i + 1));
+                }
+            }
+            system.push(line.trim().to_string());
+            continue;
+        }
+        match read_line(&value, &names) {
+            Ok(m) => {
+                if let Message::Assistant { tool_calls, .. } = &m {
+                    names.extend(tool_calls.iter().map(|c| (c.id.clone(), c.name.clone())));
+                }
+                messages.push(m);
+                originals.push(line.trim());
+            }
+            Err(e) => {
+                return Err(format!("{shown}:{}: not a chat message: {e}", i + 1));
+            }
+        }
+    }
+    Ok(Transcript {
+        system,
+        system_texts,
+        messages,
+        originals,
+    })
+}
+
+/// Every line of the new window as JSON text.
+fn window_lines(
+    system: &[String],
+    out: &Compacted,
+    originals: &[&str],
+    messages: &[Message],
+) -> Vec<String> {
+    // A kept message as it was written, byte for byte; a cleared tool result with every field
+    // as it was but its content; a summary or the ledger as a new user message.
+    system
+        .iter()
+        .cloned()
+        .chain(out.window.iter().zip(&out.kept).map(|(m, kept)| {
+            match kept.and_then(|i| Some((i, *originals.get(i)?))) {
+                Some((i, line)) if messages.get(i) == Some(m) => line.to_string(),
+                Some((_, line)) => {
+                    let mut value: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+                    if let (Some(object), Message::Tool { content, .. }) =
+                        (value.as_object_mut(), m)
+                    {
+                        object.insert("content".into(), Value::String(content.clone()));
+                    }
+                    value.to_string()
+                }
+                None => write_message(m).to_string(),
+            }
+        }))
+        .collect()
+}
+
+/// The `--json` document: the decision, the tokens, the window, the ledger and survival.
+fn json_document(out: &Compacted, window: &[String]) -> Result<String, String> {
+    let window = serde_json::value::RawValue::from_string(format!("[{}]", window.join(",")))
+        .map_err(|e| e.to_string())?;
+    let ledger: Vec<Value> = out
+        .ledger
+        .iter()
+        .map(|p| json!({"class": p.class, "text": p.text, "turn": p.turn}))
+        .collect();
+    Ok(format!(
+        "{}\n",
+        json!({
+            "decision": out.decision,
+            "tokens_before": out.tokens_before,
+            "tokens_after": out.tokens_after,
+            "cleared_tokens": out.cleared_tokens,
+            "window": window,
+            "ledger": ledger,
+            "survival": out.survival,
+            "reason": out.reason,
+        })
+    ))
 }

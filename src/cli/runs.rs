@@ -206,7 +206,7 @@ const EXIT_FLOOR: i32 = 3;
 
 pub(crate) fn context(args: ContextArgs) -> i32 {
     use baton::context::{compile, load_roles, Reason};
-    
+
     use baton::tokens::Bpe;
     let roles = match load_roles(args.roles.as_deref()) {
         Ok(r) => r,

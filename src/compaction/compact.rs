@@ -393,29 +393,7 @@ impl<'a> Compactor<'a> {
         let span = &messages[..cut];
         let texts = &texts[..cut];
         let span_floor = floors.of(0, cut);
-        // The parts a split would make: consecutive safe cuts that keep an error with its fix,
-        // each part's floor within the slot, grown one message at a time.
-        let mut parts: Vec<(usize, usize)> = Vec::new();
-        let (mut start, mut previous, mut position) = (0, 0, 0);
-        let mut part = Part::default();
-        for c in split_cuts(span).into_iter().filter(|c| *c > 0) {
-            while position < c {
-                part.add(floors, position);
-                position += 1;
-            }
-            if part.floor(floors) > opts.slot && previous > start {
-                parts.push((start, previous));
-                start = previous;
-                part = Part::default();
-                for i in start..c {
-                    part.add(floors, i);
-                }
-            }
-            previous = c;
-        }
-        if start < span.len() {
-            parts.push((start, span.len()));
-        }
+        let parts = split_parts(span, floors, opts.slot);
         let part_floors: Vec<usize> = parts.iter().map(|(a, b)| floors.of(*a, *b)).collect();
         let pieces: Vec<(usize, usize)> = match decide(span_floor, &part_floors, opts.slot) {
             FloorDecision::Compact => vec![(0, span.len())],
@@ -450,38 +428,7 @@ impl<'a> Compactor<'a> {
             kept.push(Some(i));
             tokens_after += counts[i];
         }
-        for (a, b) in &pieces {
-            let turns: Vec<Message> = span[*a..*b]
-                .iter()
-                .filter(|m| !is_summary(m) && !is_ledger(m))
-                .cloned()
-                .collect();
-            if turns.is_empty() {
-                continue;
-            }
-            // Whole sentences where they fit, the items alone where they do not.
-            let mut body = self
-                .summariser
-                .summarise(&turns, self.must_keep, LONG_SENTENCE);
-            if self.tokenizer.count(&body) > opts.slot {
-                body = self.summariser.summarise(&turns, self.must_keep, 0);
-            }
-            if self.tokenizer.count(&body) > opts.slot {
-                return Err(refuse(format!(
-                    "a summary came out over the {}-token slot",
-                    opts.slot
-                )));
-            }
-            let (first, last) = (a + self.offset, b - 1 + self.offset);
-            let text = format!(
-                "{SUMMARY_MARK} messages {first}..={last} folded by {}; raw turns: {}; checked: ledger, items, effect states; at {at} ms]\n{body}",
-                self.summariser.name(),
-                self.raw_location(first, last, &folded)
-            );
-            tokens_after += self.tokenizer.count(&text);
-            window.push(Message::User { text });
-            kept.push(None);
-        }
+        tokens_after += self.summaries(span, &pieces, &folded, at, &mut window, &mut kept)?;
         let ledger_text = ledger.render();
         tokens_after += self.tokenizer.count(&ledger_text);
         window.push(Message::User { text: ledger_text });
@@ -537,6 +484,58 @@ impl<'a> Compactor<'a> {
         })
     }
 
+    /// A summary of each piece of the span, pushed onto the window; the tokens they take, or
+    /// a refusal when one will not fit the slot even as items alone.
+    fn summaries(
+        &self,
+        span: &[Message],
+        pieces: &[(usize, usize)],
+        folded: &Folded,
+        at: u128,
+        window: &mut Vec<Message>,
+        kept: &mut Vec<Option<usize>>,
+    ) -> Result<usize, Refusal> {
+        let refuse = |reason: String| Refusal {
+            reason,
+            survival: Survival::intact(),
+            hopeless: false,
+        };
+        let mut tokens = 0;
+        for (a, b) in pieces {
+            let turns: Vec<Message> = span[*a..*b]
+                .iter()
+                .filter(|m| !is_summary(m) && !is_ledger(m))
+                .cloned()
+                .collect();
+            if turns.is_empty() {
+                continue;
+            }
+            // Whole sentences where they fit, the items alone where they do not.
+            let mut body = self
+                .summariser
+                .summarise(&turns, self.must_keep, LONG_SENTENCE);
+            if self.tokenizer.count(&body) > self.options.slot {
+                body = self.summariser.summarise(&turns, self.must_keep, 0);
+            }
+            if self.tokenizer.count(&body) > self.options.slot {
+                return Err(refuse(format!(
+                    "a summary came out over the {}-token slot",
+                    self.options.slot
+                )));
+            }
+            let (first, last) = (a + self.offset, b - 1 + self.offset);
+            let text = format!(
+                "{SUMMARY_MARK} messages {first}..={last} folded by {}; raw turns: {}; checked: ledger, items, effect states; at {at} ms]\n{body}",
+                self.summariser.name(),
+                self.raw_location(first, last, folded)
+            );
+            tokens += self.tokenizer.count(&text);
+            window.push(Message::User { text });
+            kept.push(None);
+        }
+        Ok(tokens)
+    }
+
     /// What a marker says about where the raw turns of `first..=last` are.
     fn raw_location(&self, first: usize, last: usize, folded: &Folded) -> String {
         match self.raw_turns {
@@ -570,6 +569,33 @@ fn bounded(first: usize, last: usize, raw: &str) -> Folded {
         text: raw[..end].to_string(),
         truncated: end < raw.len(),
     }
+}
+
+/// The parts a split would make: consecutive safe cuts that keep an error with its fix, each
+/// part's floor within the slot, grown one message at a time.
+fn split_parts(span: &[Message], floors: &Floors, slot: usize) -> Vec<(usize, usize)> {
+    let mut parts: Vec<(usize, usize)> = Vec::new();
+    let (mut start, mut previous, mut position) = (0, 0, 0);
+    let mut part = Part::default();
+    for c in split_cuts(span).into_iter().filter(|c| *c > 0) {
+        while position < c {
+            part.add(floors, position);
+            position += 1;
+        }
+        if part.floor(floors) > slot && previous > start {
+            parts.push((start, previous));
+            start = previous;
+            part = Part::default();
+            for i in start..c {
+                part.add(floors, i);
+            }
+        }
+        previous = c;
+    }
+    if start < span.len() {
+        parts.push((start, span.len()));
+    }
+    parts
 }
 
 #[cfg(test)]

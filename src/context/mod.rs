@@ -10,20 +10,20 @@
 //! come from the role profile alone.
 
 mod orientation;
+mod render;
 mod role;
 mod select;
 
 use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::{Checkpoint, Delta};
-use crate::tokens::Tokenizer;
-pub use orientation::{state_name, Orientation};
 pub use crate::checkpoint::{Field, ManifestEntry, Reason};
 pub use crate::contracts::{CONDITIONS_BEGIN, CONDITIONS_END, DATA_BEGIN, DATA_END};
+use crate::tokens::Tokenizer;
+pub use orientation::{state_name, Orientation};
+use render::{heading, render};
 pub use role::{load_roles, OptionalField, RoleError, RoleProfile, KNOWN_TOOLS};
 pub use select::{ContextIndex, Focus, ItemSum, Omitted, Selection, FIELD_CAP};
-
-
 
 /// Data as the context shows it: every line after an item's first is indented, so nothing
 /// inside an item can stand at the start of a line as a heading, an entry or a marker; a line
@@ -91,267 +91,8 @@ pub struct FloorError {
     pub fields: Vec<(String, usize)>,
 }
 
-/// One rendered item of a field.
-struct Item {
-    id: Option<String>,
-    text: String,
-    /// What stands in when the content does not fit (evidence).
-    identity: Option<String>,
-    tombstoned: bool,
-}
-
-fn short(text: &str, n: usize) -> &str {
-    match text.char_indices().nth(n) {
-        Some((at, _)) => &text[..at],
-        None => text,
-    }
-}
-
-/// The items of one field, rendered as lines and escaped as data.
-fn render(field: Field, cp: &Checkpoint, delta: Option<&Delta>, pick: &Selection) -> Vec<Item> {
-    render_raw(field, cp, delta, pick)
-        .into_iter()
-        .map(|item| Item {
-            text: escape_data(item.text),
-            identity: item.identity.map(escape_data),
-            ..item
-        })
-        .collect()
-}
-
-/// The entries of `list` a selection picked for `field`, in order.
-fn picked<'a, T>(pick: &'a Selection, field: Field, list: &'a [T]) -> Vec<&'a T> {
-    match pick.of(field) {
-        None => list.iter().collect(),
-        Some(indices) => indices.iter().filter_map(|&i| list.get(i)).collect(),
-    }
-}
-
-fn render_raw(field: Field, cp: &Checkpoint, delta: Option<&Delta>, pick: &Selection) -> Vec<Item> {
-    let accepted_len = cp.handoffs.accepted.len();
-    let (accepted, rejected): (Vec<_>, Vec<_>) = match pick.of(Field::Handoffs) {
-        None => (
-            cp.handoffs.accepted.iter().collect(),
-            cp.handoffs.rejected.iter().collect(),
-        ),
-        Some(indices) => (
-            indices
-                .iter()
-                .filter_map(|&i| cp.handoffs.accepted.get(i))
-                .collect(),
-            indices
-                .iter()
-                .filter(|&&i| i >= accepted_len)
-                .filter_map(|&i| cp.handoffs.rejected.get(i - accepted_len))
-                .collect(),
-        ),
-    };
-    let plain = |text: String| Item {
-        id: None,
-        text,
-        identity: None,
-        tombstoned: false,
-    };
-    match field {
-        Field::Goal => vec![plain(format!("Goal: {}\n", cp.goal))],
-        Field::Root => vec![plain(format!("Workspace root: {}\n", cp.root))],
-        Field::Constraints => cp
-            .constraints
-            .iter()
-            .map(|c| Item {
-                id: Some(format!("event:{}", c.event)),
-                text: format!("- {}\n", c.text),
-                identity: None,
-                tombstoned: false,
-            })
-            .collect(),
-        Field::Evidence => picked(pick, field, &cp.evidence)
-            .into_iter()
-            .map(|e| {
-                let digest = short(&e.digest, 12);
-                let identity = format!(
-                    "- {} [sha256 {digest}] (content not included; reread allowed)\n",
-                    e.source
-                );
-                Item {
-                    id: Some(e.source.clone()),
-                    text: match (&e.excerpt, e.stale) {
-                        // Text that changed since is not evidence: only where to reread.
-                        (_, Some(_)) => format!(
-                            "- {} [sha256 {digest}] (stale: the text changed since it was accepted; reread it)\n",
-                            e.source
-                        ),
-                        (Some(x), None) => format!("- {} [sha256 {digest}] {x}\n", e.source),
-                        (None, None) => identity.clone(),
-                    },
-                    identity: Some(identity),
-                    tombstoned: e.tombstone || e.excerpt.is_none(),
-                }
-            })
-            .collect(),
-        Field::NegativeEvidence => picked(pick, field, &cp.negative_evidence)
-            .into_iter()
-            .map(|n| Item {
-                id: Some(format!("call:{}", n.call_id)),
-                text: format!(
-                    "- /{}/ in {}: no match ({} files searched) [call:{}]\n",
-                    n.pattern,
-                    n.scope.join(", "),
-                    n.files_searched,
-                    n.call_id
-                ),
-                identity: None,
-                tombstoned: false,
-            })
-            .collect(),
-        Field::Effects => picked(pick, field, &cp.effects)
-            .into_iter()
-            .map(|e| Item {
-                id: Some(e.intent_id.clone()),
-                text: format!(
-                    "- {} {} by {}: {:?}, {} attempt(s); recovery: {}; repetition {}\n",
-                    e.intent_id,
-                    e.tool,
-                    e.subagent,
-                    e.state,
-                    e.attempts,
-                    e.allowed_recovery,
-                    if e.prohibited_repetition {
-                        "prohibited"
-                    } else {
-                        "allowed"
-                    }
-                ),
-                identity: None,
-                tombstoned: false,
-            })
-            .collect(),
-        Field::Denials => cp
-            .denials
-            .iter()
-            .map(|d| {
-                plain(format!(
-                    "- {} {}: {} — denied by \"{}\"\n",
-                    d.subagent,
-                    d.call_id,
-                    d.consequence.describe(),
-                    crate::text::one_line(&d.constraint)
-                ))
-            })
-            .collect(),
-        Field::Approvals => cp
-            .approvals
-            .iter()
-            .map(|a| {
-                plain(format!(
-                    "- approved: {} (consumed: {})\n",
-                    a.object, a.consumed
-                ))
-            })
-            .collect(),
-        Field::Budgets => {
-            let t = &cp.budgets.total;
-            let l = &cp.budgets.limit;
-            vec![plain(format!(
-                "Budget per subagent: {} turns, {} tool calls, {} tokens. Spent in all: {} turns, {} tool calls, {} tokens.\n",
-                l.model_turns, l.tool_calls, l.tokens, t.model_turns, t.tool_calls, t.tokens()
-            ))]
-        }
-        Field::ToolRegistryRevision => vec![plain(format!(
-            "Tool registry revision: {}\n",
-            cp.tool_registry_revision
-        ))],
-        Field::Plans => picked(pick, field, &cp.plans)
-            .into_iter()
-            .map(|p| Item {
-                id: Some(p.subagent.clone()),
-                text: format!(
-                    "- {} [{}]: {:?}{}\n",
-                    p.subagent,
-                    p.scope.join(", "),
-                    p.status,
-                    p.outcome
-                        .map(|o| format!(", {}", o.label()))
-                        .unwrap_or_default()
-                ),
-                identity: None,
-                tombstoned: false,
-            })
-            .collect(),
-        Field::Handoffs => accepted
-            .into_iter()
-            .map(|h| Item {
-                id: Some(h.subagent.clone()),
-                text: format!(
-                    "- {}: accepted, {} conclusion(s), {} repair(s) [event {}]\n",
-                    h.subagent, h.conclusions, h.repairs, h.event
-                ),
-                identity: None,
-                tombstoned: false,
-            })
-            .chain(rejected.into_iter().map(|h| Item {
-                id: Some(h.subagent.clone()),
-                text: format!(
-                    "- {}: rejected (contract unmet: {}) [event {}]\n",
-                    h.subagent,
-                    h.codes.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", "),
-                    h.event
-                ),
-                identity: None,
-                tombstoned: false,
-            }))
-            .collect(),
-        Field::Doubts => picked(pick, field, &cp.handoffs.accepted)
-            .into_iter()
-            .flat_map(|h| h.doubted.iter())
-            .map(|c| Item {
-                id: Some(select::doubt_id(c)),
-                // One JSON object a line: the claim and its sources exactly as handed off
-                // (a claim's newlines, brackets or prefixes cannot change them), with `=` runs
-                // that could read as a section marker escaped inside the string.
-                text: format!(
-                    "- {}\n",
-                    serde_json::to_string(c)
-                        .unwrap_or_default()
-                        .replace("===", "\\u003d==")
-                ),
-                identity: None,
-                tombstoned: false,
-            })
-            .collect(),
-        Field::RecentEvents => delta
-            .map(|d| {
-                d.events
-                    .iter()
-                    .map(|e| Item {
-                        id: Some(format!("event:{}", e.seq)),
-                        text: match &e.event {
-                            crate::checkpoint::RunEvent::EffectChanged {
-                                call_id,
-                                from,
-                                to,
-                                note,
-                                ..
-                            } => format!(
-                                "- [{}] effect_changed {call_id}: {} -> {} ({note})\n",
-                                e.seq,
-                                state_name(*from),
-                                state_name(*to)
-                            ),
-                            other => format!("- [{}] {}\n", e.seq, other.kind()),
-                        },
-                        identity: None,
-                        tombstoned: false,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-    }
-}
-
-fn heading(field: Field) -> String {
-    format!("## {}\n", field.name())
-}
+/// An item chosen for the context: its field, its id, its text, why, and its tokens.
+type Chosen = (Field, Option<String>, String, Reason, usize);
 
 /// Compiles the context of `role` from a checkpoint (and the events after it) within `budget`
 /// tokens as `tokenizer` counts them, from every item of the checkpoint.
@@ -380,7 +121,7 @@ pub fn compile_selected(
     let frame = format!("{DATA_BEGIN}\n{DATA_END}\n\n{CONDITIONS_BEGIN}\n{CONDITIONS_END}\n");
     let mut manifest = Vec::new();
     // (field, item, text, reason) chosen, in the order chosen.
-    let mut chosen: Vec<(Field, Option<String>, String, Reason, usize)> = Vec::new();
+    let mut chosen: Vec<Chosen> = Vec::new();
 
     // The floor: system text, frame, and every mandatory field whole.
     let mut floor = count(&system) + count(&frame);
@@ -451,51 +192,7 @@ pub fn compile_selected(
             continue;
         }
         left -= head;
-        // Items with an identity (evidence) are all kept at least as their identity when that
-        // fits, then upgraded to their content in order while it fits.
-        // Each identity counted once.
-        let identity_counts: Vec<Option<usize>> = items
-            .iter()
-            .map(|i| i.identity.as_ref().map(|t| count(t)))
-            .collect();
-        let identities: usize = identity_counts.iter().flatten().sum();
-        let mut reserved = if identities <= left { identities } else { 0 };
-        left -= reserved;
-        for (item, identity_tokens) in items.into_iter().zip(identity_counts) {
-            let reserve = if reserved > 0 {
-                identity_tokens.unwrap_or(0)
-            } else {
-                0
-            };
-            reserved -= reserve;
-            let room = left + reserve;
-            let full = count(&item.text);
-            let (text, reason, tokens) = if item.tombstoned {
-                match (item.identity, identity_tokens) {
-                    (Some(identity), Some(t)) => (identity, Reason::Tombstoned, t),
-                    _ => (item.text, Reason::Tombstoned, full),
-                }
-            } else if full <= room {
-                (item.text, Reason::Optional, full)
-            } else if let (Some(identity), Some(t)) = (item.identity, identity_tokens) {
-                (identity, Reason::IdentityOnly, t)
-            } else {
-                (String::new(), Reason::OverBudget, usize::MAX)
-            };
-            if tokens <= room {
-                left = room - tokens;
-                chosen.push((field, item.id, text, reason, tokens));
-            } else {
-                left = room;
-                manifest.push(ManifestEntry {
-                    field,
-                    item: item.id,
-                    included: false,
-                    tokens: 0,
-                    reason: Reason::OverBudget,
-                });
-            }
-        }
+        place(field, items, &mut left, &mut chosen, &mut manifest, &count);
     }
     for field in Field::ALL {
         let in_role =
@@ -511,9 +208,94 @@ pub fn compile_selected(
         }
     }
 
+    fit(
+        role,
+        budget,
+        tokenizer,
+        pick,
+        &system,
+        chosen,
+        manifest,
+        mandatory_tokens,
+    )
+}
+
+/// One optional field's items, placed while they fit in `left`: an item with an identity
+/// (evidence) is kept at least as its identity when every identity fits, then upgraded to its
+/// content in order while that fits; what does not fit goes to the manifest as over budget.
+fn place(
+    field: Field,
+    items: Vec<render::Item>,
+    left: &mut usize,
+    chosen: &mut Vec<Chosen>,
+    manifest: &mut Vec<ManifestEntry>,
+    count: &dyn Fn(&str) -> usize,
+) {
+    // Items with an identity (evidence) are all kept at least as their identity when that
+    // fits, then upgraded to their content in order while it fits.
+    // Each identity counted once.
+    let identity_counts: Vec<Option<usize>> = items
+        .iter()
+        .map(|i| i.identity.as_ref().map(|t| count(t)))
+        .collect();
+    let identities: usize = identity_counts.iter().flatten().sum();
+    let mut reserved = if identities <= *left { identities } else { 0 };
+    *left -= reserved;
+    for (item, identity_tokens) in items.into_iter().zip(identity_counts) {
+        let reserve = if reserved > 0 {
+            identity_tokens.unwrap_or(0)
+        } else {
+            0
+        };
+        reserved -= reserve;
+        let room = *left + reserve;
+        let full = count(&item.text);
+        let (text, reason, tokens) = if item.tombstoned {
+            match (item.identity, identity_tokens) {
+                (Some(identity), Some(t)) => (identity, Reason::Tombstoned, t),
+                _ => (item.text, Reason::Tombstoned, full),
+            }
+        } else if full <= room {
+            (item.text, Reason::Optional, full)
+        } else if let (Some(identity), Some(t)) = (item.identity, identity_tokens) {
+            (identity, Reason::IdentityOnly, t)
+        } else {
+            (String::new(), Reason::OverBudget, usize::MAX)
+        };
+        if tokens <= room {
+            *left = room - tokens;
+            chosen.push((field, item.id, text, reason, tokens));
+        } else {
+            *left = room;
+            manifest.push(ManifestEntry {
+                field,
+                item: item.id,
+                included: false,
+                tokens: 0,
+                reason: Reason::OverBudget,
+            });
+        }
+    }
+}
+
+/// The chosen items assembled, dropping optional items last in until the whole, counted at
+/// once, fits; refused when only mandatory items are left and it still does not.
+#[allow(clippy::too_many_arguments)]
+fn fit(
+    role: &RoleProfile,
+    budget: usize,
+    tokenizer: &dyn Tokenizer,
+    pick: &Selection,
+    system: &str,
+    mut chosen: Vec<Chosen>,
+    manifest: Vec<ManifestEntry>,
+    mandatory_tokens: Vec<(String, usize)>,
+) -> Result<Compiled, FloorError> {
+    let count = |t: &str| tokenizer.count(t);
+    let mut manifest = manifest;
     // Assemble, then make sure the whole, counted at once, fits (drop optional items last in).
     loop {
-        let text = assemble(&system, &chosen);
+        let text = assemble(system, &chosen);
         let tokens = count(&text);
         let over = tokens > budget;
         let droppable = chosen.iter().rposition(|c| c.3 != Reason::Mandatory);
@@ -565,7 +347,7 @@ pub fn compile_selected(
 
 /// The context text: system, data section (fields in their fixed order), standing conditions,
 /// recent events.
-fn assemble(system: &str, chosen: &[(Field, Option<String>, String, Reason, usize)]) -> String {
+fn assemble(system: &str, chosen: &[Chosen]) -> String {
     let mut out =
         String::with_capacity(system.len() + chosen.iter().map(|c| c.2.len()).sum::<usize>() + 512);
     out.push_str(system);

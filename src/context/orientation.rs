@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::text::normalise;
 use crate::checkpoint::{Checkpoint, EffectState};
+use crate::text::normalise;
 
 /// What a restarted subagent must have straight before it acts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::explorer::OfflineModel;
-use crate::model::{connect_provider, ConnectError, Env, HttpOptions, Model, ModelSpec, PriceTable, Provider};
+use crate::model::{
+    connect_provider, ConnectError, Env, HttpOptions, Model, ModelSpec, PriceTable, Provider,
+};
 
 /// Builds the model a spec names. `offline_latency` slows the offline model (demos, tests);
 /// `window` overrides a provider model's context window; a missing key or a bad base URL is an

@@ -10,8 +10,8 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::checkpoint::{EventStore, RunEvent, RunLog, StoreError};
 use crate::event::Event;
-use crate::lead::{restore, LeadArgs, LeadError, LeadHandle, Resumption, RunConfig, Stated};
 use crate::explorer::OfflineModel;
+use crate::lead::{restore, LeadArgs, LeadError, LeadHandle, Resumption, RunConfig, Stated};
 use crate::model::Model;
 use crate::policy::{Budget, Rule, TimeLimits};
 use crate::report::{Report, SubagentSummary};

@@ -16,11 +16,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
+use crate::handoff::{Handoff, OpenItem};
 use crate::model::{Model, ModelError, ModelRequest, ModelResponse, Usage};
+use crate::source::SourceId;
 use crate::tokens::estimate_tokens;
 use crate::transcript::Message;
-use crate::handoff::{Handoff, OpenItem};
-use crate::source::SourceId;
 use crate::transcript::ToolCall;
 use follow::CallSite;
 use rank::{Candidate, Hit};
@@ -350,41 +350,12 @@ fn issued<'a, 'b>(
 /// worth reading; read around the best places; grep for the callers of the functions found;
 /// read the best call sites; hand off. With no tools offered, hand off at once.
 fn next_turn(request: &ModelRequest) -> (String, Vec<ToolCall>) {
-    let Some(task) = read_task(request) else {
-        let handoff = Handoff {
-            open_items: vec![OpenItem {
-                item: "No question was given to explore".into(),
-                stuck_on: "the task message has no `Question:` line".into(),
-            }],
-            ..Handoff::default()
-        };
-        return (handoff.to_markdown(), Vec::new());
+    let task = match early_turn(request) {
+        Ok(task) => task,
+        Err(turn) => return turn,
     };
-    let answered = request
-        .messages
-        .iter()
-        .any(|m| matches!(m, Message::Assistant { .. }));
-    if !answered && request.tools.is_empty() && task.orienting {
-        return (orientation_answer(&request.system), Vec::new());
-    }
     let done = exchanges(&request.messages);
-    if !task.verify.is_empty() {
-        let may_read = request.tools.iter().any(|t| t.name == "read_file");
-        return verify_turn(&task, &done, may_read);
-    }
     let may_call = |name: &str| request.tools.iter().any(|t| t.name == name);
-    // The explorer finds its places by searching: without grep (a constraint took it) it
-    // settles nothing, and says why, rather than guess.
-    if !may_call("grep") {
-        let handoff = Handoff {
-            open_items: vec![OpenItem {
-                item: format!("Nothing was explored in {}", task.scope.join(", ")),
-                stuck_on: "the offline explorer finds places by searching, and the run's constraints leave it no grep".into(),
-            }],
-            ..Handoff::default()
-        };
-        return (handoff.to_markdown(), Vec::new());
-    }
     let survey = Survey::new(&task.question, &done);
     let pending = |calls: Vec<ToolCall>| -> Vec<ToolCall> {
         calls
@@ -461,12 +432,24 @@ fn next_turn(request: &ModelRequest) -> (String, Vec<ToolCall>) {
     if !calls.is_empty() {
         return ("Reading around the best-ranked places.".into(), calls);
     }
+    follow_and_conclude(&task, &survey, &done, &picks, &hits, &pending)
+}
+
+/// The last phase: the callers of what was found, read where they call it, then the handoff.
+fn follow_and_conclude(
+    task: &Task,
+    survey: &Survey,
+    done: &[Exchange<'_>],
+    picks: &[Candidate],
+    hits: &[Hit],
+    pending: &dyn Fn(Vec<ToolCall>) -> Vec<ToolCall>,
+) -> (String, Vec<ToolCall>) {
     let reads: Vec<&Exchange<'_>> = done
         .iter()
         .filter(|e| e.name == "read_file" && !e.is_error)
         .collect();
 
-    let callees = follow::callees(&picks, &reads);
+    let callees = follow::callees(picks, &reads);
     let caller_calls: Vec<ToolCall> = callees
         .iter()
         .enumerate()
@@ -496,7 +479,7 @@ fn next_turn(request: &ModelRequest) -> (String, Vec<ToolCall>) {
         .iter()
         .zip(&caller_calls)
         .filter_map(|(callee, c)| {
-            let result = issued(&done, &c.name, &c.arguments).filter(|e| !e.is_error)?;
+            let result = issued(done, &c.name, &c.arguments).filter(|e| !e.is_error)?;
             follow::best_site(callee, result.content, &near)
         })
         .collect();
@@ -510,8 +493,49 @@ fn next_turn(request: &ModelRequest) -> (String, Vec<ToolCall>) {
     if !calls.is_empty() {
         return ("Reading where they are called.".into(), calls);
     }
-    let handoff = conclude::write_handoff(&task, &survey, &picks, &sites, &reads);
+    let handoff = conclude::write_handoff(task, survey, picks, &sites, &reads);
     (handoff.to_markdown(), Vec::new())
+}
+
+/// The turns that need no search: no task, an orientation, a verifier's, or no grep to search
+/// with; otherwise the task.
+fn early_turn(request: &ModelRequest) -> Result<Task, (String, Vec<ToolCall>)> {
+    let Some(task) = read_task(request) else {
+        let handoff = Handoff {
+            open_items: vec![OpenItem {
+                item: "No question was given to explore".into(),
+                stuck_on: "the task message has no `Question:` line".into(),
+            }],
+            ..Handoff::default()
+        };
+        return Err((handoff.to_markdown(), Vec::new()));
+    };
+    let answered = request
+        .messages
+        .iter()
+        .any(|m| matches!(m, Message::Assistant { .. }));
+    if !answered && request.tools.is_empty() && task.orienting {
+        return Err((orientation_answer(&request.system), Vec::new()));
+    }
+    if !task.verify.is_empty() {
+        let done = exchanges(&request.messages);
+        let may_read = request.tools.iter().any(|t| t.name == "read_file");
+        return Err(verify_turn(&task, &done, may_read));
+    }
+    let may_call = |name: &str| request.tools.iter().any(|t| t.name == name);
+    // The explorer finds its places by searching: without grep (a constraint took it) it
+    // settles nothing, and says why, rather than guess.
+    if !may_call("grep") {
+        let handoff = Handoff {
+            open_items: vec![OpenItem {
+                item: format!("Nothing was explored in {}", task.scope.join(", ")),
+                stuck_on: "the offline explorer finds places by searching, and the run's constraints leave it no grep".into(),
+            }],
+            ..Handoff::default()
+        };
+        return Err((handoff.to_markdown(), Vec::new()));
+    }
+    Ok(task)
 }
 
 /// The content grep's lines, each with the grepped terms it holds.

@@ -528,7 +528,9 @@ fn examples(question: &str) -> (Vec<String>, Vec<String>) {
         }
         for token in phrase.split(|ch: char| !ch.is_alphanumeric() && ch != '_') {
             let lower = token.to_ascii_lowercase();
-            if lower.len() >= 3 && !is_stop_word(&lower) && !lower.chars().all(|ch| ch.is_ascii_digit())
+            if lower.len() >= 3
+                && !is_stop_word(&lower)
+                && !lower.chars().all(|ch| ch.is_ascii_digit())
             {
                 words.push(lower);
             }

@@ -214,11 +214,80 @@ fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> 
         .then(|| &text[prefix.len()..])
 }
 
+/// A violation for each section missing.
+fn missing_sections(seen: &[Section], violations: &mut Vec<Violation>) {
+    for section in Section::ORDER {
+        if !seen.contains(&section) {
+            let (code, hint) = if section == Section::Constraints {
+                (
+                    ViolationCode::ConstraintsOmitted,
+                    " (write `- none` when there are none)",
+                )
+            } else {
+                (ViolationCode::SectionMissing, "")
+            };
+            violations.push(Violation::new(
+                code,
+                0,
+                format!(
+                    "the `## {}` section is missing; all three sections are required{hint}",
+                    section.title()
+                ),
+            ));
+        }
+    }
+}
+
+/// The handoff the items make, and the line of each item.
+fn read_items(
+    items: Vec<(Section, usize, String)>,
+    violations: &mut Vec<Violation>,
+) -> (Handoff, ItemLines) {
+    let mut handoff = Handoff::default();
+    let mut lines = ItemLines::default();
+    for (section, line, text) in items {
+        match section {
+            Section::Settled => {
+                let (claim, raw) = split_sources(&text);
+                let (claim, kind) = match strip_prefix_ignore_case(&claim, NEGATIVE_PREFIX) {
+                    Some(rest) => (rest.trim().to_string(), ConclusionKind::NegativeEvidence),
+                    None => (claim, ConclusionKind::Finding),
+                };
+                let (index, from) = (handoff.settled_conclusions.len(), violations.len());
+                if raw.is_empty() {
+                    violations.push(source_missing(index, line));
+                }
+                let sources = parse_sources(&raw, line, violations);
+                of_conclusion(violations, from, index);
+                handoff.settled_conclusions.push(Conclusion {
+                    claim,
+                    sources,
+                    kind,
+                });
+                lines.settled.push(line);
+            }
+            Section::Open => {
+                let (item, stuck_on) = split_open_item(&text);
+                handoff.open_items.push(OpenItem { item, stuck_on });
+                lines.open.push(line);
+            }
+            Section::Constraints => {
+                let (constraint, raw) = split_sources(&text);
+                let sources = parse_sources(&raw, line, violations);
+                handoff.hard_constraints.push(HardConstraint {
+                    constraint,
+                    sources,
+                });
+                lines.constraints.push(line);
+            }
+        }
+    }
+    (handoff, lines)
+}
+
 /// Reads the markdown form. Every structural violation is reported, with its line.
 pub(super) fn parse(text: &str) -> Parsed {
     let mut violations = Vec::new();
-    let mut handoff = Handoff::default();
-    let mut lines = ItemLines::default();
     let mut seen: Vec<Section> = Vec::new();
     let mut current: Option<Section> = None;
     let mut constraints_said_none = false;
@@ -274,63 +343,8 @@ pub(super) fn parse(text: &str) -> Parsed {
             "text before the first section: pass back the three sections only, no narration",
         ));
     }
-    for section in Section::ORDER {
-        if !seen.contains(&section) {
-            let (code, hint) = if section == Section::Constraints {
-                (
-                    ViolationCode::ConstraintsOmitted,
-                    " (write `- none` when there are none)",
-                )
-            } else {
-                (ViolationCode::SectionMissing, "")
-            };
-            violations.push(Violation::new(
-                code,
-                0,
-                format!(
-                    "the `## {}` section is missing; all three sections are required{hint}",
-                    section.title()
-                ),
-            ));
-        }
-    }
-    for (section, line, text) in items {
-        match section {
-            Section::Settled => {
-                let (claim, raw) = split_sources(&text);
-                let (claim, kind) = match strip_prefix_ignore_case(&claim, NEGATIVE_PREFIX) {
-                    Some(rest) => (rest.trim().to_string(), ConclusionKind::NegativeEvidence),
-                    None => (claim, ConclusionKind::Finding),
-                };
-                let (index, from) = (handoff.settled_conclusions.len(), violations.len());
-                if raw.is_empty() {
-                    violations.push(source_missing(index, line));
-                }
-                let sources = parse_sources(&raw, line, &mut violations);
-                of_conclusion(&mut violations, from, index);
-                handoff.settled_conclusions.push(Conclusion {
-                    claim,
-                    sources,
-                    kind,
-                });
-                lines.settled.push(line);
-            }
-            Section::Open => {
-                let (item, stuck_on) = split_open_item(&text);
-                handoff.open_items.push(OpenItem { item, stuck_on });
-                lines.open.push(line);
-            }
-            Section::Constraints => {
-                let (constraint, raw) = split_sources(&text);
-                let sources = parse_sources(&raw, line, &mut violations);
-                handoff.hard_constraints.push(HardConstraint {
-                    constraint,
-                    sources,
-                });
-                lines.constraints.push(line);
-            }
-        }
-    }
+    missing_sections(&seen, &mut violations);
+    let (handoff, lines) = read_items(items, &mut violations);
     check_items(&handoff, &lines, &mut violations);
     if seen.contains(&Section::Constraints)
         && handoff.hard_constraints.is_empty()

@@ -280,9 +280,7 @@ fn only_points(claim: &str) -> bool {
     let Some(found) = phrases.find(claim) else {
         return false;
     };
-    let words = |text: &str| {
-        crate::text::words(text).count()
-    };
+    let words = |text: &str| crate::text::words(text).count();
     words(&claim[..found.start()]) + words(&claim[found.end()..]) < 5
 }
 

@@ -6,14 +6,16 @@ use std::sync::Arc;
 use ractor::ActorRef;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::checkpoint::{Ack, Checkpoint, EffectState, EventStore, Manifest, PlannedSubagent, RunEvent, StoreError};
+use crate::checkpoint::{
+    Ack, Checkpoint, EffectState, EventStore, Manifest, PlannedSubagent, RunEvent, StoreError,
+};
 
-use crate::digest::sha256_hex;
 use crate::context::{Compiled, ItemSum};
-use crate::tokens::estimate_tokens;
+use crate::digest::sha256_hex;
 use crate::policy::{Budget, Spent};
 use crate::report::SubagentState;
 use crate::subagent::ToolReturn;
+use crate::tokens::estimate_tokens;
 use crate::transcript::ToolCall;
 
 use super::plan::Shard;
@@ -112,6 +114,20 @@ pub(super) fn spawned(
                 omitted.sum.hex()
             },
         },
+    }
+}
+
+/// A subagent's window was compacted (or compaction was refused).
+pub(super) fn window_compacted(id: String, note: crate::subagent::CompactionNote) -> RunEvent {
+    RunEvent::WindowCompacted {
+        subagent: id,
+        decision: note.decision,
+        tokens_before: note.tokens_before as u64,
+        tokens_after: note.tokens_after as u64,
+        cleared_tokens: note.cleared_tokens as u64,
+        pinned: note.pinned,
+        reason: note.reason,
+        folded: note.folded,
     }
 }
 
@@ -309,7 +325,7 @@ mod tests {
     use super::*;
     use crate::checkpoint::EvidenceEntry;
     use crate::context::{compile, load_roles};
-    
+
     use crate::tokens::Estimate;
 
     /// No checkpoint is taken while one is on its way to the store, and they come further

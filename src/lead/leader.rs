@@ -21,9 +21,9 @@ use crate::checkpoint::RunEvent;
 use crate::handoff::{repair_prompt, validate, Check, Handoff, WorkspaceFiles};
 use crate::model::{call_metered, charge, CostMeter, Model, ModelRequest};
 
-use crate::transcript::Message;
 use crate::policy::Spent;
 use crate::source::ObservationLog;
+use crate::transcript::Message;
 
 /// The plan's JSON Schema, given to the lead model.
 pub(crate) const PLAN_SCHEMA: &str = include_str!("../../contracts/plan.schema.json");
@@ -448,10 +448,14 @@ impl LeadState {
     /// accepted, and the run was neither cancelled nor stopped by its log.
     pub(super) fn wants_synthesis(&self) -> bool {
         self.config.lead_model.is_some()
-            && self.synthesis.is_none()
+            && self.lead.synthesis.is_none()
             && !self.cancelled
-            && self.log_failed.is_none()
-            && self.records.iter().any(|r| r.summary.state.accepted())
+            && self.journal.log_failed.is_none()
+            && self
+                .fleet
+                .records
+                .iter()
+                .any(|r| r.summary.state.accepted())
     }
 
     /// Has the lead model write the run's handoff off the actor, from its compiled context
@@ -471,21 +475,26 @@ impl LeadState {
         let system = match compiled {
             Ok(text) => text,
             Err(why) => {
-                self.synthesis = Some(Err(why));
+                self.lead.synthesis = Some(Err(why));
                 self.finish_if_done(myself);
                 return;
             }
         };
         let mut seen = crate::source::ObservationLog::default();
-        for r in self.records.iter().filter(|r| r.summary.state.accepted()) {
+        for r in self
+            .fleet
+            .records
+            .iter()
+            .filter(|r| r.summary.state.accepted())
+        {
             if let Some(log) = &r.observations {
                 seen.record(log.entries().iter().cloned());
             }
         }
-        self.synthesising = true;
-        let span = self.span.clone();
+        self.lead.synthesising = true;
+        let span = self.outside.span.clone();
         let (meter, limits) = (Arc::clone(&self.config.cost), self.config.limits);
-        let (files, repairs) = (Arc::clone(&self.files), self.config.repairs);
+        let (files, repairs) = (Arc::clone(&self.contexts.files), self.config.repairs);
         let question = self.config.question.clone();
         let me = myself.clone();
         let task = async move {
@@ -498,7 +507,7 @@ impl LeadState {
                 synthesise(&lead, system, &question, Arc::new(seen), files, repairs).await;
             let _ = me.cast(LeadMsg::Synthesised { outcome, turn });
         };
-        self.lead_task = Some(tokio::spawn(task.instrument(span)));
+        self.lead.lead_task = Some(tokio::spawn(task.instrument(span)));
     }
 
     /// The lead model's handoff (or why it was not used) is in: the run can finish.
@@ -508,12 +517,12 @@ impl LeadState {
         outcome: Result<crate::handoff::Handoff, String>,
         turn: LeadTurn,
     ) {
-        self.lead_task = None;
+        self.lead.lead_task = None;
         let mut turn = turn;
         turn.handoff = outcome.as_ref().ok().cloned();
         self.lead_turn("report", turn);
-        self.synthesising = false;
-        self.synthesis = Some(outcome);
+        self.lead.synthesising = false;
+        self.lead.synthesis = Some(outcome);
         self.finish_if_done(myself);
     }
 
@@ -533,7 +542,7 @@ impl LeadState {
             handoff: turn.handoff.clone(),
         });
         self.log(events);
-        self.lead_turns.push((purpose.to_string(), turn));
+        self.lead.lead_turns.push((purpose.to_string(), turn));
     }
 }
 

@@ -2,15 +2,13 @@
 //! conclusions are merged with their sources kept; negative evidence is derived from the
 //! subagents' observation logs, not from their prose.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use super::relevance::Rarity;
 use crate::handoff::{Conclusion, ConclusionKind, Dropped, Handoff, HardConstraint, OpenItem};
-use crate::text::one_line;
 use crate::report::ReportedConstraint;
-use crate::source::{
-    path_factor, prose_list, search_label, shadowed, Observation, ObservationLog, SourceId,
-};
+use crate::source::{path_factor, Observation, ObservationLog, SourceId};
+use crate::text::one_line;
 
 /// One search a subagent ran, as a finished subagent keeps it for the merge: what it looked
 /// for and how it fared, and where — `None` for the subagent's whole shard, which its record
@@ -151,6 +149,38 @@ pub(crate) fn merge(
         }),
         _ => true,
     };
+    out.settled_conclusions = ranked_findings(accepted, &stands);
+    let mut open_items = OpenItems::default();
+    let (absent, unsearched) =
+        super::absence::negative_evidence(accepted, unexplored.is_empty(), whole);
+    out.settled_conclusions.extend(absent);
+    for item in unsearched {
+        open_items.add(item);
+    }
+    for a in accepted {
+        not_settled(a, &stands, &mut open_items);
+    }
+    let reporters = accepted.iter().map(|a| (a.id, a.handoff));
+    out.hard_constraints = reported_constraints(reporters)
+        .iter()
+        .map(|r| HardConstraint {
+            constraint: r.line(),
+            sources: r.sources.clone(),
+        })
+        .collect();
+    for u in unexplored {
+        unexplored_items(u, &mut open_items);
+    }
+    out.open_items = open_items.list;
+    out
+}
+
+/// Whether a finding stands: a doubted handoff's finding only when the verifier confirmed it.
+type Stands<'s> = dyn Fn(&Accepted<'_>, &Conclusion) -> bool + 's;
+
+/// The findings that stand, taken in turn from each subagent (duplicates merged), most
+/// telling first: by the rarity of what each claim matches (ties keep the turns).
+fn ranked_findings(accepted: &[Accepted<'_>], stands: &Stands<'_>) -> Vec<Conclusion> {
     let findings: Vec<Vec<&Conclusion>> = accepted
         .iter()
         .map(|a| {
@@ -170,117 +200,106 @@ pub(crate) fn merge(
             }
         }
     }
-    out.settled_conclusions = merged.list;
-    let mut open_items = OpenItems::default();
+    let merged = merged.list;
     // Most telling first: by the rarity of what each claim matches (ties keep the turns).
     let rarity = Rarity::from_counts(
         accepted
             .iter()
             .flat_map(|a| a.searches.iter().map(|s| (s.pattern.as_str(), s.matches))),
     );
-    let mut scored: Vec<(f64, Conclusion)> = out
-        .settled_conclusions
-        .drain(..)
+    let mut scored: Vec<(f64, Conclusion)> = merged
+        .into_iter()
         .map(|c| (rarity.score(&c.claim) * source_weight(&c), c))
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-    out.settled_conclusions = scored.into_iter().map(|(_, c)| c).collect();
-    let (absent, unsearched) = negative_evidence(accepted, unexplored.is_empty(), whole);
-    out.settled_conclusions.extend(absent);
-    for item in unsearched {
-        open_items.add(item);
-    }
-    for a in accepted {
-        for c in a
-            .handoff
-            .settled_conclusions
-            .iter()
-            .filter(|c| c.kind == ConclusionKind::Finding && !stands(a, c))
-        {
-            let cites: Vec<String> = c.sources.iter().map(|s| s.to_string()).collect();
-            open_items.add(OpenItem {
-                item: format!(
-                    "Not confirmed by the verifier: {} (cites {})",
-                    c.claim,
-                    cites.join(", ")
-                ),
-                stuck_on: "its handoff passed only after repair, and a reread did not support it"
-                    .into(),
-            });
-        }
-        for d in a.dropped {
-            let cites: Vec<String> = d.conclusion.sources.iter().map(|s| s.to_string()).collect();
-            let broke: Vec<String> = d
-                .violations
-                .iter()
-                .map(|v| format!("[{}] {}", v.code, v.message))
-                .collect();
-            open_items.add(OpenItem {
-                item: format!(
-                    "Taken out of {}'s handoff, which broke the contract only there: {} (cites {})",
-                    a.id,
-                    d.conclusion.claim,
-                    if cites.is_empty() {
-                        "nothing".into()
-                    } else {
-                        cites.join(", ")
-                    }
-                ),
-                stuck_on: format!("not settled: {}", broke.join("; ")),
-            });
-        }
-        for item in &a.handoff.open_items {
-            open_items.add(item.clone());
-        }
-    }
-    let reporters = accepted.iter().map(|a| (a.id, a.handoff));
-    out.hard_constraints = reported_constraints(reporters)
+    scored.into_iter().map(|(_, c)| c).collect()
+}
+
+/// What of one accepted handoff is not settled: findings the verifier did not confirm,
+/// conclusions taken out, and its own open items.
+fn not_settled(a: &Accepted<'_>, stands: &Stands<'_>, open_items: &mut OpenItems) {
+    for c in a
+        .handoff
+        .settled_conclusions
         .iter()
-        .map(|r| HardConstraint {
-            constraint: r.line(),
-            sources: r.sources.clone(),
-        })
-        .collect();
-    for u in unexplored {
+        .filter(|c| c.kind == ConclusionKind::Finding && !stands(a, c))
+    {
+        let cites: Vec<String> = c.sources.iter().map(|s| s.to_string()).collect();
         open_items.add(OpenItem {
-            item: if let Some(codes) = &u.rejected {
-                format!(
-                    "`{}` was explored by subagent {}, but its handoff was rejected ({codes}): its claims follow as unverified leads",
-                    u.scope, u.id
-                )
-            } else if u.role == "explorer" {
-                format!("`{}` was not explored (subagent {})", u.scope, u.id)
-            } else {
-                format!(
-                    "The {} (subagent {}) did not finish its check",
-                    u.role, u.id
-                )
-            },
-            stuck_on: u.why.clone(),
+            item: format!(
+                "Not confirmed by the verifier: {} (cites {})",
+                c.claim,
+                cites.join(", ")
+            ),
+            stuck_on: "its handoff passed only after repair, and a reread did not support it"
+                .into(),
         });
-        let claims = u
-            .unverified
-            .map(|h| h.settled_conclusions.as_slice())
-            .unwrap_or(&[]);
-        for c in claims.iter().filter(|c| c.kind == ConclusionKind::Finding) {
-            let cites: Vec<String> = c.sources.iter().map(|s| s.to_string()).collect();
-            open_items.add(OpenItem {
-                item: format!(
-                    "Unverified lead from {} (its handoff broke the contract): {} (cites {})",
-                    u.id,
-                    c.claim,
-                    if cites.is_empty() {
-                        "nothing".into()
-                    } else {
-                        cites.join(", ")
-                    }
-                ),
-                stuck_on: "not verified: re-check the cited lines before relying on it".into(),
-            });
-        }
     }
-    out.open_items = open_items.list;
-    out
+    for d in a.dropped {
+        let cites: Vec<String> = d.conclusion.sources.iter().map(|s| s.to_string()).collect();
+        let broke: Vec<String> = d
+            .violations
+            .iter()
+            .map(|v| format!("[{}] {}", v.code, v.message))
+            .collect();
+        open_items.add(OpenItem {
+            item: format!(
+                "Taken out of {}'s handoff, which broke the contract only there: {} (cites {})",
+                a.id,
+                d.conclusion.claim,
+                if cites.is_empty() {
+                    "nothing".into()
+                } else {
+                    cites.join(", ")
+                }
+            ),
+            stuck_on: format!("not settled: {}", broke.join("; ")),
+        });
+    }
+    for item in &a.handoff.open_items {
+        open_items.add(item.clone());
+    }
+}
+
+/// What a subagent without an accepted handoff leaves open: its scope or its check, and its
+/// claims as unverified leads.
+fn unexplored_items(u: &Unexplored<'_>, open_items: &mut OpenItems) {
+    open_items.add(OpenItem {
+        item: if let Some(codes) = &u.rejected {
+            format!(
+                "`{}` was explored by subagent {}, but its handoff was rejected ({codes}): its claims follow as unverified leads",
+                u.scope, u.id
+            )
+        } else if u.role == "explorer" {
+            format!("`{}` was not explored (subagent {})", u.scope, u.id)
+        } else {
+            format!(
+                "The {} (subagent {}) did not finish its check",
+                u.role, u.id
+            )
+        },
+        stuck_on: u.why.clone(),
+    });
+    let claims = u
+        .unverified
+        .map(|h| h.settled_conclusions.as_slice())
+        .unwrap_or(&[]);
+    for c in claims.iter().filter(|c| c.kind == ConclusionKind::Finding) {
+        let cites: Vec<String> = c.sources.iter().map(|s| s.to_string()).collect();
+        open_items.add(OpenItem {
+            item: format!(
+                "Unverified lead from {} (its handoff broke the contract): {} (cites {})",
+                u.id,
+                c.claim,
+                if cites.is_empty() {
+                    "nothing".into()
+                } else {
+                    cites.join(", ")
+                }
+            ),
+            stuck_on: "not verified: re-check the cited lines before relying on it".into(),
+        });
+    }
 }
 
 /// The limits the handoffs reported in their Hard constraints, each once (by its normal
@@ -384,176 +403,6 @@ impl OpenItems {
         self.by_item.insert(item.item.clone(), self.list.len());
         self.list.push(item);
     }
-}
-
-/// Whether a search over `searched` covered every path of `shard`.
-fn covers(searched: &[String], shard: &[String]) -> bool {
-    shard.iter().all(|path| {
-        searched.iter().any(|s| {
-            let s = s.trim_end_matches('/');
-            s.is_empty() || super::plan::within(path, s)
-        })
-    })
-}
-
-/// Searches that found nothing, as conclusions citing them: one per place searched (and file
-/// count). A search is keyed by its pattern and its flags, so `/x/i` and `/x/` are different
-/// searches. Its place is "the whole tree" only when every shard handed off and every one of
-/// them ran that same search over its whole shard — decided per pattern, never from the union
-/// of the scopes of different searches; otherwise the place is the scopes it ran in. What
-/// the searches left out (hidden and ignored entries, links; files they could not read) is
-/// named, and "the whole tree" is then said only with that limit. A search that searched no
-/// file is no evidence at all: it is an open item.
-fn negative_evidence(
-    accepted: &[Accepted<'_>],
-    all_handed_off: bool,
-    whole: &str,
-) -> (Vec<Conclusion>, Vec<OpenItem>) {
-    #[derive(Default)]
-    struct Group {
-        found: bool,
-        calls: Vec<String>,
-        scopes: BTreeSet<String>,
-        /// Files searched, the most of any one call per subagent.
-        files: BTreeMap<usize, usize>,
-        /// Files that could not be searched, the most of any one call per subagent.
-        skipped: BTreeMap<usize, usize>,
-        /// Which shards ran it over their whole shard.
-        shards: BTreeSet<usize>,
-        /// Entries left out (hidden, ignored, links), the most of any one call per subagent.
-        not_searched: BTreeMap<usize, usize>,
-        /// The first of them named.
-        names: BTreeSet<String>,
-    }
-    let explorers: Vec<usize> = (0..accepted.len())
-        .filter(|i| !accepted[*i].verifier)
-        .collect();
-    let mut groups: BTreeMap<(&str, bool, bool), Group> = BTreeMap::new();
-    for (index, a) in accepted.iter().enumerate() {
-        for search in a.searches {
-            let scope = search.scope.as_deref().unwrap_or(a.scope);
-            let g = groups
-                .entry((
-                    search.pattern.as_str(),
-                    search.case_insensitive,
-                    search.fixed_string,
-                ))
-                .or_default();
-            g.found |= search.matches > 0;
-            g.calls.push(search.call_id.clone());
-            let files = g.files.entry(index).or_default();
-            *files = (*files).max(search.files_searched);
-            let skipped = g.skipped.entry(index).or_default();
-            *skipped = (*skipped).max(search.files_skipped);
-            let left_out = g.not_searched.entry(index).or_default();
-            *left_out = (*left_out).max(search.not_searched);
-            for name in &search.not_searched_names {
-                if g.names.len() < 5 {
-                    g.names.insert(name.clone());
-                }
-            }
-            if !a.scope.is_empty() && !g.shards.contains(&index) && covers(scope, a.scope) {
-                g.shards.insert(index);
-            }
-            for s in scope {
-                if !g.scopes.contains(s) {
-                    g.scopes.insert(s.clone());
-                }
-            }
-        }
-    }
-    // What matched somewhere: an empty search whose words a matching one spells out is not
-    // evidence of absence.
-    let matched: Vec<&str> = groups
-        .iter()
-        .filter(|((pattern, _, _), g)| g.found && !pattern.starts_with("glob:"))
-        .map(|((pattern, _, _), _)| *pattern)
-        .collect();
-    // Patterns that found nothing, grouped by where they were searched and how many files.
-    type Place = (bool, String, usize, String);
-    let mut by_place: BTreeMap<Place, (Vec<String>, Vec<String>)> = BTreeMap::new();
-    let mut unsearched = Vec::new();
-    for ((pattern, insensitive, fixed), g) in groups.iter().filter(|(_, g)| !g.found) {
-        if !pattern.starts_with("glob:") && shadowed(pattern, &matched) {
-            continue;
-        }
-        let skipped: usize = g.skipped.values().sum();
-        let left_out: usize = g.not_searched.values().sum();
-        let files: usize = g.files.values().sum();
-        let scopes: Vec<String> = g.scopes.iter().cloned().collect();
-        if files == 0 {
-            // No file was searched: nothing is known of the place, least of all an absence.
-            unsearched.push(OpenItem {
-                item: format!("{} was not searched", prose_list(&scopes)),
-                stuck_on: format!(
-                    "no file there could be searched for {}",
-                    search_label(pattern.trim_start_matches("glob:"), *insensitive, *fixed)
-                ),
-            });
-            continue;
-        }
-        let covered = all_handed_off
-            && skipped == 0
-            && !explorers.is_empty()
-            && explorers.iter().all(|i| g.shards.contains(i));
-        let place = match (covered, left_out) {
-            (true, 0) => whole.to_string(),
-            // A whole that names what the walk left out says it already (the limits below
-            // name what the searches left out).
-            (true, _) if whole.contains(", but not its ") => whole.to_string(),
-            (true, _) => format!("{whole} but the entries it left out"),
-            (false, _) => prose_list(&scopes),
-        };
-        let mut limits = Vec::new();
-        if skipped > 0 {
-            limits.push(format!(
-                "{skipped} could not be searched: binary, over 4 MiB or unreadable"
-            ));
-        }
-        if left_out > 0 {
-            let names: Vec<String> = g.names.iter().cloned().collect();
-            limits.push(format!(
-                "not searched: {left_out} hidden or ignored entries or links ({}{})",
-                names.join(", "),
-                if left_out > names.len() { ", …" } else { "" }
-            ));
-        }
-        let (glob, label) = match pattern.strip_prefix("glob:") {
-            Some(glob) => (true, search_label(glob, *insensitive, true)),
-            None => (false, search_label(pattern, *insensitive, *fixed)),
-        };
-        let limits = limits.iter().map(|l| format!("; {l}")).collect::<String>();
-        let entry = by_place.entry((glob, place, files, limits)).or_default();
-        entry.0.push(label);
-        entry.1.extend(g.calls.iter().cloned());
-    }
-    let found = by_place
-        .into_iter()
-        .map(
-            |((glob, place, files, limits), (labels, calls))| Conclusion {
-                claim: if glob {
-                    format!(
-                        "no file name matches the glob {} in {place} ({files} files{limits})",
-                        labels.join(", ")
-                    )
-                } else {
-                    format!(
-                        "no line matches {} in {place} (searched {files} files{limits})",
-                        labels.join(", ")
-                    )
-                },
-                sources: calls
-                    .into_iter()
-                    .map(|id| SourceId::Record {
-                        kind: "call".into(),
-                        id,
-                    })
-                    .collect(),
-                kind: ConclusionKind::NegativeEvidence,
-            },
-        )
-        .collect();
-    (found, unsearched)
 }
 
 #[cfg(test)]

@@ -18,15 +18,18 @@
 //! - After `Cancel`, no subagent is spawned; running ones are stopped and recorded as
 //!   cancelled; the report holds what was handed off before.
 
+mod absence;
 mod actor;
 mod handle;
 mod journal;
 mod leader;
 mod merge;
 pub use merge::merge_handoffs;
+mod parts;
 mod plan;
 mod relevance;
 mod report;
+mod reports;
 mod resume;
 mod state;
 mod verdict;

@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use super::{merge, plan, plan::Shard, LeadState};
 use crate::handoff::{Files, Handoff, HardConstraint, OpenItem};
 use crate::policy::Policy;
-use crate::report::{ConstraintReport, HandoffCounts, ModelUsage, Report, RunUsage, SubagentState};
+use crate::report::{
+    ConstraintReport, HandoffCounts, ModelUsage, Report, ReportedConstraint, RunUsage,
+    SubagentState,
+};
 use crate::source::{ObservationLog, SourceId};
 use crate::tools::Workspace;
 
@@ -53,7 +56,65 @@ fn violation_codes(violations: &[crate::handoff::Violation]) -> Option<String> {
 
 impl LeadState {
     pub(super) fn report(&self) -> Report {
-        let accepted: Vec<merge::Accepted<'_>> = self
+        let accepted = self.accepted_handoffs();
+        let unexplored = self.unexplored();
+        let whole = with_unsearched(scope_label(&self.policy), &self.fleet.not_searched);
+        let mut handoff = merge::merge(&accepted, &unexplored, &whole);
+        match &self.lead.synthesis {
+            Some(Ok(lead)) => handoff = with_lead(lead, handoff),
+            Some(Err(why)) => handoff.open_items.push(OpenItem {
+                item:
+                    "The lead model's report was not used: the accepted handoffs are merged instead"
+                        .into(),
+                stuck_on: why.clone(),
+            }),
+            None => {}
+        }
+        let checkpoint = self.contexts.projector.checkpoint();
+        let (constraints, reported) = self.hard_constraints(&accepted, &mut handoff);
+        self.run_open_items(&mut handoff, &whole);
+        let (models, usage) = self.usage();
+        Report {
+            run_id: self.config.run_id.clone(),
+            question: self.config.question.clone(),
+            root: self.config.workspace.root().display().to_string(),
+            handoff,
+            subagents: self
+                .fleet
+                .records
+                .iter()
+                .map(|r| {
+                    let mut summary = r.summary.clone();
+                    summary.denials = checkpoint
+                        .denials
+                        .iter()
+                        .filter(|d| d.subagent == summary.id)
+                        .count() as u32;
+                    summary
+                })
+                .collect(),
+            usage,
+            handoffs: HandoffCounts::of(
+                &self
+                    .fleet
+                    .records
+                    .iter()
+                    .map(|r| r.summary.state)
+                    .collect::<Vec<_>>(),
+            ),
+            model: self.config.model.name(),
+            cancelled: self.cancelled,
+            elapsed_ms: self.outside.started.elapsed().as_millis() as u64,
+            constraints,
+            denials: checkpoint.denials.clone(),
+            models,
+            reported_constraints: reported,
+        }
+    }
+
+    /// The accepted handoffs, as the merge takes them.
+    fn accepted_handoffs(&self) -> Vec<merge::Accepted<'_>> {
+        self.fleet
             .records
             .iter()
             .filter_map(|r| {
@@ -70,8 +131,14 @@ impl LeadState {
                     dropped: &r.dropped,
                 })
             })
-            .collect();
-        let mut unexplored: Vec<merge::Unexplored> = self
+            .collect()
+    }
+
+    /// What no accepted handoff covers: the subagents that did not hand off an accepted one,
+    /// and the directories planning could not walk.
+    fn unexplored(&self) -> Vec<merge::Unexplored<'_>> {
+        let mut unexplored: Vec<merge::Unexplored<'_>> = self
+            .fleet
             .records
             .iter()
             .filter(|r| !r.summary.state.accepted())
@@ -90,7 +157,7 @@ impl LeadState {
             .collect();
         // Directories planning could not walk: no subagent had them, so nothing is absent
         // from "the whole tree".
-        unexplored.extend(self.left_out.iter().map(|dir| {
+        unexplored.extend(self.fleet.left_out.iter().map(|dir| {
             merge::Unexplored {
                 id: "none".into(),
                 role: "explorer".into(),
@@ -102,20 +169,17 @@ impl LeadState {
                 unverified: None,
             }
         }));
-        let whole = with_unsearched(scope_label(&self.policy), &self.not_searched);
-        let mut handoff = merge::merge(&accepted, &unexplored, &whole);
-        match &self.synthesis {
-            Some(Ok(lead)) => handoff = with_lead(lead, handoff),
-            Some(Err(why)) => handoff.open_items.push(OpenItem {
-                item:
-                    "The lead model's report was not used: the accepted handoffs are merged instead"
-                        .into(),
-                stuck_on: why.clone(),
-            }),
-            None => {}
-        }
-        // The run's own constraints first, each with whether the gate enforces it.
-        let checkpoint = self.projector.checkpoint();
+        unexplored
+    }
+
+    /// The report's Hard constraints: the run's own constraints first, each with whether the
+    /// gate enforces it; then what the models reported, apart and marked.
+    fn hard_constraints(
+        &self,
+        accepted: &[merge::Accepted<'_>],
+        handoff: &mut Handoff,
+    ) -> (Vec<ConstraintReport>, Vec<ReportedConstraint>) {
+        let checkpoint = self.contexts.projector.checkpoint();
         let constraints: Vec<ConstraintReport> = checkpoint
             .constraints
             .iter()
@@ -131,7 +195,7 @@ impl LeadState {
             .collect();
         // Then what the models reported, apart and marked: data, never a rule. One that only
         // echoes a run's constraint is not listed twice.
-        let lead = match &self.synthesis {
+        let lead = match &self.lead.synthesis {
             Some(Ok(lead)) => Some(("lead", lead)),
             _ => None,
         };
@@ -148,12 +212,18 @@ impl LeadState {
                 constraint: r.line(),
                 sources: r.sources.clone(),
             }));
-        if let Some(error) = &self.planning_error {
+        (constraints, reported)
+    }
+
+    /// What the run itself leaves open: a tree it could not plan, a verifier it could not
+    /// spawn, a tree with nothing to explore.
+    fn run_open_items(&self, handoff: &mut Handoff, whole: &str) {
+        if let Some(error) = &self.fleet.planning_error {
             handoff.open_items.push(OpenItem {
                 item: "The tree could not be planned".into(),
                 stuck_on: error.clone(),
             });
-        } else if self.verifier_skipped {
+        } else if self.fleet.verifier_skipped {
             handoff.open_items.push(OpenItem {
                 item: "The conclusions of handoffs that passed only after a repair were not re-verified".into(),
                 stuck_on: format!(
@@ -161,7 +231,7 @@ impl LeadState {
                     self.config.max_subagents
                 ),
             });
-        } else if self.records.is_empty() {
+        } else if self.fleet.records.is_empty() {
             handoff.open_items.push(OpenItem {
                 item: "Nothing was explored".into(),
                 stuck_on: if whole == merge::WHOLE_TREE {
@@ -171,18 +241,28 @@ impl LeadState {
                 },
             });
         }
+    }
+
+    /// Each model's usage, and the run's.
+    fn usage(&self) -> (Vec<ModelUsage>, RunUsage) {
         let mut models = vec![ModelUsage::of(
             "subagents",
             self.config.model.name(),
-            self.records.iter().map(|r| &r.spent),
+            self.fleet.records.iter().map(|r| &r.spent),
             self.config.model.price().is_some(),
         )];
         // The lead's model, or on a resume without one, the turns the log holds of it.
         let lead = match &self.config.lead_model {
             Some(lead) => Some((lead.name(), lead.price().is_some())),
-            None if !self.lead_turns.is_empty() => Some((
-                self.earlier_lead.clone().unwrap_or_else(|| "lead".into()),
-                self.lead_turns.iter().any(|(_, t)| t.spent.cost_micros > 0),
+            None if !self.lead.lead_turns.is_empty() => Some((
+                self.lead
+                    .earlier_lead
+                    .clone()
+                    .unwrap_or_else(|| "lead".into()),
+                self.lead
+                    .lead_turns
+                    .iter()
+                    .any(|(_, t)| t.spent.cost_micros > 0),
             )),
             None => None,
         };
@@ -190,12 +270,13 @@ impl LeadState {
             models.push(ModelUsage::of(
                 "lead",
                 name,
-                self.lead_turns.iter().map(|(_, t)| &t.spent),
+                self.lead.lead_turns.iter().map(|(_, t)| &t.spent),
                 priced,
             ));
         }
         let mut usage = RunUsage {
             tool_calls: self
+                .fleet
                 .records
                 .iter()
                 .map(|r| u64::from(r.summary.tool_calls))
@@ -215,40 +296,7 @@ impl LeadState {
                 usage.cost_usd = Some(usage.cost_usd.unwrap_or(0.0) + c);
             }
         }
-        Report {
-            run_id: self.config.run_id.clone(),
-            question: self.config.question.clone(),
-            root: self.config.workspace.root().display().to_string(),
-            handoff,
-            subagents: self
-                .records
-                .iter()
-                .map(|r| {
-                    let mut summary = r.summary.clone();
-                    summary.denials = checkpoint
-                        .denials
-                        .iter()
-                        .filter(|d| d.subagent == summary.id)
-                        .count() as u32;
-                    summary
-                })
-                .collect(),
-            usage,
-            handoffs: HandoffCounts::of(
-                &self
-                    .records
-                    .iter()
-                    .map(|r| r.summary.state)
-                    .collect::<Vec<_>>(),
-            ),
-            model: self.config.model.name(),
-            cancelled: self.cancelled,
-            elapsed_ms: self.started.elapsed().as_millis() as u64,
-            constraints,
-            denials: checkpoint.denials.clone(),
-            models,
-            reported_constraints: reported,
-        }
+        (models, usage)
     }
 }
 

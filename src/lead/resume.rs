@@ -262,6 +262,91 @@ fn searches_gone_stale(
         .collect()
 }
 
+/// What a subagent event says of its subagent (other events say nothing of one).
+fn restore_subagent(subagents: &mut BTreeMap<String, Restored>, event: &RunEvent) {
+    match event {
+        RunEvent::SubagentSpawned { subagent, .. } => {
+            // A new attempt: what an earlier one saw no longer counts.
+            subagents.insert(subagent.clone(), Restored::default());
+        }
+        RunEvent::ToolReturned {
+            subagent,
+            observations,
+            ..
+        } => {
+            subagents
+                .entry(subagent.clone())
+                .or_default()
+                .observations
+                .record(observations.iter().cloned());
+        }
+        RunEvent::HandoffAccepted {
+            subagent,
+            handoff,
+            repairs,
+            evidence_digests,
+            dropped,
+        } => {
+            let r = subagents.entry(subagent.clone()).or_default();
+            r.handoff = Some(handoff.clone());
+            r.repairs = *repairs;
+            r.evidence_digests = evidence_digests.clone();
+            r.violations = dropped.iter().flat_map(|d| d.violations.clone()).collect();
+            r.dropped = dropped.clone();
+            // Accepted is done, even in a log that stops before the subagent's end.
+            r.state = Some(match (dropped.is_empty(), *repairs) {
+                (false, _) => SubagentState::PartlyAccepted,
+                (true, 0) => SubagentState::HandedOff,
+                (true, _) => SubagentState::Repaired,
+            });
+        }
+        RunEvent::HandoffRepairRequested { subagent, .. } => {
+            subagents.entry(subagent.clone()).or_default().repairs += 1;
+        }
+        RunEvent::HandoffRejected {
+            subagent,
+            violations,
+            unverified,
+        } => {
+            let r = subagents.entry(subagent.clone()).or_default();
+            r.violations = violations.clone();
+            r.unverified = Some(unverified.clone());
+            r.state = Some(SubagentState::Rejected);
+        }
+        RunEvent::BudgetSpent { subagent, spent } => {
+            subagents.entry(subagent.clone()).or_default().spent = *spent;
+        }
+        RunEvent::SubagentEnded {
+            subagent,
+            state,
+            error,
+        } => {
+            let r = subagents.entry(subagent.clone()).or_default();
+            r.state = Some(*state);
+            r.error = error.clone();
+        }
+        _ => {}
+    }
+}
+
+/// A logged plan's subagents as shards.
+fn planned_shards(planned: &[crate::checkpoint::PlannedSubagent]) -> Vec<(String, Shard)> {
+    planned
+        .iter()
+        .map(|p| {
+            (
+                p.id.clone(),
+                Shard {
+                    paths: p.scope.clone(),
+                    bytes: 0,
+                    role: p.role.clone(),
+                    question: p.question.clone(),
+                },
+            )
+        })
+        .collect()
+}
+
 /// Reads a run's events back into what a resume needs.
 pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
     let mut settings = None;
@@ -302,68 +387,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
             } => {
                 left_out = dirs.clone();
                 not_searched = (*count, names.clone());
-                plan = planned
-                    .iter()
-                    .map(|p| {
-                        (
-                            p.id.clone(),
-                            Shard {
-                                paths: p.scope.clone(),
-                                bytes: 0,
-                                role: p.role.clone(),
-                                question: p.question.clone(),
-                            },
-                        )
-                    })
-                    .collect();
-            }
-            RunEvent::SubagentSpawned { subagent, .. } => {
-                // A new attempt: what an earlier one saw no longer counts.
-                subagents.insert(subagent.clone(), Restored::default());
-            }
-            RunEvent::ToolReturned {
-                subagent,
-                observations,
-                ..
-            } => {
-                subagents
-                    .entry(subagent.clone())
-                    .or_default()
-                    .observations
-                    .record(observations.iter().cloned());
-            }
-            RunEvent::HandoffAccepted {
-                subagent,
-                handoff,
-                repairs,
-                evidence_digests,
-                dropped,
-            } => {
-                let r = subagents.entry(subagent.clone()).or_default();
-                r.handoff = Some(handoff.clone());
-                r.repairs = *repairs;
-                r.evidence_digests = evidence_digests.clone();
-                r.violations = dropped.iter().flat_map(|d| d.violations.clone()).collect();
-                r.dropped = dropped.clone();
-                // Accepted is done, even in a log that stops before the subagent's end.
-                r.state = Some(match (dropped.is_empty(), *repairs) {
-                    (false, _) => SubagentState::PartlyAccepted,
-                    (true, 0) => SubagentState::HandedOff,
-                    (true, _) => SubagentState::Repaired,
-                });
-            }
-            RunEvent::HandoffRepairRequested { subagent, .. } => {
-                subagents.entry(subagent.clone()).or_default().repairs += 1;
-            }
-            RunEvent::HandoffRejected {
-                subagent,
-                violations,
-                unverified,
-            } => {
-                let r = subagents.entry(subagent.clone()).or_default();
-                r.violations = violations.clone();
-                r.unverified = Some(unverified.clone());
-                r.state = Some(SubagentState::Rejected);
+                plan = planned_shards(planned);
             }
             RunEvent::ModelConfigured { role, config } if role == "lead" => {
                 lead_model = Some(format!("{}:{}", config.provider, config.model));
@@ -382,19 +406,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
                     handoff: handoff.clone(),
                 },
             )),
-            RunEvent::BudgetSpent { subagent, spent } => {
-                subagents.entry(subagent.clone()).or_default().spent = *spent;
-            }
-            RunEvent::SubagentEnded {
-                subagent,
-                state,
-                error,
-            } => {
-                let r = subagents.entry(subagent.clone()).or_default();
-                r.state = Some(*state);
-                r.error = error.clone();
-            }
-            _ => {}
+            other => restore_subagent(&mut subagents, other),
         }
     }
     let settings = settings.ok_or("the log has no run_started event")?;

@@ -2,16 +2,17 @@
 //! what to spawn next, what to log, when to checkpoint, when the run is done. The actor
 //! (actor.rs) only turns messages into calls here.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use ractor::{Actor, ActorId, ActorRef, RpcReplyPort};
-use tokio::sync::mpsc::UnboundedSender;
+use ractor::{Actor, ActorRef, RpcReplyPort};
 use tracing::Instrument;
 
 use crate::checkpoint::{Delta, LoggedEvent, Projector, RunEvent, StoreError};
-use crate::context::{compile_selected, Compiled, ContextIndex, Field, FloorError, Focus, Orientation, RoleProfile};
+use crate::context::{
+    compile_selected, Compiled, ContextIndex, Field, FloorError, Focus, Orientation, RoleProfile,
+};
 
 use crate::tokens::{Bpe, CachedTokenizer};
 
@@ -19,109 +20,36 @@ use super::merge;
 use super::plan::Shard;
 use super::resume::Resumption;
 use crate::event::Event;
-use crate::handoff::Handoff;
-use crate::handoff::{Violation, WorkspaceFiles};
+use crate::handoff::WorkspaceFiles;
 use crate::policy::{Policy, Spent};
 use crate::report::{Report, SubagentState, SubagentSummary};
 use crate::source::ObservationLog;
-use crate::subagent::{SubagentActor, SubagentArgs, SubagentMsg};
+use crate::subagent::{SubagentActor, SubagentArgs};
 
+use super::parts::{Contexts, Fleet, Journal, LeadWork, Outside, SubagentRecord};
 use super::report::plan_run;
 use super::{journal, leader, plan, resume, LeadArgs, LeadMsg, RunConfig};
 
-pub(super) struct SubagentRecord {
-    pub(super) summary: SubagentSummary,
-    pub(super) shard: Shard,
-    pub(super) actor: Option<ActorRef<SubagentMsg>>,
-    pub(super) handoff: Option<Handoff>,
-    /// The searches it ran, for the merge: all a finished subagent keeps of its observation
-    /// log.
-    pub(super) searches: Vec<merge::Search>,
-    /// Its whole observation log, kept only while the lead's model is to write the report
-    /// (its handoff is checked against what the subagents observed).
-    pub(super) observations: Option<ObservationLog>,
-    pub(super) spent: Spent,
-    /// Violations quoted back in a repair turn not yet answered.
-    pub(super) pending: Option<Vec<Violation>>,
-    /// What a rejected handoff said: unverified leads at most.
-    pub(super) unverified: Option<Handoff>,
-    /// Conclusions taken out of an accepted handoff: they alone broke the contract.
-    pub(super) dropped: Vec<crate::handoff::Dropped>,
-}
-
 pub(crate) struct LeadState {
     pub(super) config: RunConfig,
-    pub(super) events: Option<UnboundedSender<Event>>,
-    pub(super) reply: Option<RpcReplyPort<Result<Report, StoreError>>>,
-    pub(super) started: Instant,
-    pub(super) planned: bool,
-    pub(super) records: Vec<SubagentRecord>,
-    pub(super) queue: VecDeque<usize>,
-    pub(super) by_actor: HashMap<ActorId, usize>,
-    /// Each record's index by subagent id.
-    pub(super) by_id: HashMap<String, usize>,
-    pub(super) cancelled: bool,
-    pub(super) planning_error: Option<String>,
-    /// The workspace's files, read once per run for checking citations.
-    pub(super) files: Arc<WorkspaceFiles>,
-    /// Where each append's acknowledgement goes to be checked (none: the run is not logged).
-    pub(super) acks: Option<UnboundedSender<journal::Logged>>,
-    /// When the last checkpoint was taken (they are taken at most once a second — less often
-    /// as they take longer to store, never while one is on its way — and at the end).
-    pub(super) checkpointed: Option<Instant>,
-    /// Whether a checkpoint is on its way to the store, and how long the last took.
-    pub(super) pace: Arc<journal::CheckpointPace>,
-    /// The watcher of the acknowledgements: the first failure, once every one has come.
-    pub(super) acked: Option<tokio::task::JoinHandle<Result<(), StoreError>>>,
-    /// Set when the run's log could not be written: the run stops and reports this instead.
-    pub(super) log_failed: Option<StoreError>,
-    /// The resumption this lead starts from, taken when the run starts.
-    pub(super) resume: Option<Resumption>,
-    /// Set once the report is on its way.
-    pub(super) finished: bool,
-    /// The run's checkpoint, every event applied once as it is logged (from the log, on
-    /// resume), for compiling contexts.
-    pub(super) projector: Projector,
-    /// The index contexts are selected through, synced with the projector before each spawn.
-    pub(super) index: ContextIndex,
-    /// The run's span: every message is handled in it; each subagent's span is its child.
-    pub(super) span: tracing::Span,
-    /// The question's content words, which every subagent's context is selected by.
-    pub(super) question_terms: Vec<String>,
-    /// On a resumed run: the effect changes logged since the resume (each restarted subagent's
-    /// delta).
-    pub(super) since_resume: Vec<LoggedEvent>,
-    pub(super) next_seq: u64,
-    /// Counts tokens for contexts, caching per block.
-    pub(super) tokenizer: Arc<CachedTokenizer<Bpe>>,
-    /// Set on a resumed run: the last event before the resume.
-    pub(super) resumed_after: Option<u64>,
-    /// Set once the second wave was considered.
-    pub(super) second_wave_planned: bool,
-    /// Set when a verifier was due but --max-subagents was reached.
-    pub(super) verifier_skipped: bool,
-    /// Directories the plan could not cover (logged with the plan, restored on resume).
-    pub(super) left_out: Vec<String>,
-    /// What the plan's walk left out of the tree (hidden and ignored entries, links): how
-    /// many, and the first twenty (logged with the plan, restored on resume).
-    pub(super) not_searched: (usize, Vec<String>),
+    /// Who hears of the run: its reply port, its event stream, its span and clock.
+    pub(super) outside: Outside,
+    /// Planning and spawning: the subagents, who waits, what the plan covers.
+    pub(super) fleet: Fleet,
+    /// The run's log: appends, their acknowledgements, checkpoints.
+    pub(super) journal: Journal,
+    /// What subagents' contexts are compiled from.
+    pub(super) contexts: Contexts,
+    /// The lead model's own work (planning, writing the handoff).
+    pub(super) lead: LeadWork,
     /// The gate's policy: the typed rules of the checkpoint's constraints, set when the run
     /// starts (its constraints logged, or read back on a resume).
     pub(super) policy: Arc<Policy>,
-    /// The question without its binding sentences (they are constraints, not search terms):
-    /// what briefs ask and contexts are selected by.
-    pub(super) search_question: String,
-    /// The lead model's turns (`plan`, `report`), in order.
-    pub(super) lead_turns: Vec<(String, leader::LeadTurn)>,
-    /// Set while the lead model writes the run's handoff.
-    pub(super) synthesising: bool,
-    /// On a resume: the lead model the log names (its turns count in the report's usage
-    /// even when this process has none).
-    pub(super) earlier_lead: Option<String>,
-    /// The lead model's work in flight (planning, or writing the handoff): aborted on cancel.
-    pub(super) lead_task: Option<tokio::task::JoinHandle<()>>,
-    /// The lead model's handoff, or why it was not used.
-    pub(super) synthesis: Option<Result<crate::handoff::Handoff, String>>,
+    /// The resumption this lead starts from, taken when the run starts.
+    pub(super) resume: Option<Resumption>,
+    pub(super) cancelled: bool,
+    /// Set once the report is on its way.
+    pub(super) finished: bool,
 }
 
 impl LeadState {
@@ -149,49 +77,42 @@ impl LeadState {
         let search_question = crate::text::without_binding(&args.config.question);
         let question_terms = Focus::terms(&search_question);
         LeadState {
+            outside: Outside {
+                events: args.events,
+                reply: None,
+                started: Instant::now(),
+                span,
+            },
+            fleet: Fleet::default(),
+            journal: Journal {
+                acks,
+                checkpointed: None,
+                pace,
+                acked,
+                log_failed: None,
+                next_seq: args.resume.as_ref().map(|r| r.after_seq).unwrap_or(0),
+                since_resume: Vec::new(),
+                resumed_after: None,
+            },
+            contexts: Contexts {
+                files,
+                projector,
+                index: ContextIndex::default(),
+                tokenizer: Arc::new(CachedTokenizer::new(Bpe)),
+                question_terms,
+                search_question,
+            },
+            lead: LeadWork::default(),
             config: args.config,
-            events: args.events,
-            reply: None,
-            started: Instant::now(),
-            planned: false,
-            records: Vec::new(),
-            queue: VecDeque::new(),
-            by_actor: HashMap::new(),
-            by_id: HashMap::new(),
-            cancelled: false,
-            planning_error: None,
-            files,
-            acks,
-            acked,
-            checkpointed: None,
-            pace,
-            log_failed: None,
-            projector,
-            index: ContextIndex::default(),
-            span,
-            question_terms,
-            since_resume: Vec::new(),
-            next_seq: args.resume.as_ref().map(|r| r.after_seq).unwrap_or(0),
-            resume: args.resume,
-            finished: false,
-            tokenizer: Arc::new(CachedTokenizer::new(Bpe)),
-            resumed_after: None,
-            second_wave_planned: false,
-            verifier_skipped: false,
-            left_out: Vec::new(),
-            not_searched: (0, Vec::new()),
             policy: Arc::new(Policy::default()),
-            search_question,
-            lead_turns: Vec::new(),
-            synthesising: false,
-            earlier_lead: None,
-            lead_task: None,
-            synthesis: None,
+            resume: args.resume,
+            cancelled: false,
+            finished: false,
         }
     }
 
     pub(super) fn emit(&self, event: Event) {
-        if let Some(events) = &self.events {
+        if let Some(events) = &self.outside.events {
             let _ = events.send(event);
         }
     }
@@ -199,24 +120,26 @@ impl LeadState {
     /// Appends to the run's log, if there is one; durability is awaited before the report.
     pub(super) fn log(&mut self, events: Vec<RunEvent>) {
         for event in &events {
-            self.next_seq += 1;
+            self.journal.next_seq += 1;
             let logged = LoggedEvent {
                 run_id: self.config.run_id.clone(),
-                seq: self.next_seq,
+                seq: self.journal.next_seq,
                 at_ms: 0,
                 event: event.clone(),
                 prev: String::new(),
                 digest: String::new(),
             };
-            self.projector.apply(&logged);
+            self.contexts.projector.apply(&logged);
             tracing::debug!(
                 seq = logged.seq,
                 kind = logged.event.kind(),
                 subagent = logged.event.subagent().unwrap_or(""),
                 "logged"
             );
-            if self.resumed_after.is_some() && matches!(event, RunEvent::EffectChanged { .. }) {
-                self.since_resume.push(logged);
+            if self.journal.resumed_after.is_some()
+                && matches!(event, RunEvent::EffectChanged { .. })
+            {
+                self.journal.since_resume.push(logged);
             }
         }
         if let Some(log) = &self.config.log {
@@ -229,15 +152,17 @@ impl LeadState {
     /// send but the last, which drops it; a send that fails leaves the item unchecked, so it
     /// is reported like a failed append, naming the store.
     fn watch(&mut self, item: journal::Logged) {
-        let Some(acks) = &self.acks else { return };
-        if acks.send(item).is_err() && self.log_failed.is_none() {
+        let Some(acks) = &self.journal.acks else {
+            return;
+        };
+        if acks.send(item).is_err() && self.journal.log_failed.is_none() {
             let location = self
                 .config
                 .log
                 .as_ref()
                 .map(|log| log.store().location())
                 .unwrap_or_default();
-            self.log_failed = Some(StoreError::Write(format!(
+            self.journal.log_failed = Some(StoreError::Write(format!(
                 "{location}: the acknowledgement watcher stopped"
             )));
         }
@@ -252,25 +177,27 @@ impl LeadState {
         scope: &[String],
         role: &RoleProfile,
     ) -> Result<(Compiled, Option<Orientation>), FloorError> {
-        self.index.sync(self.projector.checkpoint());
-        let checkpoint = self.projector.checkpoint();
+        self.contexts
+            .index
+            .sync(self.contexts.projector.checkpoint());
+        let checkpoint = self.contexts.projector.checkpoint();
         let focus = Focus {
             subagent: subagent.to_string(),
             scope: scope.to_vec(),
-            terms: self.question_terms.clone(),
+            terms: self.contexts.question_terms.clone(),
         };
         // Optional fields are selected; mandatory ones are compiled whole.
         let fields: Vec<Field> = role.optional.iter().map(|o| o.field).collect();
-        let pick = self.index.select(checkpoint, &focus, &fields);
+        let pick = self.contexts.index.select(checkpoint, &focus, &fields);
         // After a resume, what changed since for this subagent (its effects cut off by the
         // crash) comes as the delta, and the restarted subagent orients itself first.
         let own = |call: &str| call.split('.').next() == Some(subagent);
         let delta = self
-            .resumed_after
+            .journal.resumed_after
             .map(|after| Delta {
                 after_seq: after,
                 events: self
-                    .since_resume
+                    .journal.since_resume
                     .iter()
                     .filter(|e| matches!(&e.event, RunEvent::EffectChanged { call_id, .. } if own(call_id)))
                     .cloned()
@@ -278,9 +205,10 @@ impl LeadState {
             })
             .filter(|d| !d.events.is_empty());
         let orientation = self
+            .journal
             .resumed_after
             .and_then(|_| Orientation::for_subagent(checkpoint, subagent));
-        let tokenizer = self.tokenizer.as_ref();
+        let tokenizer = self.contexts.tokenizer.as_ref();
         // The lead's own context is sized against the lead's model.
         let model = match (&self.config.lead_model, role.name.as_str()) {
             (Some(lead), "lead") => lead,
@@ -301,11 +229,15 @@ impl LeadState {
     /// A checkpoint of everything logged so far, stored by the watcher once it is durable;
     /// `now` takes it whatever the interval (the end of the run).
     pub(super) fn checkpoint(&mut self, now: bool) {
-        let due = now || self.pace.ready(self.checkpointed.map(|at| at.elapsed()));
-        if due && self.acks.is_some() {
-            self.checkpointed = Some(Instant::now());
-            self.pace.taken();
-            let checkpoint = Box::new(self.projector.checkpoint().clone());
+        let due = now
+            || self
+                .journal
+                .pace
+                .ready(self.journal.checkpointed.map(|at| at.elapsed()));
+        if due && self.journal.acks.is_some() {
+            self.journal.checkpointed = Some(Instant::now());
+            self.journal.pace.taken();
+            let checkpoint = Box::new(self.contexts.projector.checkpoint().clone());
             self.watch(journal::Logged::Checkpoint(checkpoint));
         }
     }
@@ -315,18 +247,19 @@ impl LeadState {
     pub(super) fn cancel(&mut self, myself: &ActorRef<LeadMsg>) {
         self.cancelled = true;
         // The lead model's call in flight is aborted with its task.
-        if let Some(task) = self.lead_task.take() {
+        if let Some(task) = self.lead.lead_task.take() {
             task.abort();
-            if !self.planned && self.planning_error.is_none() {
-                self.planning_error = Some("the run was cancelled before it was planned".into());
+            if !self.fleet.planned && self.fleet.planning_error.is_none() {
+                self.fleet.planning_error =
+                    Some("the run was cancelled before it was planned".into());
             }
-            self.synthesising = false;
+            self.lead.synthesising = false;
         }
-        while let Some(index) = self.queue.pop_front() {
+        while let Some(index) = self.fleet.queue.pop_front() {
             self.end(index, SubagentState::Cancelled, None);
         }
-        for &index in self.by_actor.values() {
-            if let Some(actor) = &self.records[index].actor {
+        for &index in self.fleet.by_actor.values() {
+            if let Some(actor) = &self.fleet.records[index].actor {
                 actor.stop(Some("run cancelled".into()));
             }
         }
@@ -340,10 +273,10 @@ impl LeadState {
         plan: Vec<(String, Shard)>,
         mut restored: BTreeMap<String, resume::Restored>,
     ) {
-        self.planned = true;
+        self.fleet.planned = true;
         for (id, shard) in plan {
-            let index = self.records.len();
-            self.by_id.entry(id.clone()).or_insert(index);
+            let index = self.fleet.records.len();
+            self.fleet.by_id.entry(id.clone()).or_insert(index);
             let kept = restored.remove(&id).filter(|r| r.is_done());
             let mut record = SubagentRecord {
                 summary: SubagentSummary {
@@ -383,47 +316,47 @@ impl LeadState {
                     if self.config.lead_model.is_some() {
                         record.observations = Some(r.observations);
                     }
-                    self.records.push(record);
+                    self.fleet.records.push(record);
                     self.apply_spent(index, r.spent);
                 }
                 None if self.cancelled => {
                     record.summary.state = SubagentState::Cancelled;
-                    self.records.push(record);
+                    self.fleet.records.push(record);
                 }
                 None => {
-                    self.queue.push_back(index);
-                    self.records.push(record);
+                    self.fleet.queue.push_back(index);
+                    self.fleet.records.push(record);
                 }
             }
         }
     }
 
     pub(super) fn index_of(&self, id: &str) -> Option<usize> {
-        self.by_id.get(id).copied()
+        self.fleet.by_id.get(id).copied()
     }
 
     /// Subagents alive now: exactly those whose actor is still supervised.
     pub(super) fn running(&self) -> usize {
-        self.by_actor.len()
+        self.fleet.by_actor.len()
     }
 
     pub(super) async fn fill(&mut self, myself: &ActorRef<LeadMsg>) {
         while !self.cancelled && self.running() < self.config.agents.max(1) {
-            let Some(index) = self.queue.pop_front() else {
+            let Some(index) = self.fleet.queue.pop_front() else {
                 break;
             };
-            let id = self.records[index].summary.id.clone();
+            let id = self.fleet.records[index].summary.id.clone();
             let Some(role) = self
                 .config
                 .roles
-                .get(&self.records[index].shard.role)
+                .get(&self.fleet.records[index].shard.role)
                 .cloned()
             else {
-                let why = format!("no role profile `{}`", self.records[index].shard.role);
+                let why = format!("no role profile `{}`", self.fleet.records[index].shard.role);
                 self.end(index, SubagentState::Failed, Some(why));
                 continue;
             };
-            let scope = self.records[index].shard.paths.clone();
+            let scope = self.fleet.records[index].shard.paths.clone();
             let (context, orientation) = match self.context_for(&id, &scope, &role) {
                 Ok(c) => c,
                 Err(refused) => {
@@ -435,17 +368,17 @@ impl LeadState {
                     continue;
                 }
             };
-            let record = &self.records[index];
+            let record = &self.fleet.records[index];
             let brief = if role.name == "verifier" {
-                plan::verify_brief(&self.search_question, &record.shard)
+                plan::verify_brief(&self.contexts.search_question, &record.shard)
             } else {
-                plan::brief(&self.search_question, &record.shard)
+                plan::brief(&self.contexts.search_question, &record.shard)
             };
             let system = plan::with_contract(&context.text);
             if let Some(why) = self.unaffordable(&system, &brief, &role.tools) {
                 // Spawning stops: this subagent and every one still queued are not started.
                 self.end(index, SubagentState::Failed, Some(why.clone()));
-                while let Some(queued) = self.queue.pop_front() {
+                while let Some(queued) = self.fleet.queue.pop_front() {
                     self.end(queued, SubagentState::Failed, Some(why.clone()));
                 }
                 break;
@@ -460,61 +393,12 @@ impl LeadState {
                 &context,
                 budget,
             );
-            // Its earlier attempts' denials (a resume) count toward the bound.
-            let denied = self
-                .projector
-                .checkpoint()
-                .denials
-                .iter()
-                .filter(|d| d.subagent == record.summary.id)
-                .map(|d| d.consequence.clone())
-                .collect();
-            let args = SubagentArgs {
-                id: record.summary.id.clone(),
-                system,
-                brief,
-                orientation,
-                denied,
-                budget,
-                model: Arc::clone(&self.config.model),
-                tools: {
-                    let offered: Vec<String> = role
-                        .tools
-                        .iter()
-                        .filter(|t| self.policy.offers_tool(t))
-                        .cloned()
-                        .collect();
-                    self.config.tools.only(&offered)
-                },
-                workspace: self.config.workspace.under(Arc::clone(&self.policy)),
-                report: {
-                    let (lead, id) = (myself.clone(), record.summary.id.clone());
-                    Arc::new(move |report| {
-                        let _ = lead.cast(LeadMsg::Subagent {
-                            id: id.clone(),
-                            report,
-                        });
-                    })
-                },
-                limits: self.config.limits,
-                cost: Arc::clone(&self.config.cost),
-                cost_cap: self.config.subagent_cost_cap,
-                run_id: self.config.run_id.clone(),
-                // Its spawn is the next event logged.
-                span: tracing::info_span!(
-                    parent: &self.span,
-                    "subagent",
-                    run_id = %self.config.run_id,
-                    subagent = %record.summary.id,
-                    role = %role.name,
-                    seq = self.next_seq + 1,
-                ),
-            };
+            let args = self.subagent_args(myself, index, &role, system, brief, orientation, budget);
             match SubagentActor::spawn_linked(None, SubagentActor, args, myself.get_cell()).await {
                 Ok((actor, _)) => {
                     self.log(vec![spawned]);
-                    self.by_actor.insert(actor.get_id(), index);
-                    let record = &mut self.records[index];
+                    self.fleet.by_actor.insert(actor.get_id(), index);
+                    let record = &mut self.fleet.records[index];
                     record.actor = Some(actor);
                     record.summary.state = SubagentState::Running;
                     let event = Event::SubagentSpawned {
@@ -533,6 +417,74 @@ impl LeadState {
         }
     }
 
+    /// What a subagent is spawned with: its context and brief, the denials of its earlier
+    /// attempts, its budget, the tools its role's profile names that the policy offers, and a
+    /// workspace and a reporter of its own.
+    #[allow(clippy::too_many_arguments)]
+    fn subagent_args(
+        &self,
+        myself: &ActorRef<LeadMsg>,
+        index: usize,
+        role: &RoleProfile,
+        system: String,
+        brief: String,
+        orientation: Option<Orientation>,
+        budget: crate::policy::Budget,
+    ) -> SubagentArgs {
+        let record = &self.fleet.records[index];
+        // Its earlier attempts' denials (a resume) count toward the bound.
+        let denied = self
+            .contexts
+            .projector
+            .checkpoint()
+            .denials
+            .iter()
+            .filter(|d| d.subagent == record.summary.id)
+            .map(|d| d.consequence.clone())
+            .collect();
+        SubagentArgs {
+            id: record.summary.id.clone(),
+            system,
+            brief,
+            orientation,
+            denied,
+            budget,
+            model: Arc::clone(&self.config.model),
+            tools: {
+                let offered: Vec<String> = role
+                    .tools
+                    .iter()
+                    .filter(|t| self.policy.offers_tool(t))
+                    .cloned()
+                    .collect();
+                self.config.tools.only(&offered)
+            },
+            workspace: self.config.workspace.under(Arc::clone(&self.policy)),
+            report: {
+                let (lead, id) = (myself.clone(), record.summary.id.clone());
+                Arc::new(move |report| {
+                    let _ = lead.cast(LeadMsg::Subagent {
+                        id: id.clone(),
+                        report,
+                    });
+                })
+            },
+            limits: self.config.limits,
+            cost: Arc::clone(&self.config.cost),
+            cost_cap: self.config.subagent_cost_cap,
+            run_id: self.config.run_id.clone(),
+            // Its spawn is the next event logged.
+            span: tracing::info_span!(
+                parent: &self.outside.span,
+                "subagent",
+                run_id = %self.config.run_id,
+                subagent = %record.summary.id,
+                role = %role.name,
+                seq = self.journal.next_seq + 1,
+            ),
+        }
+    }
+
     pub(super) fn end(&mut self, index: usize, state: SubagentState, error: Option<String>) {
         self.end_after(None, index, state, error);
     }
@@ -546,7 +498,7 @@ impl LeadState {
         state: SubagentState,
         error: Option<String>,
     ) {
-        let record = &mut self.records[index];
+        let record = &mut self.fleet.records[index];
         record.summary.state = state;
         if error.is_some() {
             record.summary.error = error;
@@ -559,7 +511,7 @@ impl LeadState {
         );
         self.log(verdict.into_iter().chain(ended).collect());
         self.checkpoint(false);
-        let record = &self.records[index];
+        let record = &self.fleet.records[index];
         let event = Event::SubagentEnded {
             id: record.summary.id.clone(),
             state,
@@ -579,7 +531,7 @@ impl LeadState {
     ) -> Option<usize> {
         let index = self.index_of(id)?;
         self.apply_spent(index, spent);
-        let record = &mut self.records[index];
+        let record = &mut self.fleet.records[index];
         record.searches = merge::searches_of(&observations, &record.shard.paths);
         if self.config.lead_model.is_some() {
             record.observations = Some(observations);
@@ -588,14 +540,14 @@ impl LeadState {
     }
 
     pub(super) fn stop_actor(&self, index: usize) {
-        if let Some(actor) = &self.records[index].actor {
+        if let Some(actor) = &self.fleet.records[index].actor {
             actor.stop(None);
         }
     }
 
     pub(super) fn apply_spent(&mut self, index: usize, spent: Spent) {
-        self.records[index].spent = spent;
-        let s = &mut self.records[index].summary;
+        self.fleet.records[index].spent = spent;
+        let s = &mut self.fleet.records[index].summary;
         s.tool_calls = spent.tool_calls;
         s.tokens = spent.tokens();
         s.model_turns = spent.model_turns;
@@ -611,7 +563,7 @@ impl LeadState {
     /// doubted conclusions) at most once; finishes when nothing is left.
     pub(super) async fn advance(&mut self, myself: &ActorRef<LeadMsg>) {
         self.fill(myself).await;
-        let idle = self.planned && self.queue.is_empty() && self.running() == 0;
+        let idle = self.fleet.planned && self.fleet.queue.is_empty() && self.running() == 0;
         if idle && self.second_wave() {
             self.fill(myself).await;
         }
@@ -621,7 +573,8 @@ impl LeadState {
     /// Whether the lead doubts anything: a finding of a handoff that broke the contract before
     /// a repair made it pass (the checkpoint's `doubts` the verifier is compiled with).
     pub(super) fn doubts_any(&self) -> bool {
-        self.records
+        self.fleet
+            .records
             .iter()
             .filter(|r| {
                 matches!(
@@ -637,20 +590,24 @@ impl LeadState {
     /// Plans the second wave once: a verifier subagent, compiled from the updated checkpoint,
     /// re-checks the doubted conclusions. False when there is nothing to verify.
     pub(super) fn second_wave(&mut self) -> bool {
-        let planned_already = self.records.iter().any(|r| r.shard.role != "explorer");
-        if self.cancelled || self.second_wave_planned || planned_already {
+        let planned_already = self
+            .fleet
+            .records
+            .iter()
+            .any(|r| r.shard.role != "explorer");
+        if self.cancelled || self.fleet.second_wave_planned || planned_already {
             return false;
         }
-        self.second_wave_planned = true;
+        self.fleet.second_wave_planned = true;
         if !self.doubts_any() || !self.config.roles.contains_key("verifier") {
             return false;
         }
         // The second wave counts against --max-subagents like the first.
-        if self.records.len() >= self.config.max_subagents {
-            self.verifier_skipped = true;
+        if self.fleet.records.len() >= self.config.max_subagents {
+            self.fleet.verifier_skipped = true;
             return false;
         }
-        let id = format!("sa{}", self.records.len() + 1);
+        let id = format!("sa{}", self.fleet.records.len() + 1);
         // The whole tree — or, under a read scope, all of it that may be read.
         let shard = Shard {
             paths: self.policy.read_roots().unwrap_or_else(|| vec![".".into()]),
@@ -659,6 +616,7 @@ impl LeadState {
             question: None,
         };
         let mut listed: Vec<(String, &Shard)> = self
+            .fleet
             .records
             .iter()
             .map(|r| (r.summary.id.clone(), &r.shard))
@@ -667,8 +625,8 @@ impl LeadState {
         self.log(vec![journal::planned(
             &listed,
             "second wave: a verifier re-checks the conclusions of repaired handoffs",
-            &self.left_out,
-            &self.not_searched,
+            &self.fleet.left_out,
+            &self.fleet.not_searched,
         )]);
         self.adopt_plan(vec![(id, shard)], BTreeMap::new());
         true
@@ -676,10 +634,10 @@ impl LeadState {
 
     pub(super) fn finish_if_done(&mut self, myself: &ActorRef<LeadMsg>) {
         let done = !self.finished
-            && (self.planned || self.planning_error.is_some())
-            && self.queue.is_empty()
+            && (self.fleet.planned || self.fleet.planning_error.is_some())
+            && self.fleet.queue.is_empty()
             && self.running() == 0;
-        if !done || self.synthesising {
+        if !done || self.lead.synthesising {
             return;
         }
         if self.wants_synthesis() {
@@ -692,19 +650,21 @@ impl LeadState {
         }]);
         // The final checkpoint is the projector's own, taken rather than copied: nothing
         // compiles a context after the report, so the index goes too.
-        self.index = ContextIndex::default();
-        if self.acks.is_some() {
-            let projector =
-                std::mem::replace(&mut self.projector, Projector::new(&self.config.run_id));
+        self.contexts.index = ContextIndex::default();
+        if self.journal.acks.is_some() {
+            let projector = std::mem::replace(
+                &mut self.contexts.projector,
+                Projector::new(&self.config.run_id),
+            );
             self.watch(journal::Logged::Checkpoint(Box::new(
                 projector.into_checkpoint(),
             )));
         }
-        let reply = self.reply.take();
+        let reply = self.outside.reply.take();
         // Dropping the sender lets the watcher end once it has checked every acknowledgement.
-        self.acks.take();
-        let acked = self.acked.take();
-        let failed = self.log_failed.clone();
+        self.journal.acks.take();
+        let acked = self.journal.acked.take();
+        let failed = self.journal.log_failed.clone();
         let me = myself.clone();
         // The report goes out only once every event is durable and the final checkpoint built;
         // if any append failed, the error goes out instead.
@@ -742,9 +702,9 @@ impl LeadState {
         };
         self.stop_actor(index);
         // A subagent that gives up while owing a repair leaves a rejected handoff.
-        match self.records[index].pending.take() {
+        match self.fleet.records[index].pending.take() {
             Some(violations) => {
-                self.records[index].summary.violations = violations;
+                self.fleet.records[index].summary.violations = violations;
                 self.end(index, SubagentState::Rejected, Some(reason));
             }
             None => self.end(index, SubagentState::Failed, Some(reason)),
@@ -755,10 +715,10 @@ impl LeadState {
     /// citations are then read only where it lets files be read.
     fn adopt_policy(&mut self) {
         self.policy = Arc::new(Policy::from_constraints(
-            &self.projector.checkpoint().constraints,
+            &self.contexts.projector.checkpoint().constraints,
         ));
         if !self.policy.is_empty() {
-            self.files = Arc::new(WorkspaceFiles::new(
+            self.contexts.files = Arc::new(WorkspaceFiles::new(
                 self.config.workspace.under(Arc::clone(&self.policy)),
             ));
         }
@@ -771,14 +731,14 @@ impl LeadState {
         reply: RpcReplyPort<Result<Report, StoreError>>,
         myself: &ActorRef<LeadMsg>,
     ) {
-        self.reply = Some(reply);
-        self.started = Instant::now();
+        self.outside.reply = Some(reply);
+        self.outside.started = Instant::now();
         if let Some(resumption) = self.resume.take() {
             // The constraints come back from the log, with the rules they were typed to.
             self.adopt_policy();
-            self.resumed_after = Some(resumption.after_seq);
-            self.lead_turns = resumption.lead_turns.clone();
-            self.earlier_lead = resumption.lead_model.clone();
+            self.journal.resumed_after = Some(resumption.after_seq);
+            self.lead.lead_turns = resumption.lead_turns.clone();
+            self.lead.earlier_lead = resumption.lead_model.clone();
             let mut events = vec![RunEvent::RunResumed {
                 after_seq: resumption.after_seq,
             }];
@@ -791,12 +751,12 @@ impl LeadState {
             }));
             self.log(events);
             if !resumption.plan.is_empty() {
-                self.left_out = resumption.left_out;
-                self.not_searched = resumption.not_searched;
+                self.fleet.left_out = resumption.left_out;
+                self.fleet.not_searched = resumption.not_searched;
                 self.adopt_plan(resumption.plan, resumption.subagents);
                 self.emit(Event::RunPlanned {
                     run_id: self.config.run_id.clone(),
-                    subagents: self.records.len(),
+                    subagents: self.fleet.records.len(),
                 });
                 self.advance(myself).await;
                 return;
@@ -813,11 +773,11 @@ impl LeadState {
         let (agents, max) = (self.config.agents, self.config.max_subagents);
         let shards = self.config.shards;
         let me = myself.clone();
-        let tokenizer = Arc::clone(&self.tokenizer);
+        let tokenizer = Arc::clone(&self.contexts.tokenizer);
         let lead = self.config.lead_model.clone();
         let meter = Arc::clone(&self.config.cost);
         let limits = self.config.limits;
-        let question = self.search_question.clone();
+        let question = self.contexts.search_question.clone();
         let planning = async move {
             let roots_for_plan = roots.clone();
             let planned = tokio::task::spawn_blocking(move || {
@@ -848,10 +808,10 @@ impl LeadState {
             };
             let _ = me.cast(LeadMsg::Planned(planned));
         };
-        let task = tokio::spawn(planning.instrument(self.span.clone()));
+        let task = tokio::spawn(planning.instrument(self.outside.span.clone()));
         // Only a lead model's planning can take long enough to be worth cancelling.
         if self.config.lead_model.is_some() {
-            self.lead_task = Some(task);
+            self.lead.lead_task = Some(task);
         }
     }
 }

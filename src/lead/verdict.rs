@@ -61,10 +61,10 @@ impl LeadState {
         let Some(index) = self.index_of(id) else {
             return;
         };
-        if self.records[index].summary.state.ended() {
+        if self.fleet.records[index].summary.state.ended() {
             return;
         }
-        let used = self.records[index].summary.repairs;
+        let used = self.fleet.records[index].summary.repairs;
         let checked = verdict(parsed, used, self.config.repairs);
         self.emit(Event::HandoffChecked {
             id: id.to_string(),
@@ -95,7 +95,7 @@ impl LeadState {
                 unverified: unverified.clone(),
             },
         };
-        let record = &mut self.records[index];
+        let record = &mut self.fleet.records[index];
         match checked {
             Verdict::Accept { handoff, dropped } => {
                 record.handoff = Some(handoff);
@@ -115,7 +115,7 @@ impl LeadState {
             }
             Verdict::Repair(violations) => {
                 self.log(vec![logged]);
-                let record = &mut self.records[index];
+                let record = &mut self.fleet.records[index];
                 record.summary.repairs += 1;
                 record.pending = Some(violations.clone());
                 if let Some(actor) = &record.actor {

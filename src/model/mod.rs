@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 /// or JSON-escaped — replaced by `[redacted]` (borrowed when none occurs): what an application
 /// passes its own output through before it leaves the process.
 pub use crate::redact::scrub;
-pub use crate::transcript::Message;
 use crate::tokens::{estimate_tokens, estimate_tokens_of_len};
+pub use crate::transcript::Message;
 use crate::transcript::{ToolCall, ToolSpec};
 pub use anthropic::AnthropicModel;
 pub use http::{HttpOptions, Retry};
@@ -446,7 +446,6 @@ pub(crate) fn estimated_usage(request: &ModelRequest, text: &str, calls: &[ToolC
         ..Usage::default()
     }
 }
-
 
 #[cfg(test)]
 mod tests {

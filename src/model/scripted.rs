@@ -7,9 +7,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{
-    ErrorKind, Model, ModelError, ModelRequest, ModelResponse, StopReason, Usage,
-};
+use super::{ErrorKind, Model, ModelError, ModelRequest, ModelResponse, StopReason, Usage};
 use crate::tokens::estimate_tokens;
 use crate::transcript::ToolCall;
 

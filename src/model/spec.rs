@@ -118,20 +118,23 @@ pub fn connect_provider(
         Provider::Anthropic => {
             let key = key("ANTHROPIC_API_KEY")?.ok_or(ConnectError::MissingAnthropicKey)?;
             let base = var("ANTHROPIC_BASE_URL");
-            let model = AnthropicModel::new(&spec.model, key, base.as_deref(), options)
-                .map_err(|reason| ConnectError::BaseUrl {
+            let model = AnthropicModel::new(&spec.model, key, base.as_deref(), options).map_err(
+                |reason| ConnectError::BaseUrl {
                     var: "ANTHROPIC_BASE_URL",
                     reason,
-                })?;
+                },
+            )?;
             Ok(Arc::new(model.with_window(window).with_price(price)))
         }
         _ => {
             let key = key("OPENAI_API_KEY")?;
             let base = var("OPENAI_BASE_URL");
-            let model = OpenAiModel::new(&spec.model, key, base.as_deref(), options)
-                .map_err(|reason| ConnectError::BaseUrl {
-                    var: "OPENAI_BASE_URL",
-                    reason,
+            let model =
+                OpenAiModel::new(&spec.model, key, base.as_deref(), options).map_err(|reason| {
+                    ConnectError::BaseUrl {
+                        var: "OPENAI_BASE_URL",
+                        reason,
+                    }
                 })?;
             Ok(Arc::new(model.with_window(window).with_price(price)))
         }

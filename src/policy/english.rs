@@ -577,37 +577,7 @@ fn rules_of(
     tools: &[String],
     is_path: &dyn Fn(&str) -> bool,
 ) -> Option<Vec<Rule>> {
-    let places = || -> Option<Vec<String>> {
-        let found = items(list);
-        let only = matches!(
-            shape,
-            Shape::OnlyRead | Shape::OnlyReadWrite | Shape::OnlyWrite | Shape::OnlyTouch
-        );
-        let ok = !found.is_empty()
-            && found.iter().all(|p| {
-                place(p)
-                    && (!files || file_kind(p))
-                    && (path_like(p) || is_path(p))
-                    && (shape != Shape::NeverReadMatching || p.contains(['*', '?']))
-                    // "only consult docs.rs": a bare file name may be a site, and an `only`
-                    // rule on the wrong reading would block everything else.
-                    && (!only || files || p.contains(['/', '*', '?']) || !file_kind(p))
-            });
-        // ".md files": files whose names end in `.md` (or start with it: `.env.local`).
-        ok.then(|| {
-            found
-                .iter()
-                .flat_map(|p| {
-                    let extension = files && p.starts_with('.') && !p[1..].contains('.');
-                    if extension {
-                        vec![format!("*{p}"), format!("{p}*")]
-                    } else {
-                        vec![p.to_string()]
-                    }
-                })
-                .collect::<Vec<String>>()
-        })
-    };
+    let places = || places_of(shape, list, files, is_path);
     let read = |only: Vec<String>, never: Vec<String>| {
         Rule::ReadScope {
             only_under: only,
@@ -623,20 +593,6 @@ fn rules_of(
         }
         .checked()
         .ok()
-    };
-    // A file's name without a directory is forbidden at any depth, as an ignore file reads it.
-    let anywhere = |places: Vec<String>| -> Vec<String> {
-        places
-            .into_iter()
-            .map(|p| {
-                let name_only = !p.contains('/') && !p.contains('*') && file_kind(&p);
-                if name_only {
-                    format!("**/{p}")
-                } else {
-                    p
-                }
-            })
-            .collect()
     };
     let rules = match shape {
         Shape::OnlyRead => vec![read(anywhere(places()?), vec![])?],
@@ -668,33 +624,92 @@ fn rules_of(
         }
         Shape::ReadOnly => vec![Rule::NoEffects],
         Shape::NoSpawn => vec![Rule::NoSpawn],
-        Shape::DenyTools | Shape::AllowTools => {
-            // A tool's name in any letter case is the run's tool (`GREP` is `grep`).
-            let named: Option<Vec<String>> = items(list)
-                .iter()
-                .map(|t| {
-                    tools
-                        .iter()
-                        .find(|known| known.eq_ignore_ascii_case(t))
-                        .cloned()
-                })
-                .collect();
-            let named = named.filter(|n| !n.is_empty())?;
-            vec![if shape == Shape::DenyTools {
-                Rule::Tools {
-                    allow: vec![],
-                    deny: named,
-                }
-            } else {
-                Rule::Tools {
-                    allow: named,
-                    deny: vec![],
-                }
-            }]
-        }
+        Shape::DenyTools | Shape::AllowTools => vec![tool_rule(shape, list, tools)?],
         Shape::Budget => budgets(list)?,
     };
     Some(rules)
+}
+
+/// The places a clause's list names, when every one is a place this shape can take: a file
+/// kind for `files`, a path or a name the root holds; an extension (`.md`) as the names that
+/// end or start with it.
+fn places_of(
+    shape: Shape,
+    list: &str,
+    files: bool,
+    is_path: &dyn Fn(&str) -> bool,
+) -> Option<Vec<String>> {
+    let found = items(list);
+    let only = matches!(
+        shape,
+        Shape::OnlyRead | Shape::OnlyReadWrite | Shape::OnlyWrite | Shape::OnlyTouch
+    );
+    let ok = !found.is_empty()
+        && found.iter().all(|p| {
+            place(p)
+                && (!files || file_kind(p))
+                && (path_like(p) || is_path(p))
+                && (shape != Shape::NeverReadMatching || p.contains(['*', '?']))
+                // "only consult docs.rs": a bare file name may be a site, and an `only`
+                // rule on the wrong reading would block everything else.
+                && (!only || files || p.contains(['/', '*', '?']) || !file_kind(p))
+        });
+    // ".md files": files whose names end in `.md` (or start with it: `.env.local`).
+    ok.then(|| {
+        found
+            .iter()
+            .flat_map(|p| {
+                let extension = files && p.starts_with('.') && !p[1..].contains('.');
+                if extension {
+                    vec![format!("*{p}"), format!("{p}*")]
+                } else {
+                    vec![p.to_string()]
+                }
+            })
+            .collect::<Vec<String>>()
+    })
+}
+
+/// A file's name without a directory is forbidden at any depth, as an ignore file reads it.
+fn anywhere(places: Vec<String>) -> Vec<String> {
+    places
+        .into_iter()
+        .map(|p| {
+            let name_only = !p.contains('/') && !p.contains('*') && file_kind(&p);
+            if name_only {
+                format!("**/{p}")
+            } else {
+                p
+            }
+        })
+        .collect()
+}
+
+/// The tools rule a clause names: each tool's name in any letter case is the run's tool
+/// (`GREP` is `grep`); none when one is not the run's.
+fn tool_rule(shape: Shape, list: &str, tools: &[String]) -> Option<Rule> {
+    // A tool's name in any letter case is the run's tool (`GREP` is `grep`).
+    let named: Option<Vec<String>> = items(list)
+        .iter()
+        .map(|t| {
+            tools
+                .iter()
+                .find(|known| known.eq_ignore_ascii_case(t))
+                .cloned()
+        })
+        .collect();
+    let named = named.filter(|n| !n.is_empty())?;
+    Some(if shape == Shape::DenyTools {
+        Rule::Tools {
+            allow: vec![],
+            deny: named,
+        }
+    } else {
+        Rule::Tools {
+            allow: named,
+            deny: vec![],
+        }
+    })
 }
 
 /// Each limit of a budget clause, a rule apiece (so a cost limit, which nothing enforces,

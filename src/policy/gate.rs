@@ -9,8 +9,8 @@ use globset::{GlobBuilder, GlobMatcher};
 use serde::{Deserialize, Serialize};
 
 use super::rules::Rule;
-use crate::text::{lexical_path, within};
 use super::ConstraintEntry;
+use crate::text::{lexical_path, within};
 
 /// What a call does to a resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -10,15 +10,15 @@ use crate::compaction::{
 };
 use crate::context::Orientation;
 
-use crate::tokens::{Estimate, Tokenizer};
 use crate::handoff::{repair_prompt, Violation};
 use crate::model::price::dollars;
 use crate::model::{ModelError, ModelRequest, ModelResponse, Price, StopReason};
+use crate::tokens::{Estimate, Tokenizer};
 
-use crate::transcript::Message;
 use crate::policy::{Budget, Spent};
 use crate::source::ObservationLog;
 use crate::tools::ToolResult;
+use crate::transcript::Message;
 
 use crate::transcript::{ToolCall, ToolSpec};
 

@@ -422,7 +422,7 @@ impl Actor for SubagentActor {
 mod tests {
     use super::*;
     use crate::tools::{Tool, ToolError, ToolOutput};
-    
+
     use crate::transcript::ToolSpec;
 
     /// A tool that takes longer than the limit the test sets.

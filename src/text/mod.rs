@@ -4,8 +4,8 @@
 mod sentences;
 mod words;
 
-pub use sentences::{binding_sentences, binds, normalise, without_binding};
 pub(crate) use sentences::sentences;
+pub use sentences::{binding_sentences, binds, normalise, without_binding};
 pub(crate) use words::{is_stop_word, words};
 
 /// A text on one line: every run of whitespace as one space, none at the ends.

@@ -166,7 +166,8 @@ pub(crate) fn is_stop_word(word: &str) -> bool {
 
 /// The words of a text: its maximal runs of alphanumeric characters, in order.
 pub(crate) fn words(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty())
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
 }
 
 #[cfg(test)]

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 
 use super::{Tool, ToolError, ToolOutput, Workspace};
-use crate::transcript::ToolSpec;
 use crate::policy::{Consequence, Effect};
 use crate::source::{prose_list, quote_path, search_label, Observation};
+use crate::transcript::ToolSpec;
 
 /// Most matches grep prints; the rest are counted and a note says so.
 const GREP_DEFAULT_MATCHES: usize = 200;

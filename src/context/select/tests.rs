@@ -257,15 +257,9 @@ fn mandatory_fields_are_never_cut_by_a_selection() {
         terms: Vec::new(),
     };
     let pick = index.select(&cp, &focus, &optional);
-    let compiled = crate::context::compile_selected(
-        &cp,
-        None,
-        lead,
-        200_000,
-        &crate::tokens::Estimate,
-        &pick,
-    )
-    .unwrap();
+    let compiled =
+        crate::context::compile_selected(&cp, None, lead, 200_000, &crate::tokens::Estimate, &pick)
+            .unwrap();
     let listed = |field: Field| {
         compiled
             .manifest

@@ -44,7 +44,10 @@ fn paths_are_put_in_normal_form() {
         assert_eq!(normal_path(outside), None, "{outside}");
     }
     // The gate takes a real path as written: no unquoting.
-    assert_eq!(crate::text::lexical_path("\"a b.rs\"").as_deref(), Some("\"a b.rs\""));
+    assert_eq!(
+        crate::text::lexical_path("\"a b.rs\"").as_deref(),
+        Some("\"a b.rs\"")
+    );
 }
 
 #[test]
