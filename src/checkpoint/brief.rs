@@ -90,72 +90,9 @@ pub fn brief(cp: &Checkpoint) -> Brief {
             event: e.receipts.last().copied().unwrap_or(0),
         })
         .collect();
-    let constraints = cp
-        .constraints
-        .iter()
-        .map(|c| BriefItem {
-            text: format!(
-                "{} (from {}; {})",
-                crate::text::one_line(&c.text),
-                c.provenance,
-                match c.enforcement() {
-                    crate::policy::Enforcement::NotEnforced => "not enforced".to_string(),
-                    _ => format!(
-                        "enforced: {}",
-                        c.rules
-                            .iter()
-                            .map(|r| r.describe())
-                            .collect::<Vec<_>>()
-                            .join("; ")
-                    ),
-                }
-            ),
-            event: c.event,
-        })
-        .collect();
-    let denials = cp
-        .denials
-        .iter()
-        .map(|d| BriefItem {
-            text: format!(
-                "{} {} ({}): {} denied by \"{}\" ({:?})",
-                d.subagent,
-                d.call_id,
-                crate::text::one_line(&d.tool),
-                d.consequence.describe(),
-                crate::text::one_line(&d.constraint),
-                d.category
-            ),
-            event: d.event,
-        })
-        .collect();
-    let mut budgets: Vec<BriefItem> = cp
-        .budgets
-        .per_subagent
-        .iter()
-        .map(|(id, s)| BriefItem {
-            text: format!(
-                "{id}: {} turns, {} tool calls, {} tokens (limit {} / {} / {})",
-                s.model_turns,
-                s.tool_calls,
-                s.tokens(),
-                cp.budgets.limit.model_turns,
-                cp.budgets.limit.tool_calls,
-                cp.budgets.limit.tokens
-            ),
-            event: 0,
-        })
-        .collect();
-    let t = &cp.budgets.total;
-    budgets.push(BriefItem {
-        text: format!(
-            "total: {} turns, {} tool calls, {} tokens",
-            t.model_turns,
-            t.tool_calls,
-            t.tokens()
-        ),
-        event: 0,
-    });
+    let constraints = cp.constraints.iter().map(constraint_item).collect();
+    let denials = cp.denials.iter().map(denial_item).collect();
+    let budgets = budget_items(cp);
     let to_do: Vec<&str> = cp
         .plans
         .iter()
@@ -190,6 +127,77 @@ pub fn brief(cp: &Checkpoint) -> Brief {
         budgets,
         next_step,
     }
+}
+
+/// A constraint, where it came from and what of it is enforced.
+fn constraint_item(c: &crate::policy::ConstraintEntry) -> BriefItem {
+    BriefItem {
+        text: format!(
+            "{} (from {}; {})",
+            crate::text::one_line(&c.text),
+            c.provenance,
+            match c.enforcement() {
+                crate::policy::Enforcement::NotEnforced => "not enforced".to_string(),
+                _ => format!(
+                    "enforced: {}",
+                    c.rules
+                        .iter()
+                        .map(|r| r.describe())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+            }
+        ),
+        event: c.event,
+    }
+}
+
+/// A denial: who, which call, what it would have touched, and by which constraint.
+fn denial_item(d: &super::DenialEntry) -> BriefItem {
+    BriefItem {
+        text: format!(
+            "{} {} ({}): {} denied by \"{}\" ({:?})",
+            d.subagent,
+            d.call_id,
+            crate::text::one_line(&d.tool),
+            d.consequence.describe(),
+            crate::text::one_line(&d.constraint),
+            d.category
+        ),
+        event: d.event,
+    }
+}
+
+/// Each subagent's spending against the limit, and the total.
+fn budget_items(cp: &Checkpoint) -> Vec<BriefItem> {
+    let mut budgets: Vec<BriefItem> = cp
+        .budgets
+        .per_subagent
+        .iter()
+        .map(|(id, s)| BriefItem {
+            text: format!(
+                "{id}: {} turns, {} tool calls, {} tokens (limit {} / {} / {})",
+                s.model_turns,
+                s.tool_calls,
+                s.tokens(),
+                cp.budgets.limit.model_turns,
+                cp.budgets.limit.tool_calls,
+                cp.budgets.limit.tokens
+            ),
+            event: 0,
+        })
+        .collect();
+    let t = &cp.budgets.total;
+    budgets.push(BriefItem {
+        text: format!(
+            "total: {} turns, {} tool calls, {} tokens",
+            t.model_turns,
+            t.tool_calls,
+            t.tokens()
+        ),
+        event: 0,
+    });
+    budgets
 }
 
 impl Brief {

@@ -13,6 +13,7 @@ mod manifest;
 mod projection;
 mod sqlite;
 mod store;
+mod writer;
 
 use std::collections::BTreeMap;
 

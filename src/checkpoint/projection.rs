@@ -159,18 +159,7 @@ impl Projector {
                 event: at,
             }),
             RunEvent::PlanRevised { subagents, .. } => self.plan_revised(subagents, at),
-            RunEvent::SubagentSpawned { subagent, .. } => {
-                *self.attempt.entry(subagent.clone()).or_default() += 1;
-                if let Some(plan) = self
-                    .plan_of
-                    .get(subagent)
-                    .and_then(|&i| cp.plans.get_mut(i))
-                {
-                    plan.status = PlanStatus::Active;
-                    plan.outcome = None;
-                    plan.event = at;
-                }
-            }
+            RunEvent::SubagentSpawned { subagent, .. } => self.spawned(subagent, at),
             RunEvent::ToolCalled {
                 subagent,
                 call_id,
@@ -236,35 +225,43 @@ impl Projector {
             RunEvent::BudgetSpent { subagent, spent } => spend(&mut cp.budgets, subagent, spent),
             RunEvent::SubagentEnded {
                 subagent, state, ..
-            } => {
-                if let Some(plan) = self
-                    .plan_of
-                    .get(subagent)
-                    .and_then(|&i| cp.plans.get_mut(i))
-                {
-                    plan.outcome = Some(*state);
-                    plan.event = at;
-                    plan.status = if *state == super::SubagentState::Cancelled {
-                        PlanStatus::Blocked
-                    } else {
-                        PlanStatus::Completed
-                    };
-                }
-            }
-            RunEvent::RunResumed { .. } => {
-                // Effects cut off by the crash change by their own EffectChanged events.
-                for plan in &mut cp.plans {
-                    if plan.status == PlanStatus::Blocked {
-                        plan.status = PlanStatus::Active;
-                        plan.event = at;
-                    }
-                }
-                cp.finished = None;
-            }
+            } => self.ended(subagent, *state, at),
+            RunEvent::RunResumed { .. } => resumed(cp, at),
             RunEvent::EvidenceStale {
                 subagent, sources, ..
             } => self.evidence_stale(subagent, sources, at),
             RunEvent::RunFinished { cancelled } => cp.finished = Some(*cancelled),
+        }
+    }
+
+    /// A subagent's new attempt: its plan entry active again.
+    fn spawned(&mut self, subagent: &str, at: u64) {
+        *self.attempt.entry(subagent.to_string()).or_default() += 1;
+        if let Some(plan) = self
+            .plan_of
+            .get(subagent)
+            .and_then(|&i| self.cp.plans.get_mut(i))
+        {
+            plan.status = PlanStatus::Active;
+            plan.outcome = None;
+            plan.event = at;
+        }
+    }
+
+    /// A subagent's end: its plan entry completed, or blocked when it was cancelled.
+    fn ended(&mut self, subagent: &str, state: super::SubagentState, at: u64) {
+        if let Some(plan) = self
+            .plan_of
+            .get(subagent)
+            .and_then(|&i| self.cp.plans.get_mut(i))
+        {
+            plan.outcome = Some(state);
+            plan.event = at;
+            plan.status = if state == super::SubagentState::Cancelled {
+                PlanStatus::Blocked
+            } else {
+                PlanStatus::Completed
+            };
         }
     }
 
@@ -423,6 +420,18 @@ impl Projector {
             keep
         });
     }
+}
+
+/// A resume: blocked plan entries active again, the run no longer finished. Effects cut off by
+/// the crash change by their own `effect_changed` events.
+fn resumed(cp: &mut Checkpoint, at: u64) {
+    for plan in &mut cp.plans {
+        if plan.status == PlanStatus::Blocked {
+            plan.status = PlanStatus::Active;
+            plan.event = at;
+        }
+    }
+    cp.finished = None;
 }
 
 /// An accepted handoff: its findings' sources as evidence, and its entry (its findings doubted

@@ -370,18 +370,9 @@ fn literal_terms(question: &str) -> Vec<Term> {
     out
 }
 
-/// The search terms for a question, most specific first, without duplicates.
-pub(crate) fn terms(question: &str) -> Vec<Term> {
-    let mut out: Vec<Term> = Vec::new();
-    let mut push = |term: Term| {
-        if !out.iter().any(|t| t.pattern == term.pattern) {
-            out.push(term);
-        }
-    };
-    for literal in literal_terms(question) {
-        push(literal);
-    }
-    // Code-like tokens, including backticked ones, become identifier terms.
+/// Code-like tokens, including backticked ones, as identifier terms.
+fn identifier_terms(question: &str) -> Vec<Term> {
+    let mut out = Vec::new();
     let raw_tokens: Vec<&str> = question
         .split(|c: char| c.is_whitespace() || matches!(c, '`' | '"' | '\'' | ',' | '?' | '('))
         .map(|t| t.trim_matches(|c: char| !c.is_alphanumeric() && c != '_'))
@@ -404,7 +395,7 @@ pub(crate) fn terms(question: &str) -> Vec<Term> {
             let last = token.rsplit("::").next().unwrap_or(token);
             let parts = identifier_parts(last);
             if !parts.is_empty() {
-                push(Term {
+                out.push(Term {
                     kind: TermKind::Identifier,
                     label: last.to_string(),
                     pattern: compound_pattern(&parts),
@@ -414,6 +405,12 @@ pub(crate) fn terms(question: &str) -> Vec<Term> {
             }
         }
     }
+    out
+}
+
+/// The question's content words in order, `None` where a word that is no search term (a stop
+/// word, an asking word, a kind noun beside code, an identifier) breaks a compound.
+fn content_words(question: &str) -> Vec<Option<String>> {
     // Plain words, in order; stop words break compounds. The phrases that introduce an
     // example (`for example`, `such as`, `like`) are the question's syntax, not its content.
     static MARKERS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
@@ -467,6 +464,24 @@ pub(crate) fn terms(question: &str) -> Vec<Term> {
             words.push(Some(lower.clone()));
         }
     }
+    words
+}
+
+/// The search terms for a question, most specific first, without duplicates.
+pub(crate) fn terms(question: &str) -> Vec<Term> {
+    let mut out: Vec<Term> = Vec::new();
+    let mut push = |term: Term| {
+        if !out.iter().any(|t| t.pattern == term.pattern) {
+            out.push(term);
+        }
+    };
+    for literal in literal_terms(question) {
+        push(literal);
+    }
+    for term in identifier_terms(question) {
+        push(term);
+    }
+    let words = content_words(question);
     // Compounds of adjacent content words: `file type` -> file_type / FileType.
     for pair in words.windows(2) {
         if let [Some(a), Some(b)] = pair {

@@ -2,12 +2,14 @@
 //! writer that projects the durable events off the actor.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use ractor::ActorRef;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::checkpoint::{
-    Ack, Checkpoint, EffectState, EventStore, Manifest, PlannedSubagent, RunEvent, StoreError,
+    Ack, Checkpoint, EffectState, EventStore, LoggedEvent, Manifest, PlannedSubagent, RunEvent,
+    StoreError,
 };
 
 use crate::context::{Compiled, ItemSum};
@@ -20,6 +22,7 @@ use crate::transcript::ToolCall;
 
 use super::plan::Shard;
 
+use super::state::LeadState;
 use super::{LeadMsg, RunConfig, Stated};
 
 pub(super) fn started(config: &RunConfig) -> RunEvent {
@@ -318,6 +321,75 @@ pub(super) fn watch_acks(
         first.map_or(Ok(()), Err)
     });
     (sender, watcher)
+}
+
+impl LeadState {
+    /// Appends to the run's log, if there is one; durability is awaited before the report.
+    pub(super) fn log(&mut self, events: Vec<RunEvent>) {
+        for event in &events {
+            self.journal.next_seq += 1;
+            let logged = LoggedEvent {
+                run_id: self.config.run_id.clone(),
+                seq: self.journal.next_seq,
+                at_ms: 0,
+                event: event.clone(),
+                prev: String::new(),
+                digest: String::new(),
+            };
+            self.contexts.projector.apply(&logged);
+            tracing::debug!(
+                seq = logged.seq,
+                kind = logged.event.kind(),
+                subagent = logged.event.subagent().unwrap_or(""),
+                "logged"
+            );
+            if self.journal.resumed_after.is_some()
+                && matches!(event, RunEvent::EffectChanged { .. })
+            {
+                self.journal.since_resume.push(logged);
+            }
+        }
+        if let Some(log) = &self.config.log {
+            let ack = log.append(events);
+            self.watch(Logged::Ack(ack));
+        }
+    }
+
+    /// Hands an acknowledgement or a checkpoint to the watcher. The watcher outlives every
+    /// send but the last, which drops it; a send that fails leaves the item unchecked, so it
+    /// is reported like a failed append, naming the store.
+    pub(super) fn watch(&mut self, item: Logged) {
+        let Some(acks) = &self.journal.acks else {
+            return;
+        };
+        if acks.send(item).is_err() && self.journal.log_failed.is_none() {
+            let location = self
+                .config
+                .log
+                .as_ref()
+                .map(|log| log.store().location())
+                .unwrap_or_default();
+            self.journal.log_failed = Some(StoreError::Write(format!(
+                "{location}: the acknowledgement watcher stopped"
+            )));
+        }
+    }
+
+    /// A checkpoint of everything logged so far, stored by the watcher once it is durable;
+    /// `now` takes it whatever the interval (the end of the run).
+    pub(super) fn checkpoint(&mut self, now: bool) {
+        let due = now
+            || self
+                .journal
+                .pace
+                .ready(self.journal.checkpointed.map(|at| at.elapsed()));
+        if due && self.journal.acks.is_some() {
+            self.journal.checkpointed = Some(Instant::now());
+            self.journal.pace.taken();
+            let checkpoint = Box::new(self.contexts.projector.checkpoint().clone());
+            self.watch(Logged::Checkpoint(checkpoint));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::time::Instant;
 use ractor::{Actor, ActorRef, RpcReplyPort};
 use tracing::Instrument;
 
-use crate::checkpoint::{Delta, LoggedEvent, Projector, RunEvent, StoreError};
+use crate::checkpoint::{Delta, Projector, RunEvent, StoreError};
 use crate::context::{
     compile_selected, Compiled, ContextIndex, Field, FloorError, Focus, Orientation, RoleProfile,
 };
@@ -117,57 +117,6 @@ impl LeadState {
         }
     }
 
-    /// Appends to the run's log, if there is one; durability is awaited before the report.
-    pub(super) fn log(&mut self, events: Vec<RunEvent>) {
-        for event in &events {
-            self.journal.next_seq += 1;
-            let logged = LoggedEvent {
-                run_id: self.config.run_id.clone(),
-                seq: self.journal.next_seq,
-                at_ms: 0,
-                event: event.clone(),
-                prev: String::new(),
-                digest: String::new(),
-            };
-            self.contexts.projector.apply(&logged);
-            tracing::debug!(
-                seq = logged.seq,
-                kind = logged.event.kind(),
-                subagent = logged.event.subagent().unwrap_or(""),
-                "logged"
-            );
-            if self.journal.resumed_after.is_some()
-                && matches!(event, RunEvent::EffectChanged { .. })
-            {
-                self.journal.since_resume.push(logged);
-            }
-        }
-        if let Some(log) = &self.config.log {
-            let ack = log.append(events);
-            self.watch(journal::Logged::Ack(ack));
-        }
-    }
-
-    /// Hands an acknowledgement or a checkpoint to the watcher. The watcher outlives every
-    /// send but the last, which drops it; a send that fails leaves the item unchecked, so it
-    /// is reported like a failed append, naming the store.
-    fn watch(&mut self, item: journal::Logged) {
-        let Some(acks) = &self.journal.acks else {
-            return;
-        };
-        if acks.send(item).is_err() && self.journal.log_failed.is_none() {
-            let location = self
-                .config
-                .log
-                .as_ref()
-                .map(|log| log.store().location())
-                .unwrap_or_default();
-            self.journal.log_failed = Some(StoreError::Write(format!(
-                "{location}: the acknowledgement watcher stopped"
-            )));
-        }
-    }
-
     /// A subagent's context, compiled for its role from the checkpoint of everything logged
     /// so far. A floor over the budget raises the budget while the subagent's model's window
     /// (less the room for its answer) allows; past that the context is refused.
@@ -224,22 +173,6 @@ impl LeadState {
             other => other,
         }?;
         Ok((compiled, orientation))
-    }
-
-    /// A checkpoint of everything logged so far, stored by the watcher once it is durable;
-    /// `now` takes it whatever the interval (the end of the run).
-    pub(super) fn checkpoint(&mut self, now: bool) {
-        let due = now
-            || self
-                .journal
-                .pace
-                .ready(self.journal.checkpointed.map(|at| at.elapsed()));
-        if due && self.journal.acks.is_some() {
-            self.journal.checkpointed = Some(Instant::now());
-            self.journal.pace.taken();
-            let checkpoint = Box::new(self.contexts.projector.checkpoint().clone());
-            self.watch(journal::Logged::Checkpoint(checkpoint));
-        }
     }
 
     /// Stops spawning and stops the running subagents; the run finishes with what was handed

@@ -3,6 +3,9 @@
 //! retry loop (exponential backoff with jitter, `retry-after` honoured, bounded attempts, the
 //! shared [`Limiter`] before every attempt), and a server-sent-events reader.
 
+pub(crate) use super::error_body::{
+    classify, error_message, html_text, looks_like_html, one_line_cut,
+};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -278,54 +281,12 @@ impl Http {
             .map(|v| self.redacted(v).chars().take(128).collect::<String>());
         let retry_after = retry_after(response.headers());
         if (300..400).contains(&status) {
-            let to = response
-                .headers()
-                .get("location")
-                .and_then(|v| v.to_str().ok())
-                .map(|l| {
-                    response.url().join(l).map_or_else(
-                        |_| "(not a URL)".into(),
-                        |u| without_credentials(u.as_str()),
-                    )
-                })
-                .unwrap_or_else(|| "(no location given)".into());
-            let mut error = self.error(
-                ErrorKind::BadRequest,
-                format!("the server redirected to {to}, and redirects are not followed (a key stays with its origin): set the base URL to where it leads"),
-            );
-            error.status = Some(status);
-            error.request_id = request_id;
-            return Err(error);
+            return Err(self.redirected(&response, status, request_id));
         }
         if !(200..300).contains(&status) {
-            // What the body says, if it comes within the idle timeout: its first bytes, up to
-            // the cap, whatever its length.
-            let html = response
-                .headers()
-                .get("content-type")
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.contains("html"));
-            let bytes = self.read_prefix(response, ERROR_BODY_BYTES).await;
-            let text = String::from_utf8_lossy(&bytes);
-            let (message, kind_hint) = if html || looks_like_html(&text) {
-                let page = html_text(&text);
-                let page = if page.is_empty() {
-                    format!(
-                        "an HTML page with no text in its first {} KiB",
-                        bytes.len().div_ceil(1024)
-                    )
-                } else {
-                    page
-                };
-                (page, String::new())
-            } else {
-                error_message(&text)
-            };
-            let mut error = self.error(classify(status, &message, &kind_hint), message);
-            error.status = Some(status);
-            error.request_id = request_id;
-            error.retry_after = retry_after;
-            return Err(error);
+            return Err(self
+                .error_status(response, status, request_id, retry_after)
+                .await);
         }
         let json_body = response
             .headers()
@@ -358,6 +319,72 @@ impl Http {
                 error.request_id = request_id.clone();
                 error
             })
+    }
+
+    /// A redirect: not followed (a key stays with its origin), an error naming where it leads.
+    fn redirected(
+        &self,
+        response: &reqwest::Response,
+        status: u16,
+        request_id: Option<String>,
+    ) -> ModelError {
+        let to = response
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .map(|l| {
+                response.url().join(l).map_or_else(
+                    |_| "(not a URL)".into(),
+                    |u| without_credentials(u.as_str()),
+                )
+            })
+            .unwrap_or_else(|| "(no location given)".into());
+        let mut error = self.error(
+            ErrorKind::BadRequest,
+            format!("the server redirected to {to}, and redirects are not followed (a key stays with its origin): set the base URL to where it leads"),
+        );
+        error.status = Some(status);
+        error.request_id = request_id;
+        error
+    }
+
+    /// An error status: what the body says, if it comes within the idle timeout (its first
+    /// bytes, up to the cap, whatever its length), as a typed error.
+    async fn error_status(
+        &self,
+        response: reqwest::Response,
+        status: u16,
+        request_id: Option<String>,
+        retry_after: Option<Duration>,
+    ) -> ModelError {
+        // What the body says, if it comes within the idle timeout: its first bytes, up to
+        // the cap, whatever its length.
+        let html = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("html"));
+        let bytes = self.read_prefix(response, ERROR_BODY_BYTES).await;
+        let text = String::from_utf8_lossy(&bytes);
+        let (message, kind_hint) = if html || looks_like_html(&text) {
+            let page = html_text(&text);
+            let page = if page.is_empty() {
+                format!(
+                    "an HTML page with no text in its first {} KiB",
+                    bytes.len().div_ceil(1024)
+                )
+            } else {
+                page
+            };
+            (page, String::new())
+        } else {
+            error_message(&text)
+        };
+        let mut error = self.error(classify(status, &message, &kind_hint), message);
+        error.status = Some(status);
+        error.request_id = request_id;
+        error.retry_after = retry_after;
+        error
     }
 
     /// The first `limit` bytes of a body (all of it when shorter), each piece within the
@@ -515,198 +542,6 @@ fn seconds(s: f64) -> Option<Duration> {
     (s.is_finite() && s >= 0.0).then(|| Duration::from_secs_f64(s.min(86_400.0)))
 }
 
-/// The provider's message from an error body (`{"error":{"message","type"}}`, `{"error":
-/// "..."}`, `{"message": "..."}`, `{"detail": "..."}`, or the text itself), with the error's
-/// type when it names one.
-pub(crate) fn error_message(body: &str) -> (String, String) {
-    let Ok(value) = serde_json::from_str::<Value>(body) else {
-        return cut_error_message(body);
-    };
-    // A validation failure's list (`{"detail": [{"loc": …, "msg": …}]}`): its messages.
-    if let Some(items) = value.get("detail").and_then(Value::as_array) {
-        let messages: Vec<String> = items
-            .iter()
-            .filter_map(|i| {
-                let msg = i.get("msg").and_then(Value::as_str)?;
-                let at: Vec<String> = i
-                    .get("loc")
-                    .and_then(Value::as_array)
-                    .map(|l| {
-                        l.iter()
-                            .map(|p| p.to_string().trim_matches('"').to_string())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                Some(if at.is_empty() {
-                    msg.to_string()
-                } else {
-                    format!("{} ({})", msg, at.join("."))
-                })
-            })
-            .collect();
-        if !messages.is_empty() {
-            return (messages.join("; "), String::new());
-        }
-    }
-    let error = value.get("error").unwrap_or(&value);
-    let kind = error
-        .get("type")
-        .or_else(|| error.get("code"))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let mut message = error
-        .get("message")
-        .or_else(|| value.get("detail"))
-        .and_then(Value::as_str)
-        .or_else(|| error.as_str())
-        .map(str::to_string)
-        .unwrap_or_else(|| body.to_string());
-    if let Some(param) = error.get("param").and_then(Value::as_str) {
-        message.push_str(&format!(" (param: {param})"));
-    }
-    (message, kind)
-}
-
-/// The message and type of an error body that is not whole JSON (cut at the cap, or not
-/// JSON at all): its first `"message"` and `"type"` strings when it reads as cut JSON, else
-/// the text itself.
-fn cut_error_message(body: &str) -> (String, String) {
-    static FIELD: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let field = FIELD.get_or_init(|| {
-        regex::Regex::new(r#""(message|type|code)"\s*:\s*("(?:[^"\\]|\\.)*")"#)
-            .expect("static regex")
-    });
-    if !body.trim_start().starts_with('{') {
-        return (body.to_string(), String::new());
-    }
-    let first = |name: &str| {
-        field
-            .captures_iter(body)
-            .find(|c| &c[1] == name)
-            .and_then(|c| serde_json::from_str::<String>(&c[2]).ok())
-    };
-    match first("message") {
-        Some(message) => (
-            message,
-            first("type").or_else(|| first("code")).unwrap_or_default(),
-        ),
-        None => (body.to_string(), String::new()),
-    }
-}
-
-/// Whether an error body is an HTML page (a proxy's or a server's error page).
-fn looks_like_html(text: &str) -> bool {
-    let start = text
-        .trim_start()
-        .get(..15)
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    start.starts_with("<!doctype html")
-        || start.starts_with("<html")
-        || start.starts_with("<head")
-        || start.starts_with("<body")
-}
-
-/// The text of an HTML page: its title, then its body's text with tags, scripts and styles
-/// left out, the common entities decoded, whitespace runs as one space.
-pub(crate) fn html_text(html: &str) -> String {
-    let lower = html.to_ascii_lowercase();
-    let mut out = String::new();
-    let mut i = 0;
-    while i < html.len() {
-        let rest = &lower[i..];
-        if rest.starts_with("<script") || rest.starts_with("<style") {
-            let close = if rest.starts_with("<script") {
-                "</script"
-            } else {
-                "</style"
-            };
-            i = rest
-                .find(close)
-                .and_then(|at| rest[at..].find('>').map(|end| i + at + end + 1))
-                .unwrap_or(html.len());
-            continue;
-        }
-        if rest.starts_with("<!--") {
-            i = rest.find("-->").map_or(html.len(), |at| i + at + 3);
-            continue;
-        }
-        if rest.starts_with('<') {
-            out.push(' ');
-            i = rest.find('>').map_or(html.len(), |at| i + at + 1);
-            continue;
-        }
-        let next = rest.find('<').map_or(html.len(), |at| i + at);
-        out.push_str(&html[i..next]);
-        i = next;
-    }
-    let decoded = out
-        .replace("&nbsp;", " ")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&amp;", "&");
-    decoded.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Whether the provider's words say the request failed validation (a schema check of its
-/// body): sending it again cannot help, whatever the status (a server may answer it 500).
-fn names_validation_failure(lower: &str) -> bool {
-    [
-        "validation error",
-        "input should be",
-        "field required",
-        "failed to validate",
-        "invalid_request_error",
-        "unprocessable",
-    ]
-    .iter()
-    .any(|w| lower.contains(w))
-}
-
-/// The kind of a failed call from its status and the provider's words.
-pub(crate) fn classify(status: u16, message: &str, kind: &str) -> ErrorKind {
-    let lower = message.to_lowercase();
-    let too_long = [
-        "context length",
-        "context_length",
-        "prompt is too long",
-        "too many tokens",
-        "context window",
-        "maximum context",
-    ]
-    .iter()
-    .any(|w| lower.contains(w));
-    match status {
-        429 => ErrorKind::RateLimited,
-        529 => ErrorKind::Overloaded,
-        _ if kind == "overloaded_error" => ErrorKind::Overloaded,
-        401 | 403 => ErrorKind::Auth,
-        408 => ErrorKind::Timeout,
-        413 => ErrorKind::ContextTooLong,
-        400..=499 if too_long => ErrorKind::ContextTooLong,
-        400..=499 => ErrorKind::BadRequest,
-        500..=599 if names_validation_failure(&lower) || kind == "invalid_request_error" => {
-            ErrorKind::BadRequest
-        }
-        500..=599 => ErrorKind::Server,
-        _ => ErrorKind::Other,
-    }
-}
-
-/// `text` on one line, cut to `max` characters.
-pub(crate) fn one_line_cut(text: &str, max: usize) -> String {
-    let one = crate::text::one_line(text);
-    let cut: String = one.chars().take(max).collect();
-    if cut.len() < one.len() {
-        format!("{cut}…")
-    } else {
-        cut
-    }
-}
-
 /// Reads server-sent events from a response, each piece within the idle timeout.
 pub(crate) struct Events {
     response: reqwest::Response,
@@ -830,149 +665,4 @@ pub(crate) fn without_credentials(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The documented defaults: connect 10 s, a whole answer 240 s, 90 s idle on a stream;
-    /// five attempts (four retries), backoff from 0.5 s doubling to at most 60 s; streamed.
-    #[test]
-    fn the_defaults_are_the_documented_ones() {
-        let o = HttpOptions::default();
-        assert_eq!(o.connect_timeout, Duration::from_secs(10));
-        assert_eq!(o.request_timeout, Duration::from_secs(240));
-        assert_eq!(o.idle_timeout, Duration::from_secs(90));
-        assert!(o.stream);
-        assert_eq!(o.retry.attempts, 5);
-        assert_eq!(o.retry.base, Duration::from_millis(500));
-        assert_eq!(o.retry.max_delay, Duration::from_secs(60));
-    }
-
-    #[test]
-    fn ids_are_safe_and_one_to_one() {
-        assert_eq!(safe_id("sa1.2"), "sa1_2e_2");
-        assert_ne!(safe_id("a_b"), safe_id("a.b"));
-        assert_ne!(safe_id("a_2e_b"), safe_id("a.b"));
-        for id in ["sa1.2", "x y", "é", ""] {
-            assert!(safe_id(id)
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'));
-        }
-    }
-
-    #[test]
-    fn statuses_and_words_give_the_kind() {
-        assert_eq!(classify(429, "", ""), ErrorKind::RateLimited);
-        assert_eq!(classify(529, "", ""), ErrorKind::Overloaded);
-        assert_eq!(
-            classify(500, "x", "overloaded_error"),
-            ErrorKind::Overloaded
-        );
-        assert_eq!(classify(503, "", ""), ErrorKind::Server);
-        assert_eq!(classify(401, "", ""), ErrorKind::Auth);
-        assert_eq!(
-            classify(400, "prompt is too long: 300000 tokens", ""),
-            ErrorKind::ContextTooLong
-        );
-        assert_eq!(classify(400, "bad field", ""), ErrorKind::BadRequest);
-        assert!(ErrorKind::RateLimited.retryable() && !ErrorKind::BadRequest.retryable());
-    }
-
-    #[test]
-    fn backoff_doubles_within_its_cap_and_retry_after_wins() {
-        let retry = Retry {
-            attempts: 5,
-            base: Duration::from_millis(100),
-            max_delay: Duration::from_secs(1),
-        };
-        let e = ModelError::new(ErrorKind::Server, "x");
-        for (attempt, full) in [(1, 100), (2, 200), (3, 400), (6, 1000)] {
-            let d = retry.delay(attempt, &e).as_millis() as u64;
-            assert!(d >= full / 2 && d <= full, "attempt {attempt}: {d} ms");
-        }
-        let mut limited = ModelError::new(ErrorKind::RateLimited, "x");
-        limited.retry_after = Some(Duration::from_secs(3));
-        assert_eq!(retry.delay(1, &limited), Duration::from_secs(1));
-        limited.retry_after = Some(Duration::from_millis(250));
-        assert_eq!(retry.delay(1, &limited), Duration::from_millis(250));
-    }
-
-    #[test]
-    fn error_bodies_of_every_shape_give_their_message() {
-        let (m, k) = error_message(
-            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
-        );
-        assert_eq!((m.as_str(), k.as_str()), ("Overloaded", "overloaded_error"));
-        let (m, _) = error_message(
-            r#"{"error":{"message":"Invalid schema","type":"invalid_request_error","param":"response_format"}}"#,
-        );
-        assert_eq!(m, "Invalid schema (param: response_format)");
-        assert_eq!(error_message(r#"{"error":"nope"}"#).0, "nope");
-        assert_eq!(error_message(r#"{"detail":"gone"}"#).0, "gone");
-        assert_eq!(error_message("plain\ntext").0, "plain\ntext");
-        // A validation failure's list, and a body cut at the cap, give their messages.
-        let (m, _) = error_message(
-            r#"{"detail":[{"loc":["body","messages",1,"content"],"msg":"Input should be a valid string","type":"string_type"}]}"#,
-        );
-        assert_eq!(
-            m,
-            "Input should be a valid string (body.messages.1.content)"
-        );
-        let cut = format!(
-            r#"{{"error":{{"message":"context length \"exceeded\"","type":"invalid_request_error","trace":"{}"#,
-            "y".repeat(70_000)
-        );
-        let (m, k) = error_message(&cut[..65_536]);
-        assert_eq!(
-            (m.as_str(), k.as_str()),
-            ("context length \"exceeded\"", "invalid_request_error")
-        );
-    }
-
-    /// An HTML error page whose text lies past the cap (a long script first) says what it was.
-    #[test]
-    fn an_html_page_with_no_text_within_the_cap_is_named() {
-        let page = format!("<html><head><script>{}", "x".repeat(70_000));
-        assert_eq!(html_text(&page[..65_536]), "");
-    }
-
-    #[test]
-    fn a_key_is_redacted_before_a_message_is_cut() {
-        let key = "sk-SECRET-KEY-0123456789";
-        let http = Http::new("anthropic", HttpOptions::default(), ApiKey::new(key)).unwrap();
-        for pad in [0, 580, 590, 599, 700] {
-            let e = http.error(ErrorKind::Auth, format!("{}{key}", "x".repeat(pad)));
-            assert!(!e.message.contains("sk-SECRET"), "pad {pad}: {}", e.message);
-            assert!(e.message.chars().count() <= MESSAGE_CHARS + 1);
-        }
-    }
-
-    #[test]
-    fn urls_lose_their_credentials() {
-        assert_eq!(
-            without_credentials("http://user:pw@127.0.0.1:8080/v1/"),
-            "http://127.0.0.1:8080/v1"
-        );
-        assert!(base_url_of("ftp://x").is_err());
-        assert_eq!(
-            without_credentials("http://h:1/v1?api-key=SECRET#x"),
-            "http://h:1/v1"
-        );
-        let e = base_url_of("http://h:1/v1?api-key=SECRET").unwrap_err();
-        assert!(e.contains("query") && !e.contains("SECRET"), "{e}");
-        assert!(!base_url_of("not a url SECRET")
-            .unwrap_err()
-            .contains("SECRET"));
-        assert!(base_url_of("http://h:1/v1#x").is_err());
-        let e = Endpoint::new(
-            "openai",
-            "m",
-            Some("http://user:PASSWORD@h:1/v1"),
-            "http://x",
-            None,
-            HttpOptions::default(),
-        )
-        .unwrap_err();
-        assert!(e.contains("holds a user name or password") && !e.contains("PASSWORD"));
-        assert_eq!(base_url_of("http://h:1/v1/").unwrap(), "http://h:1/v1");
-    }
-}
+mod tests;

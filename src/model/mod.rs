@@ -2,6 +2,7 @@
 //! its implementations. Nothing outside this module knows a provider's wire format.
 
 mod anthropic;
+mod error_body;
 mod http;
 mod limiter;
 mod openai;

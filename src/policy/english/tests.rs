@@ -33,7 +33,7 @@ fn tools() -> Vec<String> {
         .collect()
 }
 
-/// The shapes that are typed, each to the rules it states, with nothing left over.
+/// The read-scope shapes that are typed, each to the rules it states, with nothing left over.
 #[test]
 fn common_phrasings_are_typed() {
     let cases: Vec<(&str, Vec<Rule>)> = vec![
@@ -119,6 +119,15 @@ fn common_phrasings_are_typed() {
                 allowed_hosts: vec!["api.example.com".into()],
             }],
         ),
+    ];
+    assert_typed(cases);
+}
+
+/// The other typed shapes — read-only, no programs, tool lists, budgets, hosts, places off
+/// limits — each to the rules it states, with nothing left over.
+#[test]
+fn common_phrasings_of_tools_budgets_and_places_are_typed() {
+    let cases: Vec<(&str, Vec<Rule>)> = vec![
         ("read-only", vec![Rule::NoEffects]),
         ("This run is read only.", vec![Rule::NoEffects]),
         ("Don't run shell commands", vec![Rule::NoSpawn]),
@@ -222,6 +231,11 @@ fn common_phrasings_are_typed() {
         // As written: letter case follows the tree where the run starts (the coordinator).
         ("NEVER READ DOCS/", vec![read(&[], &["DOCS"])]),
     ];
+    assert_typed(cases);
+}
+
+/// Each text typed to exactly these rules, with nothing left over.
+fn assert_typed(cases: Vec<(&str, Vec<Rule>)>) {
     for (text, rules) in cases {
         let typed = parse(text, &tools(), &in_tree);
         assert_eq!(typed.rules, rules, "{text}");
