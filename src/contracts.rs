@@ -18,3 +18,71 @@ pub const DATA_END: &str = "=== END CHECKPOINT DATA ===";
 pub const CONDITIONS_BEGIN: &str = "=== STANDING CONDITIONS — verbatim; they bind every step ===";
 /// Closes the standing conditions.
 pub const CONDITIONS_END: &str = "=== END STANDING CONDITIONS ===";
+
+/// A role's identifier: a built-in role's ([`RoleId::EXPLORER`], [`RoleId::VERIFIER`],
+/// [`RoleId::LEAD`], [`RoleId::RESEARCHER`], [`RoleId::RECOVERY`]) or the name a user's profile
+/// gives (`--roles DIR`). Written as its name, in the log and the report alike.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
+pub struct RoleId(std::borrow::Cow<'static, str>);
+
+impl RoleId {
+    /// Explores a shard of the tree.
+    pub const EXPLORER: RoleId = RoleId(std::borrow::Cow::Borrowed("explorer"));
+    /// Rereads the doubted conclusions of repaired handoffs.
+    pub const VERIFIER: RoleId = RoleId(std::borrow::Cow::Borrowed("verifier"));
+    /// The lead's own model: plans and writes the run's handoff.
+    pub const LEAD: RoleId = RoleId(std::borrow::Cow::Borrowed("lead"));
+    /// A researcher (its profile exists; no run spawns one yet).
+    pub const RESEARCHER: RoleId = RoleId(std::borrow::Cow::Borrowed("researcher"));
+    /// A recovery role (its profile exists; no run spawns one yet).
+    pub const RECOVERY: RoleId = RoleId(std::borrow::Cow::Borrowed("recovery"));
+
+    /// The role of this name.
+    pub fn new(name: impl Into<String>) -> RoleId {
+        RoleId(std::borrow::Cow::Owned(name.into()))
+    }
+
+    /// Its name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for RoleId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::borrow::Borrow<str> for RoleId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for RoleId {
+    fn from(name: &str) -> RoleId {
+        RoleId::new(name)
+    }
+}
+
+impl From<String> for RoleId {
+    fn from(name: String) -> RoleId {
+        RoleId::new(name)
+    }
+}
+
+impl PartialEq<str> for RoleId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for RoleId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}

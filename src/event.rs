@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::contracts::RoleId;
 use crate::report::SubagentState;
 
 /// One thing that happened in a run.
@@ -21,7 +22,7 @@ pub enum Event {
         /// Subagent id, e.g. `sa1`.
         id: String,
         /// Its role.
-        role: String,
+        role: RoleId,
         /// Its shard of the tree.
         scope: String,
     },

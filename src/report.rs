@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use crate::checkpoint::SubagentState;
+use crate::contracts::RoleId;
 use crate::handoff::{Handoff, Violation};
 use crate::policy::ConstraintEntry;
 pub use crate::policy::Enforcement;
@@ -14,7 +15,7 @@ pub struct SubagentSummary {
     /// Its id, e.g. `sa2`.
     pub id: String,
     /// Its role.
-    pub role: String,
+    pub role: RoleId,
     /// Its shard of the tree, comma-separated.
     pub scope: String,
     /// How it ended.

@@ -72,7 +72,7 @@ fn kept_in(window: &[Message], items: &[&str]) -> usize {
     let text: String = window
         .iter()
         .map(|m| match m {
-            Message::User { text } => text.clone(),
+            Message::User { text } | Message::Compacted { text, .. } => text.clone(),
             Message::Assistant { text, .. } => text.clone(),
             Message::Tool { content, .. } => content.clone(),
         })
@@ -128,7 +128,7 @@ fn compaction_benchmark() {
         // An earlier summary is carried verbatim, never summarised again.
         for earlier in before
             .iter()
-            .filter(|m| matches!(m, Message::User { text } if text.starts_with("[compacted:")))
+            .filter(|m| matches!(m, Message::Compacted { text, .. } if text.starts_with("[compacted:")))
         {
             assert!(
                 out.window.contains(earlier),
@@ -136,7 +136,7 @@ fn compaction_benchmark() {
             );
         }
         ledger_messages.extend(out.window.iter().filter_map(|m| match m {
-            Message::User { text } if text.starts_with("=== PINNED") => Some(text.clone()),
+            Message::Compacted { text, .. } if text.starts_with("=== PINNED") => Some(text.clone()),
             _ => None,
         }));
         window = out.window;
@@ -165,7 +165,7 @@ fn compaction_benchmark() {
     assert!(
         !out.window
             .iter()
-            .any(|m| matches!(m, Message::User { text } if text.starts_with("[compacted:"))),
+            .any(|m| matches!(m, Message::Compacted { text, .. } if text.starts_with("[compacted:"))),
         "no summary was needed"
     );
     rows.push(Row {
@@ -351,7 +351,9 @@ fn chat_jsonl(messages: &[Message]) -> String {
     let mut out = String::from("{\"role\":\"system\",\"content\":\"You are a coding agent.\"}\n");
     for m in messages {
         let v = match m {
-            Message::User { text } => serde_json::json!({"role": "user", "content": text}),
+            Message::User { text } | Message::Compacted { text, .. } => {
+                serde_json::json!({"role": "user", "content": text})
+            }
             Message::Assistant { text, tool_calls } if tool_calls.is_empty() => {
                 serde_json::json!({"role": "assistant", "content": text})
             }

@@ -240,7 +240,7 @@ fn without_a_log_the_marker_says_the_raw_turns_are_not_kept() {
         .window
         .iter()
         .find_map(|m| match m {
-            Message::User { text } if text.starts_with("[compacted:") => Some(text.clone()),
+            Message::Compacted { text, .. } if text.starts_with("[compacted:") => Some(text.clone()),
             _ => None,
         })
         .unwrap();
@@ -270,7 +270,9 @@ fn baton_compact_counts_the_system_messages_against_the_window() {
     let mut lines = vec![json!({"role": "system", "content": system}).to_string()];
     for m in session(60) {
         let line = match m {
-            Message::User { text } => json!({"role": "user", "content": text}),
+            Message::User { text } | Message::Compacted { text, .. } => {
+                json!({"role": "user", "content": text})
+            }
             Message::Assistant { text, .. } => json!({"role": "assistant", "content": text}),
             Message::Tool { .. } => unreachable!(),
         };

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::effect::EffectState;
 use super::SubagentState;
+use crate::contracts::RoleId;
 use crate::handoff::{Handoff, Violation};
 use crate::policy::{Budget, Spent};
 use crate::source::Observation;
@@ -23,7 +24,7 @@ pub struct PlannedSubagent {
     pub scope: Vec<String>,
     /// Its role.
     #[serde(default = "explorer")]
-    pub role: String,
+    pub role: RoleId,
     /// Its own question, when a lead model planned it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub question: Option<String>,
@@ -33,8 +34,8 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
-fn explorer() -> String {
-    "explorer".into()
+fn explorer() -> RoleId {
+    RoleId::EXPLORER
 }
 
 /// What a subagent was given, for the log: enough to say what it saw without the text.
@@ -160,7 +161,7 @@ pub enum RunEvent {
         /// Its id.
         subagent: String,
         /// Its role.
-        role: String,
+        role: RoleId,
         /// Its shard.
         scope: Vec<String>,
         /// What it was given.

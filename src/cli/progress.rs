@@ -107,7 +107,7 @@ impl Board {
                 bar.enable_steady_tick(Duration::from_millis(120));
                 let line = Line {
                     bar,
-                    role: super::terminal_safe(&role).into_owned(),
+                    role: super::terminal_safe(role.as_str()).into_owned(),
                     scope: super::terminal_safe(&scope).into_owned(),
                     tool_calls: 0,
                     tokens: 0,

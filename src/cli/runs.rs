@@ -215,8 +215,8 @@ pub(crate) fn context(args: ContextArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let Some(role) = roles.get(&args.role) else {
-        let known: Vec<&str> = roles.keys().map(String::as_str).collect();
+    let Some(role) = roles.get(args.role.as_str()) else {
+        let known: Vec<&str> = roles.keys().map(|r| r.as_str()).collect();
         say!("no role `{}` (roles: {})", args.role, known.join(", "));
         return EXIT_USAGE;
     };

@@ -11,12 +11,12 @@ use serde::{Deserialize, Serialize};
 use super::clear::{clear_counted, is_pure_read, kept_items, should_compact};
 use super::cut::{split_cuts, split_point};
 use super::floor::{decide, FloorDecision, Floors, Part};
-use super::ledger::{Ledger, Pin, LEDGER_MARK, SUMMARY_MARK};
+use super::ledger::{Ledger, Pin, SUMMARY_MARK};
 use super::summary::{message_text, Extractive, Summariser, LONG_SENTENCE};
 use super::survival::{survival, Facts, Survival};
 use crate::digest::sha256_hex;
 use crate::tokens::Tokenizer;
-use crate::transcript::Message;
+use crate::transcript::{Compaction, Message};
 
 /// Most bytes of a folded span's raw text carried in [`Folded::text`].
 pub const FOLDED_TEXT_MAX: usize = 256 * 1024;
@@ -150,11 +150,23 @@ fn survival_failed(checked: &Survival) -> String {
 }
 
 fn is_summary(m: &Message) -> bool {
-    matches!(m, Message::User { text } if text.starts_with(SUMMARY_MARK))
+    matches!(
+        m,
+        Message::Compacted {
+            kind: Compaction::Summary,
+            ..
+        }
+    )
 }
 
 fn is_ledger(m: &Message) -> bool {
-    matches!(m, Message::User { text } if text.starts_with(LEDGER_MARK))
+    matches!(
+        m,
+        Message::Compacted {
+            kind: Compaction::Ledger,
+            ..
+        }
+    )
 }
 
 /// The ledger of a transcript, built as if its messages arrived one by one, in order: pins
@@ -431,7 +443,10 @@ impl<'a> Compactor<'a> {
         tokens_after += self.summaries(span, &pieces, &folded, at, &mut window, &mut kept)?;
         let ledger_text = ledger.render();
         tokens_after += self.tokenizer.count(&ledger_text);
-        window.push(Message::User { text: ledger_text });
+        window.push(Message::Compacted {
+            kind: Compaction::Ledger,
+            text: ledger_text,
+        });
         kept.push(None);
         window.extend(working[cut..].iter().cloned());
         kept.extend((cut..working.len()).map(Some));
@@ -530,7 +545,10 @@ impl<'a> Compactor<'a> {
                 self.raw_location(first, last, folded)
             );
             tokens += self.tokenizer.count(&text);
-            window.push(Message::User { text });
+            window.push(Message::Compacted {
+                kind: Compaction::Summary,
+                text,
+            });
             kept.push(None);
         }
         Ok(tokens)

@@ -36,7 +36,7 @@ pub fn safe_cuts(messages: &[Message]) -> Vec<usize> {
             Message::Tool { call_id, .. } => {
                 open.remove(call_id.as_str());
             }
-            Message::User { .. } => {}
+            Message::User { .. } | Message::Compacted { .. } => {}
         }
     }
     if open.is_empty() {
@@ -70,7 +70,7 @@ pub fn reports_error(m: &Message) -> bool {
         Message::Tool {
             is_error, content, ..
         } => *is_error || re.is_match(content),
-        Message::User { text } => re.is_match(text),
+        Message::User { text } | Message::Compacted { text, .. } => re.is_match(text),
         Message::Assistant { .. } => false,
     }
 }

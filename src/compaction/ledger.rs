@@ -11,12 +11,10 @@ use std::collections::{BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::text::{binds, sentences};
-use crate::transcript::Message;
+use crate::transcript::{Compaction, Message};
 
-/// How an earlier compaction's ledger message opens.
-pub(crate) const LEDGER_MARK: &str = "=== PINNED";
 /// How a summary message opens.
-pub(crate) const SUMMARY_MARK: &str = "[compacted:";
+pub(crate) const SUMMARY_MARK: &str = Compaction::Summary.mark();
 
 /// Words too common to tie a later turn to a pin.
 const COMMON: &[&str] = &[
@@ -281,10 +279,16 @@ impl Ledger {
     /// compaction's ledger carries over verbatim; summaries and tool results add nothing.
     pub fn arrive(&mut self, turn: usize, message: &Message) {
         match message {
-            Message::User { text } if text.starts_with(LEDGER_MARK) => {
+            Message::Compacted {
+                kind: Compaction::Ledger,
+                text,
+            } => {
                 self.carry(Ledger::parse(text));
             }
-            Message::User { text } if text.starts_with(SUMMARY_MARK) => {}
+            Message::Compacted {
+                kind: Compaction::Summary,
+                ..
+            } => {}
             Message::User { text } => self.observe(turn, text, true),
             Message::Assistant { text, .. } => {
                 if !text.trim().is_empty() {

@@ -22,7 +22,7 @@ pub const LONG_SENTENCE: usize = 120;
 /// The text of one message, as a summariser reads it.
 pub fn message_text(m: &Message) -> String {
     match m {
-        Message::User { text } => text.clone(),
+        Message::User { text } | Message::Compacted { text, .. } => text.clone(),
         Message::Assistant { text, tool_calls } => {
             let mut out = text.clone();
             for c in tool_calls {

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::{Checkpoint, Delta};
 pub use crate::checkpoint::{Field, ManifestEntry, Reason};
-pub use crate::contracts::{CONDITIONS_BEGIN, CONDITIONS_END, DATA_BEGIN, DATA_END};
+pub use crate::contracts::{RoleId, CONDITIONS_BEGIN, CONDITIONS_END, DATA_BEGIN, DATA_END};
 use crate::tokens::Tokenizer;
 pub use orientation::{state_name, Orientation};
 use render::{heading, render};
@@ -58,7 +58,7 @@ pub(crate) fn escape_data(text: String) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Compiled {
     /// The role.
-    pub role: String,
+    pub role: RoleId,
     /// The context text.
     pub text: String,
     /// The tools the role may call: from the profile, never from the data.
@@ -144,7 +144,7 @@ pub fn compile_selected(
     }
     if floor > budget {
         return Err(FloorError {
-            role: role.name.clone(),
+            role: role.name.to_string(),
             floor,
             budget,
             fields: mandatory_tokens,
@@ -312,7 +312,7 @@ fn fit(
             }
             (true, None) => {
                 return Err(FloorError {
-                    role: role.name.clone(),
+                    role: role.name.to_string(),
                     floor: tokens,
                     budget,
                     fields: mandatory_tokens,

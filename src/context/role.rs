@@ -3,6 +3,7 @@
 //! are compiled in; `--roles DIR` adds or replaces them. A malformed profile is an error naming
 //! the file and the field.
 
+use crate::contracts::RoleId;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -25,7 +26,7 @@ pub struct OptionalField {
 #[serde(deny_unknown_fields)]
 pub struct RoleProfile {
     /// The role's name.
-    pub name: String,
+    pub name: RoleId,
     /// One line on what the role is for.
     pub description: String,
     /// The system text the role's context opens with.
@@ -92,7 +93,7 @@ impl RoleProfile {
         };
         let profile: RoleProfile = toml::from_str(text)
             .map_err(|e| err(e.to_string().lines().collect::<Vec<_>>().join(" ")))?;
-        if profile.name.trim().is_empty() {
+        if profile.name.as_str().trim().is_empty() {
             return Err(err("field `name`: empty".into()));
         }
         if profile.budget == 0 {
@@ -128,7 +129,7 @@ impl RoleProfile {
 
 /// The built-in profiles, plus those of `dir` (`*.toml`), which replace built-ins of the same
 /// name.
-pub fn load_roles(dir: Option<&Path>) -> Result<BTreeMap<String, RoleProfile>, RoleError> {
+pub fn load_roles(dir: Option<&Path>) -> Result<BTreeMap<RoleId, RoleProfile>, RoleError> {
     let mut roles = BTreeMap::new();
     for (file, text) in BUILT_IN {
         let role = RoleProfile::parse(&format!("contracts/roles/{file}"), text)?;

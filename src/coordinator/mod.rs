@@ -278,10 +278,13 @@ impl Coordinator {
 
     fn role_profiles(
         &self,
-    ) -> Result<std::collections::BTreeMap<String, crate::context::RoleProfile>, RunError> {
+    ) -> Result<
+        std::collections::BTreeMap<crate::contracts::RoleId, crate::context::RoleProfile>,
+        RunError,
+    > {
         let roles = crate::context::load_roles(self.roles.as_deref())
             .map_err(|e| RunError::BadSetting(e.to_string()))?;
-        if !roles.contains_key("explorer") {
+        if !roles.contains_key(&crate::contracts::RoleId::EXPLORER) {
             return Err(RunError::BadSetting("no `explorer` role profile".into()));
         }
         let known = self.tools.names();

@@ -248,7 +248,7 @@ fn orientation_answer(system: &str) -> String {
 
 fn read_task(request: &ModelRequest) -> Option<Task> {
     let first = request.messages.iter().find_map(|m| match m {
-        Message::User { text } => Some(text),
+        Message::User { text } | Message::Compacted { text, .. } => Some(text),
         _ => None,
     })?;
     let mut question = None;
@@ -314,7 +314,7 @@ fn exchanges(messages: &[Message]) -> Vec<Exchange<'_>> {
                     });
                 }
             }
-            Message::User { .. } => {}
+            Message::User { .. } | Message::Compacted { .. } => {}
         }
     }
     out

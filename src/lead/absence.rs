@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::merge::Accepted;
 use crate::handoff::{Conclusion, ConclusionKind, OpenItem};
-use crate::source::{prose_list, search_label, shadowed, SourceId};
+use crate::source::{prose_list, search_label, shadowed, SearchKind, SourceId};
 
 /// Whether a search over `searched` covered every path of `shard`.
 fn covers(searched: &[String], shard: &[String]) -> bool {
@@ -39,7 +39,7 @@ pub(super) fn negative_evidence(
     // evidence of absence.
     let matched: Vec<&str> = groups
         .iter()
-        .filter(|((pattern, _, _), g)| g.found && !pattern.starts_with("glob:"))
+        .filter(|((pattern, _, _), g)| g.found && SearchKind::of(pattern).0 == SearchKind::Lines)
         .map(|((pattern, _, _), _)| *pattern)
         .collect();
     // Patterns that found nothing, grouped by where they were searched and how many files.
@@ -47,7 +47,7 @@ pub(super) fn negative_evidence(
     let mut by_place: BTreeMap<Place, (Vec<String>, Vec<String>)> = BTreeMap::new();
     let mut unsearched = Vec::new();
     for ((pattern, insensitive, fixed), g) in groups.iter().filter(|(_, g)| !g.found) {
-        if !pattern.starts_with("glob:") && shadowed(pattern, &matched) {
+        if SearchKind::of(pattern).0 == SearchKind::Lines && shadowed(pattern, &matched) {
             continue;
         }
         let skipped: usize = g.skipped.values().sum();
@@ -60,7 +60,7 @@ pub(super) fn negative_evidence(
                 item: format!("{} was not searched", prose_list(&scopes)),
                 stuck_on: format!(
                     "no file there could be searched for {}",
-                    search_label(pattern.trim_start_matches("glob:"), *insensitive, *fixed)
+                    search_label(SearchKind::of(pattern).1, *insensitive, *fixed)
                 ),
             });
             continue;
@@ -91,9 +91,9 @@ pub(super) fn negative_evidence(
                 if left_out > names.len() { ", …" } else { "" }
             ));
         }
-        let (glob, label) = match pattern.strip_prefix("glob:") {
-            Some(glob) => (true, search_label(glob, *insensitive, true)),
-            None => (false, search_label(pattern, *insensitive, *fixed)),
+        let (glob, label) = match SearchKind::of(pattern) {
+            (SearchKind::FileNames, glob) => (true, search_label(glob, *insensitive, true)),
+            (SearchKind::Lines, _) => (false, search_label(pattern, *insensitive, *fixed)),
         };
         let limits = limits.iter().map(|l| format!("; {l}")).collect::<String>();
         let entry = by_place.entry((glob, place, files, limits)).or_default();

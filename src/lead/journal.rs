@@ -397,6 +397,7 @@ mod tests {
     use super::*;
     use crate::checkpoint::EvidenceEntry;
     use crate::context::{compile, load_roles};
+    use crate::contracts::RoleId;
 
     use crate::tokens::Estimate;
 
@@ -438,7 +439,7 @@ mod tests {
             })
             .collect();
         let roles = load_roles(None).unwrap();
-        let role = &roles["explorer"];
+        let role = &roles[&RoleId::EXPLORER];
         let compiled = compile(&cp, None, role, role.budget, &Estimate).unwrap();
         let event = spawned(
             "sa1",

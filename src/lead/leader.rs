@@ -18,6 +18,7 @@ use tracing::Instrument;
 use super::plan::Shard;
 use super::{LeadMsg, LeadState};
 use crate::checkpoint::RunEvent;
+use crate::contracts::RoleId;
 use crate::handoff::{repair_prompt, validate, Check, Handoff, WorkspaceFiles};
 use crate::model::{call_metered, charge, CostMeter, Model, ModelRequest};
 
@@ -292,7 +293,7 @@ pub(super) async fn propose(
                     .map(|s| Shard {
                         bytes: tree.bytes_under(&s.scope),
                         paths: s.scope,
-                        role: "explorer".into(),
+                        role: RoleId::EXPLORER,
                         question: Some(s.question),
                     })
                     .collect();
@@ -464,7 +465,7 @@ impl LeadState {
         let Some(model) = self.config.lead_model.clone() else {
             return;
         };
-        let role = self.config.roles.get("lead").cloned();
+        let role = self.config.roles.get(&RoleId::LEAD).cloned();
         let compiled = match role {
             None => Err("no role profile `lead`".to_string()),
             Some(role) => self

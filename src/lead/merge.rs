@@ -2,6 +2,7 @@
 //! conclusions are merged with their sources kept; negative evidence is derived from the
 //! subagents' observation logs, not from their prose.
 
+use crate::contracts::RoleId;
 use std::collections::HashMap;
 
 use super::relevance::Rarity;
@@ -83,7 +84,7 @@ pub(crate) struct Accepted<'a> {
 pub(crate) struct Unexplored<'a> {
     pub(crate) id: String,
     /// Its role: an explorer leaves a shard unexplored, a verifier a check undone.
-    pub(crate) role: String,
+    pub(crate) role: RoleId,
     pub(crate) scope: String,
     pub(crate) why: String,
     /// A handoff that was handed off and rejected: its violations' codes (the shard was
@@ -270,7 +271,7 @@ fn unexplored_items(u: &Unexplored<'_>, open_items: &mut OpenItems) {
                 "`{}` was explored by subagent {}, but its handoff was rejected ({codes}): its claims follow as unverified leads",
                 u.scope, u.id
             )
-        } else if u.role == "explorer" {
+        } else if u.role == RoleId::EXPLORER {
             format!("`{}` was not explored (subagent {})", u.scope, u.id)
         } else {
             format!(
@@ -482,7 +483,7 @@ mod tests {
             &accepted,
             &[Unexplored {
                 id: "sa3".into(),
-                role: "explorer".into(),
+                role: RoleId::EXPLORER,
                 scope: "tests".into(),
                 why: "panicked".into(),
                 rejected: None,

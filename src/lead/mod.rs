@@ -42,6 +42,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::checkpoint::{RunLog, StoreError};
 use crate::context::RoleProfile;
+use crate::contracts::RoleId;
 use crate::event::Event;
 use crate::handoff::Parsed;
 use crate::model::Model;
@@ -89,7 +90,7 @@ pub(crate) struct RunConfig {
     /// Constraints given with the task, typed where they can be.
     pub(crate) constraints: Vec<Stated>,
     /// The role profiles subagents are compiled for (explorer, verifier, …).
-    pub(crate) roles: BTreeMap<String, RoleProfile>,
+    pub(crate) roles: BTreeMap<RoleId, RoleProfile>,
     /// Where the run's events go (none: the run is not logged).
     pub(crate) log: Option<RunLog>,
     /// How long one model call and one tool call may take.

@@ -1,6 +1,7 @@
 //! Planning, pure: shard the tree among subagents by directory, balanced by size, and write
 //! each subagent's brief.
 
+use crate::contracts::RoleId;
 use std::collections::BTreeMap;
 
 // A question goes on one line: the brief's `Question:` line holds it whole (the goal keeps it
@@ -13,7 +14,7 @@ pub(crate) struct Shard {
     pub(crate) paths: Vec<String>,
     pub(crate) bytes: u64,
     /// The role of the subagent that takes it (`explorer`, or `verifier` in a second wave).
-    pub(crate) role: String,
+    pub(crate) role: RoleId,
     /// Its own question, when a lead model planned it (asked besides the run's).
     pub(crate) question: Option<String>,
 }
@@ -72,7 +73,7 @@ pub(crate) fn shard(files: &[(String, u64)], n: usize, roots: Option<&[String]>)
         Shard {
             paths: Vec::new(),
             bytes: 0,
-            role: "explorer".into(),
+            role: RoleId::EXPLORER,
             question: None,
         };
         n.min(units.len()).max(1)

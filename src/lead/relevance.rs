@@ -3,6 +3,7 @@
 //! logs hold each search's match count); a conclusion scores the weights of the patterns its
 //! text matches. The lead orders its settled conclusions by this, most telling first.
 
+use crate::source::SearchKind;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
@@ -126,7 +127,9 @@ impl Rarity {
             .max(1) as f64;
         let patterns: Vec<Weighed> = matches
             .into_iter()
-            .filter(|(p, (m, _))| *m > 0 && *p != EVERY_LINE && !p.starts_with("glob:"))
+            .filter(|(p, (m, _))| {
+                *m > 0 && *p != EVERY_LINE && SearchKind::of(p).0 == SearchKind::Lines
+            })
             .map(|(p, (m, searches))| {
                 let m = m as f64;
                 Weighed {

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::{merge, plan, plan::Shard, LeadState};
+use crate::contracts::RoleId;
 use crate::handoff::{Files, Handoff, HardConstraint, OpenItem};
 use crate::policy::Policy;
 use crate::report::{
@@ -122,7 +123,7 @@ impl LeadState {
                     handoff: r.handoff.as_ref()?,
                     scope: &r.shard.paths,
                     searches: &r.searches,
-                    verifier: r.shard.role == "verifier",
+                    verifier: r.shard.role == RoleId::VERIFIER,
                     doubted: matches!(
                         r.summary.state,
                         SubagentState::Repaired | SubagentState::PartlyAccepted
@@ -160,7 +161,7 @@ impl LeadState {
         unexplored.extend(self.fleet.left_out.iter().map(|dir| {
             merge::Unexplored {
                 id: "none".into(),
-                role: "explorer".into(),
+                role: RoleId::EXPLORER,
                 scope: dir.clone(),
                 why:
                     "its ignore file is not a regular file (or is over 1 MiB), so it was not walked"

@@ -9,6 +9,7 @@ use crate::handoff::{Handoff, OpenItem, Violation, WorkspaceFiles};
 use crate::policy::{Budget, Spent};
 use crate::report::SubagentState;
 use crate::source::ObservationLog;
+use crate::source::SearchKind;
 use crate::source::{search_label, Observation};
 use crate::tools::{ToolRegistry, Workspace};
 
@@ -211,9 +212,11 @@ fn searches_gone_stale(
                 ..
             } => {
                 // A glob is rerun as a glob, a pattern as a grep with its flags.
-                let (name, arguments) = match pattern.strip_prefix("glob:") {
-                    Some(glob) => ("glob", serde_json::json!({"pattern": glob, "paths": scope})),
-                    None => (
+                let (name, arguments) = match SearchKind::of(pattern) {
+                    (SearchKind::FileNames, glob) => {
+                        ("glob", serde_json::json!({"pattern": glob, "paths": scope}))
+                    }
+                    (SearchKind::Lines, _) => (
                         "grep",
                         serde_json::json!({
                             "pattern": pattern, "paths": scope, "output": "count",
@@ -251,9 +254,11 @@ fn searches_gone_stale(
                     ),
                     Some(_) => return None,
                 };
-                let label = match pattern.strip_prefix("glob:") {
-                    Some(glob) => format!("a file name matching `{glob}`"),
-                    None => search_label(pattern, *case_insensitive, *fixed_string),
+                let label = match SearchKind::of(pattern) {
+                    (SearchKind::FileNames, glob) => format!("a file name matching `{glob}`"),
+                    (SearchKind::Lines, _) => {
+                        search_label(pattern, *case_insensitive, *fixed_string)
+                    }
                 };
                 Some((call_id.clone(), label, why))
             }
@@ -438,6 +443,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
 mod tests {
     use super::*;
     use crate::checkpoint::{EventStore, MemoryStore, PlannedSubagent};
+    use crate::contracts::RoleId;
     use crate::lead::journal;
 
     fn manifest() -> crate::checkpoint::Manifest {
@@ -466,13 +472,13 @@ mod tests {
                     PlannedSubagent {
                         id: "sa1".into(),
                         scope: vec!["a".into()],
-                        role: "explorer".into(),
+                        role: RoleId::EXPLORER,
                         question: None,
                     },
                     PlannedSubagent {
                         id: "sa2".into(),
                         scope: vec!["b".into()],
-                        role: "explorer".into(),
+                        role: RoleId::EXPLORER,
                         question: None,
                     },
                 ],
@@ -483,7 +489,7 @@ mod tests {
             },
             RunEvent::SubagentSpawned {
                 subagent: "sa1".into(),
-                role: "explorer".into(),
+                role: RoleId::EXPLORER,
                 scope: vec![],
                 manifest: manifest(),
             },
@@ -501,7 +507,7 @@ mod tests {
             },
             RunEvent::SubagentSpawned {
                 subagent: "sa2".into(),
-                role: "explorer".into(),
+                role: RoleId::EXPLORER,
                 scope: vec![],
                 manifest: manifest(),
             },

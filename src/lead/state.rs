@@ -13,6 +13,8 @@ use crate::checkpoint::{Delta, Projector, RunEvent, StoreError};
 use crate::context::{
     compile_selected, Compiled, ContextIndex, Field, FloorError, Focus, Orientation, RoleProfile,
 };
+use crate::contracts::RoleId;
+use crate::transcript::CallId;
 
 use crate::tokens::{Bpe, CachedTokenizer};
 
@@ -140,7 +142,7 @@ impl LeadState {
         let pick = self.contexts.index.select(checkpoint, &focus, &fields);
         // After a resume, what changed since for this subagent (its effects cut off by the
         // crash) comes as the delta, and the restarted subagent orients itself first.
-        let own = |call: &str| call.split('.').next() == Some(subagent);
+        let own = |call: &str| CallId::subagent_of(call) == subagent;
         let delta = self
             .journal.resumed_after
             .map(|after| Delta {
@@ -159,8 +161,8 @@ impl LeadState {
             .and_then(|_| Orientation::for_subagent(checkpoint, subagent));
         let tokenizer = self.contexts.tokenizer.as_ref();
         // The lead's own context is sized against the lead's model.
-        let model = match (&self.config.lead_model, role.name.as_str()) {
-            (Some(lead), "lead") => lead,
+        let model = match &self.config.lead_model {
+            Some(lead) if role.name == RoleId::LEAD => lead,
             _ => &self.config.model,
         };
         let window = model
@@ -302,7 +304,7 @@ impl LeadState {
                 }
             };
             let record = &self.fleet.records[index];
-            let brief = if role.name == "verifier" {
+            let brief = if role.name == RoleId::VERIFIER {
                 plan::verify_brief(&self.contexts.search_question, &record.shard)
             } else {
                 plan::brief(&self.contexts.search_question, &record.shard)
@@ -527,12 +529,12 @@ impl LeadState {
             .fleet
             .records
             .iter()
-            .any(|r| r.shard.role != "explorer");
+            .any(|r| r.shard.role != RoleId::EXPLORER);
         if self.cancelled || self.fleet.second_wave_planned || planned_already {
             return false;
         }
         self.fleet.second_wave_planned = true;
-        if !self.doubts_any() || !self.config.roles.contains_key("verifier") {
+        if !self.doubts_any() || !self.config.roles.contains_key(&RoleId::VERIFIER) {
             return false;
         }
         // The second wave counts against --max-subagents like the first.
@@ -545,7 +547,7 @@ impl LeadState {
         let shard = Shard {
             paths: self.policy.read_roots().unwrap_or_else(|| vec![".".into()]),
             bytes: 0,
-            role: "verifier".into(),
+            role: RoleId::VERIFIER,
             question: None,
         };
         let mut listed: Vec<(String, &Shard)> = self

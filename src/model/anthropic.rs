@@ -227,7 +227,9 @@ fn messages(messages: &[Message]) -> Vec<Value> {
     };
     for m in messages {
         match m {
-            Message::User { text } => add("user", json!({"type": "text", "text": non_empty(text)})),
+            Message::User { text } | Message::Compacted { text, .. } => {
+                add("user", json!({"type": "text", "text": non_empty(text)}))
+            }
             Message::Assistant { text, tool_calls } => {
                 if !text.is_empty() || tool_calls.is_empty() {
                     add(

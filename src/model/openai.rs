@@ -317,7 +317,9 @@ fn body(model: &str, request: &ModelRequest, dialect: &Dialect) -> Value {
     let mut messages = vec![json!({"role": "system", "content": request.system})];
     for m in &request.messages {
         messages.push(match m {
-            Message::User { text } => json!({"role": "user", "content": text}),
+            Message::User { text } | Message::Compacted { text, .. } => {
+                json!({"role": "user", "content": text})
+            }
             Message::Assistant { text, tool_calls } if tool_calls.is_empty() => {
                 json!({"role": "assistant", "content": text})
             }

@@ -8,6 +8,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) use observation::SearchKind;
 pub(crate) use observation::{search_label, shadowed, NOT_SEARCHED_NAMED};
 pub use observation::{Observation, ObservationLog, Shown};
 

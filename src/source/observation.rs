@@ -6,6 +6,37 @@
 
 use serde::{Deserialize, Serialize};
 
+/// What a search looked for: lines matching a pattern (grep) or file names matching a glob.
+/// A search's kind is decided here only: the log stores a glob's pattern as `glob:PATTERN`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SearchKind {
+    /// Lines matching a regex or a fixed string.
+    Lines,
+    /// File names matching a glob.
+    FileNames,
+}
+
+/// How the log marks a glob's pattern.
+const GLOB_MARK: &str = "glob:";
+
+impl SearchKind {
+    /// A logged search's kind and what it searched for.
+    pub(crate) fn of(stored: &str) -> (SearchKind, &str) {
+        match stored.strip_prefix(GLOB_MARK) {
+            Some(glob) => (SearchKind::FileNames, glob),
+            None => (SearchKind::Lines, stored),
+        }
+    }
+
+    /// How a search of this kind for `pattern` is logged.
+    pub(crate) fn stored(self, pattern: &str) -> String {
+        match self {
+            SearchKind::Lines => pattern.to_string(),
+            SearchKind::FileNames => format!("{GLOB_MARK}{pattern}"),
+        }
+    }
+}
+
 /// One thing a tool call let its caller see.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]

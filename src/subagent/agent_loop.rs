@@ -9,6 +9,7 @@ use crate::compaction::{
     message_text, should_compact, Compactor, Decision, Folded, Ledger, Options, RawTurns,
 };
 use crate::context::Orientation;
+use crate::transcript::CallId;
 
 use crate::handoff::{repair_prompt, Violation};
 use crate::model::price::dollars;
@@ -457,7 +458,11 @@ impl AgentLoop {
         let mut calls = response.tool_calls;
         for call in &mut calls {
             self.calls_made += 1;
-            call.id = format!("{}.{}", self.id, self.calls_made);
+            call.id = CallId {
+                subagent: &self.id,
+                n: self.calls_made,
+            }
+            .to_string();
         }
         self.push(Message::Assistant {
             text: response.text,

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::{Tool, ToolError, ToolOutput, Workspace};
 use crate::policy::{Consequence, Effect};
-use crate::source::{prose_list, quote_path, search_label, Observation};
+use crate::source::{prose_list, quote_path, search_label, Observation, SearchKind};
 use crate::transcript::ToolSpec;
 
 /// Most matches grep prints; the rest are counted and a note says so.
@@ -454,7 +454,7 @@ impl Tool for Glob {
             content,
             observations: vec![Observation::Searched {
                 call_id: call_id.to_string(),
-                pattern: format!("glob:{pattern}"),
+                pattern: SearchKind::FileNames.stored(pattern),
                 scope: walked.scopes,
                 matches: total,
                 files_searched: walked.files.len(),

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::{Message, ToolCall};
+use super::{Compaction, Message, ToolCall};
 
 /// Why a line is not a chat message (one line, for the user).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -35,7 +35,13 @@ pub fn read_line(value: &Value, names: &HashMap<String, String>) -> Result<Messa
         .ok_or_else(|| ChatError("no `role`".into()))?;
     let content = content_text(value)?;
     Ok(match role {
-        "system" | "developer" | "user" => Message::User { text: content },
+        "system" | "developer" | "user" => match Compaction::of_text(&content) {
+            Some(kind) => Message::Compacted {
+                kind,
+                text: content,
+            },
+            None => Message::User { text: content },
+        },
         "assistant" => {
             let mut tool_calls = Vec::new();
             for call in value
@@ -93,7 +99,9 @@ pub fn read_line(value: &Value, names: &HashMap<String, String>) -> Result<Messa
 /// A message in OpenAI chat format.
 pub fn write_message(m: &Message) -> Value {
     match m {
-        Message::User { text } => json!({"role": "user", "content": text}),
+        Message::User { text } | Message::Compacted { text, .. } => {
+            json!({"role": "user", "content": text})
+        }
         Message::Assistant { text, tool_calls } if tool_calls.is_empty() => {
             json!({"role": "assistant", "content": text})
         }

@@ -23,6 +23,15 @@ pub enum Message {
         #[serde(default)]
         tool_calls: Vec<ToolCall>,
     },
+    /// What compaction put in the window in place of the turns it folded: a summary of
+    /// them, or the pinned ledger. Sent to a model as user text; told apart by its kind, not by
+    /// its words.
+    Compacted {
+        /// A summary or the ledger.
+        kind: Compaction,
+        /// The text a model reads.
+        text: String,
+    },
     /// The result of one tool call.
     Tool {
         /// The call this answers.
@@ -40,7 +49,7 @@ impl Message {
     /// The message's text, for token estimates.
     pub fn text_len(&self) -> usize {
         match self {
-            Message::User { text } => text.len(),
+            Message::User { text } | Message::Compacted { text, .. } => text.len(),
             Message::Assistant { text, tool_calls } => {
                 text.len()
                     + tool_calls
@@ -50,6 +59,34 @@ impl Message {
             }
             Message::Tool { content, .. } => content.len(),
         }
+    }
+}
+
+/// What a compaction message holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Compaction {
+    /// A summary of folded turns (`[compacted: …`).
+    Summary,
+    /// The pinned ledger (`=== PINNED …`).
+    Ledger,
+}
+
+impl Compaction {
+    /// How a message of this kind opens in text: the chat format recognises a compaction's
+    /// message by it, as compaction writes it.
+    pub const fn mark(self) -> &'static str {
+        match self {
+            Compaction::Summary => "[compacted:",
+            Compaction::Ledger => "=== PINNED",
+        }
+    }
+
+    /// The kind of compaction message a text read from a transcript file is, if it is one.
+    pub fn of_text(text: &str) -> Option<Compaction> {
+        [Compaction::Summary, Compaction::Ledger]
+            .into_iter()
+            .find(|kind| text.starts_with(kind.mark()))
     }
 }
 
@@ -97,4 +134,27 @@ pub struct ToolCall {
     pub name: String,
     /// The arguments object.
     pub arguments: Value,
+}
+
+/// A tool call's id within a run, `SUBAGENT.N`: the N-th call its subagent made (ids a model
+/// gave are replaced by these, so a call names its subagent wherever it is cited).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CallId<'a> {
+    /// The subagent that made it.
+    pub(crate) subagent: &'a str,
+    /// Its number among the subagent's calls, from 1.
+    pub(crate) n: u32,
+}
+
+impl<'a> CallId<'a> {
+    /// The subagent an id (or an effect's intent id, `SUBAGENT.N#ATTEMPT`) names.
+    pub(crate) fn subagent_of(id: &str) -> &str {
+        id.split('.').next().unwrap_or(id)
+    }
+}
+
+impl std::fmt::Display for CallId<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.subagent, self.n)
+    }
 }
