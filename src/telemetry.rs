@@ -41,11 +41,28 @@ impl Drop for TelemetryGuard {
     }
 }
 
+/// Why tracing could not be set up (one line, naming the variable at fault).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TelemetryError(pub String);
+
+impl From<String> for TelemetryError {
+    fn from(message: String) -> TelemetryError {
+        TelemetryError(message)
+    }
+}
+
+impl From<&str> for TelemetryError {
+    fn from(message: &str) -> TelemetryError {
+        TelemetryError(message.to_string())
+    }
+}
+
 /// Installs the process's subscriber from `BATON_LOG` (nothing when it is unset or empty, so
 /// tracing costs one relaxed load per callsite) and, with the `otlp` feature, the OTLP
 /// exporter when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. An unreadable filter is an error naming
 /// it.
-pub fn init(format: LogFormat) -> Result<TelemetryGuard, String> {
+pub fn init(format: LogFormat) -> Result<TelemetryGuard, TelemetryError> {
     let filter = match std::env::var_os(LOG_ENV) {
         None => String::new(),
         Some(value) => value

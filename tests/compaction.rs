@@ -126,10 +126,9 @@ fn compaction_benchmark() {
             total: 1,
         });
         // An earlier summary is carried verbatim, never summarised again.
-        for earlier in before
-            .iter()
-            .filter(|m| matches!(m, Message::Compacted { text, .. } if text.starts_with("[compacted:")))
-        {
+        for earlier in before.iter().filter(
+            |m| matches!(m, Message::Compacted { text, .. } if text.starts_with("[compacted:")),
+        ) {
             assert!(
                 out.window.contains(earlier),
                 "pass {pass}: an earlier summary is kept as it was"
@@ -163,9 +162,9 @@ fn compaction_benchmark() {
     assert!(out.cleared_tokens > 2_000, "{}", out.cleared_tokens);
     assert!(out.window.iter().any(|m| matches!(m, Message::Tool { content, .. } if content.starts_with("[tool result cleared:"))));
     assert!(
-        !out.window
-            .iter()
-            .any(|m| matches!(m, Message::Compacted { text, .. } if text.starts_with("[compacted:"))),
+        !out.window.iter().any(
+            |m| matches!(m, Message::Compacted { text, .. } if text.starts_with("[compacted:"))
+        ),
         "no summary was needed"
     );
     rows.push(Row {

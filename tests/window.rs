@@ -240,7 +240,9 @@ fn without_a_log_the_marker_says_the_raw_turns_are_not_kept() {
         .window
         .iter()
         .find_map(|m| match m {
-            Message::Compacted { text, .. } if text.starts_with("[compacted:") => Some(text.clone()),
+            Message::Compacted { text, .. } if text.starts_with("[compacted:") => {
+                Some(text.clone())
+            }
             _ => None,
         })
         .unwrap();

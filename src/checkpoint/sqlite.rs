@@ -419,10 +419,7 @@ impl EventStore for SqliteStore {
         if !self.tables {
             return Err(StoreError::UnknownRun(run_id.to_string()));
         }
-        let conn = self
-            .reader
-            .lock()
-            .map_err(|e| StoreError::Write(e.to_string()))?;
+        let conn = self.reader.lock().map_err(|_| StoreError::Poisoned)?;
         let damaged = |last_intact: u64, detail: String| StoreError::Damaged {
             run_id: run_id.to_string(),
             last_intact,
@@ -479,10 +476,7 @@ impl EventStore for SqliteStore {
         if !self.tables {
             return Ok(Vec::new());
         }
-        let conn = self
-            .reader
-            .lock()
-            .map_err(|e| StoreError::Write(e.to_string()))?;
+        let conn = self.reader.lock().map_err(|_| StoreError::Poisoned)?;
         // The file exists and opened: a list that does not read is a damaged state.
         let unreadable = |e: rusqlite::Error| match open_failure(&self.path, &e) {
             StoreError::Open { .. } if !is_busy(&e) => StoreError::Corrupt {
@@ -519,10 +513,7 @@ impl EventStore for SqliteStore {
         let body = String::from_utf8(body).map_err(|e| StoreError::Write(e.to_string()))?;
         let body = crate::redact::scrubbed(body);
         self.last_checkpoint.store(body.len(), Ordering::Relaxed);
-        let mut conn = self
-            .reader
-            .lock()
-            .map_err(|e| StoreError::Write(e.to_string()))?;
+        let mut conn = self.reader.lock().map_err(|_| StoreError::Poisoned)?;
         let deadline = std::time::Instant::now() + LOCK_WAIT;
         write_locked(&mut conn, deadline, |tx| {
             tx.execute(
@@ -581,13 +572,10 @@ impl EventStore for SqliteStore {
         if !self.tables {
             return Ok(None);
         }
-        let conn = self
-            .reader
-            .lock()
-            .map_err(|e| StoreError::Write(e.to_string()))?;
+        let conn = self.reader.lock().map_err(|_| StoreError::Poisoned)?;
         let mut statement = conn
             .prepare("SELECT body FROM checkpoints WHERE run_id = ?1 ORDER BY last_seq DESC")
-            .map_err(|e| StoreError::Write(e.to_string()))?;
+            .map_err(|e| StoreError::Read(e.to_string()))?;
         let bodies = statement
             .query_map(params![run_id], |row| {
                 Ok(row
@@ -596,7 +584,7 @@ impl EventStore for SqliteStore {
                     .map(<[u8]>::to_vec)
                     .unwrap_or_default())
             })
-            .map_err(|e| StoreError::Write(e.to_string()))?;
+            .map_err(|e| StoreError::Read(e.to_string()))?;
         for body in bodies.flatten() {
             // A checkpoint missing a mandatory field does not deserialise: the previous stays.
             if let Ok(cp) = serde_json::from_slice::<Checkpoint>(&body) {

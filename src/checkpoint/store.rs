@@ -37,6 +37,13 @@ pub enum StoreError {
     /// A write failed; nothing of the append was written.
     #[error("writing the event log failed: {0}")]
     Write(String),
+    /// A read failed (the log, the runs, a checkpoint).
+    #[error("reading the event log failed: {0}")]
+    Read(String),
+    /// A thread panicked while it held the store's lock: nothing more is read or written
+    /// through it.
+    #[error("the store is unusable: a thread panicked while holding its lock")]
+    Poisoned,
     /// Another process holds the run (it is running or being resumed there).
     #[error(
         "run {0} is in use by another process (running or being resumed); try again once it ends"
@@ -257,10 +264,7 @@ impl EventStore for MemoryStore {
     ) -> tokio::sync::oneshot::Receiver<Result<Vec<LoggedEvent>, StoreError>> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let result = (|| {
-            let mut inner = self
-                .inner
-                .lock()
-                .map_err(|e| StoreError::Write(e.to_string()))?;
+            let mut inner = self.inner.lock().map_err(|_| StoreError::Poisoned)?;
             let inner = &mut *inner;
             if let Some((at, RunEvent::RunStarted { question, root, .. })) = events.first() {
                 if !inner.heads.contains_key(run_id) {
@@ -292,10 +296,7 @@ impl EventStore for MemoryStore {
     }
 
     fn events(&self, run_id: &str) -> Result<Vec<LoggedEvent>, StoreError> {
-        let inner = self
-            .inner
-            .lock()
-            .map_err(|e| StoreError::Write(e.to_string()))?;
+        let inner = self.inner.lock().map_err(|_| StoreError::Poisoned)?;
         let head = inner
             .heads
             .get(run_id)
@@ -318,10 +319,7 @@ impl EventStore for MemoryStore {
     }
 
     fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
-        let inner = self
-            .inner
-            .lock()
-            .map_err(|e| StoreError::Write(e.to_string()))?;
+        let inner = self.inner.lock().map_err(|_| StoreError::Poisoned)?;
         let mut runs = inner.runs.clone();
         runs.sort_by(|a, b| {
             b.started_ms
@@ -332,10 +330,7 @@ impl EventStore for MemoryStore {
     }
 
     fn put_checkpoint(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
-        let mut inner = self
-            .inner
-            .lock()
-            .map_err(|e| StoreError::Write(e.to_string()))?;
+        let mut inner = self.inner.lock().map_err(|_| StoreError::Poisoned)?;
         inner
             .checkpoints
             .entry(checkpoint.run_id.clone())
@@ -345,10 +340,7 @@ impl EventStore for MemoryStore {
     }
 
     fn latest_checkpoint(&self, run_id: &str) -> Result<Option<Checkpoint>, StoreError> {
-        let inner = self
-            .inner
-            .lock()
-            .map_err(|e| StoreError::Write(e.to_string()))?;
+        let inner = self.inner.lock().map_err(|_| StoreError::Poisoned)?;
         Ok(inner
             .checkpoints
             .get(run_id)

@@ -28,6 +28,6 @@ pub use compact::{
 };
 pub use cut::{reports_error, safe_cuts, split_cuts, split_point};
 pub use floor::{decide, floor, irreducible, FloorDecision, DEFAULT_MARGIN_PERCENT};
-pub use ledger::{classify, Ledger, ModelPass, Pin, PinClass};
+pub use ledger::{classify, Ledger, ModelPass, ModelPassError, Pin, PinClass};
 pub use summary::{message_text, Extractive, Summariser, LONG_SENTENCE, SUMMARISER};
 pub use survival::{survival, Facts, Survival};

@@ -59,12 +59,24 @@ pub enum RunError {
     /// A setting is out of range.
     #[error("{0}")]
     BadSetting(String),
+    /// A role profile cannot be used.
+    #[error(transparent)]
+    Roles(#[from] crate::context::RoleError),
+    /// A typed constraint cannot be used.
+    #[error("constraint {text}: {reason}")]
+    Constraint {
+        /// The constraint, on one line.
+        text: String,
+        /// Why.
+        #[source]
+        reason: crate::policy::RuleError,
+    },
     /// The actors could not run.
     #[error("the run failed: {0}")]
     Runtime(String),
     /// The run's log could not be read or written.
     #[error("{0}")]
-    Store(StoreError),
+    Store(#[source] StoreError),
     /// Resuming needs a store to resume from.
     #[error("resuming needs the run's state (a store)")]
     NoStore,
@@ -282,8 +294,7 @@ impl Coordinator {
         std::collections::BTreeMap<crate::contracts::RoleId, crate::context::RoleProfile>,
         RunError,
     > {
-        let roles = crate::context::load_roles(self.roles.as_deref())
-            .map_err(|e| RunError::BadSetting(e.to_string()))?;
+        let roles = crate::context::load_roles(self.roles.as_deref()).map_err(RunError::Roles)?;
         if !roles.contains_key(&crate::contracts::RoleId::EXPLORER) {
             return Err(RunError::BadSetting("no `explorer` role profile".into()));
         }
@@ -379,9 +390,9 @@ impl Coordinator {
             }
             given.push(match rules {
                 Some(rules) => {
-                    let bad = |e: String| {
-                        let shown = crate::text::one_line(text);
-                        RunError::BadSetting(format!("constraint {shown}: {e}"))
+                    let bad = |reason: crate::policy::RuleError| RunError::Constraint {
+                        text: crate::text::one_line(text),
+                        reason,
                     };
                     let rules: Vec<Rule> = rules
                         .iter()
@@ -395,10 +406,10 @@ impl Coordinator {
                             if let Some(unknown) =
                                 allow.iter().chain(deny).find(|t| !tool_names.contains(t))
                             {
-                                return Err(bad(format!(
+                                return Err(bad(crate::policy::RuleError(format!(
                                     "unknown tool `{unknown}` (the run's tools: {})",
                                     tool_names.join(", ")
-                                )));
+                                ))));
                             }
                         }
                     }

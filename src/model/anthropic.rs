@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::http::{self, Answer, Endpoint, HttpOptions};
+use super::http::{self, Answer, Endpoint, EndpointError, HttpOptions};
 use super::sse::Event;
 use super::{
     handoff_schema, ApiKey, ErrorKind, Message, Model, ModelConfig, ModelError, ModelRequest,
@@ -32,7 +32,7 @@ impl AnthropicModel {
         key: ApiKey,
         base_url: Option<&str>,
         options: HttpOptions,
-    ) -> Result<AnthropicModel, String> {
+    ) -> Result<AnthropicModel, EndpointError> {
         let endpoint = Endpoint::new(
             "anthropic",
             model,

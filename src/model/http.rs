@@ -13,6 +13,23 @@ use tracing::Instrument;
 
 use super::{ApiKey, ErrorKind, Limiter, ModelError, ModelResponse, Price};
 
+/// Why a provider's endpoint cannot be used: its base URL, or the client (one line).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EndpointError(pub String);
+
+impl From<String> for EndpointError {
+    fn from(message: String) -> EndpointError {
+        EndpointError(message)
+    }
+}
+
+impl From<&str> for EndpointError {
+    fn from(message: &str) -> EndpointError {
+        EndpointError(message.to_string())
+    }
+}
+
 /// Retries of a failed call: only errors whose kind is retryable are retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retry {
@@ -143,7 +160,7 @@ impl Endpoint {
         default_url: &str,
         key: Option<ApiKey>,
         options: HttpOptions,
-    ) -> Result<Endpoint, String> {
+    ) -> Result<Endpoint, EndpointError> {
         Ok(Endpoint {
             base: base_url_of(base_url.unwrap_or(default_url))?,
             http: Http::new(provider, options, key)?,

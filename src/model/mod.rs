@@ -23,15 +23,16 @@ use crate::tokens::{estimate_tokens, estimate_tokens_of_len};
 pub use crate::transcript::Message;
 use crate::transcript::{ToolCall, ToolSpec};
 pub use anthropic::AnthropicModel;
-pub use http::{HttpOptions, Retry};
+pub use http::{EndpointError, HttpOptions, Retry};
 pub use limiter::Limiter;
 pub use openai::OpenAiModel;
 pub use price::{
-    known_context_window, known_price, CostMeter, Price, PriceTable, UNKNOWN_CONTEXT_WINDOW,
+    known_context_window, known_price, CostLimitError, CostMeter, Price, PriceTable,
+    PriceTableError, UNKNOWN_CONTEXT_WINDOW,
 };
 pub use scripted::{ScriptedModel, ScriptedTurn};
 pub use secret::ApiKey;
-pub use spec::{connect_provider, ConnectError, Env, ModelSpec, Provider};
+pub use spec::{connect_provider, ConnectError, Env, ModelSpec, Provider, SpecError};
 
 /// Which tool the model must call this turn, if any.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -380,7 +381,7 @@ pub(crate) async fn call_metered(
     meter
         .reserve(estimate)
         .await
-        .map_err(|why| ModelError::new(ErrorKind::CostLimit, why))?;
+        .map_err(|why| ModelError::new(ErrorKind::CostLimit, why.to_string()))?;
     // Settled whatever happens — a call aborted or panicking gives its reservation back.
     let mut held = Held {
         meter,

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::http::{self, Answer, Endpoint, HttpOptions};
+use super::http::{self, Answer, Endpoint, EndpointError, HttpOptions};
 use super::{
     handoff_schema, ApiKey, ErrorKind, Fallback, Message, Model, ModelConfig, ModelError,
     ModelRequest, ModelResponse, Price, StopReason, ToolChoice, Usage,
@@ -56,7 +56,7 @@ impl OpenAiModel {
         key: Option<ApiKey>,
         base_url: Option<&str>,
         options: HttpOptions,
-    ) -> Result<OpenAiModel, String> {
+    ) -> Result<OpenAiModel, EndpointError> {
         let stream = options.stream;
         let endpoint = Endpoint::new(
             "openai",

@@ -8,6 +8,34 @@ use serde::{Deserialize, Serialize};
 
 use super::{ModelRequest, Usage};
 
+/// Why a prices file cannot be used (one line).
+#[derive(Debug, thiserror::Error)]
+pub enum PriceTableError {
+    /// It is not the TOML table it should be.
+    #[error("{}", crate::text::one_line(&.0.to_string()))]
+    Toml(#[source] toml::de::Error),
+    /// An entry's value is out of range.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// A call that would take the run past its cost limit, in millionths of a dollar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the run's cost limit (${:.4}) would be passed: ${:.4} spent, and this call may cost up to ${:.4}",
+    dollars(*limit),
+    dollars(*spent),
+    dollars(*estimate)
+)]
+pub struct CostLimitError {
+    /// The limit.
+    pub limit: u64,
+    /// Spent so far.
+    pub spent: u64,
+    /// What the call may cost.
+    pub estimate: u64,
+}
+
 /// US dollars per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -148,9 +176,9 @@ pub struct PriceTable {
 
 impl PriceTable {
     /// Parses a prices file; the error names what is wrong in one line.
-    pub fn parse(text: &str) -> Result<PriceTable, String> {
+    pub fn parse(text: &str) -> Result<PriceTable, PriceTableError> {
         let entries: HashMap<String, Entry> =
-            toml::from_str(text).map_err(|e| crate::text::one_line(&e.to_string()))?;
+            toml::from_str(text).map_err(PriceTableError::Toml)?;
         for (name, entry) in &entries {
             let price = p(
                 entry.input,
@@ -159,17 +187,17 @@ impl PriceTable {
                 entry.cache_write,
             );
             if !price.valid() {
-                return Err(format!(
+                return Err(PriceTableError::Invalid(format!(
                     "`{name}`: a price must be a number from 0 to 1,000,000 dollars per million tokens"
-                ));
+                )));
             }
             if entry
                 .context_window
                 .is_some_and(|w| !(1024..=100_000_000).contains(&w))
             {
-                return Err(format!(
+                return Err(PriceTableError::Invalid(format!(
                     "`{name}`: context_window must be from 1,024 to 100,000,000 tokens"
-                ));
+                )));
             }
         }
         Ok(PriceTable { entries })
@@ -317,16 +345,15 @@ impl CostMeter {
     /// Reserves `estimate` for a call about to be sent when it fits with what is spent and
     /// reserved; `Ok(false)` when it would fit once the calls in flight settle (try again
     /// then); an error saying why when what is spent already leaves no room.
-    pub fn try_reserve(&self, estimate: u64) -> Result<bool, String> {
+    pub fn try_reserve(&self, estimate: u64) -> Result<bool, CostLimitError> {
         let mut s = self.lock();
         if let Some(limit) = self.limit {
             if s.0.saturating_add(estimate) > limit {
-                return Err(format!(
-                    "the run's cost limit (${:.4}) would be passed: ${:.4} spent, and this call may cost up to ${:.4}",
-                    dollars(limit),
-                    dollars(s.0),
-                    dollars(estimate)
-                ));
+                return Err(CostLimitError {
+                    limit,
+                    spent: s.0,
+                    estimate,
+                });
             }
             if s.0.saturating_add(s.1).saturating_add(estimate) > limit {
                 return Ok(false);
@@ -338,7 +365,7 @@ impl CostMeter {
 
     /// Reserves `estimate` for a call about to be sent, waiting while calls in flight hold the
     /// room it needs; an error when what is spent already leaves none.
-    pub async fn reserve(&self, estimate: u64) -> Result<(), String> {
+    pub async fn reserve(&self, estimate: u64) -> Result<(), CostLimitError> {
         while !self.try_reserve(estimate)? {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
@@ -375,7 +402,11 @@ mod meter_tests {
         // What is spent leaves no room: an error naming the limit.
         m.settle(50, 70);
         assert!(m.affords(10) && !m.affords(11));
-        assert!(m.try_reserve(11).unwrap_err().contains("$0.0001"));
+        assert!(m
+            .try_reserve(11)
+            .unwrap_err()
+            .to_string()
+            .contains("$0.0001"));
         let free = CostMeter::new(None);
         free.reserve(u64::MAX).await.unwrap();
         assert!(free.affords(u64::MAX));

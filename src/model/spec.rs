@@ -28,7 +28,7 @@ pub struct ModelSpec {
 
 impl ModelSpec {
     /// Parses a spec; the error says what is accepted.
-    pub fn parse(text: &str) -> Result<ModelSpec, String> {
+    pub fn parse(text: &str) -> Result<ModelSpec, SpecError> {
         let text = text.trim();
         if text == "offline" {
             return Ok(ModelSpec {
@@ -41,16 +41,16 @@ impl ModelSpec {
             "anthropic" => Provider::Anthropic,
             "openai" => Provider::OpenAi,
             _ => {
-                return Err(format!(
+                return Err(SpecError(format!(
                     "`{text}` is not a model: use offline, anthropic:MODEL or openai:MODEL"
-                ))
+                )))
             }
         };
         if model.trim().is_empty() || model.chars().any(char::is_control) {
-            return Err(format!(
+            return Err(SpecError(format!(
                 "`{text}` names no model: use {}MODEL",
                 &text[..text.len() - model.len()]
-            ));
+            )));
         }
         Ok(ModelSpec {
             provider,
@@ -62,6 +62,11 @@ impl ModelSpec {
 /// Reads one environment variable; none when unset or empty. Given as a function so tests
 /// and embedders need not touch the process's environment.
 pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// Why a `--model` spec cannot be read: what is accepted, in one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SpecError(pub String);
 
 /// Why a provider's model could not be built (one line, naming the variable at fault; the key
 /// itself is never shown).
@@ -79,7 +84,8 @@ pub enum ConnectError {
         /// The variable that holds it.
         var: &'static str,
         /// Why it cannot be used.
-        reason: String,
+        #[source]
+        reason: super::EndpointError,
     },
     /// The offline model is not a provider's: the explorer builds it (`baton::connect`).
     #[error("the offline model is not reached over HTTP")]
@@ -158,9 +164,11 @@ mod tests {
         );
         assert!(ModelSpec::parse("openai:")
             .unwrap_err()
+            .to_string()
             .contains("openai:MODEL"));
         assert!(ModelSpec::parse("gemini:x")
             .unwrap_err()
+            .to_string()
             .contains("anthropic:MODEL"));
     }
 

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 pub use english::parse as parse_constraint;
 pub(crate) use english::{named, typed_form};
 pub use gate::{normal_path, Category, Consequence, Denial, Effect, Policy};
-pub use rules::{from_json as rules_from_json, Rule, Typed};
+pub use rules::{from_json as rules_from_json, Rule, RuleError, Typed};
 
 /// How many times one subagent may be denied the same consequence: at this count it is
 /// ended, the denial its reason.

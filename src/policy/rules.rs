@@ -166,7 +166,7 @@ impl Rule {
 
     /// Puts its paths in normal form (a leading `/` means the root); an error names a path
     /// that leaves the root or a rule that says nothing.
-    pub fn checked(mut self) -> Result<Rule, String> {
+    pub fn checked(mut self) -> Result<Rule, RuleError> {
         let fix = |paths: &mut Vec<String>| -> Result<(), String> {
             for p in paths.iter_mut() {
                 let rooted = p.trim().trim_start_matches('/');
@@ -211,6 +211,24 @@ impl Rule {
     }
 }
 
+/// Why a typed rule cannot be used (one line): a path that leaves the root, a rule that says
+/// nothing, JSON that is not a rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct RuleError(pub String);
+
+impl From<String> for RuleError {
+    fn from(message: String) -> RuleError {
+        RuleError(message)
+    }
+}
+
+impl From<&str> for RuleError {
+    fn from(message: &str) -> RuleError {
+        RuleError(message.to_string())
+    }
+}
+
 /// A constraint's typed form: its rules, and the clauses no rule covers (which stay
 /// standing conditions, carried verbatim but not enforced).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -222,7 +240,7 @@ pub struct Typed {
 }
 
 /// Reads a typed constraint given as JSON: one rule object or an array of them.
-pub fn from_json(text: &str) -> Result<Vec<Rule>, String> {
+pub fn from_json(text: &str) -> Result<Vec<Rule>, RuleError> {
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
     let items = match value {
@@ -245,10 +263,12 @@ pub fn from_json(text: &str) -> Result<Vec<Rule>, String> {
                 .filter(|_| bare)
                 .and_then(|o| o.keys().find(|k| *k != "rule"))
             {
-                return Err(format!("unknown field `{extra}`: this rule takes none"));
+                return Err(RuleError(format!(
+                    "unknown field `{extra}`: this rule takes none"
+                )));
             }
             serde_json::from_value::<Rule>(item)
-                .map_err(|e| e.to_string())
+                .map_err(|e| RuleError(e.to_string()))
                 .and_then(Rule::checked)
         })
         .collect()

@@ -140,7 +140,8 @@ fn urls_lose_their_credentials() {
         None,
         HttpOptions::default(),
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("holds a user name or password") && !e.contains("PASSWORD"));
     assert_eq!(base_url_of("http://h:1/v1/").unwrap(), "http://h:1/v1");
 }

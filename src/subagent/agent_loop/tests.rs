@@ -262,7 +262,9 @@ fn the_marker_names_the_digest_of_the_folded_turns_it_logs() {
         .messages
         .iter()
         .find_map(|m| match m {
-            Message::Compacted { text, .. } if text.starts_with("[compacted:") => Some(text.clone()),
+            Message::Compacted { text, .. } if text.starts_with("[compacted:") => {
+                Some(text.clone())
+            }
             _ => None,
         })
         .unwrap();
