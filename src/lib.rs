@@ -332,7 +332,7 @@ pub use checkpoint::{
     delta, project, transition, Checkpoint, Delta, EffectState, EventStore, LoggedEvent,
     MemoryStore, RunEvent, RunRow, SqliteStore, StoreError,
 };
-pub use coordinator::{connect, Canceller, Coordinator, RunError, RunHandle, Task};
+pub use coordinator::{connect, Canceller, Coordinator, RunError, RunHandle, Task, EVENTS_BUFFER};
 pub use event::Event;
 pub use explorer::OfflineModel;
 pub use fsio::{open_regular_file, NotRegular};

@@ -134,7 +134,7 @@ async fn max_subagents_caps_the_plan_and_agents_bound_concurrency() {
         .collect();
     let dir = crate::support::tree(&borrowed);
     let coordinator = Coordinator::new().agents(1).max_subagents(2);
-    let (events, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+    let (events, mut receiver) = tokio::sync::mpsc::channel(baton::EVENTS_BUFFER);
     let handle = coordinator
         .start(Task::new("Where is find_b?", dir.path()), Some(events))
         .await

@@ -826,7 +826,7 @@ async fn progress_events_carry_the_cost() {
     });
     let dir = crate::support::rust_tree();
     let model = std::sync::Arc::new(openai(&server, false));
-    let (sender, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let (sender, mut events) = tokio::sync::mpsc::channel(baton::EVENTS_BUFFER);
     let report = baton::Coordinator::new()
         .model(model)
         .shards(1)

@@ -115,7 +115,7 @@ impl Model for Stalls {
 #[tokio::test]
 async fn cancel_stops_running_subagents_and_still_reports() {
     let dir = three_dirs();
-    let (events, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+    let (events, mut receiver) = tokio::sync::mpsc::channel(baton::EVENTS_BUFFER);
     let handle = Coordinator::new()
         .model(Arc::new(Stalls))
         .agents(2)

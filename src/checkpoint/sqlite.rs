@@ -4,8 +4,9 @@
 //! waiting in its queue into one transaction and acknowledges them all after the one commit.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use rusqlite::{params, Connection};
@@ -23,7 +24,7 @@ pub(super) const GROUP: usize = 4096;
 /// Checkpoints a run keeps: the newest and the one before it.
 const CHECKPOINTS_KEPT: i64 = 2;
 /// Most appends waiting for the writer; a sender past it waits.
-const WRITER_QUEUE: usize = 2 * GROUP;
+pub(super) const WRITER_QUEUE: usize = 2 * GROUP;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
@@ -62,10 +63,21 @@ pub(super) struct Append {
     pub(super) ack: Ack,
 }
 
+/// The writer's end of the queue: appends, how many wait, and who to tell after a commit.
+pub(super) struct Queue {
+    pub(super) rx: mpsc::Receiver<Append>,
+    pub(super) backlog: Arc<AtomicUsize>,
+    pub(super) drained: Arc<tokio::sync::Notify>,
+}
+
 /// The on-disk store at `DIR/baton.db`.
 pub struct SqliteStore {
     path: PathBuf,
     writer: Mutex<Option<mpsc::SyncSender<Append>>>,
+    /// Appends queued for the writer and not yet taken into a commit.
+    backlog: Arc<AtomicUsize>,
+    /// Notified after each commit.
+    drained: Arc<tokio::sync::Notify>,
     thread: Mutex<Option<JoinHandle<()>>>,
     reader: Mutex<Connection>,
     /// False for an existing file without baton's tables (a WAL that held them was lost):
@@ -276,11 +288,18 @@ impl SqliteStore {
         let reader = open_connection(&path)?;
         // A bounded queue: a lead that outruns the disk waits for it instead of growing.
         let (tx, rx) = mpsc::sync_channel::<Append>(WRITER_QUEUE);
+        let backlog = Arc::new(AtomicUsize::new(0));
+        let drained = Arc::new(tokio::sync::Notify::new());
         let thread = std::thread::Builder::new()
             .name("baton-event-writer".into())
             .spawn({
                 let path = path.clone();
-                move || writer_loop(writer_conn, rx, path)
+                let queue = Queue {
+                    rx,
+                    backlog: Arc::clone(&backlog),
+                    drained: Arc::clone(&drained),
+                };
+                move || writer_loop(writer_conn, queue, path)
             })
             .map_err(|e| StoreError::Open {
                 path: path.display().to_string(),
@@ -289,6 +308,8 @@ impl SqliteStore {
         Ok(SqliteStore {
             path,
             writer: Mutex::new(Some(tx)),
+            backlog,
+            drained,
             thread: Mutex::new(Some(thread)),
             reader: Mutex::new(reader),
             tables: true,
@@ -355,6 +376,8 @@ impl SqliteStore {
         Ok(SqliteStore {
             path,
             writer: Mutex::new(None),
+            backlog: Default::default(),
+            drained: Default::default(),
             thread: Mutex::new(None),
             reader: Mutex::new(reader),
             tables: tables == 2,
@@ -401,7 +424,10 @@ impl EventStore for SqliteStore {
         let (message, why) = match self.writer.lock() {
             Ok(writer) => match writer.as_ref() {
                 Some(tx) => match tx.send(message) {
-                    Ok(()) => return rx,
+                    Ok(()) => {
+                        self.backlog.fetch_add(1, Ordering::AcqRel);
+                        return rx;
+                    }
                     Err(mpsc::SendError(message)) => (message, "the event writer has stopped"),
                 },
                 None => (message, "the state was opened read-only"),
@@ -537,6 +563,14 @@ impl EventStore for SqliteStore {
         })
         .map(|_| ())
         .map_err(|e| e.into_store_error(&self.path))
+    }
+
+    fn backlog(&self) -> usize {
+        self.backlog.load(Ordering::Acquire)
+    }
+
+    fn drained(&self) -> Option<Arc<tokio::sync::Notify>> {
+        Some(Arc::clone(&self.drained))
     }
 
     fn location(&self) -> String {

@@ -107,7 +107,21 @@ pub trait EventStore: Send + Sync {
     fn claim(&self, _run_id: &str) -> Result<RunClaim, StoreError> {
         Ok(RunClaim::default())
     }
+    /// Appends taken and not yet written: an async appender waits while this is at
+    /// [`WRITER_BACKLOG`] or more, so it never blocks a runtime thread on a full queue. A store
+    /// that writes at once holds none.
+    fn backlog(&self) -> usize {
+        0
+    }
+    /// Notified each time the writer has written a batch (none: a store without a writer).
+    fn drained(&self) -> Option<std::sync::Arc<tokio::sync::Notify>> {
+        None
+    }
 }
+
+/// The backlog an async appender waits below: the writer's queue less room for what one
+/// handled message appends, so the queue itself never makes an appender wait.
+pub const WRITER_BACKLOG: usize = super::sqlite::WRITER_QUEUE - 1024;
 
 /// A process's hold on a run; released when dropped (or when the process dies).
 #[derive(Debug, Default)]

@@ -3,12 +3,12 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::atomic::Ordering;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::event::{LoggedEvent, RunEvent};
-use super::sqlite::{Append, GROUP};
+use super::sqlite::{Append, Queue, GROUP};
 use super::store::{seal, Head, StoreError};
 
 pub(super) fn load_head(conn: &Connection, run_id: &str) -> rusqlite::Result<Option<Head>> {
@@ -100,17 +100,18 @@ pub(super) fn sqlite_reason(e: &rusqlite::Error) -> String {
 /// later appends and no other run's; a failure of SQLite itself (disk full, I/O, the lock held
 /// past the wait) fails every append of the batch. A run whose append failed takes no more
 /// appends from this process: its log must not go on with a hole in it.
-pub(super) fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Append>, path: PathBuf) {
+pub(super) fn writer_loop(mut conn: Connection, queue: Queue, path: PathBuf) {
     let mut heads: HashMap<String, Head> = HashMap::new();
     let mut failed: HashMap<String, StoreError> = HashMap::new();
-    while let Ok(first) = rx.recv() {
+    while let Ok(first) = queue.rx.recv() {
         let mut batch = vec![first];
         while batch.len() < GROUP {
-            match rx.try_recv() {
+            match queue.rx.try_recv() {
                 Ok(next) => batch.push(next),
                 Err(_) => break,
             }
         }
+        let taken = batch.len();
         // A resume reads the log afresh: it may write again.
         for append in &batch {
             if matches!(
@@ -174,6 +175,8 @@ pub(super) fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Append>, path
                 }
             }
         }
+        queue.backlog.fetch_sub(taken, Ordering::AcqRel);
+        queue.drained.notify_waiters();
     }
 }
 

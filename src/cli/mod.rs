@@ -495,7 +495,7 @@ async fn resume(args: ResumeArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
+    let (events, receiver) = tokio::sync::mpsc::channel(baton::EVENTS_BUFFER);
     let display = progress::spawn(receiver, !args.model.no_progress);
     let started = coordinator.resume(&args.run, Some(events)).await;
     finish(started, display, args.model.json).await
@@ -570,7 +570,7 @@ async fn explore(args: ExploreArgs) -> i32 {
             tokens: args.max_tokens,
         })
         .repairs(args.repairs);
-    let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
+    let (events, receiver) = tokio::sync::mpsc::channel(baton::EVENTS_BUFFER);
     let display = progress::spawn(receiver, !args.model.no_progress);
     let started = coordinator.start(task, Some(events)).await;
     finish(started, display, args.model.json).await

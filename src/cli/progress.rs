@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use baton::{Event, SubagentState};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::mpsc::Receiver;
 
 struct Line {
     bar: ProgressBar,
@@ -182,10 +182,7 @@ impl Board {
 /// Draws events until the channel closes; hidden, it only drains them. What it holds is
 /// bounded by the subagents running at once: a finished subagent's line is kept only among
 /// the last few, its cost folded into the total.
-pub(crate) fn spawn(
-    mut events: UnboundedReceiver<Event>,
-    show: bool,
-) -> tokio::task::JoinHandle<()> {
+pub(crate) fn spawn(mut events: Receiver<Event>, show: bool) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         if !show {
             while events.recv().await.is_some() {}

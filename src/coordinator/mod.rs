@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::Sender;
 
 use crate::checkpoint::{EventStore, RunEvent, RunLog, StoreError};
 use crate::event::Event;
@@ -21,6 +21,10 @@ mod connect;
 mod constraints;
 
 pub use connect::connect;
+
+/// Room in an event stream a caller makes for a run (`tokio::sync::mpsc::channel`): the run
+/// waits for a listener that falls this far behind, and never drops an event.
+pub const EVENTS_BUFFER: usize = 1024;
 
 /// A job: a question about the tree at `root`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -331,19 +335,28 @@ impl Coordinator {
     pub async fn start(
         &self,
         task: Task,
-        events: Option<UnboundedSender<Event>>,
+        events: Option<Sender<Event>>,
     ) -> Result<RunHandle, RunError> {
         if self.agents == 0 || self.max_subagents == 0 || self.shards == Some(0) {
             return Err(RunError::BadSetting(
                 "--agents and --max-subagents must be at least 1".into(),
             ));
         }
-        let (question, workspace, constraints) = self.prepare(&task)?;
+        // The tree, the constraints, the role files and the run's lock file are file-system
+        // work: done off the runtime.
+        let this = self.clone();
+        let (question, workspace, constraints, roles, run_id, claim) =
+            tokio::task::spawn_blocking(move || {
+                let (question, workspace, constraints) = this.prepare(&task)?;
+                // Everything the caller gave is checked before the run is claimed.
+                let roles = this.role_profiles()?;
+                let run_id = new_run_id();
+                let claim = this.claim(&run_id)?;
+                Ok::<_, RunError>((question, workspace, constraints, roles, run_id, claim))
+            })
+            .await
+            .map_err(|e| RunError::Runtime(format!("starting the run failed: {e}")))??;
         let warnings = warnings_of(&constraints);
-        // Everything the caller gave is checked before the run is claimed.
-        let roles = self.role_profiles()?;
-        let run_id = new_run_id();
-        let claim = self.claim(&run_id)?;
         let config = RunConfig {
             run_id,
             question,
@@ -467,7 +480,7 @@ impl Coordinator {
     async fn launch(
         &self,
         mut config: RunConfig,
-        events: Option<UnboundedSender<Event>>,
+        events: Option<Sender<Event>>,
         resume: Option<Resumption>,
     ) -> Result<RunHandle, RunError> {
         config.log = self
@@ -498,8 +511,56 @@ impl Coordinator {
     pub async fn resume(
         &self,
         run_id: &str,
-        events: Option<UnboundedSender<Event>>,
+        events: Option<Sender<Event>>,
     ) -> Result<RunHandle, RunError> {
+        // The log is read, folded and rechecked against the tree off the runtime.
+        let this = self.clone();
+        let id = run_id.to_string();
+        let (claim, resumption, workspace, cost, roles) =
+            tokio::task::spawn_blocking(move || this.read_for_resume(&id))
+                .await
+                .map_err(|e| RunError::Runtime(format!("reading the run failed: {e}")))??;
+        let settings = resumption.settings.clone();
+        let config = RunConfig {
+            run_id: run_id.to_string(),
+            question: settings.question,
+            workspace,
+            model: Arc::clone(&self.model),
+            lead_model: self.lead_model.clone(),
+            tools: self.tools.clone(),
+            agents: settings.agents,
+            max_subagents: settings.max_subagents,
+            budget: settings.budget,
+            repairs: settings.repairs,
+            shards: settings.shards,
+            constraints: Vec::new(),
+            roles,
+            log: None,
+            limits: self.limits,
+            cost: Arc::new(cost),
+            subagent_cost_cap: self.subagent_max_cost,
+            _claim: claim,
+        };
+        self.launch(config, events, Some(resumption)).await
+    }
+
+    /// What a resume starts from, read on a blocking thread: the run's claim, its log read
+    /// back (rechecked against the tree as it is now, only where the run's constraints let
+    /// files be read), its workspace, and what it has spent.
+    #[allow(clippy::type_complexity)]
+    fn read_for_resume(
+        &self,
+        run_id: &str,
+    ) -> Result<
+        (
+            Option<Arc<crate::checkpoint::RunClaim>>,
+            Resumption,
+            Workspace,
+            crate::model::CostMeter,
+            std::collections::BTreeMap<crate::contracts::RoleId, crate::context::RoleProfile>,
+        ),
+        RunError,
+    > {
         let store = self.store.as_ref().ok_or(RunError::NoStore)?;
         // The run must exist before a lock file is made for it; then the claim keeps another
         // process from resuming it while this one reads and continues it.
@@ -525,35 +586,10 @@ impl Coordinator {
         // What the log says was spent counts against the cost limit of the resumed run.
         let cost = crate::model::CostMeter::new(self.max_cost);
         cost.settle(0, logged_cost(&logged));
-        let (tree, id) = (workspace.under(policy), run_id.to_string());
-        let resumption = tokio::task::spawn_blocking(move || {
-            let mut resumption = resumption;
-            resumption.prepare(&tree, &id);
-            resumption
-        })
-        .await
-        .map_err(|e| RunError::Runtime(format!("rechecking the evidence failed: {e}")))?;
-        let config = RunConfig {
-            run_id: run_id.to_string(),
-            question: settings.question,
-            workspace,
-            model: Arc::clone(&self.model),
-            lead_model: self.lead_model.clone(),
-            tools: self.tools.clone(),
-            agents: settings.agents,
-            max_subagents: settings.max_subagents,
-            budget: settings.budget,
-            repairs: settings.repairs,
-            shards: settings.shards,
-            constraints: Vec::new(),
-            roles: self.role_profiles()?,
-            log: None,
-            limits: self.limits,
-            cost: Arc::new(cost),
-            subagent_cost_cap: self.subagent_max_cost,
-            _claim: claim,
-        };
-        self.launch(config, events, Some(resumption)).await
+        let mut resumption = resumption;
+        resumption.prepare(&workspace.under(policy), run_id);
+        let roles = self.role_profiles()?;
+        Ok((claim, resumption, workspace, cost, roles))
     }
 
     /// Runs a task to the end.

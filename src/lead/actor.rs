@@ -31,7 +31,11 @@ impl Actor for LeadActor {
     ) -> Result<(), ActorProcessingErr> {
         // Each message is handled inside the run's span.
         let span = state.outside.span.clone();
-        on_message(myself, message, state).instrument(span).await
+        let handled = on_message(myself, message, state)
+            .instrument(span.clone())
+            .await;
+        state.flush().instrument(span).await;
+        handled
     }
 
     async fn handle_supervisor_evt(
@@ -41,9 +45,11 @@ impl Actor for LeadActor {
         state: &mut LeadState,
     ) -> Result<(), ActorProcessingErr> {
         let span = state.outside.span.clone();
-        on_supervision(myself, message, state)
-            .instrument(span)
-            .await
+        let handled = on_supervision(myself, message, state)
+            .instrument(span.clone())
+            .await;
+        state.flush().instrument(span).await;
+        handled
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ractor::ActorRef;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::Sender;
 
 use crate::checkpoint::{
     Ack, Checkpoint, EffectState, EventStore, LoggedEvent, Manifest, PlannedSubagent, RunEvent,
@@ -271,16 +271,35 @@ impl CheckpointPace {
 /// Checks every acknowledgement of the run's appends, in order, and stores each checkpoint
 /// once what it covers is durable. The first failure is told to the lead at once (the run
 /// stops), nothing is stored after it, and it is the watcher's result once the lead drops
+/// Most acknowledgements and checkpoints handed to the watcher and not yet checked.
+const ACKS_IN_FLIGHT: usize = 8192;
+
+/// Waits while the store's writer holds more appends than it takes in one commit twice over:
+/// the lead gets no further ahead of what is durable, and no tokio worker blocks on the queue.
+pub(super) async fn writer_room(store: &dyn EventStore) {
+    while store.backlog() >= crate::checkpoint::WRITER_BACKLOG {
+        let drained = store.drained();
+        match drained {
+            Some(notify) => {
+                let _ =
+                    tokio::time::timeout(std::time::Duration::from_millis(10), notify.notified())
+                        .await;
+            }
+            None => tokio::time::sleep(std::time::Duration::from_millis(1)).await,
+        }
+    }
+}
+
 /// the sender.
 pub(super) fn watch_acks(
     lead: ActorRef<LeadMsg>,
     store: Arc<dyn EventStore>,
     pace: Arc<CheckpointPace>,
 ) -> (
-    UnboundedSender<Logged>,
+    Sender<Logged>,
     tokio::task::JoinHandle<Result<(), StoreError>>,
 ) {
-    let (sender, mut pending) = tokio::sync::mpsc::unbounded_channel::<Logged>();
+    let (sender, mut pending) = tokio::sync::mpsc::channel::<Logged>(ACKS_IN_FLIGHT);
     let watcher = tokio::spawn(async move {
         let mut first: Option<StoreError> = None;
         while let Some(item) = pending.recv().await {
@@ -359,10 +378,15 @@ impl LeadState {
     /// send but the last, which drops it; a send that fails leaves the item unchecked, so it
     /// is reported like a failed append, naming the store.
     pub(super) fn watch(&mut self, item: Logged) {
-        let Some(acks) = &self.journal.acks else {
-            return;
-        };
-        if acks.send(item).is_err() && self.journal.log_failed.is_none() {
+        if self.journal.acks.is_some() {
+            self.journal.pending.push(item);
+        }
+    }
+
+    /// The watcher is gone: what was handed to it is unchecked, so the run fails as if an
+    /// append had, naming the store.
+    pub(super) fn watcher_stopped(&mut self) {
+        if self.journal.log_failed.is_none() {
             let location = self
                 .config
                 .log

@@ -38,7 +38,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ractor::RpcReplyPort;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::Sender;
 
 use crate::checkpoint::{RunLog, StoreError};
 use crate::context::RoleProfile;
@@ -134,7 +134,7 @@ pub(crate) enum LeadMsg {
 /// What the lead is spawned with.
 pub(crate) struct LeadArgs {
     pub(crate) config: RunConfig,
-    pub(crate) events: Option<UnboundedSender<Event>>,
+    pub(crate) events: Option<Sender<Event>>,
     /// Set when resuming a run from its log.
     pub(crate) resume: Option<Resumption>,
 }

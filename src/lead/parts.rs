@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ractor::{ActorId, ActorRef, RpcReplyPort};
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::Sender;
 
 use super::plan::Shard;
 use super::{journal, leader, merge};
@@ -45,8 +45,11 @@ pub(super) struct SubagentRecord {
 
 /// Who hears of the run.
 pub(super) struct Outside {
-    /// The run's event stream (none: nobody listens).
-    pub(super) events: Option<UnboundedSender<Event>>,
+    /// The run's event stream (none: nobody listens): bounded, so a slow listener slows the
+    /// run and no event is dropped.
+    pub(super) events: Option<Sender<Event>>,
+    /// Events emitted while a message is handled, sent (awaited) once it is.
+    pub(super) outbox: Vec<Event>,
     /// Where the report goes, once asked for.
     pub(super) reply: Option<RpcReplyPort<Result<Report, StoreError>>>,
     pub(super) started: Instant,
@@ -79,8 +82,12 @@ pub(super) struct Fleet {
 
 /// The run's log: what is appended, what is acknowledged, when to checkpoint.
 pub(super) struct Journal {
-    /// Where each append's acknowledgement goes to be checked (none: the run is not logged).
-    pub(super) acks: Option<UnboundedSender<journal::Logged>>,
+    /// Where each append's acknowledgement goes to be checked (none: the run is not logged):
+    /// bounded, so the lead gets no further ahead of the watcher than it holds.
+    pub(super) acks: Option<Sender<journal::Logged>>,
+    /// Acknowledgements and checkpoints handed over while a message is handled, sent
+    /// (awaited) once it is.
+    pub(super) pending: Vec<journal::Logged>,
     /// When the last checkpoint was taken (they are taken at most once a second — less often
     /// as they take longer to store, never while one is on its way — and at the end).
     pub(super) checkpointed: Option<Instant>,

@@ -3,7 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use super::{merge, plan, plan::Shard, LeadState};
+use ractor::ActorRef;
+
+use super::{journal, merge, plan, plan::Shard, LeadMsg, LeadState};
+use crate::checkpoint::{Projector, RunEvent, StoreError};
+use crate::context::ContextIndex;
 use crate::contracts::RoleId;
 use crate::handoff::{Files, Handoff, HardConstraint, OpenItem};
 use crate::policy::Policy;
@@ -56,6 +60,89 @@ fn violation_codes(violations: &[crate::handoff::Violation]) -> Option<String> {
 }
 
 impl LeadState {
+    pub(super) fn finish_if_done(&mut self, myself: &ActorRef<LeadMsg>) {
+        let done = !self.finished
+            && (self.fleet.planned || self.fleet.planning_error.is_some())
+            && self.fleet.queue.is_empty()
+            && self.running() == 0;
+        if !done || self.lead.synthesising {
+            return;
+        }
+        if self.wants_synthesis() {
+            self.synthesise(myself);
+            return;
+        }
+        let report = self.report();
+        self.log(vec![RunEvent::RunFinished {
+            cancelled: self.cancelled,
+        }]);
+        // The final checkpoint is the projector's own, taken rather than copied: nothing
+        // compiles a context after the report, so the index goes too.
+        self.contexts.index = ContextIndex::default();
+        if self.journal.acks.is_some() {
+            let projector = std::mem::replace(
+                &mut self.contexts.projector,
+                Projector::new(&self.config.run_id),
+            );
+            self.watch(journal::Logged::Checkpoint(Box::new(
+                projector.into_checkpoint(),
+            )));
+        }
+        let reply = self.outside.reply.take();
+        // What this message emitted and handed over goes first; then dropping the sender lets
+        // the watcher end once it has checked every acknowledgement.
+        let events = (
+            self.outside.events.take(),
+            std::mem::take(&mut self.outside.outbox),
+        );
+        let acks = (
+            self.journal.acks.take(),
+            std::mem::take(&mut self.journal.pending),
+        );
+        let acked = self.journal.acked.take();
+        let failed = self.journal.log_failed.clone();
+        let me = myself.clone();
+        // The report goes out only once every event is durable and the final checkpoint built;
+        // if any append failed, the error goes out instead.
+        tokio::spawn(async move {
+            if let (Some(sender), outbox) = events {
+                for event in outbox {
+                    if sender.send(event).await.is_err() {
+                        break;
+                    }
+                }
+            }
+            let mut stopped = false;
+            if let (Some(sender), pending) = acks {
+                for item in pending {
+                    stopped |= sender.send(item).await.is_err();
+                }
+            }
+            let outcome = async {
+                if stopped {
+                    return Err(StoreError::Write(
+                        "the acknowledgement watcher stopped".to_string(),
+                    ));
+                }
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                if let Some(acked) = acked {
+                    acked.await.map_err(|e| {
+                        StoreError::Write(format!("the acknowledgement watcher failed: {e}"))
+                    })??;
+                }
+                Ok(report)
+            };
+            let outcome = outcome.await;
+            if let Some(reply) = reply {
+                let _ = reply.send(outcome);
+            }
+            me.stop(None);
+        });
+        self.finished = true;
+    }
+
     pub(super) fn report(&self) -> Report {
         let accepted = self.accepted_handoffs();
         let unexplored = self.unexplored();

@@ -81,6 +81,7 @@ impl LeadState {
         LeadState {
             outside: Outside {
                 events: args.events,
+                outbox: Vec::new(),
                 reply: None,
                 started: Instant::now(),
                 span,
@@ -88,6 +89,7 @@ impl LeadState {
             fleet: Fleet::default(),
             journal: Journal {
                 acks,
+                pending: Vec::new(),
                 checkpointed: None,
                 pace,
                 acked,
@@ -113,9 +115,38 @@ impl LeadState {
         }
     }
 
-    pub(super) fn emit(&self, event: Event) {
-        if let Some(events) = &self.outside.events {
-            let _ = events.send(event);
+    /// Emits an event to the run's stream, once the message being handled is (`flush`).
+    pub(super) fn emit(&mut self, event: Event) {
+        if self.outside.events.is_some() {
+            self.outside.outbox.push(event);
+        }
+    }
+
+    /// Sends what handling a message emitted and handed to the watcher, awaiting room in each
+    /// bounded channel, then waits while the store's writer is too far behind: a slow listener,
+    /// watcher or disk slows the run, and nothing is dropped.
+    pub(super) async fn flush(&mut self) {
+        for event in std::mem::take(&mut self.outside.outbox) {
+            let gone = match &self.outside.events {
+                Some(events) => events.send(event).await.is_err(),
+                None => false,
+            };
+            if gone {
+                // Nobody listens any more: the run goes on without its stream.
+                self.outside.events = None;
+            }
+        }
+        for item in std::mem::take(&mut self.journal.pending) {
+            let stopped = match &self.journal.acks {
+                Some(acks) => acks.send(item).await.is_err(),
+                None => false,
+            };
+            if stopped {
+                self.watcher_stopped();
+            }
+        }
+        if let Some(log) = &self.config.log {
+            journal::writer_room(log.store().as_ref()).await;
         }
     }
 
@@ -565,63 +596,6 @@ impl LeadState {
         )]);
         self.adopt_plan(vec![(id, shard)], BTreeMap::new());
         true
-    }
-
-    pub(super) fn finish_if_done(&mut self, myself: &ActorRef<LeadMsg>) {
-        let done = !self.finished
-            && (self.fleet.planned || self.fleet.planning_error.is_some())
-            && self.fleet.queue.is_empty()
-            && self.running() == 0;
-        if !done || self.lead.synthesising {
-            return;
-        }
-        if self.wants_synthesis() {
-            self.synthesise(myself);
-            return;
-        }
-        let report = self.report();
-        self.log(vec![RunEvent::RunFinished {
-            cancelled: self.cancelled,
-        }]);
-        // The final checkpoint is the projector's own, taken rather than copied: nothing
-        // compiles a context after the report, so the index goes too.
-        self.contexts.index = ContextIndex::default();
-        if self.journal.acks.is_some() {
-            let projector = std::mem::replace(
-                &mut self.contexts.projector,
-                Projector::new(&self.config.run_id),
-            );
-            self.watch(journal::Logged::Checkpoint(Box::new(
-                projector.into_checkpoint(),
-            )));
-        }
-        let reply = self.outside.reply.take();
-        // Dropping the sender lets the watcher end once it has checked every acknowledgement.
-        self.journal.acks.take();
-        let acked = self.journal.acked.take();
-        let failed = self.journal.log_failed.clone();
-        let me = myself.clone();
-        // The report goes out only once every event is durable and the final checkpoint built;
-        // if any append failed, the error goes out instead.
-        tokio::spawn(async move {
-            let outcome = async {
-                if let Some(e) = failed {
-                    return Err(e);
-                }
-                if let Some(acked) = acked {
-                    acked.await.map_err(|e| {
-                        StoreError::Write(format!("the acknowledgement watcher failed: {e}"))
-                    })??;
-                }
-                Ok(report)
-            };
-            let outcome = outcome.await;
-            if let Some(reply) = reply {
-                let _ = reply.send(outcome);
-            }
-            me.stop(None);
-        });
-        self.finished = true;
     }
 
     /// A subagent that cannot go on: failed — or rejected, if it owed a repair.

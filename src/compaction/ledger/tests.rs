@@ -186,8 +186,7 @@ fn a_turn_is_checked_against_the_newest_open_pins_only() {
             },
         );
     };
-    let held =
-        |ledger: &Ledger, topic: &str| ledger.pins().iter().any(|p| p.text.contains(topic));
+    let held = |ledger: &Ledger, topic: &str| ledger.pins().iter().any(|p| p.text.contains(topic));
     answer(&mut ledger, 1000, "zanzibar");
     assert!(held(&ledger, "zanzibar"), "past the window: still pinned");
     let newest = format!("topic{OPEN_PINS_CHECKED}x");
