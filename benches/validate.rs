@@ -3,7 +3,8 @@
 //!
 //!     cargo bench --bench validate
 
-use baton::{estimate_tokens, validate, Check, MemoryFiles};
+use baton::testing::MemoryFiles;
+use baton::{estimate_tokens, validate, Check};
 use criterion::{criterion_group, criterion_main, Criterion};
 
 /// Three source files of 300 lines each, and a handoff whose 30 conclusions each cite 6 lines

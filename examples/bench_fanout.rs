@@ -16,9 +16,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use baton::{
-    validate, Check, Coordinator, MemoryFiles, Observation, ObservationLog, SqliteStore, Task,
-};
+use baton::testing::MemoryFiles;
+use baton::{validate, Check, Coordinator, Observation, ObservationLog, SqliteStore, Task};
 use serde_json::json;
 
 #[path = "support/one_call.rs"]

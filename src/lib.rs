@@ -323,28 +323,28 @@ mod report;
 mod source;
 mod subagent;
 pub mod telemetry;
+pub mod testing;
 pub mod text;
 pub mod tokens;
 mod tools;
 pub mod transcript;
 
 pub use checkpoint::{
-    delta, project, transition, Checkpoint, Delta, EffectState, EventStore, LoggedEvent,
-    MemoryStore, RunEvent, RunRow, SqliteStore, StoreError,
+    delta, project, transition, Checkpoint, Delta, EffectState, EventStore, LoggedEvent, RunEvent,
+    RunRow, SqliteStore, StoreError,
 };
+pub use contracts::RoleId;
 pub use coordinator::{connect, Canceller, Coordinator, RunError, RunHandle, Task, EVENTS_BUFFER};
 pub use event::Event;
 pub use explorer::OfflineModel;
 pub use fsio::{open_regular_file, NotRegular};
 pub use handoff::{
     parse as parse_handoff, repair_prompt, validate, Check, Conclusion, ConclusionKind,
-    FileProblem, FileText, Files, Form, Handoff, HardConstraint, Layer, MemoryFiles, OpenItem,
-    Parsed, Violation, ViolationCode, WorkspaceFiles, FILE_CACHE_BYTES, MAX_HANDOFF_BYTES,
+    FileProblem, FileText, Files, Form, Handoff, HardConstraint, Layer, OpenItem, Parsed,
+    Violation, ViolationCode, WorkspaceFiles, FILE_CACHE_BYTES, MAX_HANDOFF_BYTES,
 };
 pub use lead::merge_handoffs;
-pub use model::{
-    Model, ModelError, ModelRequest, ModelResponse, ScriptedModel, ScriptedTurn, Usage,
-};
+pub use model::{Model, ModelError, ModelRequest, ModelResponse, Usage};
 pub use policy::{Budget, Category, Consequence, Denial, Effect, Policy, Rule, Spent, TimeLimits};
 pub use report::{
     ConstraintReport, Enforcement, HandoffCounts, ModelUsage, Report, ReportedConstraint, RunUsage,

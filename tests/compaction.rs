@@ -457,8 +457,10 @@ fn baton_compact_reads_chat_jsonl_and_its_output_feeds_back_in() {
 /// not compacted).
 #[tokio::test]
 async fn a_subagent_window_is_compacted_before_it_fills() {
-    use baton::checkpoint::{EventStore, MemoryStore};
-    use baton::{Coordinator, ScriptedModel, ScriptedTurn, Task};
+    use baton::checkpoint::EventStore;
+    use baton::testing::MemoryStore;
+    use baton::testing::{ScriptedModel, ScriptedTurn};
+    use baton::{Coordinator, Task};
     use std::sync::Arc;
     let body: String = (1..=300)
         .map(|i| format!("pub fn step_{i}(x: u64) -> u64 {{ x + {i} }}\n"))

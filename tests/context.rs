@@ -3,12 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use baton::checkpoint::{
-    project, Checkpoint, EffectState, EventStore, MemoryStore, PlannedSubagent, RunEvent,
-};
+use baton::checkpoint::{project, Checkpoint, EffectState, EventStore, PlannedSubagent, RunEvent};
 use baton::context::{
     compile, load_roles, Field, Reason, CONDITIONS_BEGIN, CONDITIONS_END, DATA_BEGIN, DATA_END,
 };
+use baton::testing::MemoryStore;
 
 use baton::tokens::{Bpe, Tokenizer};
 use baton::{Conclusion, Handoff, SourceId};
@@ -404,7 +403,8 @@ async fn killed_run(store: &MemoryStore, run_id: &str, root: &std::path::Path, q
 /// lead's loop sends the constraint (and the cut-off effect) back before any tool is offered.
 #[tokio::test]
 async fn orientation_on_resume_resends_a_dropped_constraint_before_any_tool_call() {
-    use baton::{Coordinator, Message, ScriptedModel, ScriptedTurn};
+    use baton::testing::{ScriptedModel, ScriptedTurn};
+    use baton::{Coordinator, Message};
     use std::sync::Arc;
     let tree = crate::support::rust_tree();
     let store = Arc::new(MemoryStore::new());

@@ -4,7 +4,8 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use baton::{validate, Check, MemoryFiles, Observation, ObservationLog, ViolationCode as V};
+use baton::testing::MemoryFiles;
+use baton::{validate, Check, Observation, ObservationLog, ViolationCode as V};
 
 use crate::support::RETRY_RS;
 

@@ -6,9 +6,8 @@
 
 use std::sync::Arc;
 
-use baton::{
-    Coordinator, EventStore, MemoryStore, Observation, RunEvent, ScriptedModel, ScriptedTurn, Task,
-};
+use baton::testing::{MemoryStore, ScriptedModel, ScriptedTurn};
+use baton::{Coordinator, EventStore, Observation, RunEvent, Task};
 use serde_json::json;
 
 use crate::policy::calls;

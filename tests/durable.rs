@@ -6,7 +6,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use baton::checkpoint::{project, EventStore, MemoryStore, RunEvent, SqliteStore, StoreError};
+use baton::checkpoint::{project, EventStore, RunEvent, SqliteStore, StoreError};
+use baton::testing::MemoryStore;
 use baton::{Coordinator, Task};
 use proptest::prelude::*;
 

@@ -4,8 +4,10 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use baton::checkpoint::{project, LoggedEvent, MemoryStore, RunEvent};
-use baton::{Consequence, Coordinator, Effect, Policy, ScriptedModel, ScriptedTurn, Task};
+use baton::checkpoint::{project, LoggedEvent, RunEvent};
+use baton::testing::MemoryStore;
+use baton::testing::{ScriptedModel, ScriptedTurn};
+use baton::{Consequence, Coordinator, Effect, Policy, Task};
 use serde_json::json;
 
 use crate::policy::{

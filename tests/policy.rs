@@ -5,10 +5,12 @@
 
 use std::sync::Arc;
 
-use baton::checkpoint::{project, EventStore, LoggedEvent, MemoryStore, RunEvent};
+use baton::checkpoint::{project, EventStore, LoggedEvent, RunEvent};
+use baton::testing::MemoryStore;
+use baton::testing::{ScriptedModel, ScriptedTurn};
 use baton::{
-    Consequence, Coordinator, Effect, Policy, ScriptedModel, ScriptedTurn, SubagentState, Task,
-    Tool, ToolError, ToolOutput, ToolRegistry, ToolSpec, Workspace,
+    Consequence, Coordinator, Effect, Policy, SubagentState, Task, Tool, ToolError, ToolOutput,
+    ToolRegistry, ToolSpec, Workspace,
 };
 use serde_json::{json, Value};
 

@@ -4,8 +4,10 @@
 
 use std::sync::Arc;
 
-use baton::checkpoint::{project, EventStore, MemoryStore, RunEvent};
-use baton::{Coordinator, ScriptedModel, ScriptedTurn, SubagentState, Task};
+use baton::checkpoint::{project, EventStore, RunEvent};
+use baton::testing::MemoryStore;
+use baton::testing::{ScriptedModel, ScriptedTurn};
+use baton::{Coordinator, SubagentState, Task};
 use serde_json::json;
 
 use crate::policy::{calls, fixture, logged, HANDOFF, NOTHING, ONLY_SRC};

@@ -1,9 +1,10 @@
 //! Property tests of the handoff contract: both forms round-trip, and no input — arbitrary
 //! bytes, handoff-shaped noise, huge or deeply nested text — panics the parser or validator.
 
+use baton::testing::MemoryFiles;
 use baton::{
     parse_handoff, validate, Check, Conclusion, ConclusionKind, Handoff, HardConstraint,
-    MemoryFiles, ObservationLog, OpenItem, SourceId,
+    ObservationLog, OpenItem, SourceId,
 };
 use proptest::prelude::*;
 

@@ -7,7 +7,8 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use baton::checkpoint::{Checkpoint, EventStore, LoggedEvent, RunClaim, RunRow, StoreError};
-use baton::{Coordinator, MemoryStore, RunEvent, Task};
+use baton::testing::MemoryStore;
+use baton::{Coordinator, RunEvent, Task};
 use tokio::sync::oneshot;
 
 use crate::support::rust_tree;

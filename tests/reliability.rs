@@ -8,9 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use baton::checkpoint::{
-    EventStore, LoggedEvent, MemoryStore, RunEvent, RunRow, SqliteStore, StoreError,
-};
+use baton::checkpoint::{EventStore, LoggedEvent, RunEvent, RunRow, SqliteStore, StoreError};
+use baton::testing::MemoryStore;
 use baton::{Checkpoint, Coordinator, RunError, Task};
 
 use crate::support::rust_tree;

@@ -4,9 +4,8 @@
 
 use std::sync::Arc;
 
-use baton::{
-    Coordinator, Message, ScriptedModel, ScriptedTurn, SubagentState, Task, ViolationCode,
-};
+use baton::testing::{ScriptedModel, ScriptedTurn};
+use baton::{Coordinator, Message, SubagentState, Task, ViolationCode};
 use serde_json::json;
 
 use crate::support::rust_tree;
@@ -657,7 +656,8 @@ async fn a_partly_accepted_handoff_is_reread_by_the_verifier() {
 /// wave was planned resumes to the verifier's run, and no other wave is planned.
 #[tokio::test]
 async fn the_verifier_wave_is_logged_as_a_plan_revision_and_a_resume_keeps_it() {
-    use baton::{EventStore, MemoryStore, RunEvent};
+    use baton::testing::MemoryStore;
+    use baton::{EventStore, RunEvent};
     let dir = rust_tree();
     let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
     let model = explorer_then_offline_verifier(vec![

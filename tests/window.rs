@@ -7,8 +7,9 @@
 use std::sync::Arc;
 
 use baton::compaction::{compact, ledger_of, Compactor, Decision, Options, RawTurns, Summariser};
+use baton::testing::{ScriptedModel, ScriptedTurn};
 use baton::tokens::Bpe;
-use baton::{Coordinator, Message, ScriptedModel, ScriptedTurn, SubagentState, Task, ToolCall};
+use baton::{Coordinator, Message, SubagentState, Task, ToolCall};
 use serde_json::json;
 
 fn user(text: &str) -> Message {
@@ -174,7 +175,7 @@ async fn a_subagent_never_sends_a_request_over_its_window() {
         )
     };
     let window = 12_000;
-    let store = Arc::new(baton::checkpoint::MemoryStore::new());
+    let store = Arc::new(baton::testing::MemoryStore::new());
     let model = Arc::new(
         ScriptedModel::new([
             read(1, 200),

@@ -42,7 +42,9 @@ pub use log::{Ack, RunLog};
 pub use manifest::{Field, ManifestEntry, Reason};
 pub use projection::{delta, project, Delta, Projector};
 pub use sqlite::SqliteStore;
-pub use store::{EventStore, MemoryStore, RunClaim, RunRow, StoreError, WRITER_BACKLOG};
+#[doc(hidden)]
+pub use store::MemoryStore;
+pub use store::{EventStore, RunClaim, RunRow, StoreError, WRITER_BACKLOG};
 
 use crate::handoff::ViolationCode;
 pub use crate::policy::ConstraintEntry;

@@ -30,6 +30,7 @@ pub use price::{
     known_context_window, known_price, CostLimitError, CostMeter, Price, PriceTable,
     PriceTableError, UNKNOWN_CONTEXT_WINDOW,
 };
+#[doc(hidden)]
 pub use scripted::{ScriptedModel, ScriptedTurn};
 pub use secret::ApiKey;
 pub use spec::{connect_provider, ConnectError, Env, ModelSpec, Provider, SpecError};

@@ -129,7 +129,7 @@ pub(crate) struct SubagentArgs {
     pub(crate) span: tracing::Span,
 }
 
-pub(crate) struct SubagentState {
+pub(crate) struct SubagentRun {
     id: String,
     agent: AgentLoop,
     model: Arc<dyn Model>,
@@ -242,7 +242,7 @@ impl Work {
     }
 }
 
-impl SubagentState {
+impl SubagentRun {
     fn progress(&self) -> Spent {
         self.agent.spent()
     }
@@ -340,14 +340,14 @@ impl SubagentState {
 #[ractor::async_trait]
 impl Actor for SubagentActor {
     type Msg = SubagentMsg;
-    type State = SubagentState;
+    type State = SubagentRun;
     type Arguments = SubagentArgs;
 
     async fn pre_start(
         &self,
         myself: ActorRef<SubagentMsg>,
         args: SubagentArgs,
-    ) -> Result<SubagentState, ActorProcessingErr> {
+    ) -> Result<SubagentRun, ActorProcessingErr> {
         let mut agent = AgentLoop::new(
             &args.id,
             args.system,
@@ -361,7 +361,7 @@ impl Actor for SubagentActor {
         .with_price(args.model.price(), args.cost_cap);
         let first = agent.start();
         myself.cast(SubagentMsg::Step(first))?;
-        Ok(SubagentState {
+        Ok(SubagentRun {
             id: args.id,
             agent,
             model: args.model,
@@ -381,7 +381,7 @@ impl Actor for SubagentActor {
         &self,
         myself: ActorRef<SubagentMsg>,
         message: SubagentMsg,
-        state: &mut SubagentState,
+        state: &mut SubagentRun,
     ) -> Result<(), ActorProcessingErr> {
         if state.finished {
             return Ok(());
@@ -409,7 +409,7 @@ impl Actor for SubagentActor {
     async fn post_stop(
         &self,
         _myself: ActorRef<SubagentMsg>,
-        state: &mut SubagentState,
+        state: &mut SubagentRun,
     ) -> Result<(), ActorProcessingErr> {
         if let Some(work) = state.work.take() {
             work.abort();
