@@ -50,7 +50,7 @@
 //! | 11 | `report` |
 //! | 12 | `event` |
 //! | 13 | `lead` |
-//! | 14 | `coordinator` (the library API) |
+//! | 14 | `coordinator`, [`testing`] |
 //! | — | `cli` (the binary: it reaches the library as `baton::`) |
 //!
 //! Where this differs from the order in the design, on purpose:
@@ -102,7 +102,7 @@
 //!   same source; a citation is observed only by an observation of its own kind.
 //! - [`transcript`] — [`Message`] (user, assistant, tool, and `Compacted`: compaction's
 //!   summary or ledger, told apart by its kind, not its words), [`ToolCall`], [`ToolSpec`],
-//!   the call id grammar (`SUBAGENT.N`), and `transcript::chat`: the OpenAI chat JSONL
+//!   the call id grammar (`SUBAGENT.N`), and `transcript/chat.rs`: the OpenAI chat JSONL
 //!   format read and written (a compaction's message is recognised there by its opening
 //!   mark, as compaction writes it).
 //! - [`telemetry`] — tracing: spans for the run, each subagent (its `subagent_spawned` seq),
@@ -114,7 +114,7 @@
 //! ## Layer 2: [`policy`]
 //! Typed constraints and the gate. `policy/rules.rs`: [`Rule`]s (read and write scopes,
 //! network hosts, read-only, no programs, tool allow/deny lists, budgets) from JSON
-//! ([`policy::rules_from_json`]); `policy/english.rs` (with `english/named.rs`): the same read
+//! ([`policy::rules_from_json`]); `policy/english.rs` (with `policy/english/named.rs`): the same read
 //! deterministically and conservatively from common English phrasings clause by clause
 //! ([`policy::parse_constraint`]: a clause is typed only when the whole of it has one of a
 //! fixed set of shapes; what no rule covers stays untyped, a standing condition reported as
@@ -171,7 +171,7 @@
 //! taken once, remembered and announced) speak the wire formats over `model/http.rs` (reqwest
 //! with rustls/ring; connect, request and idle-stream timeouts; the retry loop with backoff,
 //! jitter and `retry-after`; no redirects), `model/error_body.rs` (an error answer's message
-//! and kind), `model/sse.rs` and the shared [`model::Limiter`]; `model/price.rs` holds the
+//! and kind), `model/sse.rs` and the shared [`model::Limiter`] (`model/limiter.rs`); `model/price.rs` holds the
 //! known models' prices and windows, the `--prices` table and the run's [`model::CostMeter`]
 //! (a call's estimate reserved before it is sent, settled after); `model/secret.rs` the
 //! redacting [`model::ApiKey`]; `model/spec.rs` parses `--model` and builds a provider's model
@@ -240,11 +240,11 @@
 //!
 //! ## Layer 9: `explorer`
 //! The offline model ([`OfflineModel`]): a deterministic local explorer, each turn a pure
-//! function of the request: `terms` (question → identifiers, compounds, literals, stems,
-//! abbreviations, examples), `survey` (count greps → line-based rarity of each term, files to
-//! read), `rank` (definitions, scoring hit lines, block ends), `follow` (callers of what was
-//! found), `conclude` (claims citing only lines it read, their quotes only bytes of those
-//! lines; negative evidence); as a verifier it reads the doubted claims from its context's data
+//! function of the request: `explorer/terms.rs` (question → identifiers, compounds, literals,
+//! stems, abbreviations, examples), `explorer/survey.rs` (count greps → line-based rarity of
+//! each term, files to read), `explorer/rank.rs` (definitions, scoring hit lines, block ends),
+//! `explorer/follow.rs` (callers of what was found), `explorer/conclude.rs` (claims citing only
+//! lines it read, their quotes only bytes of those lines; negative evidence); as a verifier it reads the doubted claims from its context's data
 //! section and confirms one only when the reread lines hold its quotes and symbols; without
 //! grep it settles nothing and says why. **Invariant:** it cites nothing its own tool calls did
 //! not show it, and settles no location when too little of the question occurs.
@@ -306,6 +306,9 @@
 //! yet types to nothing refused). Bad input is refused before any state is made
 //! (`Coordinator::check`); the tree, the role files, the lock and the log are read on blocking
 //! threads.
+//!
+//! [`testing`] (`src/testing.rs`) gathers the test doubles: the scripted model, the in-memory
+//! store, files in memory.
 //!
 //! ## The binary: `cli`
 //! Argument parsing, `explore` / `resume` with the progress display (`cli/progress.rs`),

@@ -23,7 +23,7 @@ const LAYERS: &[&[&str]] = &[
     &["report"],
     &["event"],
     &["lead"],
-    &["coordinator"],
+    &["coordinator", "testing"],
 ];
 
 /// Files of the binary crate (src/main.rs and src/cli/): they reach the library as `baton::`
@@ -333,6 +333,73 @@ fn rust_files(dir: &Path, root: &Path, out: &mut Vec<(String, String)>) {
             out.push((rel, std::fs::read_to_string(&path).unwrap()));
         }
     }
+}
+
+/// Where the code map (the crate doc of src/lib.rs) falls short of the source: a layer its
+/// table gives otherwise than `LAYERS`, a file or module it does not name.
+fn map_gaps(files: &[(String, String)]) -> Vec<String> {
+    let Some((_, lib)) = files.iter().find(|(rel, _)| rel == "lib.rs") else {
+        return vec!["src/lib.rs is missing".into()];
+    };
+    let doc: String = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("//!"))
+        .map(|l| format!("{}\n", l.trim_start()))
+        .collect();
+    let mut out = Vec::new();
+    let rows: Vec<Vec<String>> = doc
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            (cells.len() == 4 && cells[1].parse::<usize>().is_ok()).then(|| {
+                cells[2]
+                    .split(',')
+                    .map(|m| m.trim().trim_matches(|c| "[]`".contains(c)).to_string())
+                    .collect()
+            })
+        })
+        .collect();
+    let expected: Vec<Vec<String>> = LAYERS
+        .iter()
+        .map(|l| l.iter().map(|m| m.to_string()).collect())
+        .collect();
+    if rows != expected {
+        out.push(format!("the code map's layer table is {rows:?}, the test's is {expected:?}"));
+    }
+    for (rel, _) in files {
+        if rel.ends_with("tests.rs") || rel == "lib.rs" || rel == "main.rs" {
+            continue;
+        }
+        let named = match rel.strip_suffix("/mod.rs") {
+            Some(module) => doc.contains(&format!("`{module}`")),
+            None if !rel.contains('/') => doc.contains(&format!("`{}`", rel.trim_end_matches(".rs"))),
+            None => doc.contains(rel.as_str()),
+        };
+        if !named {
+            out.push(format!("the code map does not name src/{rel}"));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_code_map_names_every_file_and_gives_the_layers_of_the_test() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&root, &root, &mut files);
+    let gaps = map_gaps(&files);
+    assert!(gaps.is_empty(), "{}", gaps.join("\n"));
+    // A map that leaves a file out, or gives a layer otherwise, is found.
+    let lib = files.iter().find(|(rel, _)| rel == "lib.rs").unwrap().1.clone();
+    let mut unnamed = files.clone();
+    unnamed.push(file("lead/unmapped.rs", "//! x\n"));
+    assert!(map_gaps(&unnamed).iter().any(|g| g.contains("lead/unmapped.rs")));
+    let moved = lib.replacen("| 2 | [`policy`] |", "| 2 | `tools` |", 1);
+    assert_ne!(moved, lib, "the map's table has the row this test edits");
+    let mut reordered = files.clone();
+    reordered.retain(|(rel, _)| rel != "lib.rs");
+    reordered.push(("lib.rs".into(), moved));
+    assert!(map_gaps(&reordered).iter().any(|g| g.contains("layer table")));
 }
 
 #[test]
