@@ -46,6 +46,7 @@ impl RoleId {
     }
 
     /// Its name.
+    #[inline]
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -58,6 +59,7 @@ impl std::fmt::Display for RoleId {
 }
 
 impl std::borrow::Borrow<str> for RoleId {
+    #[inline]
     fn borrow(&self) -> &str {
         &self.0
     }
@@ -76,12 +78,14 @@ impl From<String> for RoleId {
 }
 
 impl PartialEq<str> for RoleId {
+    #[inline]
     fn eq(&self, other: &str) -> bool {
         self.0 == other
     }
 }
 
 impl PartialEq<&str> for RoleId {
+    #[inline]
     fn eq(&self, other: &&str) -> bool {
         self.0 == *other
     }

@@ -54,12 +54,14 @@
 //! | — | `cli` (the binary: it reaches the library as `baton::`) |
 //!
 //! Where this differs from the order in the design, on purpose:
-//! - `tools` sits below `handoff`: a citation is resolved through the sandbox (`Workspace`,
-//!   its byte caps and its policy), and the tools import only `policy`, `source` and `fsio`.
-//! - `model` sits below `compaction` and `checkpoint`: the log records a model's
-//!   configuration (`ModelConfigured` holds [`model::ModelConfig`]), and a provider needs only
-//!   the transcript, the tokenizer's estimate, the text rules, the policy's [`Spent`] and the
-//!   markers of a compiled context (where a cache breakpoint goes).
+//! - `tools` sits below `handoff`: a citation is resolved through the sandbox (`Workspace` and
+//!   its policy), and the tools import only `policy`, `source`, `transcript`, `fsio` and
+//!   `text`.
+//! - `model` sits below `checkpoint`: the log records a model's configuration
+//!   (`ModelConfigured` holds [`model::ModelConfig`]), and a provider needs only the
+//!   transcript, the tokenizer's estimate, the text rules, the secrets' redaction, the policy's
+//!   [`Spent`] and the markers of a compiled context (where a cache breakpoint goes).
+//!   `compaction`, above it, imports nothing of it.
 //! - `compaction` sits below `checkpoint`: the log records compaction's decisions
 //!   (`WindowCompacted` holds [`compaction::Decision`] and [`compaction::Folded`]).
 //! - `explorer` sits above `model`: it implements the [`Model`] trait (it finds a compiled
@@ -76,8 +78,10 @@
 //!   through.
 //! - [`text`] — sentences (`text/sentences.rs`: a sentence never ends at an abbreviation; a
 //!   wrapped line stays in its sentence) and the binding rule ([`text::binds`]: never, don't,
-//!   always, only, must, from now on), words and the one stop list (`text/words.rs`),
-//!   one-line forms, fence stripping, a path's lexical normal form and `within`.
+//!   always, only, must, from now on), the word splitter and the stop list
+//!   (`text/words.rs`; the ledger keeps a list of its own of conversational words too common
+//!   to tie a turn to a pin, and the explorer splits code tokens its own way), one-line forms,
+//!   fence stripping, a path's lexical normal form and `within`.
 //! - [`tokens`] — the [`tokens::Tokenizer`] trait, o200k_base counted by `tokens/bpe.rs` (the
 //!   embedded vocabulary in one compact table; tiktoken's counts), the
 //!   [`tokens::CachedTokenizer`] (at most [`tokens::TOKEN_CACHE_ENTRIES`] counts, by line
@@ -85,11 +89,13 @@
 //!   estimate of about four bytes a token ([`tokens::Estimate`], [`estimate_tokens`]).
 //! - `digest` — hex SHA-256, the one digest the log, the checkpoint and the tools share.
 //! - `fsio` — [`open_regular_file`]: a file is opened only when it is a regular file, typed,
-//!   opened non-blocking, then typed again (a FIFO or a device is refused, never waited on).
-//! - `contracts` — the texts of `contracts/` compiled in (the handoff contract every subagent
-//!   is given), the verifier's task line, the markers of a compiled context's data and
-//!   standing conditions, and [`RoleId`] (built-in roles and users' alike). Role profiles
-//!   are loaded by `context`.
+//!   opened non-blocking, then typed again (a FIFO or a device is refused, never waited on);
+//!   `read_text_file` reads one as text within a byte cap (4 MiB), refusing binary content.
+//! - `contracts` — the handoff contract every subagent is given (`contracts/handoff.md`,
+//!   compiled in), the verifier's task line, the markers of a compiled context's data and
+//!   standing conditions, and [`RoleId`] (built-in roles and users' alike). The other files of
+//!   `contracts/` are compiled in where they are read: the role profiles by `context/role.rs`,
+//!   `plan.schema.json` by `lead/leader.rs`, `handoff.schema.json` by `model/mod.rs`.
 //!
 //! ## Layer 1
 //! - `source` — [`SourceId`] and its grammar (file — any name, in a quoted form when it holds
@@ -176,7 +182,8 @@
 //! (a call's estimate reserved before it is sent, settled after); `model/secret.rs` the
 //! redacting [`model::ApiKey`]; `model/spec.rs` parses `--model` and builds a provider's model
 //! ([`model::connect_provider`]); `model/scripted.rs` is the scripted model of
-//! [`testing`]. Nothing outside `model` knows a wire format. **Invariant:** no call is sent
+//! [`testing`]. Nothing outside `model` knows a provider's wire format (the chat JSONL users
+//! bring and take is `transcript`'s). **Invariant:** no call is sent
 //! whose estimate could take the run past its cost limit; an API key appears in no output,
 //! log or state; a fallback is taken only on an error naming the unsupported field (or an
 //! empty stream), never to hide another error.
@@ -270,11 +277,13 @@
 //!
 //! ## Layer 13: `lead`
 //! `lead/mod.rs`: `LeadMsg`, `RunConfig`, `LeadArgs`; `lead/actor.rs`: the `LeadActor`, which
-//! only dispatches each message to its state and then flushes what handling it emitted;
-//! `lead/state.rs`: `LeadState`, one of each part of `lead/parts.rs` (`Fleet`: planning and
-//! spawning; `Journal`: the log; `Contexts`: what contexts are compiled from; `LeadWork`: the
-//! lead model's work; `Outside`: the reply, the event stream, the span), with the spawning,
-//! ending and second-wave decisions; `lead/reports.rs`: what the lead does with a plan and
+//! only dispatches each message to a method of its state and then flushes what handling it
+//! emitted; `lead/state.rs`: `LeadState`, one of each part of `lead/parts.rs` (`Fleet`:
+//! planning and spawning; `Journal`: the log; `Contexts`: what contexts are compiled from;
+//! `LeadWork`: the lead model's work; `Outside`: the reply, the event stream, the span) — the
+//! parts hold data grouped by the decision that reads them, and the decisions are
+//! `LeadState`'s methods in the file of each decision — with the spawning, ending and
+//! second-wave decisions; `lead/reports.rs`: what the lead does with a plan and
 //! each subagent report (the events it logs, the handoff check it starts off the actor);
 //! `lead/verdict.rs`: accept / repair / reject on a checked handoff (pure) and its event;
 //! `lead/journal.rs`: the events of planning, spawning and tools, the acknowledgement watcher
@@ -284,7 +293,8 @@
 //! [`merge_handoffs`]); `lead/absence.rs`: negative evidence from the logged searches ("the
 //! whole tree" only when every shard ran the same search over its whole share);
 //! `lead/relevance.rs`: conclusions ordered by the rarity of what they match (pure);
-//! `lead/report.rs`: the report and the end of the run; `lead/leader.rs`: the lead's own model
+//! `lead/report.rs`: the report, the end of the run, and the planner's walk of the tree off
+//! the actor (`plan_run`, evidence digests); `lead/leader.rs`: the lead's own model
 //! (`--lead-model`: a JSON plan checked against `contracts/plan.schema.json`, and the run's
 //! handoff, validated like a subagent's); `lead/resume.rs`: `restore` reads a log back into
 //! what a resume starts from (pure), and `Resumption::prepare` rechecks accepted evidence and
@@ -318,10 +328,15 @@
 //! of secrets, and exit codes.
 //!
 //! # Cross-cutting
-//! - Errors: library errors are typed, each keeping its source where it has one
+//! - Errors: library errors are typed `thiserror` values with a one-line message
 //!   ([`RunError`], [`StoreError`], [`ToolError`], [`ModelError`], [`model::ConnectError`],
-//!   [`model::SpecError`], [`model::PriceTableError`], [`policy::RuleError`],
-//!   [`context::RoleError`]); tool failures and contract violations are values the model
+//!   [`model::SpecError`], [`model::PriceTableError`], [`model::CostLimitError`],
+//!   [`policy::RuleError`], [`context::RoleError`]); no public function returns a bare
+//!   `String` error. Where the cause is one of the crate's own errors, or a TOML parse error,
+//!   it is kept as the `source` ([`RunError::Store`], [`RunError::Roles`],
+//!   [`RunError::Constraint`], [`model::ConnectError::BaseUrl`],
+//!   [`model::PriceTableError::Toml`]); causes from SQLite, I/O, serde and the actor runtime
+//!   are carried as their message. Tool failures and contract violations are values the model
 //!   sees as text.
 //! - Untrusted data: model output, tool results and file contents never change a tool set, a
 //!   budget or a permission: the gate's rules come from `constraint_stated` events only.

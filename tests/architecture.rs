@@ -364,7 +364,9 @@ fn map_gaps(files: &[(String, String)]) -> Vec<String> {
         .map(|l| l.iter().map(|m| m.to_string()).collect())
         .collect();
     if rows != expected {
-        out.push(format!("the code map's layer table is {rows:?}, the test's is {expected:?}"));
+        out.push(format!(
+            "the code map's layer table is {rows:?}, the test's is {expected:?}"
+        ));
     }
     for (rel, _) in files {
         if rel.ends_with("tests.rs") || rel == "lib.rs" || rel == "main.rs" {
@@ -372,7 +374,9 @@ fn map_gaps(files: &[(String, String)]) -> Vec<String> {
         }
         let named = match rel.strip_suffix("/mod.rs") {
             Some(module) => doc.contains(&format!("`{module}`")),
-            None if !rel.contains('/') => doc.contains(&format!("`{}`", rel.trim_end_matches(".rs"))),
+            None if !rel.contains('/') => {
+                doc.contains(&format!("`{}`", rel.trim_end_matches(".rs")))
+            }
             None => doc.contains(rel.as_str()),
         };
         if !named {
@@ -390,16 +394,25 @@ fn the_code_map_names_every_file_and_gives_the_layers_of_the_test() {
     let gaps = map_gaps(&files);
     assert!(gaps.is_empty(), "{}", gaps.join("\n"));
     // A map that leaves a file out, or gives a layer otherwise, is found.
-    let lib = files.iter().find(|(rel, _)| rel == "lib.rs").unwrap().1.clone();
+    let lib = files
+        .iter()
+        .find(|(rel, _)| rel == "lib.rs")
+        .unwrap()
+        .1
+        .clone();
     let mut unnamed = files.clone();
     unnamed.push(file("lead/unmapped.rs", "//! x\n"));
-    assert!(map_gaps(&unnamed).iter().any(|g| g.contains("lead/unmapped.rs")));
+    assert!(map_gaps(&unnamed)
+        .iter()
+        .any(|g| g.contains("lead/unmapped.rs")));
     let moved = lib.replacen("| 2 | [`policy`] |", "| 2 | `tools` |", 1);
     assert_ne!(moved, lib, "the map's table has the row this test edits");
     let mut reordered = files.clone();
     reordered.retain(|(rel, _)| rel != "lib.rs");
     reordered.push(("lib.rs".into(), moved));
-    assert!(map_gaps(&reordered).iter().any(|g| g.contains("layer table")));
+    assert!(map_gaps(&reordered)
+        .iter()
+        .any(|g| g.contains("layer table")));
 }
 
 #[test]

@@ -453,3 +453,45 @@ async fn quotes_are_byte_exact_and_mentions_whole_words() {
         }
     }
 }
+
+/// A listener that reads one event at a time, slowly, from a stream with room for one: the run
+/// waits for it and drops nothing — every subagent's spawn and end arrives, after the plan.
+#[tokio::test]
+async fn a_slow_listener_slows_the_run_and_loses_no_event() {
+    let dir = crate::support::rust_tree();
+    let (events, mut receiver) = tokio::sync::mpsc::channel(1);
+    let listener = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        while let Some(event) = receiver.recv().await {
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            seen.push(event);
+        }
+        seen
+    });
+    let report = Coordinator::new()
+        .agents(2)
+        .start(
+            Task::new("where is the retry delay computed?", dir.path()),
+            Some(events),
+        )
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    let seen = listener.await.unwrap();
+    let count = |f: fn(&baton::Event) -> bool| seen.iter().filter(|e| f(e)).count();
+    let spawned = count(|e| matches!(e, baton::Event::SubagentSpawned { .. }));
+    let ended = count(|e| matches!(e, baton::Event::SubagentEnded { .. }));
+    assert!(
+        matches!(seen.first(), Some(baton::Event::RunPlanned { .. })),
+        "{seen:?}"
+    );
+    assert_eq!(spawned, report.subagents.len());
+    assert_eq!(ended, report.subagents.len());
+    assert!(
+        seen.len() > 2 * report.subagents.len(),
+        "{} events",
+        seen.len()
+    );
+}

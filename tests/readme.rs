@@ -196,3 +196,33 @@ async fn an_accepted_handoff_and_its_subagents_end_are_one_append() {
         assert!(append.contains(&"subagent_ended"), "{append:?}");
     }
 }
+
+/// The README's library example, as written there, on a tree with a `src/`: it runs to a
+/// report whose markdown holds the three sections.
+#[tokio::test]
+async fn the_library_example_runs_as_written() {
+    let dir = crate::support::tree(&[
+        (
+            "src/validate.rs",
+            "//! Handoffs are validated here.\npub fn validate_handoff() {}\n",
+        ),
+        ("docs/notes.md", "# Notes\n"),
+    ]);
+    let report = baton::Coordinator::new()
+        .constraint("only read files under src/")
+        .run(baton::Task::new(
+            "where are handoffs validated?",
+            dir.path(),
+        ))
+        .await
+        .unwrap();
+    let markdown = report.handoff.to_markdown();
+    for section in [
+        "## Settled conclusions",
+        "## Open items",
+        "## Hard constraints",
+    ] {
+        assert!(markdown.contains(section), "{markdown}");
+    }
+    assert!(!markdown.contains("docs/notes.md"), "{markdown}");
+}

@@ -460,7 +460,10 @@ impl Ledger {
     /// The ledger as the window shows it: labelled standing conditions, each pin verbatim with
     /// its class, the turn it came from and, for tool state, what it is the state of.
     pub fn render(&self) -> String {
-        let mut out = String::from("=== PINNED (standing conditions, verbatim) ===\n");
+        let mut out = format!(
+            "{} (standing conditions, verbatim) ===\n",
+            Compaction::Ledger.mark()
+        );
         for p in self.slots.iter().flatten() {
             let key = p
                 .key

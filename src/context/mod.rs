@@ -229,7 +229,7 @@ fn place(
     left: &mut usize,
     chosen: &mut Vec<Chosen>,
     manifest: &mut Vec<ManifestEntry>,
-    count: &dyn Fn(&str) -> usize,
+    count: &impl Fn(&str) -> usize,
 ) {
     // Items with an identity (evidence) are all kept at least as their identity when that
     // fits, then upgraded to their content in order while it fits.

@@ -150,7 +150,7 @@ pub fn load_roles(dir: Option<&Path>) -> Result<BTreeMap<RoleId, RoleProfile>, R
     for path in paths {
         let file = path.display().to_string();
         // Only a regular file of bounded size is read: a FIFO named `x.toml` never blocks.
-        let text = crate::tools::read_text_file(&path, &file).map_err(|e| RoleError {
+        let text = crate::fsio::read_text_file(&path, &file).map_err(|e| RoleError {
             file: file.clone(),
             message: e.to_string(),
         })?;

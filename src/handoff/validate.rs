@@ -6,8 +6,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::{parse, Conclusion, ConclusionKind, Parsed, Violation, ViolationCode};
+use crate::fsio::read_text_file;
 use crate::source::{quote_path, Observation, ObservationLog, Shown, SourceId};
-use crate::tools::{read_text_file, SandboxError, Workspace};
+use crate::tools::{SandboxError, Workspace};
 
 /// A file's text with its line starts, for cheap line ranges.
 #[derive(Debug, Clone, PartialEq, Eq)]

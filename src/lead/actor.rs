@@ -5,7 +5,6 @@ use tracing::Instrument;
 
 use super::state::LeadState;
 use super::{LeadArgs, LeadMsg};
-use crate::report::SubagentState;
 
 pub(crate) struct LeadActor;
 
@@ -60,40 +59,18 @@ async fn on_message(
 ) -> Result<(), ActorProcessingErr> {
     match message {
         LeadMsg::Run(reply) => state.start(reply, &myself).await,
-        // A plan that comes after the run was cancelled before it planned is not taken.
-        LeadMsg::Planned(_) if state.finished || state.fleet.planning_error.is_some() => {}
-        LeadMsg::Planned(Err(error)) => {
-            state.fleet.planning_error = Some(error);
-            state.finish_if_done(&myself);
-        }
-        LeadMsg::Planned(Ok(planned)) => state.on_planned(&myself, planned).await,
+        LeadMsg::Planned(planned) => state.on_planned(&myself, planned).await,
         LeadMsg::Subagent { id, report } => state.on_report(&myself, id, report),
         LeadMsg::HandoffChecked {
             id,
             parsed,
             digests,
         } => state.take_verdict(&id, parsed, digests),
-        // A handoff that comes after the run was cancelled is not taken.
-        LeadMsg::Synthesised { .. } if state.cancelled => {}
         LeadMsg::Synthesised { outcome, turn } => state.on_synthesised(&myself, outcome, turn),
         LeadMsg::Cancel => state.cancel(&myself),
-        LeadMsg::LogFailed(error) => {
-            if state.journal.log_failed.is_none() {
-                state.journal.log_failed = Some(error);
-            }
-            if !state.finished {
-                state.cancel(&myself);
-            }
-        }
+        LeadMsg::LogFailed(error) => state.on_log_failed(&myself, error),
         LeadMsg::Status(reply) => {
-            let _ = reply.send(
-                state
-                    .fleet
-                    .records
-                    .iter()
-                    .map(|r| r.summary.clone())
-                    .collect(),
-            );
+            let _ = reply.send(state.status());
         }
     }
     Ok(())
@@ -104,29 +81,16 @@ async fn on_supervision(
     message: SupervisionEvent,
     state: &mut LeadState,
 ) -> Result<(), ActorProcessingErr> {
-    {
-        let (cell, failure) = match message {
-            SupervisionEvent::ActorTerminated(cell, _, _) => (cell, None),
-            SupervisionEvent::ActorFailed(cell, error) => (cell, Some(error.to_string())),
-            _ => return Ok(()),
-        };
-        let Some(index) = state.fleet.by_actor.remove(&cell.get_id()) else {
-            return Ok(());
-        };
-        // A stopped actor's handle is let go: its mailbox and ports are freed, and what the
-        // lead keeps of a finished subagent is its record.
-        state.fleet.records[index].actor = None;
-        if !state.fleet.records[index].summary.state.ended() {
-            let (ended, why) = match failure {
-                Some(error) => (SubagentState::Failed, error),
-                None if state.cancelled => {
-                    (SubagentState::Cancelled, "the run was cancelled".into())
-                }
-                None => (SubagentState::Failed, "stopped without a handoff".into()),
-            };
-            state.end(index, ended, Some(why));
+    match message {
+        SupervisionEvent::ActorTerminated(cell, _, _) => {
+            state.on_stopped(&myself, cell.get_id(), None).await
         }
-        state.advance(&myself).await;
-        Ok(())
+        SupervisionEvent::ActorFailed(cell, error) => {
+            state
+                .on_stopped(&myself, cell.get_id(), Some(error.to_string()))
+                .await
+        }
+        _ => {}
     }
+    Ok(())
 }

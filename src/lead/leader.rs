@@ -518,6 +518,10 @@ impl LeadState {
         outcome: Result<crate::handoff::Handoff, String>,
         turn: LeadTurn,
     ) {
+        // A handoff that comes after the run was cancelled is not taken.
+        if self.cancelled {
+            return;
+        }
         self.lead.lead_task = None;
         let mut turn = turn;
         turn.handoff = outcome.as_ref().ok().cloned();

@@ -176,12 +176,12 @@ pub(crate) fn merge(
     out
 }
 
-/// Whether a finding stands: a doubted handoff's finding only when the verifier confirmed it.
-type Stands<'s> = dyn Fn(&Accepted<'_>, &Conclusion) -> bool + 's;
-
 /// The findings that stand, taken in turn from each subagent (duplicates merged), most
 /// telling first: by the rarity of what each claim matches (ties keep the turns).
-fn ranked_findings(accepted: &[Accepted<'_>], stands: &Stands<'_>) -> Vec<Conclusion> {
+fn ranked_findings(
+    accepted: &[Accepted<'_>],
+    stands: &impl Fn(&Accepted<'_>, &Conclusion) -> bool,
+) -> Vec<Conclusion> {
     let findings: Vec<Vec<&Conclusion>> = accepted
         .iter()
         .map(|a| {
@@ -218,7 +218,11 @@ fn ranked_findings(accepted: &[Accepted<'_>], stands: &Stands<'_>) -> Vec<Conclu
 
 /// What of one accepted handoff is not settled: findings the verifier did not confirm,
 /// conclusions taken out, and its own open items.
-fn not_settled(a: &Accepted<'_>, stands: &Stands<'_>, open_items: &mut OpenItems) {
+fn not_settled(
+    a: &Accepted<'_>,
+    stands: &impl Fn(&Accepted<'_>, &Conclusion) -> bool,
+    open_items: &mut OpenItems,
+) {
     for c in a
         .handoff
         .settled_conclusions

@@ -11,14 +11,32 @@ use super::plan::Shard;
 use super::report::{evidence_digests, Planned};
 use super::state::LeadState;
 use super::{journal, LeadMsg};
-use crate::checkpoint::RunEvent;
+use crate::checkpoint::{RunEvent, StoreError};
 use crate::event::Event;
 use crate::handoff::{validate, Check};
+use crate::report::SubagentState;
 use crate::subagent::SubagentReport;
 
 impl LeadState {
-    /// The plan came in: logged, adopted, and the first subagents spawned.
-    pub(super) async fn on_planned(&mut self, myself: &ActorRef<LeadMsg>, mut planned: Planned) {
+    /// Planning ended: a plan is logged, adopted, and its first subagents spawned; a tree that
+    /// could not be planned ends the run. A plan that comes after the run was cancelled before
+    /// it planned is not taken.
+    pub(super) async fn on_planned(
+        &mut self,
+        myself: &ActorRef<LeadMsg>,
+        planned: Result<Planned, String>,
+    ) {
+        if self.finished || self.fleet.planning_error.is_some() {
+            return;
+        }
+        let mut planned = match planned {
+            Ok(planned) => planned,
+            Err(error) => {
+                self.fleet.planning_error = Some(error);
+                self.finish_if_done(myself);
+                return;
+            }
+        };
         self.lead.lead_task = None;
         if let Some(turn) = planned.lead.take() {
             self.lead_turn("plan", turn);
@@ -50,6 +68,51 @@ impl LeadState {
             run_id: self.config.run_id.clone(),
             subagents: self.fleet.records.len(),
         });
+        self.advance(myself).await;
+    }
+
+    /// The subagents as they stand.
+    pub(super) fn status(&self) -> Vec<crate::report::SubagentSummary> {
+        self.fleet
+            .records
+            .iter()
+            .map(|r| r.summary.clone())
+            .collect()
+    }
+
+    /// The run's log could not be written: the run stops, and this is its result.
+    pub(super) fn on_log_failed(&mut self, myself: &ActorRef<LeadMsg>, error: StoreError) {
+        if self.journal.log_failed.is_none() {
+            self.journal.log_failed = Some(error);
+        }
+        if !self.finished {
+            self.cancel(myself);
+        }
+    }
+
+    /// A subagent's actor stopped: its handle is let go (its mailbox and ports freed; what
+    /// the lead keeps of a finished subagent is its record), and one that had not ended is
+    /// recorded as failed — or cancelled, when the run was.
+    pub(super) async fn on_stopped(
+        &mut self,
+        myself: &ActorRef<LeadMsg>,
+        actor: ractor::ActorId,
+        failure: Option<String>,
+    ) {
+        let Some(index) = self.fleet.by_actor.remove(&actor) else {
+            return;
+        };
+        self.fleet.records[index].actor = None;
+        if !self.fleet.records[index].summary.state.ended() {
+            let (ended, why) = match failure {
+                Some(error) => (SubagentState::Failed, error),
+                None if self.cancelled => {
+                    (SubagentState::Cancelled, "the run was cancelled".into())
+                }
+                None => (SubagentState::Failed, "stopped without a handoff".into()),
+            };
+            self.end(index, ended, Some(why));
+        }
         self.advance(myself).await;
     }
 

@@ -21,6 +21,7 @@ const GLOB_MARK: &str = "glob:";
 
 impl SearchKind {
     /// A logged search's kind and what it searched for.
+    #[inline]
     pub(crate) fn of(stored: &str) -> (SearchKind, &str) {
         match stored.strip_prefix(GLOB_MARK) {
             Some(glob) => (SearchKind::FileNames, glob),
@@ -29,6 +30,7 @@ impl SearchKind {
     }
 
     /// How a search of this kind for `pattern` is logged.
+    #[inline]
     pub(crate) fn stored(self, pattern: &str) -> String {
         match self {
             SearchKind::Lines => pattern.to_string(),

@@ -9,11 +9,13 @@ pub use sentences::{binding_sentences, binds, normalise, without_binding};
 pub(crate) use words::{is_stop_word, words};
 
 /// A text on one line: every run of whitespace as one space, none at the ends.
+#[inline]
 pub(crate) fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Removes a surrounding ``` fence, which models often add.
+#[inline]
 pub(crate) fn strip_fence(text: &str) -> &str {
     let t = text.trim();
     if let Some(rest) = t.strip_prefix("```") {
@@ -27,6 +29,7 @@ pub(crate) fn strip_fence(text: &str) -> &str {
 /// quote is part of a name, as on disk), no `.` or empty parts, `..` taken back, `.` for the
 /// root. `None` for an absolute path or one that climbs above the root. The gate judges
 /// resources this way, so a real file's name is never re-read as another path.
+#[inline]
 pub(crate) fn lexical_path(text: &str) -> Option<String> {
     if text.starts_with('/') || text.starts_with('\\') {
         return None;
@@ -49,6 +52,7 @@ pub(crate) fn lexical_path(text: &str) -> Option<String> {
 }
 
 /// Whether `path` is `prefix` or below it (both in normal form; `.` holds everything).
+#[inline]
 pub(crate) fn within(path: &str, prefix: &str) -> bool {
     prefix == "."
         || path == prefix

@@ -160,11 +160,13 @@ pub(crate) const STOP_WORDS: &[&str] = &[
 ];
 
 /// Whether `word` (lower case) is on the stop list.
+#[inline]
 pub(crate) fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
 
 /// The words of a text: its maximal runs of alphanumeric characters, in order.
+#[inline]
 pub(crate) fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())

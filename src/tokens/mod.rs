@@ -83,10 +83,12 @@ impl Tokenizer for Estimate {
 }
 
 /// About four bytes a token: the estimate used where no tokenizer is given.
+#[inline]
 pub fn estimate_tokens(text: &str) -> u64 {
     estimate_tokens_of_len(text.len())
 }
 
+#[inline]
 pub(crate) fn estimate_tokens_of_len(bytes: usize) -> u64 {
     (bytes as u64).div_ceil(4)
 }

@@ -9,12 +9,13 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub(crate) use crate::fsio::read_text_file;
 use crate::policy::{Consequence, Denial, Effect};
 use crate::source::Observation;
 use crate::transcript::{ToolCall, ToolSpec};
 pub(crate) use fs::walk_files;
+pub(crate) use workspace::SandboxError;
 pub use workspace::Workspace;
-pub(crate) use workspace::{read_text_file, SandboxError};
 
 /// What a tool gave back on success.
 #[derive(Debug, Clone, PartialEq)]

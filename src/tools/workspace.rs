@@ -1,15 +1,11 @@
 //! The sandbox: one explored root, and the only way any tool turns a path into a file.
 
-use crate::fsio::{open_regular_file, NotRegular};
+use crate::fsio::read_text_file;
 use std::fs;
-use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use crate::policy::Policy;
-
-/// Files larger than this are not read by any workspace tool.
-pub(crate) const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Why a path was refused or a file could not be used. The message is the text a model sees.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -22,12 +18,8 @@ pub(crate) enum SandboxError {
     NotFound(String),
     #[error("path `{0}` is a symbolic link to somewhere outside the workspace root")]
     SymlinkOutside(String),
-    #[error("`{0}` is a binary file: skipped")]
-    Binary(String),
-    #[error("`{path}` is {size} bytes, over the {limit}-byte limit for reading")]
-    TooLarge { path: String, size: u64, limit: u64 },
-    #[error("`{path}` could not be read: {reason}")]
-    Unreadable { path: String, reason: String },
+    #[error(transparent)]
+    Read(#[from] crate::fsio::ReadError),
     #[error("{}", .0.message())]
     Denied(Box<crate::policy::Denial>),
 }
@@ -205,58 +197,6 @@ impl Workspace {
         let text = read_text_file(&path, &shown)?;
         Ok((path, text))
     }
-}
-
-/// Reads a file as text, refusing binary content and files over [`MAX_FILE_BYTES`].
-pub(crate) fn read_text_file(path: &Path, shown: &str) -> Result<String, SandboxError> {
-    let unreadable = |e: std::io::Error| SandboxError::Unreadable {
-        path: shown.to_string(),
-        reason: e.to_string(),
-    };
-    let (file, meta) = match open_regular_file(path) {
-        Ok(opened) => opened,
-        Err(NotRegular::Io(e)) => return Err(unreadable(e)),
-        Err(NotRegular::Directory) => {
-            return Err(SandboxError::Unreadable {
-                path: shown.to_string(),
-                reason: "it is a directory".to_string(),
-            })
-        }
-        Err(NotRegular::Special) => {
-            // A FIFO would block the read; a device could be endless.
-            return Err(SandboxError::Unreadable {
-                path: shown.to_string(),
-                reason: "it is not a regular file".to_string(),
-            });
-        }
-    };
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(SandboxError::TooLarge {
-            path: shown.to_string(),
-            size: meta.len(),
-            limit: MAX_FILE_BYTES,
-        });
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(unreadable)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(SandboxError::TooLarge {
-            path: shown.to_string(),
-            size: bytes.len() as u64,
-            limit: MAX_FILE_BYTES,
-        });
-    }
-    if looks_binary(&bytes) {
-        return Err(SandboxError::Binary(shown.to_string()));
-    }
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
-/// A file is binary when its first 8 KiB hold a NUL byte (the rule git and ripgrep use).
-pub(crate) fn looks_binary(bytes: &[u8]) -> bool {
-    bytes.iter().take(8192).any(|b| *b == 0)
 }
 
 #[cfg(test)]

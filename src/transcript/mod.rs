@@ -75,6 +75,7 @@ pub enum Compaction {
 impl Compaction {
     /// How a message of this kind opens in text: the chat format recognises a compaction's
     /// message by it, as compaction writes it.
+    #[inline]
     pub const fn mark(self) -> &'static str {
         match self {
             Compaction::Summary => "[compacted:",
@@ -148,6 +149,7 @@ pub(crate) struct CallId<'a> {
 
 impl<'a> CallId<'a> {
     /// The subagent an id (or an effect's intent id, `SUBAGENT.N#ATTEMPT`) names.
+    #[inline]
     pub(crate) fn subagent_of(id: &str) -> &str {
         id.split('.').next().unwrap_or(id)
     }
