@@ -4,7 +4,8 @@
 //!     cargo bench --bench validate
 
 use baton::testing::MemoryFiles;
-use baton::{estimate_tokens, validate, Check};
+use baton::tokens::estimate_tokens;
+use baton::{validate, Check};
 use criterion::{criterion_group, criterion_main, Criterion};
 
 /// Three source files of 300 lines each, and a handoff whose 30 conclusions each cite 6 lines

@@ -22,7 +22,13 @@
 //! # Entry points
 //! - Library: [`Coordinator`] (`new`, builder methods, `check`, `start` → [`RunHandle`],
 //!   `run`, `resume`), [`Task`], [`Report`], [`connect`] (a `--model` spec to a [`Model`]),
-//!   [`testing`] (test doubles for users' own tests).
+//!   [`testing`] (test doubles for users' own tests). The root re-exports those and the types
+//!   their signatures name: the [`Model`] and [`Tool`] traits with what they take and give,
+//!   the [`Handoff`] contract and [`validate`], the [`Checkpoint`] and its log ([`RunEvent`],
+//!   [`EventStore`], [`SqliteStore`]), [`Event`], [`RoleId`], the policy's types. The layer
+//!   modules marked `pub` ([`checkpoint`], [`compaction`], [`context`], [`model`], [`policy`],
+//!   [`telemetry`], [`text`], [`tokens`], [`transcript`]) are the binary's and the tests' way
+//!   in; the rest is `pub(crate)`.
 //! - Binary: `src/main.rs` → `cli` (`baton explore ROOT QUESTION`, `baton validate FILE`,
 //!   `baton runs`, `baton brief RUN`, `baton resume RUN`, `baton context RUN --role ROLE`,
 //!   `baton compact TRANSCRIPT`).
@@ -55,8 +61,7 @@
 //!
 //! Where this differs from the order in the design, on purpose:
 //! - `tools` sits below `handoff`: a citation is resolved through the sandbox (`Workspace` and
-//!   its policy), and the tools import only `policy`, `source`, `transcript`, `fsio` and
-//!   `text`.
+//!   its policy), and the tools import only `policy`, `source`, `transcript` and `fsio`.
 //! - `model` sits below `checkpoint`: the log records a model's configuration
 //!   (`ModelConfigured` holds [`model::ModelConfig`]), and a provider needs only the
 //!   transcript, the tokenizer's estimate, the text rules, the secrets' redaction, the policy's
@@ -86,7 +91,7 @@
 //!   embedded vocabulary in one compact table; tiktoken's counts), the
 //!   [`tokens::CachedTokenizer`] (at most [`tokens::TOKEN_CACHE_ENTRIES`] counts, by line
 //!   chunks cut only where the pre-tokenizer never joins: [`tokens::line_chunks`]), and the
-//!   estimate of about four bytes a token ([`tokens::Estimate`], [`estimate_tokens`]).
+//!   estimate of about four bytes a token ([`tokens::Estimate`], [`tokens::estimate_tokens`]).
 //! - `digest` — hex SHA-256, the one digest the log, the checkpoint and the tools share.
 //! - `fsio` — [`open_regular_file`]: a file is opened only when it is a regular file, typed,
 //!   opened non-blocking, then typed again (a FIFO or a device is refused, never waited on);
@@ -374,6 +379,8 @@ pub use contracts::RoleId;
 pub use coordinator::{connect, Canceller, Coordinator, RunError, RunHandle, Task, EVENTS_BUFFER};
 pub use event::Event;
 pub use explorer::OfflineModel;
+/// For the binary: bounded reads of the files it is given.
+#[doc(hidden)]
 pub use fsio::{open_regular_file, NotRegular};
 pub use handoff::{
     parse as parse_handoff, repair_prompt, validate, Check, Conclusion, ConclusionKind,
@@ -387,7 +394,9 @@ pub use report::{
     ConstraintReport, Enforcement, HandoffCounts, ModelUsage, Report, ReportedConstraint, RunUsage,
     SubagentState, SubagentSummary,
 };
-pub use source::{is_invisible, Observation, ObservationLog, Shown, SourceId, SourceParseError};
-pub use tokens::estimate_tokens;
+/// For the binary: the characters it escapes in what it prints.
+#[doc(hidden)]
+pub use source::is_invisible;
+pub use source::{Observation, ObservationLog, Shown, SourceId, SourceParseError};
 pub use tools::{Tool, ToolError, ToolOutput, ToolRegistry, ToolResult, Workspace};
 pub use transcript::{Message, ToolCall, ToolSpec};

@@ -310,7 +310,7 @@ fn baton_context_prints_the_context_and_exits_3_at_the_floor() {
     // both.
     let store = baton::SqliteStore::open(state.path()).unwrap();
     let events = baton::EventStore::events(&store, &run_id).unwrap();
-    let contract_tokens = baton::estimate_tokens(include_str!("../contracts/handoff.md"));
+    let contract_tokens = baton::tokens::estimate_tokens(include_str!("../contracts/handoff.md"));
     let spawned: Vec<u64> = events
         .iter()
         .filter_map(|e| match &e.event {
