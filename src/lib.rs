@@ -188,7 +188,7 @@
 //! redacting [`model::ApiKey`]; `model/spec.rs` parses `--model` and builds a provider's model
 //! ([`model::connect_provider`]); `model/scripted.rs` is the scripted model of
 //! [`testing`]. Nothing outside `model` knows a provider's wire format (the chat JSONL users
-//! bring and take is `transcript`'s). **Invariant:** no call is sent
+//! bring and take is `transcript`'s; the OpenAI provider writes its messages with it). **Invariant:** no call is sent
 //! whose estimate could take the run past its cost limit; an API key appears in no output,
 //! log or state; a fallback is taken only on an error naming the unsupported field (or an
 //! empty stream), never to hide another error.
@@ -346,6 +346,28 @@
 //! - Untrusted data: model output, tool results and file contents never change a tool set, a
 //!   budget or a permission: the gate's rules come from `constraint_stated` events only.
 //! - Tests run offline: temp-dir fixtures, the offline model, [`testing`]'s doubles.
+
+/// A one-line error message as a type of its own, with `From<String>` and `From<&str>`.
+macro_rules! message_error {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+        #[error("{0}")]
+        pub struct $name(pub String);
+
+        impl From<String> for $name {
+            fn from(message: String) -> $name {
+                $name(message)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(message: &str) -> $name {
+                $name(message.to_string())
+            }
+        }
+    };
+}
 
 pub mod checkpoint;
 pub mod compaction;

@@ -41,21 +41,9 @@ impl Drop for TelemetryGuard {
     }
 }
 
-/// Why tracing could not be set up (one line, naming the variable at fault).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct TelemetryError(pub String);
-
-impl From<String> for TelemetryError {
-    fn from(message: String) -> TelemetryError {
-        TelemetryError(message)
-    }
-}
-
-impl From<&str> for TelemetryError {
-    fn from(message: &str) -> TelemetryError {
-        TelemetryError(message.to_string())
-    }
+message_error! {
+    /// Why tracing could not be set up (one line, naming the variable at fault).
+    TelemetryError
 }
 
 /// Installs the process's subscriber from `BATON_LOG` (nothing when it is unset or empty, so

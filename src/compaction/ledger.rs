@@ -16,22 +16,10 @@ use crate::transcript::{Compaction, Message};
 /// How a summary message opens.
 pub(crate) const SUMMARY_MARK: &str = Compaction::Summary.mark();
 
-/// Why a small model's answer about a turn is not kept: its text is not a verbatim part of the
-/// turn, or it does not say what the rule pass asked.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ModelPassError(pub String);
-
-impl From<String> for ModelPassError {
-    fn from(message: String) -> ModelPassError {
-        ModelPassError(message)
-    }
-}
-
-impl From<&str> for ModelPassError {
-    fn from(message: &str) -> ModelPassError {
-        ModelPassError(message.to_string())
-    }
+message_error! {
+    /// Why a small model's answer about a turn is not kept: its text is not a verbatim part of the
+    /// turn, or it does not say what the rule pass asked.
+    ModelPassError
 }
 
 /// Words too common to tie a later turn to a pin.

@@ -13,21 +13,9 @@ use tracing::Instrument;
 
 use super::{ApiKey, ErrorKind, Limiter, ModelError, ModelResponse, Price};
 
-/// Why a provider's endpoint cannot be used: its base URL, or the client (one line).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct EndpointError(pub String);
-
-impl From<String> for EndpointError {
-    fn from(message: String) -> EndpointError {
-        EndpointError(message)
-    }
-}
-
-impl From<&str> for EndpointError {
-    fn from(message: &str) -> EndpointError {
-        EndpointError(message.to_string())
-    }
+message_error! {
+    /// Why a provider's endpoint cannot be used: its base URL, or the client (one line).
+    EndpointError
 }
 
 /// Retries of a failed call: only errors whose kind is retryable are retried.

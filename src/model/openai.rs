@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 
 use super::http::{self, Answer, Endpoint, EndpointError, HttpOptions};
 use super::{
-    handoff_schema, ApiKey, ErrorKind, Fallback, Message, Model, ModelConfig, ModelError,
-    ModelRequest, ModelResponse, Price, StopReason, ToolChoice, Usage,
+    handoff_schema, ApiKey, ErrorKind, Fallback, Model, ModelConfig, ModelError, ModelRequest,
+    ModelResponse, Price, StopReason, ToolChoice, Usage,
 };
 use crate::transcript::ToolCall;
 
@@ -316,32 +316,10 @@ impl Model for OpenAiModel {
 fn body(model: &str, request: &ModelRequest, dialect: &Dialect) -> Value {
     let mut messages = vec![json!({"role": "system", "content": request.system})];
     for m in &request.messages {
-        messages.push(match m {
-            Message::User { text } | Message::Compacted { text, .. } => {
-                json!({"role": "user", "content": text})
-            }
-            Message::Assistant { text, tool_calls } if tool_calls.is_empty() => {
-                json!({"role": "assistant", "content": text})
-            }
-            Message::Assistant { text, tool_calls } => json!({
-                "role": "assistant",
-                // A string, never null: some servers (llama-cpp-python) refuse a null.
-                "content": text,
-                "tool_calls": tool_calls.iter().map(|c| json!({
-                    "id": http::safe_id(&c.id),
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": match &c.arguments {
-                        Value::String(raw) => raw.clone(),
-                        v => v.to_string(),
-                    }},
-                })).collect::<Vec<_>>(),
-            }),
-            Message::Tool {
-                call_id, content, ..
-            } => {
-                json!({"role": "tool", "tool_call_id": http::safe_id(call_id), "content": content})
-            }
-        });
+        messages.push(crate::transcript::chat::write_message_with(
+            m,
+            &http::safe_id,
+        ));
     }
     let mut body = json!({"model": model, "messages": messages});
     let tokens_key = if dialect.completion_tokens {
@@ -639,7 +617,7 @@ fn calls_in_text(text: &str, request: &ModelRequest) -> Option<(Vec<ToolCall>, S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transcript::ToolSpec;
+    use crate::transcript::{Message, ToolSpec};
 
     fn request() -> ModelRequest {
         ModelRequest::new(

@@ -211,22 +211,10 @@ impl Rule {
     }
 }
 
-/// Why a typed rule cannot be used (one line): a path that leaves the root, a rule that says
-/// nothing, JSON that is not a rule.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct RuleError(pub String);
-
-impl From<String> for RuleError {
-    fn from(message: String) -> RuleError {
-        RuleError(message)
-    }
-}
-
-impl From<&str> for RuleError {
-    fn from(message: &str) -> RuleError {
-        RuleError(message.to_string())
-    }
+message_error! {
+    /// Why a typed rule cannot be used (one line): a path that leaves the root, a rule that says
+    /// nothing, JSON that is not a rule.
+    RuleError
 }
 
 /// A constraint's typed form: its rules, and the clauses no rule covers (which stay

@@ -98,6 +98,13 @@ pub fn read_line(value: &Value, names: &HashMap<String, String>) -> Result<Messa
 
 /// A message in OpenAI chat format.
 pub fn write_message(m: &Message) -> Value {
+    write_message_with(m, &|id| id.to_string())
+}
+
+/// A message in OpenAI chat format, each call id written as `id` gives it (a provider maps
+/// ids to the ones its server accepts). Arguments that were not JSON go back as the text they
+/// were.
+pub(crate) fn write_message_with(m: &Message, id: &dyn Fn(&str) -> String) -> Value {
     match m {
         Message::User { text } | Message::Compacted { text, .. } => {
             json!({"role": "user", "content": text})
@@ -107,16 +114,21 @@ pub fn write_message(m: &Message) -> Value {
         }
         Message::Assistant { text, tool_calls } => json!({
             "role": "assistant",
+            // A string, never null: some servers (llama-cpp-python) refuse a null.
             "content": text,
             "tool_calls": tool_calls.iter().map(|c| json!({
-                "id": c.id, "type": "function",
-                "function": {"name": c.name, "arguments": c.arguments.to_string()}
+                "id": id(&c.id),
+                "type": "function",
+                "function": {"name": c.name, "arguments": match &c.arguments {
+                    Value::String(raw) => raw.clone(),
+                    v => v.to_string(),
+                }},
             })).collect::<Vec<_>>(),
         }),
         Message::Tool {
             call_id, content, ..
         } => {
-            json!({"role": "tool", "tool_call_id": call_id, "content": content})
+            json!({"role": "tool", "tool_call_id": id(call_id), "content": content})
         }
     }
 }
