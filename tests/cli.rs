@@ -436,3 +436,99 @@ fn the_binary_fixes_the_mmap_threshold_unless_it_is_set() {
         assert_eq!(vars, [format!("MALLOC_MMAP_THRESHOLD_={seen}")]);
     }
 }
+
+/// A stderr that cannot be written (a full device) loses the summary line, never the report,
+/// and is no panic: the run exits as it would have.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_stderr_that_cannot_be_written_is_no_panic_and_keeps_the_report() {
+    let dir = crate::support::rust_tree();
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        return;
+    };
+    let out = baton()
+        .args(["explore", "--no-progress"])
+        .arg(dir.path())
+        .arg("where is the retry delay computed?")
+        .stderr(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("## Settled conclusions"));
+    // Bad input too: its one line is lost, its exit code is not.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = baton()
+        .args(["explore", "/no/such/dir", "q"])
+        .stderr(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// A run's lock file that is a FIFO or a link is refused with one line, never waited on or
+/// followed.
+#[cfg(unix)]
+#[test]
+fn a_lock_file_that_is_a_fifo_or_a_link_is_refused() {
+    let dir = crate::support::rust_tree();
+    let state = tempfile::tempdir().unwrap();
+    let out = baton()
+        .args(["explore", "--no-progress", "--json", "--state"])
+        .arg(state.path())
+        .arg(dir.path())
+        .arg("where is the retry delay computed?")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = report["run_id"].as_str().unwrap().to_string();
+    let locks = state.path().join("locks");
+    let lock = std::fs::read_dir(&locks)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::remove_file(&lock).unwrap();
+    let made = Command::new("mkfifo").arg(&lock).status();
+    if !made.is_ok_and(|s| s.success()) {
+        return;
+    }
+    let resume = |state: &std::path::Path| {
+        let mut child = baton()
+            .args(["resume", "--no-progress", "--state"])
+            .arg(state)
+            .arg(&run)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        for _ in 0..300 {
+            if let Some(status) = child.try_wait().unwrap() {
+                let mut err = String::new();
+                std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+                return (status.code(), err);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let _ = child.kill();
+        panic!("resume waited on the lock file");
+    };
+    let (code, err) = resume(state.path());
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("not a regular file") || err.contains("lock"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // A link in the lock's place is not followed: its target is not created.
+    std::fs::remove_file(&lock).unwrap();
+    let target = state.path().join("elsewhere");
+    std::os::unix::fs::symlink(&target, &lock).unwrap();
+    let (code, err) = resume(state.path());
+    assert_eq!(code, Some(1), "{err}");
+    assert!(!target.exists());
+}

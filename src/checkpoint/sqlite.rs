@@ -171,6 +171,21 @@ fn immutable_uri(path: &Path) -> String {
 
 fn open_with(path: &Path, access: Access, tolerant: bool) -> Result<Connection, StoreError> {
     use rusqlite::OpenFlags;
+    // SQLite opens its journal, WAL and shared-memory files beside the database: one that is
+    // a FIFO, a device or a link would block the open or write elsewhere.
+    for suffix in ["-journal", "-wal", "-shm"] {
+        let mut side = path.as_os_str().to_owned();
+        side.push(suffix);
+        let side = PathBuf::from(side);
+        if let Ok(meta) = std::fs::symlink_metadata(&side) {
+            if !meta.is_file() {
+                return Err(StoreError::Open {
+                    path: path.display().to_string(),
+                    reason: format!("{} is not a regular file", side.display()),
+                });
+            }
+        }
+    }
     let deadline = std::time::Instant::now() + LOCK_WAIT;
     loop {
         let attempt = (|| {
@@ -589,12 +604,25 @@ impl EventStore for SqliteStore {
         let failed = |e: std::io::Error| StoreError::Write(format!("{}: {e}", dir.display()));
         std::fs::create_dir_all(&dir).map_err(failed)?;
         let digest = crate::digest::sha256_hex(run_id.as_bytes());
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join(format!("{}.lock", &digest[..32])))
-            .map_err(failed)?;
+        let path = dir.join(format!("{}.lock", &digest[..32]));
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).truncate(false).write(true);
+        // Never through a link, never waiting on a FIFO: the lock is a regular file of the
+        // state directory's own.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+        }
+        let file = options
+            .open(&path)
+            .map_err(|e| StoreError::Write(format!("{}: {e}", path.display())))?;
+        if !file.metadata().map_err(failed)?.is_file() {
+            return Err(StoreError::Write(format!(
+                "{}: not a regular file",
+                path.display()
+            )));
+        }
         match file.try_lock() {
             Ok(()) => Ok(RunClaim::locked(file)),
             Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::InUse(run_id.to_string())),

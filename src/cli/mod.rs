@@ -5,7 +5,10 @@
 /// (a path, a file name, a model's words) cannot move the cursor or break the line.
 macro_rules! say {
     ($($arg:tt)*) => {
-        eprintln!("baton: {}", $crate::cli::terminal_line(&format!($($arg)*)))
+        $crate::cli::to_stderr(&format!(
+            "baton: {}\n",
+            $crate::cli::terminal_line(&format!($($arg)*))
+        ))
     };
 }
 
@@ -136,6 +139,16 @@ impl StateArg {
 
 /// The exit code of a store error, after printing it as one line: what the user gave is wrong
 /// (no such state or run, a state that cannot be opened) exits 2; damaged or unwritable state,
+/// Writes to stderr; a stderr that cannot be written (full, a closed pipe) is let be: what
+/// goes there is for the user, and its loss must not end the run or lose the report.
+pub(crate) fn to_stderr(text: &str) {
+    use std::io::Write as _;
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr
+        .write_all(text.as_bytes())
+        .and_then(|_| stderr.flush());
+}
+
 /// or a run held by another process, exits 1.
 pub(crate) fn store_error(e: &StoreError) -> i32 {
     say!("{e}");
@@ -602,8 +615,11 @@ async fn finish(
         Ok(report) => report,
         Err(e) => return report_error(&e),
     };
-    eprintln!("{}", terminal_safe(&report.summary_line()));
-    if let Err(e) = print_report(&report, json) {
+    // The report first: a stderr that cannot be written loses the summary line, not the
+    // report.
+    let printed = print_report(&report, json);
+    to_stderr(&format!("{}\n", terminal_safe(&report.summary_line())));
+    if let Err(e) = printed {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             say!("could not write the report: {e}");
             return EXIT_FAILED;

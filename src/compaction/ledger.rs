@@ -448,10 +448,7 @@ impl Ledger {
     /// The ledger as the window shows it: labelled standing conditions, each pin verbatim with
     /// its class, the turn it came from and, for tool state, what it is the state of.
     pub fn render(&self) -> String {
-        let mut out = format!(
-            "{} (standing conditions, verbatim) ===\n",
-            Compaction::Ledger.mark()
-        );
+        let mut out = format!("{}\n", crate::transcript::LEDGER_TITLE);
         for p in self.slots.iter().flatten() {
             let key = p
                 .key

@@ -10,7 +10,7 @@ use crate::model::{
 };
 
 /// Builds the model a spec names. `offline_latency` slows the offline model (demos, tests);
-/// `window` overrides a provider model's context window; a missing key or a bad base URL is an
+/// `window` overrides the model's context window; a missing key or a bad base URL is an
 /// error naming the variable.
 pub fn connect(
     spec: &ModelSpec,
@@ -21,7 +21,35 @@ pub fn connect(
     offline_latency: Duration,
 ) -> Result<Arc<dyn Model>, ConnectError> {
     match spec.provider {
-        Provider::Offline => Ok(Arc::new(OfflineModel::with_latency(offline_latency))),
+        Provider::Offline => Ok(Arc::new(
+            OfflineModel::with_latency(offline_latency).with_window(window),
+        )),
         _ => connect_provider(spec, env, prices, window, options),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--context-window` holds for the offline model too: compaction triggers against it.
+    #[test]
+    fn the_offline_model_takes_the_window_given() {
+        let spec = ModelSpec::parse("offline").unwrap();
+        let none = |_: &str| None;
+        let connect_with = |window| {
+            connect(
+                &spec,
+                &none,
+                &PriceTable::default(),
+                window,
+                HttpOptions::default(),
+                Duration::ZERO,
+            )
+            .unwrap()
+            .context_window()
+        };
+        assert_eq!(connect_with(Some(1024)), 1024);
+        assert_eq!(connect_with(None), 200_000);
     }
 }

@@ -45,6 +45,8 @@ const RELATIVE_SCORE: f64 = 0.45;
 #[derive(Debug, Clone, Default)]
 pub struct OfflineModel {
     latency: Duration,
+    /// The context window it reports (none: 200,000 tokens).
+    window: Option<usize>,
 }
 
 impl OfflineModel {
@@ -55,7 +57,16 @@ impl OfflineModel {
 
     /// An offline model that waits `latency` before every answer (demos, tests, benchmarks).
     pub fn with_latency(latency: Duration) -> OfflineModel {
-        OfflineModel { latency }
+        OfflineModel {
+            latency,
+            window: None,
+        }
+    }
+
+    /// The same model reporting `window` tokens as its context window (`--context-window`):
+    /// a subagent's window is compacted against it.
+    pub fn with_window(self, window: Option<usize>) -> OfflineModel {
+        OfflineModel { window, ..self }
     }
 }
 
@@ -66,7 +77,7 @@ impl Model for OfflineModel {
     }
 
     fn context_window(&self) -> usize {
-        200_000
+        self.window.unwrap_or(200_000)
     }
 
     async fn complete(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {

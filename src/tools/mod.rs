@@ -2,6 +2,7 @@
 //! observations it made (which files, which lines), recorded in the caller's observation log.
 
 mod fs;
+mod walk;
 mod workspace;
 
 use std::sync::Arc;
@@ -13,7 +14,7 @@ pub(crate) use crate::fsio::read_text_file;
 use crate::policy::{Consequence, Denial, Effect};
 use crate::source::Observation;
 use crate::transcript::{ToolCall, ToolSpec};
-pub(crate) use fs::walk_files;
+pub(crate) use walk::walk_files;
 pub(crate) use workspace::SandboxError;
 pub use workspace::Workspace;
 

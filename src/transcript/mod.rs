@@ -62,6 +62,9 @@ impl Message {
     }
 }
 
+/// The first line of the ledger as compaction renders it.
+pub const LEDGER_TITLE: &str = "=== PINNED (standing conditions, verbatim) ===";
+
 /// What a compaction message holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -83,11 +86,24 @@ impl Compaction {
         }
     }
 
-    /// The kind of compaction message a text read from a transcript file is, if it is one.
+    /// The kind of compaction message a text read from a transcript file is, if it is one:
+    /// only a text that opens as compaction writes it — a summary's whole header line
+    /// (`[compacted: messages A..=B folded by …; raw turns: …`), the ledger's whole title line —
+    /// so a user's message that merely starts with a mark stays a user's message.
     pub fn of_text(text: &str) -> Option<Compaction> {
-        [Compaction::Summary, Compaction::Ledger]
-            .into_iter()
-            .find(|kind| text.starts_with(kind.mark()))
+        static SUMMARY: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+        let summary = SUMMARY.get_or_init(|| {
+            regex::Regex::new(r"^\[compacted: messages \d+\.\.=\d+ folded by [^;\n]+; raw turns: ")
+                .expect("static regex")
+        });
+        let first = text.lines().next().unwrap_or("");
+        if summary.is_match(first) {
+            Some(Compaction::Summary)
+        } else if first == LEDGER_TITLE {
+            Some(Compaction::Ledger)
+        } else {
+            None
+        }
     }
 }
 
@@ -158,5 +174,29 @@ impl<'a> CallId<'a> {
 impl std::fmt::Display for CallId<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}.{}", self.subagent, self.n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only what compaction writes reads back as its own: a user's text that merely opens
+    /// with a mark is a user's text (its pins are taken, nothing of it is dropped).
+    #[test]
+    fn a_compaction_message_is_known_by_its_whole_header_only() {
+        let summary =
+            "[compacted: messages 0..=4 folded by extractive; raw turns: not stored]\nbody";
+        assert_eq!(Compaction::of_text(summary), Some(Compaction::Summary));
+        let ledger = format!("{LEDGER_TITLE}\n- [constraint @1] Never touch x.");
+        assert_eq!(Compaction::of_text(&ledger), Some(Compaction::Ledger));
+        for user in [
+            "=== PINNED\nNever modify anything under /migrations.",
+            "[compacted: hello",
+            "=== PINNED (standing conditions, verbatim) === and more",
+            "",
+        ] {
+            assert_eq!(Compaction::of_text(user), None, "{user}");
+        }
     }
 }
