@@ -148,8 +148,7 @@
 //! `tools/workspace.rs`: [`Workspace`] (the sandbox, carrying the run's [`Policy`]: it opens
 //! no file and walks no entry a constraint forbids, judged where the file really lies), and
 //! `tools/fs.rs`: the read-only workspace tools list_dir, glob, grep, read_file;
-//! `tools/walk.rs`: the walk they share (what it leaves out is named, a directory it could
-//! not read among it);
+//! `tools/walk.rs`: the walk they share (what it leaves out is named);
 //! `tools::run_blocking` runs tool calls and validations in at most four blocking slots a
 //! core, giving a slot back when its work passes its time limit. **Invariant:** every path is
 //! resolved inside the root; `..` above it, absolute paths and symlinks leading out are

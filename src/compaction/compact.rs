@@ -11,12 +11,12 @@ use serde::{Deserialize, Serialize};
 use super::clear::{clear_counted, is_pure_read, kept_items, should_compact};
 use super::cut::{split_cuts, split_point};
 use super::floor::{decide, FloorDecision, Floors, Part};
-use super::ledger::{Ledger, Pin, SUMMARY_MARK};
+use super::ledger::{Ledger, Pin};
 use super::summary::{message_text, Extractive, Summariser, LONG_SENTENCE};
 use super::survival::{survival, Facts, Survival};
 use crate::digest::sha256_hex;
 use crate::tokens::Tokenizer;
-use crate::transcript::{Compaction, Message};
+use crate::transcript::{Compaction, Message, SUMMARY_MARK};
 
 /// Most bytes of a folded span's raw text carried in [`Folded::text`].
 pub const FOLDED_TEXT_MAX: usize = 256 * 1024;

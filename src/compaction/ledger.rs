@@ -13,9 +13,6 @@ use serde::{Deserialize, Serialize};
 use crate::text::{binds, sentences};
 use crate::transcript::{Compaction, Message};
 
-/// How a summary message opens.
-pub(crate) const SUMMARY_MARK: &str = Compaction::Summary.mark();
-
 message_error! {
     /// Why a small model's answer about a turn is not kept: its text is not a verbatim part of the
     /// turn, or it does not say what the rule pass asked.

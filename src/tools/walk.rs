@@ -137,6 +137,8 @@ pub(crate) fn walk_files(workspace: &Workspace, scopes: &[String]) -> Result<Wal
             // searched, and is named so: it is never part of "the whole tree".
             let entry = match entry {
                 Ok(entry) => entry,
+                // An ignore file's bad line is the walker's to skip, not a place unsearched.
+                Err(e) if !e.is_io() => continue,
                 Err(e) => {
                     not_searched.push(error_path(&e).unwrap_or_else(|| start.clone()));
                     continue;
@@ -196,15 +198,13 @@ pub(crate) fn walk_files(workspace: &Workspace, scopes: &[String]) -> Result<Wal
     })
 }
 
-/// The path a walk error is about, if it names one.
+/// The path an I/O error of the walk is about, if it names one.
 fn error_path(e: &ignore::Error) -> Option<PathBuf> {
     match e {
         ignore::Error::WithPath { path, .. } => Some(path.clone()),
         ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
             error_path(err)
         }
-        ignore::Error::Loop { child, .. } => Some(child.clone()),
-        ignore::Error::Partial(errors) => errors.iter().find_map(error_path),
         _ => None,
     }
 }

@@ -62,6 +62,9 @@ impl Message {
     }
 }
 
+/// How a summary's first line opens, as compaction writes it.
+pub const SUMMARY_MARK: &str = "[compacted:";
+
 /// The first line of the ledger as compaction renders it.
 pub const LEDGER_TITLE: &str = "=== PINNED (standing conditions, verbatim) ===";
 
@@ -69,23 +72,13 @@ pub const LEDGER_TITLE: &str = "=== PINNED (standing conditions, verbatim) ===";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Compaction {
-    /// A summary of folded turns (`[compacted: …`).
+    /// A summary of folded turns (its first line opens with [`SUMMARY_MARK`]).
     Summary,
-    /// The pinned ledger (`=== PINNED …`).
+    /// The pinned ledger (its first line is [`LEDGER_TITLE`]).
     Ledger,
 }
 
 impl Compaction {
-    /// How a message of this kind opens in text: the chat format recognises a compaction's
-    /// message by it, as compaction writes it.
-    #[inline]
-    pub const fn mark(self) -> &'static str {
-        match self {
-            Compaction::Summary => "[compacted:",
-            Compaction::Ledger => "=== PINNED",
-        }
-    }
-
     /// The kind of compaction message a text read from a transcript file is, if it is one:
     /// only a text that opens as compaction writes it — a summary's whole header line
     /// (`[compacted: messages A..=B folded by …; raw turns: …`), the ledger's whole title line —
@@ -93,8 +86,11 @@ impl Compaction {
     pub fn of_text(text: &str) -> Option<Compaction> {
         static SUMMARY: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
         let summary = SUMMARY.get_or_init(|| {
-            regex::Regex::new(r"^\[compacted: messages \d+\.\.=\d+ folded by [^;\n]+; raw turns: ")
-                .expect("static regex")
+            let mark = regex::escape(SUMMARY_MARK);
+            regex::Regex::new(&format!(
+                r"^{mark} messages \d+\.\.=\d+ folded by [^;\n]+; raw turns: "
+            ))
+            .expect("static regex")
         });
         let first = text.lines().next().unwrap_or("");
         if summary.is_match(first) {
