@@ -28,6 +28,7 @@ fn events() -> Vec<LoggedEvent> {
                 "grep".into(),
                 "read_file".into(),
             ],
+            task: Default::default(),
         },
         RunEvent::ConstraintStated {
             text: "Never modify anything under /migrations.".into(),

@@ -43,6 +43,7 @@ fn main() {
                     repairs: 2,
                     shards: None,
                     tools: vec!["grep".into()],
+                    task: Default::default(),
                 },
             )],
         ))

@@ -73,17 +73,18 @@ async fn baton_run(n: usize, concurrency: usize, latency: Duration) -> Measured 
     let root = tree(n);
     let state = tempfile::tempdir().expect("state dir");
     let store = Arc::new(SqliteStore::open(state.path()).expect("store"));
-    let coordinator = Coordinator::new()
+    let coordinator = Coordinator::builder()
         .model(Arc::new(OneCall { latency }))
         .store(store)
         .agents(concurrency)
         .max_subagents(n)
-        .shards(n);
+        .shards(n)
+        .build();
     reset_peak_rss();
     let rss_before = peak_rss_kib();
     let began = Instant::now();
     let report = coordinator
-        .run(Task::new("Where is each item defined?", root.path()))
+        .run(Task::explore("Where is each item defined?", root.path()))
         .await
         .expect("the run reports");
     let wall = began.elapsed();

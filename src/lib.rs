@@ -376,7 +376,6 @@ pub mod context;
 mod contracts;
 mod coordinator;
 mod digest;
-mod event;
 mod explorer;
 mod fsio;
 mod handoff;
@@ -394,13 +393,24 @@ pub mod tokens;
 mod tools;
 pub mod transcript;
 
+/// The `async_trait` attribute the [`Model`], [`Tool`] and [`Approver`] traits are written
+/// with: implement them with `#[baton::async_trait]`, no dependency of your own needed.
+pub use async_trait::async_trait;
+/// JSON values, as tool arguments and outputs carry them (`baton::json!`, `baton::Value`).
+pub use serde_json::{self, json, Value};
+/// The async runtime baton runs on, for a program that has none of its own:
+/// `#[baton::tokio::main(crate = "baton::tokio")]`.
+pub use tokio;
+
 pub use checkpoint::{
-    delta, project, transition, Checkpoint, Delta, EffectState, EventStore, LoggedEvent, RunEvent,
-    RunRow, SqliteStore, StoreError,
+    delta, project, transition, Checkpoint, Delta, EffectState, EventStore, EventStream,
+    LoggedEvent, RunEvent, RunRow, SqliteStore, StoreError, Subtask, EVENTS_BUFFER,
 };
+pub use context::{Field, Role, RoleProfile};
 pub use contracts::RoleId;
-pub use coordinator::{connect, Canceller, Coordinator, RunError, RunHandle, Task, EVENTS_BUFFER};
-pub use event::Event;
+pub use coordinator::{
+    connect, Canceller, Connector, Coordinator, CoordinatorBuilder, Job, RunError, RunHandle, Task,
+};
 pub use explorer::OfflineModel;
 /// For the binary: bounded reads of the files it is given.
 #[doc(hidden)]
@@ -412,7 +422,10 @@ pub use handoff::{
 };
 pub use lead::merge_handoffs;
 pub use model::{Model, ModelError, ModelRequest, ModelResponse, Usage};
-pub use policy::{Budget, Category, Consequence, Denial, Effect, Policy, Rule, Spent, TimeLimits};
+pub use policy::{
+    Approval, ApprovalDecision, ApprovalError, ApprovalRequest, Approver, Budget, Category,
+    Consequence, Denial, Effect, Policy, Rule, Spent, TimeLimits,
+};
 pub use report::{
     ConstraintReport, Enforcement, HandoffCounts, ModelUsage, Report, ReportedConstraint, RunUsage,
     SubagentState, SubagentSummary,
@@ -420,6 +433,9 @@ pub use report::{
 /// For the binary: the characters it escapes in what it prints.
 #[doc(hidden)]
 pub use source::is_invisible;
-pub use source::{Observation, ObservationLog, Shown, SourceId, SourceParseError};
-pub use tools::{Tool, ToolError, ToolOutput, ToolRegistry, ToolResult, Workspace};
+pub use source::{Observation, ObservationLog, Shown, SourceId, SourceParseError, MAX_RECORD_TEXT};
+pub use tools::{
+    Cancellation, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolResult, Workspace,
+    MAX_TOOL_OUTPUT,
+};
 pub use transcript::{Message, ToolCall, ToolSpec};

@@ -63,9 +63,10 @@ fn validate_checks_a_quote_under_a_whole_file_citation() {
 
 fn run_tool(root: &std::path::Path, name: &str, arguments: serde_json::Value) -> baton::ToolResult {
     let workspace = Workspace::open(root).unwrap();
-    ToolRegistry::workspace().execute(
+    crate::support::execute(
+        &ToolRegistry::workspace(),
         &workspace,
-        &ToolCall {
+        ToolCall {
             id: "c1".into(),
             name: name.into(),
             arguments,
@@ -201,10 +202,14 @@ async fn a_run_cites_odd_file_names_and_every_handoff_passes() {
         .map(|(a, b)| (a.as_str(), b.as_str()))
         .collect();
     let dir = tree(&refs);
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .agents(4)
         .shards(ODD_NAMES.len())
-        .run(Task::new("where is the retry delay computed?", dir.path()))
+        .build()
+        .run(Task::explore(
+            "where is the retry delay computed?",
+            dir.path(),
+        ))
         .await
         .unwrap();
     for s in &report.subagents {

@@ -484,12 +484,13 @@ async fn a_subagent_window_is_compacted_before_it_fills() {
         .with_window(13_500),
     );
     let store = Arc::new(MemoryStore::new());
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .model(model.clone())
         .store(store.clone())
         .agents(1)
         .max_subagents(1)
-        .run(Task::new(
+        .build()
+        .run(Task::explore(
             "What does step_1 do? Never edit src/big.rs.",
             tree.path(),
         ))

@@ -38,6 +38,7 @@ fn checkpoint(evidence_items: usize) -> Checkpoint {
             repairs: 2,
             shards: None,
             tools: vec!["grep".into(), "read_file".into()],
+            task: Default::default(),
         },
         RunEvent::ConstraintStated {
             text: CONSTRAINT.into(),
@@ -102,10 +103,22 @@ fn conditions(text: &str) -> &str {
     &text[start..end]
 }
 
+/// A role of the test's own that sees the unresolved effects and not the evidence, given in
+/// code as an application would.
+fn recovery_role() -> baton::context::RoleProfile {
+    baton::Role::new("recovery")
+        .system("Settle the unresolved effects.")
+        .mandatory([Field::Goal, Field::Constraints, Field::Effects])
+        .optional_fields([(Field::Budgets, 1), (Field::Plans, 2)])
+        .profile()
+        .clone()
+}
+
 #[test]
 fn one_checkpoint_three_roles_three_manifests() {
     let cp = checkpoint(30);
-    let roles = load_roles(None).unwrap();
+    let mut roles = load_roles(None).unwrap();
+    roles.insert("recovery".into(), recovery_role());
     for name in ["explorer", "verifier", "recovery"] {
         let role = &roles[name];
         let budget = 1500;
@@ -277,7 +290,7 @@ fn baton_context_prints_the_context_and_exits_3_at_the_floor() {
         .unwrap();
     let runs: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
     let run_id = runs["runs"][0]["run_id"].as_str().unwrap().to_string();
-    for role in ["explorer", "researcher", "verifier", "recovery", "lead"] {
+    for role in ["explorer", "researcher", "verifier", "lead"] {
         let out = baton()
             .args([
                 "context", &run_id, "--role", role, "--budget", "20000", "--state",
@@ -362,6 +375,7 @@ async fn killed_run(store: &MemoryStore, run_id: &str, root: &std::path::Path, q
                 "grep".into(),
                 "read_file".into(),
             ],
+            task: Default::default(),
         },
         RunEvent::ConstraintStated {
             text: CONSTRAINT.into(),
@@ -420,13 +434,14 @@ async fn orientation_on_resume_resends_a_dropped_constraint_before_any_tool_call
         ScriptedTurn::tool("read_file", serde_json::json!({"path": "src/net/retry.rs", "start_line": 1, "end_line": 22})),
         ScriptedTurn::text("## Settled conclusions\n- `next_delay` doubles the delay up to the cap. [src/net/retry.rs:18-21]\n## Open items\n## Hard constraints\n- Never modify anything under /migrations.\n"),
     ]));
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .model(model.clone())
         .store(store.clone())
-        .resume("killed-run", None)
+        .build()
+        .resume("killed-run")
         .await
         .unwrap()
-        .wait()
+        .report()
         .await
         .unwrap();
     assert_eq!(
@@ -465,13 +480,14 @@ async fn the_offline_explorer_orients_itself_fully() {
     let tree = crate::support::rust_tree();
     let store = Arc::new(MemoryStore::new());
     killed_run(&store, "r", tree.path(), "Where is next_delay defined?").await;
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .model(Arc::new(OfflineModel::new()))
         .store(store.clone())
-        .resume("r", None)
+        .build()
+        .resume("r")
         .await
         .unwrap()
-        .wait()
+        .report()
         .await
         .unwrap();
     assert_eq!(report.subagents[0].state, baton::SubagentState::HandedOff);

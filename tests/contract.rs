@@ -107,11 +107,15 @@ fn log() -> ObservationLog {
             call_id: "sa1.9".into(),
             record_kind: "ticket".into(),
             id: "T-7".into(),
+            text: None,
+            digest: None,
         },
         Observation::Record {
             call_id: "sa1.10".into(),
             record_kind: "event".into(),
             id: "12".into(),
+            text: None,
+            digest: None,
         },
     ]);
     log

@@ -52,13 +52,14 @@ async fn a_search_or_listing_through_a_link_is_judged_where_it_leads() {
     };
     // Under "only src/": the link leads to docs/, so both calls are denied there.
     let store = Arc::new(MemoryStore::new());
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .model(script())
         .store(store.clone())
         .agents(1)
         .shards(1)
         .constraint("Only read files under src/")
-        .run(Task::new("where is frobnicator_zeta?", dir.path()))
+        .build()
+        .run(Task::explore("where is frobnicator_zeta?", dir.path()))
         .await
         .unwrap();
     let events = store.events(&report.run_id).unwrap();
@@ -78,12 +79,13 @@ async fn a_search_or_listing_through_a_link_is_judged_where_it_leads() {
     );
     // Without a constraint, the search runs where the link leads, and says so.
     let store = Arc::new(MemoryStore::new());
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .model(script())
         .store(store.clone())
         .agents(1)
         .shards(1)
-        .run(Task::new("where is frobnicator_zeta?", dir.path()))
+        .build()
+        .run(Task::explore("where is frobnicator_zeta?", dir.path()))
         .await
         .unwrap();
     let observations = tool_results(&store.events(&report.run_id).unwrap());
@@ -100,8 +102,9 @@ async fn hidden_and_ignored_entries_are_named_as_not_searched() {
         (".gitignore", "gen/\n"),
         ("gen/out.rs", "pub fn frobnicator_zeta() {}\n"),
     ]);
-    let report = Coordinator::new()
-        .run(Task::new("where is frobnicator_zeta?", dir.path()))
+    let report = Coordinator::builder()
+        .build()
+        .run(Task::explore("where is frobnicator_zeta?", dir.path()))
         .await
         .unwrap();
     let negative: Vec<&str> = report
@@ -122,9 +125,10 @@ async fn hidden_and_ignored_entries_are_named_as_not_searched() {
     }
     // A search says what it left out, in its output and its observation.
     let ws = baton::Workspace::open(dir.path()).unwrap();
-    let out = baton::ToolRegistry::workspace().execute(
+    let out = crate::support::execute(
+        &baton::ToolRegistry::workspace(),
         &ws,
-        &baton::ToolCall {
+        baton::ToolCall {
             id: "t.1".into(),
             name: "grep".into(),
             arguments: json!({"pattern": "frobnicator"}),
@@ -148,9 +152,9 @@ async fn a_resume_whose_root_lost_a_file_finds_its_negative_evidence_stale() {
         ("src/main.rs", "fn main() {}\n"),
     ]);
     let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
-    let coordinator = Coordinator::new().store(Arc::clone(&store));
+    let coordinator = Coordinator::builder().store(Arc::clone(&store)).build();
     let first = coordinator
-        .run(Task::new("where is frobnicator_zeta?", dir.path()))
+        .run(Task::explore("where is frobnicator_zeta?", dir.path()))
         .await
         .unwrap();
     let cites_lib = |report: &baton::Report| {
@@ -162,10 +166,10 @@ async fn a_resume_whose_root_lost_a_file_finds_its_negative_evidence_stale() {
     assert!(cites_lib(&first), "{:?}", first.handoff);
     std::fs::remove_file(dir.path().join("src/lib.rs")).unwrap();
     let resumed = coordinator
-        .resume(&first.run_id, None)
+        .resume(&first.run_id)
         .await
         .unwrap()
-        .wait()
+        .report()
         .await
         .unwrap();
     assert!(
@@ -205,13 +209,14 @@ async fn a_resume_finds_a_conclusion_citing_a_call_stale_when_what_it_read_chang
             ),
         ]));
         let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
-        let coordinator = Coordinator::new()
+        let coordinator = Coordinator::builder()
             .model(script)
             .store(Arc::clone(&store))
             .agents(1)
-            .shards(1);
+            .shards(1)
+            .build();
         let first = coordinator
-            .run(Task::new("what does open_db return?", dir.path()))
+            .run(Task::explore("what does open_db return?", dir.path()))
             .await
             .unwrap();
         let settled = |r: &baton::Report| {
@@ -227,10 +232,10 @@ async fn a_resume_finds_a_conclusion_citing_a_call_stale_when_what_it_read_chang
             _ => std::fs::remove_file(&lib).unwrap(),
         }
         let resumed = coordinator
-            .resume(&first.run_id, None)
+            .resume(&first.run_id)
             .await
             .unwrap()
-            .wait()
+            .report()
             .await
             .unwrap();
         assert!(!settled(&resumed), "{change}: {:#?}", resumed.handoff);
@@ -260,9 +265,10 @@ fn a_name_no_citation_could_write_is_named_as_not_searched() {
         .join(std::ffi::OsStr::from_bytes(b"caf\xe9.rs"));
     std::fs::write(&odd, "pub fn frobnicator_zeta() {}\n").unwrap();
     let ws = baton::Workspace::open(dir.path()).unwrap();
-    let out = baton::ToolRegistry::workspace().execute(
+    let out = crate::support::execute(
+        &baton::ToolRegistry::workspace(),
         &ws,
-        &baton::ToolCall {
+        baton::ToolCall {
             id: "t.1".into(),
             name: "grep".into(),
             arguments: json!({"pattern": "frobnicator_zeta"}),

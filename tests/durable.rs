@@ -320,9 +320,10 @@ fn a_kill_loop_always_resumes_to_the_uninterrupted_report() {
 async fn logged_run(dir: &Path) -> String {
     let store = Arc::new(SqliteStore::open(dir).unwrap());
     let tree = crate::support::rust_tree();
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .store(store)
-        .run(Task::new("Where is next_delay defined?", tree.path()))
+        .build()
+        .run(Task::explore("Where is next_delay defined?", tree.path()))
         .await
         .unwrap();
     report.run_id
@@ -562,6 +563,7 @@ proptest! {
         let mut all = vec![(1, RunEvent::RunStarted {
             question: "q".into(), root: "/r".into(), model: "m".into(), agents: 1,
             max_subagents: 3, budget: baton::Budget::default(), repairs: 2, shards: None, tools: vec!["grep".into()],
+            task: Default::default(),
         })];
         all.extend(events.into_iter().map(|e| (2, e)));
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();

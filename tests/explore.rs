@@ -10,8 +10,9 @@ use crate::support::{
 #[tokio::test]
 async fn rust_tree_cites_the_definition() {
     let dir = rust_tree();
-    let report = Coordinator::new()
-        .run(Task::new("Where is next_delay defined?", dir.path()))
+    let report = Coordinator::builder()
+        .build()
+        .run(Task::explore("Where is next_delay defined?", dir.path()))
         .await
         .unwrap();
     assert!(
@@ -29,8 +30,9 @@ async fn rust_tree_cites_the_definition() {
 #[tokio::test]
 async fn rust_tree_plain_words_question() {
     let dir = rust_tree();
-    let report = Coordinator::new()
-        .run(Task::new(
+    let report = Coordinator::builder()
+        .build()
+        .run(Task::explore(
             "How is the retry delay computed between attempts?",
             dir.path(),
         ))
@@ -43,9 +45,10 @@ async fn rust_tree_plain_words_question() {
 #[tokio::test]
 async fn python_tree_cites_the_definition() {
     let dir = python_tree();
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .agents(2)
-        .run(Task::new(
+        .build()
+        .run(Task::explore(
             "How does refresh_token replace an expired token?",
             dir.path(),
         ))
@@ -65,8 +68,9 @@ async fn python_tree_cites_the_definition() {
 #[tokio::test]
 async fn absent_answer_gets_no_settled_location() {
     let dir = rust_tree();
-    let report = Coordinator::new()
-        .run(Task::new(
+    let report = Coordinator::builder()
+        .build()
+        .run(Task::explore(
             "Where are responses compressed with gzip?",
             dir.path(),
         ))
@@ -94,8 +98,9 @@ async fn absent_answer_gets_no_settled_location() {
 #[tokio::test]
 async fn an_example_found_nowhere_settles_no_location() {
     let dir = rust_tree();
-    let report = Coordinator::new()
-        .run(Task::new(
+    let report = Coordinator::builder()
+        .build()
+        .run(Task::explore(
             "Where is the retry delay cached between attempts (like memcached)?",
             dir.path(),
         ))
@@ -133,24 +138,24 @@ async fn max_subagents_caps_the_plan_and_agents_bound_concurrency() {
         .map(|(p, c)| (p.as_str(), c.as_str()))
         .collect();
     let dir = crate::support::tree(&borrowed);
-    let coordinator = Coordinator::new().agents(1).max_subagents(2);
-    let (events, mut receiver) = tokio::sync::mpsc::channel(baton::EVENTS_BUFFER);
+    let coordinator = Coordinator::builder().agents(1).max_subagents(2).build();
     let handle = coordinator
-        .start(Task::new("Where is find_b?", dir.path()), Some(events))
+        .start(Task::explore("Where is find_b?", dir.path()))
         .await
         .unwrap();
-    let report = handle.wait().await.unwrap();
+    let mut events = handle.events();
+    let report = handle.report().await.unwrap();
     assert_eq!(report.subagents.len(), 2, "capped at --max-subagents");
     let mut running = 0i32;
     let mut most = 0i32;
     let mut spawned = 0;
-    while let Ok(event) = receiver.try_recv() {
-        match event {
-            baton::Event::SubagentSpawned { .. } => {
+    while let Some(event) = events.next().await {
+        match event.unwrap().event {
+            baton::RunEvent::SubagentSpawned { .. } => {
                 running += 1;
                 spawned += 1;
             }
-            baton::Event::SubagentEnded { .. } => running -= 1,
+            baton::RunEvent::SubagentEnded { .. } => running -= 1,
             _ => {}
         }
         most = most.max(running);
@@ -162,7 +167,7 @@ async fn max_subagents_caps_the_plan_and_agents_bound_concurrency() {
 #[tokio::test]
 async fn tight_budget_still_hands_off() {
     let dir = rust_tree();
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .agents(1)
         .max_subagents(1)
         .budget(baton::Budget {
@@ -170,7 +175,8 @@ async fn tight_budget_still_hands_off() {
             tool_calls: 100,
             tokens: 1_000_000,
         })
-        .run(Task::new("Where is next_delay defined?", dir.path()))
+        .build()
+        .run(Task::explore("Where is next_delay defined?", dir.path()))
         .await
         .unwrap();
     let only = &report.subagents[0];
@@ -186,9 +192,10 @@ async fn tight_budget_still_hands_off() {
 async fn connection_question_follows_the_call() {
     let dir = rust_tree();
     // One subagent, so caller and callee share its scope (calls are followed within a scope).
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .agents(1)
-        .run(Task::new(
+        .build()
+        .run(Task::explore(
             "What calls next_delay to wait before an attempt?",
             dir.path(),
         ))
@@ -214,8 +221,9 @@ async fn connection_question_follows_the_call() {
 #[tokio::test]
 async fn short_question_with_an_unmatched_word_still_settles() {
     let dir = rust_tree();
-    let report = Coordinator::new()
-        .run(Task::new("Where is the delay chosen?", dir.path()))
+    let report = Coordinator::builder()
+        .build()
+        .run(Task::explore("Where is the delay chosen?", dir.path()))
         .await
         .unwrap();
     let def = line_of(RETRY_RS, "pub fn next_delay");
@@ -237,8 +245,9 @@ async fn a_compound_of_the_question_is_not_a_false_absence() {
         "which function reads the etc shadow file?",
         "which function reads /etc/shadow?",
     ] {
-        let report = Coordinator::new()
-            .run(Task::new(question, dir.path()))
+        let report = Coordinator::builder()
+            .build()
+            .run(Task::explore(question, dir.path()))
             .await
             .unwrap();
         for c in &report.handoff.settled_conclusions {
@@ -257,8 +266,9 @@ async fn a_compound_of_the_question_is_not_a_false_absence() {
         "src/net.rs",
         "/// The retry delay doubles on each attempt.\npub fn backoff(attempt: u32) -> u64 {\n    10 << attempt\n}\n",
     )]);
-    let report = Coordinator::new()
-        .run(Task::new(
+    let report = Coordinator::builder()
+        .build()
+        .run(Task::explore(
             "where is the \"retry delay\" computed?",
             dir.path(),
         ))
@@ -283,9 +293,13 @@ async fn a_file_no_search_could_read_makes_no_absence() {
         ("big/huge.rs", huge.as_str()),
         ("small/lib.rs", "pub fn unrelated() {}\n"),
     ]);
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .agents(2)
-        .run(Task::new("where is the retry delay computed?", dir.path()))
+        .build()
+        .run(Task::explore(
+            "where is the retry delay computed?",
+            dir.path(),
+        ))
         .await
         .unwrap();
     let text = report.handoff.to_markdown();
@@ -314,10 +328,11 @@ async fn a_label_the_explorer_composes_is_never_quoted() {
         "where is the SmallIndex type defined?",
         "where is SmallIndex defined?",
     ] {
-        let report = Coordinator::new()
+        let report = Coordinator::builder()
             .agents(1)
             .shards(1)
-            .run(Task::new(question, dir.path()))
+            .build()
+            .run(Task::explore(question, dir.path()))
             .await
             .unwrap();
         assert!(
@@ -347,8 +362,9 @@ async fn the_words_a_question_asks_with_are_never_required() {
         "how is load_config_file implemented?",
         "where is load_config_file located?",
     ] {
-        let report = Coordinator::new()
-            .run(Task::new(question, dir.path()))
+        let report = Coordinator::builder()
+            .build()
+            .run(Task::explore(question, dir.path()))
             .await
             .unwrap();
         assert_cites(&report, dir.path(), "src/lib.rs", 1, 0);
@@ -387,8 +403,9 @@ async fn a_question_about_uses_or_plurals_in_ies_finds_what_it_names() {
         ("where is `RETRIES`?", "src/consts.rs", 2),
         ("where are the queries?", "src/run.rs", 4),
     ] {
-        let report = Coordinator::new()
-            .run(Task::new(question, dir.path()))
+        let report = Coordinator::builder()
+            .build()
+            .run(Task::explore(question, dir.path()))
             .await
             .unwrap();
         assert_cites(&report, dir.path(), file, line, 0);
@@ -425,10 +442,11 @@ async fn quotes_are_byte_exact_and_mentions_whole_words() {
         "where is width_marker defined?",
         "where is the printed string stored?",
     ] {
-        let report = Coordinator::new()
+        let report = Coordinator::builder()
             .agents(1)
             .shards(1)
-            .run(Task::new(question, dir.path()))
+            .build()
+            .run(Task::explore(question, dir.path()))
             .await
             .unwrap();
         assert_citations_hold(&report, dir.path());
@@ -459,39 +477,34 @@ async fn quotes_are_byte_exact_and_mentions_whole_words() {
 #[tokio::test]
 async fn a_slow_listener_slows_the_run_and_loses_no_event() {
     let dir = crate::support::rust_tree();
-    let (events, mut receiver) = tokio::sync::mpsc::channel(1);
+    let handle = Coordinator::builder()
+        .agents(2)
+        .build()
+        .start(Task::explore(
+            "where is the retry delay computed?",
+            dir.path(),
+        ))
+        .await
+        .unwrap();
+    let mut events = handle.events();
     let listener = tokio::spawn(async move {
         let mut seen = Vec::new();
-        while let Some(event) = receiver.recv().await {
+        while let Some(event) = events.next().await {
             tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-            seen.push(event);
+            seen.push(event.unwrap());
         }
         seen
     });
-    let report = Coordinator::new()
-        .agents(2)
-        .start(
-            Task::new("where is the retry delay computed?", dir.path()),
-            Some(events),
-        )
-        .await
-        .unwrap()
-        .wait()
-        .await
-        .unwrap();
+    let report = handle.report().await.unwrap();
     let seen = listener.await.unwrap();
-    let count = |f: fn(&baton::Event) -> bool| seen.iter().filter(|e| f(e)).count();
-    let spawned = count(|e| matches!(e, baton::Event::SubagentSpawned { .. }));
-    let ended = count(|e| matches!(e, baton::Event::SubagentEnded { .. }));
-    assert!(
-        matches!(seen.first(), Some(baton::Event::RunPlanned { .. })),
-        "{seen:?}"
-    );
+    let count = |f: fn(&baton::RunEvent) -> bool| seen.iter().filter(|e| f(&e.event)).count();
+    let spawned = count(|e| matches!(e, baton::RunEvent::SubagentSpawned { .. }));
+    let ended = count(|e| matches!(e, baton::RunEvent::SubagentEnded { .. }));
+    assert_eq!(seen.first().map(|e| e.event.kind()), Some("run_started"));
+    assert_eq!(seen.last().map(|e| e.event.kind()), Some("run_finished"));
     assert_eq!(spawned, report.subagents.len());
     assert_eq!(ended, report.subagents.len());
-    assert!(
-        seen.len() > 2 * report.subagents.len(),
-        "{} events",
-        seen.len()
-    );
+    // Every event once, in order, with no gap.
+    let seqs: Vec<u64> = seen.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=seen.len() as u64).collect::<Vec<_>>());
 }

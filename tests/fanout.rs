@@ -17,7 +17,7 @@ async fn last_spawn(others: usize) -> (u64, usize, u64) {
     let root = one_call::tree(others + 1, |i| format!("d{i:04}"));
     let state = tempfile::tempdir().unwrap();
     let store = Arc::new(SqliteStore::open(state.path()).unwrap());
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .model(Arc::new(OneCall {
             latency: std::time::Duration::ZERO,
         }))
@@ -25,7 +25,8 @@ async fn last_spawn(others: usize) -> (u64, usize, u64) {
         .agents(1)
         .max_subagents(others + 1)
         .shards(others + 1)
-        .run(Task::new("Where is each item defined?", root.path()))
+        .build()
+        .run(Task::explore("Where is each item defined?", root.path()))
         .await
         .unwrap();
     assert_eq!(

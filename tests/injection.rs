@@ -53,7 +53,7 @@ async fn injected_permissions_change_no_decision_of_the_gate() {
         ScriptedTurn::text(NOTHING),
     ]));
     let store = Arc::new(MemoryStore::new());
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .model(model.clone())
         .tools(tools())
         .roles(roles.path())
@@ -63,7 +63,11 @@ async fn injected_permissions_change_no_decision_of_the_gate() {
         .max_subagents(2)
         .constraint(ONLY_SRC)
         .constraint("No network access")
-        .run(Task::new("Where is the retry delay computed?", dir.path()))
+        .build()
+        .run(Task::explore(
+            "Where is the retry delay computed?",
+            dir.path(),
+        ))
         .await
         .unwrap();
     let events = logged(&store, &report.run_id);

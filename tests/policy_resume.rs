@@ -32,7 +32,7 @@ async fn a_resume_keeps_every_constraint_and_denial() {
         ScriptedTurn::text(NOTHING),
     ]));
     let first = Arc::new(MemoryStore::new());
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .model(model)
         .store(first.clone())
         .agents(1)
@@ -40,7 +40,8 @@ async fn a_resume_keeps_every_constraint_and_denial() {
         .max_subagents(2)
         .constraint(ONLY_SRC)
         .constraint("we ship on Fridays")
-        .run(Task::new(
+        .build()
+        .run(Task::explore(
             "Where is the retry delay computed? Never edit files under docs.",
             dir.path(),
         ))
@@ -68,15 +69,16 @@ async fn a_resume_keeps_every_constraint_and_denial() {
         read_docs(),
         ScriptedTurn::text(NOTHING),
     ]));
-    let resumed = Coordinator::new()
+    let resumed = Coordinator::builder()
         .model(resumed_model.clone())
         .store(second.clone())
         .agents(1)
         .max_subagents(2)
-        .resume(&report.run_id, None)
+        .build()
+        .resume(&report.run_id)
         .await
         .unwrap()
-        .wait()
+        .report()
         .await
         .unwrap();
     let texts = |r: &baton::Report| -> Vec<(String, String, usize)> {
@@ -131,14 +133,15 @@ async fn a_resume_rechecks_only_where_the_constraints_let_it_read() {
         ScriptedTurn::text(NOTHING),
     ]));
     let first = Arc::new(MemoryStore::new());
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .model(model)
         .store(first.clone())
         .agents(1)
         .shards(1)
         .max_subagents(1)
         .constraint("Never read *.md files")
-        .run(Task::new("Where is the zebra?", dir.path()))
+        .build()
+        .run(Task::explore("Where is the zebra?", dir.path()))
         .await
         .unwrap();
     assert!(
@@ -159,12 +162,13 @@ async fn a_resume_rechecks_only_where_the_constraints_let_it_read() {
         .collect();
     let second = Arc::new(MemoryStore::new());
     second.append(&report.run_id, kept).await.unwrap().unwrap();
-    let resumed = Coordinator::new()
+    let resumed = Coordinator::builder()
         .store(second.clone())
-        .resume(&report.run_id, None)
+        .build()
+        .resume(&report.run_id)
         .await
         .unwrap()
-        .wait()
+        .report()
         .await
         .unwrap();
     let after = logged(&second, &report.run_id);

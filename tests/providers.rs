@@ -743,12 +743,13 @@ async fn cancelling_a_run_aborts_requests_in_flight() {
     });
     let dir = crate::support::rust_tree();
     let model = std::sync::Arc::new(openai(&server, true));
-    let handle = baton::Coordinator::new()
+    let handle = baton::Coordinator::builder()
         .model(model)
-        .start(
-            baton::Task::new("where is the retry policy?", dir.path()),
-            None,
-        )
+        .build()
+        .start(baton::Task::explore(
+            "where is the retry policy?",
+            dir.path(),
+        ))
         .await
         .unwrap();
     // Wait until requests are out, then cancel.
@@ -758,7 +759,7 @@ async fn cancelling_a_run_aborts_requests_in_flight() {
     }
     assert!(!server.requests().is_empty());
     handle.canceller().cancel();
-    let report = tokio::time::timeout(Duration::from_secs(10), handle.wait())
+    let report = tokio::time::timeout(Duration::from_secs(10), handle.report())
         .await
         .expect("the run ends without waiting for the model")
         .unwrap();
@@ -826,30 +827,29 @@ async fn progress_events_carry_the_cost() {
     });
     let dir = crate::support::rust_tree();
     let model = std::sync::Arc::new(openai(&server, false));
-    let (sender, mut events) = tokio::sync::mpsc::channel(baton::EVENTS_BUFFER);
-    let report = baton::Coordinator::new()
+    let handle = baton::Coordinator::builder()
         .model(model)
         .shards(1)
-        .start(
-            baton::Task::new("where is the retry policy?", dir.path()),
-            Some(sender),
-        )
-        .await
-        .unwrap()
-        .wait()
+        .build()
+        .start(baton::Task::explore(
+            "where is the retry policy?",
+            dir.path(),
+        ))
         .await
         .unwrap();
+    let mut events = handle.events();
+    let report = handle.report().await.unwrap();
     // gpt-4o: $2.50 in and $10 out per million tokens.
     assert_eq!(report.usage.cost_usd, Some(0.0035));
     let mut costs = Vec::new();
-    while let Ok(e) = events.try_recv() {
-        if let baton::Event::SubagentProgressed { cost_usd, .. }
-        | baton::Event::SubagentEnded { cost_usd, .. } = e
+    while let Some(e) = events.next().await {
+        if let baton::RunEvent::ModelReturned { spent, .. }
+        | baton::RunEvent::BudgetSpent { spent, .. } = e.unwrap().event
         {
-            costs.push(cost_usd);
+            costs.push(spent.cost_micros);
         }
     }
-    assert_eq!(costs.last(), Some(&Some(0.0035)), "{costs:?}");
+    assert_eq!(costs.last(), Some(&3500), "{costs:?}");
 }
 
 #[tokio::test]
@@ -968,12 +968,13 @@ async fn cancelling_aborts_the_lead_model_s_calls() {
         Reply::Json(500, vec![], json!({}))
     });
     let dir = crate::support::rust_tree();
-    let handle = baton::Coordinator::new()
+    let handle = baton::Coordinator::builder()
         .lead_model(std::sync::Arc::new(openai(&server, true)))
-        .start(
-            baton::Task::new("where is the retry policy?", dir.path()),
-            None,
-        )
+        .build()
+        .start(baton::Task::explore(
+            "where is the retry policy?",
+            dir.path(),
+        ))
         .await
         .unwrap();
     let start = Instant::now();
@@ -982,7 +983,7 @@ async fn cancelling_aborts_the_lead_model_s_calls() {
     }
     assert_eq!(server.requests().len(), 1, "the lead is planning");
     handle.canceller().cancel();
-    let report = tokio::time::timeout(Duration::from_secs(10), handle.wait())
+    let report = tokio::time::timeout(Duration::from_secs(10), handle.report())
         .await
         .expect("the run ends without waiting for the lead model")
         .unwrap();
@@ -1011,12 +1012,13 @@ async fn cancelling_aborts_the_lead_model_writing_the_report() {
         )
     });
     let dir = crate::support::rust_tree();
-    let handle = baton::Coordinator::new()
+    let handle = baton::Coordinator::builder()
         .lead_model(std::sync::Arc::new(openai(&server, false)))
-        .start(
-            baton::Task::new("where is the retry policy?", dir.path()),
-            None,
-        )
+        .build()
+        .start(baton::Task::explore(
+            "where is the retry policy?",
+            dir.path(),
+        ))
         .await
         .unwrap();
     let start = Instant::now();
@@ -1031,7 +1033,7 @@ async fn cancelling_aborts_the_lead_model_writing_the_report() {
     }
     assert!(writing(), "the lead is writing the report");
     handle.canceller().cancel();
-    let report = tokio::time::timeout(Duration::from_secs(10), handle.wait())
+    let report = tokio::time::timeout(Duration::from_secs(10), handle.report())
         .await
         .expect("the run ends without waiting for the lead model")
         .unwrap();

@@ -181,9 +181,10 @@ async fn an_accepted_handoff_and_its_subagents_end_are_one_append() {
         inner: MemoryStore::new(),
         appends: Mutex::new(Vec::new()),
     });
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .store(store.clone())
-        .run(Task::new("where is next_delay defined?", dir.path()))
+        .build()
+        .run(Task::explore("where is next_delay defined?", dir.path()))
         .await
         .unwrap();
     let appends = store.appends.lock().unwrap().clone();
@@ -208,9 +209,10 @@ async fn the_library_example_runs_as_written() {
         ),
         ("docs/notes.md", "# Notes\n"),
     ]);
-    let report = baton::Coordinator::new()
+    let report = baton::Coordinator::builder()
         .constraint("only read files under src/")
-        .run(baton::Task::new(
+        .build()
+        .run(baton::Task::explore(
             "where are handoffs validated?",
             dir.path(),
         ))

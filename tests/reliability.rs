@@ -132,10 +132,10 @@ fn mkfifo(path: impl AsRef<Path>) {
 /// Resumes a run in the library and waits for its report.
 async fn resumed_to_end(coordinator: &Coordinator, run_id: &str) -> baton::Report {
     coordinator
-        .resume(run_id, None)
+        .resume(run_id)
         .await
         .unwrap()
-        .wait()
+        .report()
         .await
         .unwrap()
 }
@@ -143,8 +143,11 @@ async fn resumed_to_end(coordinator: &Coordinator, run_id: &str) -> baton::Repor
 /// A run in a store held in memory: the store, its coordinator, and the run's report.
 async fn run_in_memory(tree: &Path) -> (Arc<dyn EventStore>, Coordinator, baton::Report) {
     let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
-    let coordinator = Coordinator::new().store(Arc::clone(&store));
-    let report = coordinator.run(Task::new(QUESTION, tree)).await.unwrap();
+    let coordinator = Coordinator::builder().store(Arc::clone(&store)).build();
+    let report = coordinator
+        .run(Task::explore(QUESTION, tree))
+        .await
+        .unwrap();
     (store, coordinator, report)
 }
 
@@ -257,11 +260,12 @@ impl EventStore for FailingStore {
 #[tokio::test]
 async fn a_store_failing_on_the_nth_append_never_reports_as_logged() {
     let tree = rust_tree();
-    let task = || Task::new(QUESTION, tree.path());
+    let task = || Task::explore(QUESTION, tree.path());
     // A clean run counts the appends.
     let clean = Arc::new(FailingStore::new(0, false));
-    Coordinator::new()
+    Coordinator::builder()
         .store(clean.clone())
+        .build()
         .run(task())
         .await
         .expect("a clean run reports");
@@ -270,7 +274,11 @@ async fn a_store_failing_on_the_nth_append_never_reports_as_logged() {
     for nth in 1..=total {
         for vanish in [false, true] {
             let store = Arc::new(FailingStore::new(nth, vanish));
-            let result = Coordinator::new().store(store).run(task()).await;
+            let result = Coordinator::builder()
+                .store(store)
+                .build()
+                .run(task())
+                .await;
             match result {
                 Err(RunError::Store(StoreError::Write(why))) => {
                     assert!(why.contains("/state/baton.db"), "{why}");
@@ -301,6 +309,7 @@ async fn a_refused_append_stops_its_run_and_no_other() {
         repairs: 0,
         shards: None,
         tools: vec![],
+        task: Default::default(),
     };
     let finished = || RunEvent::RunFinished { cancelled: false };
     second
@@ -568,9 +577,10 @@ fn numbers_beyond_their_bounds_are_one_line_errors() {
 async fn logged_run(state: &Path) -> String {
     let tree = rust_tree();
     let store = Arc::new(SqliteStore::open(state).unwrap());
-    Coordinator::new()
+    Coordinator::builder()
         .store(store)
-        .run(Task::new(QUESTION, tree.path()))
+        .build()
+        .run(Task::explore(QUESTION, tree.path()))
         .await
         .unwrap()
         .run_id
@@ -726,13 +736,15 @@ impl baton::Model for Silent {
 async fn a_model_call_past_its_limit_fails_the_subagent() {
     let tree = rust_tree();
     let began = Instant::now();
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .model(Arc::new(Silent))
         .time_limits(baton::TimeLimits {
             model_call: Duration::from_millis(100),
             tool_call: Duration::from_secs(5),
+            ..baton::TimeLimits::default()
         })
-        .run(Task::new(QUESTION, tree.path()))
+        .build()
+        .run(Task::explore(QUESTION, tree.path()))
         .await
         .unwrap();
     assert!(began.elapsed() < Duration::from_secs(20));
@@ -752,9 +764,9 @@ async fn the_stored_checkpoint_is_the_projection_of_the_stored_log() {
     let tree = rust_tree();
     let state = tempfile::tempdir().unwrap();
     let store = Arc::new(SqliteStore::open(state.path()).unwrap());
-    let coordinator = Coordinator::new().store(store.clone());
+    let coordinator = Coordinator::builder().store(store.clone()).build();
     let report = coordinator
-        .run(Task::new(QUESTION, tree.path()))
+        .run(Task::explore(QUESTION, tree.path()))
         .await
         .unwrap();
     let check = || {
@@ -866,10 +878,13 @@ fn an_ignore_file_that_is_not_a_regular_file_is_never_read() {
 async fn resume_after_a_searched_word_appears_drops_its_negative_evidence() {
     let tree = rust_tree();
     let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
-    let coordinator = Coordinator::new().store(Arc::clone(&store));
+    let coordinator = Coordinator::builder().store(Arc::clone(&store)).build();
     // A word the tree does not hold ("computed").
     let first = coordinator
-        .run(Task::new("Where is the retry delay computed?", tree.path()))
+        .run(Task::explore(
+            "Where is the retry delay computed?",
+            tree.path(),
+        ))
         .await
         .unwrap();
     let cites = |report: &baton::Report, call: &str| {

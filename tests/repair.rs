@@ -33,8 +33,8 @@ const FIXED: &str = "## Settled conclusions\n\
 
 /// One explorer; room for the verifier of the second wave (it counts against
 /// `max_subagents`).
-fn one_subagent(model: Arc<dyn baton::Model>) -> Coordinator {
-    Coordinator::new()
+fn one_subagent(model: Arc<dyn baton::Model>) -> baton::CoordinatorBuilder {
+    Coordinator::builder()
         .model(model)
         .agents(1)
         .shards(1)
@@ -54,7 +54,8 @@ async fn no_verifier_past_max_subagents_and_the_report_says_so() {
     ]));
     let report = one_subagent(model.clone())
         .max_subagents(1)
-        .run(Task::new("How does the retry delay grow?", dir.path()))
+        .build()
+        .run(Task::explore("How does the retry delay grow?", dir.path()))
         .await
         .unwrap();
     assert_eq!(report.subagents.len(), 1, "{:?}", report.subagents);
@@ -88,7 +89,8 @@ async fn violations_are_quoted_back_and_the_repaired_handoff_is_accepted() {
         ScriptedTurn::text(FIXED),
     ]));
     let report = one_subagent(model.clone())
-        .run(Task::new("How does the retry delay grow?", dir.path()))
+        .build()
+        .run(Task::explore("How does the retry delay grow?", dir.path()))
         .await
         .unwrap();
     assert_eq!(model.remaining(), 0);
@@ -174,7 +176,8 @@ async fn a_subagent_that_never_complies_ends_contract_unmet() {
         ScriptedTurn::text(BROKEN),
     ]));
     let report = one_subagent(model.clone())
-        .run(Task::new("How does the retry delay grow?", dir.path()))
+        .build()
+        .run(Task::explore("How does the retry delay grow?", dir.path()))
         .await
         .unwrap();
     assert_eq!(model.remaining(), 0, "two repair turns, no more");
@@ -226,7 +229,11 @@ async fn a_json_handoff_is_accepted() {
         ScriptedTurn::text(json_handoff.to_string()),
     ]));
     let report = one_subagent(model)
-        .run(Task::new("What does the retry policy hold?", dir.path()))
+        .build()
+        .run(Task::explore(
+            "What does the retry policy hold?",
+            dir.path(),
+        ))
         .await
         .unwrap();
     assert_eq!(report.subagents[0].state, SubagentState::HandedOff);
@@ -243,12 +250,13 @@ async fn negative_evidence_must_cite_an_empty_search() {
         ScriptedTurn::tool("grep", json!({"pattern": "delay"})),
         ScriptedTurn::text(claims_nothing),
     ]));
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .model(model)
         .agents(1)
         .max_subagents(1)
         .repairs(0)
-        .run(Task::new("Is a delay used?", dir.path()))
+        .build()
+        .run(Task::explore("Is a delay used?", dir.path()))
         .await
         .unwrap();
     // Its one conclusion broke the contract: taken out, and listed, never settled.
@@ -281,7 +289,8 @@ async fn a_doubted_conclusion_the_verifier_does_not_confirm_is_an_open_item() {
         ScriptedTurn::text(nothing),
     ]));
     let report = one_subagent(model.clone())
-        .run(Task::new("How does the retry delay grow?", dir.path()))
+        .build()
+        .run(Task::explore("How does the retry delay grow?", dir.path()))
         .await
         .unwrap();
     assert_eq!(report.subagents[1].state, SubagentState::HandedOff);
@@ -332,12 +341,13 @@ async fn the_offline_verifier_confirms_a_repaired_handoff() {
         inner: baton::OfflineModel::new(),
         garbled: std::sync::atomic::AtomicBool::new(false),
     });
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .model(model)
         .agents(1)
         .shards(1)
         .max_subagents(2)
-        .run(Task::new("Where is next_delay defined?", dir.path()))
+        .build()
+        .run(Task::explore("Where is next_delay defined?", dir.path()))
         .await
         .unwrap();
     assert_eq!(report.subagents[0].state, SubagentState::Repaired);
@@ -418,7 +428,8 @@ async fn the_verifier_does_not_confirm_a_claim_its_lines_do_not_state() {
         ScriptedTurn::text(false_claim),
     ]);
     let report = one_subagent(model.clone())
-        .run(Task::new("How does the retry delay grow?", dir.path()))
+        .build()
+        .run(Task::explore("How does the retry delay grow?", dir.path()))
         .await
         .unwrap();
     assert_eq!(report.subagents[1].role, "verifier");
@@ -446,7 +457,8 @@ async fn the_verifier_does_not_confirm_a_claim_its_lines_do_not_state() {
         ScriptedTurn::text(&true_claim),
     ]);
     let report = one_subagent(model)
-        .run(Task::new("How does the retry delay grow?", dir.path()))
+        .build()
+        .run(Task::explore("How does the retry delay grow?", dir.path()))
         .await
         .unwrap();
     assert_eq!(
@@ -483,7 +495,8 @@ async fn a_doubted_claim_imitating_markers_and_entries_stays_data() {
         ScriptedTurn::text(json.to_string()),
     ]);
     let report = one_subagent(model.clone())
-        .run(Task::new("How does the retry delay grow?", dir.path()))
+        .build()
+        .run(Task::explore("How does the retry delay grow?", dir.path()))
         .await
         .unwrap();
     assert_eq!(
@@ -578,7 +591,8 @@ async fn junk_from_a_model_becomes_errors_it_can_fix() {
         ScriptedTurn::text(FIXED),
     ]));
     let report = one_subagent(model.clone())
-        .run(Task::new("How does the retry delay grow?", dir.path()))
+        .build()
+        .run(Task::explore("How does the retry delay grow?", dir.path()))
         .await
         .unwrap();
     assert_eq!(
@@ -622,13 +636,14 @@ async fn a_partly_accepted_handoff_is_reread_by_the_verifier() {
 ## Hard constraints\n\
 - none\n";
     let model = explorer_then_offline_verifier(vec![read_retry(), ScriptedTurn::text(one_bad)]);
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .model(model.clone())
         .agents(1)
         .shards(1)
         .max_subagents(2)
         .repairs(0)
-        .run(Task::new("How does the retry delay grow?", dir.path()))
+        .build()
+        .run(Task::explore("How does the retry delay grow?", dir.path()))
         .await
         .unwrap();
     assert_eq!(report.subagents[0].state, SubagentState::PartlyAccepted);
@@ -667,7 +682,8 @@ async fn the_verifier_wave_is_logged_as_a_plan_revision_and_a_resume_keeps_it() 
     ]);
     let report = one_subagent(model.clone())
         .store(Arc::clone(&store))
-        .run(Task::new("How does the retry delay grow?", dir.path()))
+        .build()
+        .run(Task::explore("How does the retry delay grow?", dir.path()))
         .await
         .unwrap();
     assert_eq!(report.subagents[1].role, "verifier");
@@ -686,15 +702,16 @@ async fn the_verifier_wave_is_logged_as_a_plan_revision_and_a_resume_keeps_it() 
         .map(|e| (e.at_ms, e.event.clone()))
         .collect();
     cut.append(&report.run_id, prefix).await.unwrap().unwrap();
-    let resumed = Coordinator::new()
+    let resumed = Coordinator::builder()
         .model(Arc::new(baton::OfflineModel::new()))
         .agents(1)
         .max_subagents(2)
         .store(Arc::clone(&cut))
-        .resume(&report.run_id, None)
+        .build()
+        .resume(&report.run_id)
         .await
         .unwrap()
-        .wait()
+        .report()
         .await
         .unwrap();
     assert_eq!(resumed.subagents.len(), 2, "{:?}", resumed.subagents);

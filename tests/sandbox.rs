@@ -6,9 +6,10 @@ use serde_json::json;
 use crate::support::tree;
 
 fn run(ws: &Workspace, name: &str, arguments: serde_json::Value) -> baton::ToolResult {
-    ToolRegistry::workspace().execute(
+    crate::support::execute(
+        &ToolRegistry::workspace(),
         ws,
-        &ToolCall {
+        ToolCall {
             id: "t.1".into(),
             name: name.into(),
             arguments,

@@ -52,10 +52,11 @@ async fn a_panicking_subagent_is_failed_and_the_rest_report() {
         inner: OfflineModel::new(),
         panics: AtomicUsize::new(0),
     });
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .model(model.clone())
         .agents(3)
-        .run(Task::new("Where is the header parsed?", dir.path()))
+        .build()
+        .run(Task::explore("Where is the header parsed?", dir.path()))
         .await
         .unwrap();
     assert_eq!(model.panics.load(Ordering::SeqCst), 1);
@@ -115,20 +116,19 @@ impl Model for Stalls {
 #[tokio::test]
 async fn cancel_stops_running_subagents_and_still_reports() {
     let dir = three_dirs();
-    let (events, mut receiver) = tokio::sync::mpsc::channel(baton::EVENTS_BUFFER);
-    let handle = Coordinator::new()
+    let handle = Coordinator::builder()
         .model(Arc::new(Stalls))
         .agents(2)
-        .start(
-            Task::new("Where is the header parsed?", dir.path()),
-            Some(events),
-        )
+        .build()
+        .start(Task::explore("Where is the header parsed?", dir.path()))
         .await
         .unwrap();
     // Wait until both slots are taken, then cancel.
+    let mut events = handle.events();
     let mut spawned = 0;
     while spawned < 2 {
-        if let Some(baton::Event::SubagentSpawned { .. }) = receiver.recv().await {
+        let event = events.next().await.expect("the run goes on").unwrap();
+        if let baton::RunEvent::SubagentSpawned { .. } = event.event {
             spawned += 1;
         }
     }
@@ -144,7 +144,7 @@ async fn cancel_stops_running_subagents_and_still_reports() {
         2
     );
     handle.canceller().cancel();
-    let report = tokio::time::timeout(std::time::Duration::from_secs(10), handle.wait())
+    let report = tokio::time::timeout(std::time::Duration::from_secs(10), handle.report())
         .await
         .expect("cancel ends the run")
         .unwrap();

@@ -188,12 +188,13 @@ async fn a_subagent_never_sends_a_request_over_its_window() {
         ])
         .with_window(window),
     );
-    let report = Coordinator::new()
+    let report = Coordinator::builder()
         .model(model.clone())
         .store(store.clone())
         .agents(1)
         .max_subagents(1)
-        .run(Task::new("What data is there?", tree.path()))
+        .build()
+        .run(Task::explore("What data is there?", tree.path()))
         .await
         .unwrap();
     let requests = model.requests();
@@ -322,7 +323,7 @@ async fn a_subagents_context_may_grow_to_its_models_window() {
         "Never read the files under vendor/ or third_party/ and never cite generated code. "
             .repeat(30);
     let run = |window: usize| {
-        let mut coordinator = Coordinator::new()
+        let mut coordinator = Coordinator::builder()
             .model(Arc::new(
                 ScriptedModel::new([ScriptedTurn::text(
                     "## Settled conclusions\n## Open items\n## Hard constraints\n- none\n",
@@ -338,7 +339,13 @@ async fn a_subagents_context_may_grow_to_its_models_window() {
         }
         let question = "Where is the retry delay computed?";
         let root = tree.path().to_path_buf();
-        async move { coordinator.run(Task::new(question, root)).await.unwrap() }
+        async move {
+            coordinator
+                .build()
+                .run(Task::explore(question, root))
+                .await
+                .unwrap()
+        }
     };
     let roomy = run(200_000).await;
     assert_eq!(

@@ -38,6 +38,40 @@ fn explorer() -> RoleId {
     RoleId::EXPLORER
 }
 
+/// One piece of work the task hands a subagent: its role, its own question, and (exploring)
+/// the part of the tree it covers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Subtask {
+    /// The role its subagent plays.
+    pub role: RoleId,
+    /// What it answers (asked besides the task's question).
+    pub question: String,
+    /// Root-relative paths it covers (exploring; empty: the whole tree, or no tree).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scope: Vec<String>,
+}
+
+/// What the log keeps of a task beyond its question and root: its kind, roles and subtasks.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskSpec {
+    /// A custom job (no workspace); false: exploring a tree.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub custom: bool,
+    /// The roles fanned out (none: an explore task's `explorer`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<RoleId>,
+    /// Subtasks given one by one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subtasks: Vec<Subtask>,
+}
+
+impl TaskSpec {
+    /// Whether it is a plain exploration (the tree sharded among explorers).
+    pub fn is_plain(&self) -> bool {
+        *self == TaskSpec::default()
+    }
+}
+
 /// What a subagent was given, for the log: enough to say what it saw without the text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -95,6 +129,9 @@ pub enum RunEvent {
         shards: Option<usize>,
         /// The tools every subagent may call.
         tools: Vec<String>,
+        /// The task's kind, roles and subtasks, when it is not a plain exploration.
+        #[serde(default, skip_serializing_if = "TaskSpec::is_plain")]
+        task: TaskSpec,
     },
     /// The model playing a role, as configured now: logged when a run starts or resumes, and
     /// whenever it changes (a provider's fallback taken). No credentials.
@@ -167,6 +204,16 @@ pub enum RunEvent {
         /// What it was given.
         manifest: Manifest,
     },
+    /// A subagent's model answered a turn: what the subagent has spent so far (its totals,
+    /// exact at its end in `budget_spent`), and why the model stopped.
+    ModelReturned {
+        /// The subagent.
+        subagent: String,
+        /// Its totals after this turn.
+        spent: Spent,
+        /// Why the model stopped: `end`, `tool_use`, `max_tokens` or `refusal`.
+        stop: crate::model::StopReason,
+    },
     /// A tool call started; its effect is executing.
     ToolCalled {
         /// The subagent.
@@ -209,6 +256,33 @@ pub enum RunEvent {
         /// The refusal: the tool, the consequence, the constraint, its category.
         #[serde(flatten)]
         denial: crate::policy::Denial,
+    },
+    /// A tool call waits for the application's approval (its effect is awaiting_approval):
+    /// the exact object, why, and until when.
+    ApprovalRequested {
+        /// The request.
+        #[serde(flatten)]
+        request: crate::policy::ApprovalRequest,
+    },
+    /// A request for approval was decided: granted, denied, expired or withdrawn.
+    ApprovalDecided {
+        /// The request.
+        approval_id: String,
+        /// The decision.
+        #[serde(flatten)]
+        decision: crate::policy::ApprovalDecision,
+        /// Who decided: `application` (through the run's handle), `approver` (the builder's),
+        /// or `run` (an expiry, a withdrawal).
+        by: String,
+    },
+    /// A granted approval let one call run: it is used up.
+    ApprovalConsumed {
+        /// The request.
+        approval_id: String,
+        /// The subagent.
+        subagent: String,
+        /// The call it let run.
+        call_id: String,
     },
     /// An effect changed state outside a call (recovery, reconciliation).
     EffectChanged {
@@ -323,9 +397,13 @@ impl RunEvent {
             RunEvent::ConstraintStated { .. } => "constraint_stated",
             RunEvent::PlanRevised { .. } => "plan_revised",
             RunEvent::SubagentSpawned { .. } => "subagent_spawned",
+            RunEvent::ModelReturned { .. } => "model_returned",
             RunEvent::ToolCalled { .. } => "tool_called",
             RunEvent::ToolReturned { .. } => "tool_returned",
             RunEvent::ToolDenied { .. } => "tool_denied",
+            RunEvent::ApprovalRequested { .. } => "approval_requested",
+            RunEvent::ApprovalDecided { .. } => "approval_decided",
+            RunEvent::ApprovalConsumed { .. } => "approval_consumed",
             RunEvent::EffectChanged { .. } => "effect_changed",
             RunEvent::HandoffAccepted { .. } => "handoff_accepted",
             RunEvent::HandoffRepairRequested { .. } => "handoff_repair_requested",
@@ -343,6 +421,7 @@ impl RunEvent {
     pub fn subagent(&self) -> Option<&str> {
         match self {
             RunEvent::SubagentSpawned { subagent, .. }
+            | RunEvent::ModelReturned { subagent, .. }
             | RunEvent::ToolCalled { subagent, .. }
             | RunEvent::ToolReturned { subagent, .. }
             | RunEvent::ToolDenied { subagent, .. }
@@ -352,7 +431,9 @@ impl RunEvent {
             | RunEvent::BudgetSpent { subagent, .. }
             | RunEvent::SubagentEnded { subagent, .. }
             | RunEvent::WindowCompacted { subagent, .. }
+            | RunEvent::ApprovalConsumed { subagent, .. }
             | RunEvent::EvidenceStale { subagent, .. } => Some(subagent),
+            RunEvent::ApprovalRequested { request } => Some(&request.subagent),
             _ => None,
         }
     }
@@ -410,5 +491,6 @@ pub(crate) fn run_started_fixture() -> RunEvent {
         repairs: 2,
         shards: None,
         tools: vec!["grep".into()],
+        task: TaskSpec::default(),
     }
 }

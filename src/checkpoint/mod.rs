@@ -8,6 +8,7 @@
 mod brief;
 mod effect;
 mod event;
+mod feed;
 mod log;
 mod manifest;
 mod projection;
@@ -23,6 +24,8 @@ pub use brief::{brief, Brief, BriefItem};
 pub use effect::{on_recovery, transition, EffectError, EffectState, TRANSITIONS};
 #[cfg(test)]
 pub(crate) use event::run_started_fixture;
+pub(crate) use feed::Feed;
+pub use feed::{EventStream, EVENTS_BUFFER};
 
 /// The checkpoint of run `r` with only its `run_started_fixture` logged, for unit tests.
 #[cfg(test)]
@@ -37,7 +40,8 @@ pub(crate) fn started_checkpoint_fixture() -> Checkpoint {
     };
     project("r", &[started])
 }
-pub use event::{LoggedEvent, Manifest, PlannedSubagent, RunEvent};
+pub use event::{LoggedEvent, Manifest, PlannedSubagent, RunEvent, Subtask, TaskSpec};
+pub(crate) use log::now_ms;
 pub use log::{Ack, RunLog};
 pub use manifest::{Field, ManifestEntry, Reason};
 pub use projection::{delta, project, Delta, Projector};
@@ -257,16 +261,32 @@ pub struct DenialEntry {
     pub event: u64,
 }
 
-/// An approval: the exact object approved, until when, whether used.
+/// An approval: the exact object asked for, until when, how it was decided, whether used.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApprovalEntry {
-    /// The exact object approved.
+    /// The request's id (`ap1`).
+    #[serde(default)]
+    pub id: String,
+    /// The subagent whose call asked.
+    #[serde(default)]
+    pub subagent: String,
+    /// The call that asked.
+    #[serde(default)]
+    pub call_id: String,
+    /// The exact object: the tool and the digest of its arguments
+    /// (`` tool `x`, arguments sha256:… ``).
     pub object: String,
+    /// Why it needed approval.
+    #[serde(default)]
+    pub reason: String,
     /// Expiry (ms since the epoch), if any.
     pub expires_ms: Option<u64>,
-    /// Whether it was consumed.
+    /// `granted`, `denied`, `expired` or `withdrawn`; none while it waits.
+    #[serde(default)]
+    pub decision: Option<String>,
+    /// Whether a call used it (a grant is used once).
     pub consumed: bool,
-    /// The event.
+    /// The event that asked.
     pub event: u64,
 }
 

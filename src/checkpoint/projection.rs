@@ -7,8 +7,8 @@ use std::sync::Arc;
 use super::effect::transition;
 use super::event::{LoggedEvent, RunEvent};
 use super::{
-    AcceptedEntry, Budgets, Checkpoint, DenialEntry, EffectEntry, EvidenceEntry, Handoffs,
-    NegativeEntry, PlanEntry, PlanStatus, RejectedEntry, SCHEMA_VERSION,
+    AcceptedEntry, ApprovalEntry, Budgets, Checkpoint, DenialEntry, EffectEntry, EvidenceEntry,
+    Handoffs, NegativeEntry, PlanEntry, PlanStatus, RejectedEntry, SCHEMA_VERSION,
 };
 use crate::digest::sha256_hex;
 use crate::handoff::ConclusionKind;
@@ -114,6 +114,15 @@ impl Projector {
         &self.cp
     }
 
+    /// The intent id of the latest effect of a call id (a restarted attempt's calls reuse
+    /// their ids: its effects' intent ids are `CALL#N`).
+    pub fn intent_of(&self, call_id: &str) -> Option<&str> {
+        self.effect_index
+            .get(call_id)
+            .and_then(|&i| self.cp.effects.get(i))
+            .map(|e| e.intent_id.as_str())
+    }
+
     /// The checkpoint, taken.
     pub fn into_checkpoint(self) -> Checkpoint {
         self.cp
@@ -175,6 +184,9 @@ impl Projector {
                 effect,
                 ..
             } => self.tool_returned(subagent, call_id, observations, *effect, at),
+            RunEvent::ApprovalRequested { .. }
+            | RunEvent::ApprovalDecided { .. }
+            | RunEvent::ApprovalConsumed { .. } => approval(cp, &logged.event, at),
             RunEvent::EffectChanged {
                 call_id,
                 to,
@@ -210,6 +222,7 @@ impl Projector {
                 at,
             ),
             RunEvent::HandoffRepairRequested { .. }
+            | RunEvent::ModelReturned { .. }
             | RunEvent::WindowCompacted { .. }
             | RunEvent::ModelConfigured { .. }
             | RunEvent::LeadTurn { .. } => {}
@@ -419,6 +432,41 @@ impl Projector {
             }
             keep
         });
+    }
+}
+
+/// A request for approval asked, decided or used.
+fn approval(cp: &mut Checkpoint, event: &RunEvent, at: u64) {
+    match event {
+        RunEvent::ApprovalRequested { request } => cp.approvals.push(ApprovalEntry {
+            id: request.id.clone(),
+            subagent: request.subagent.clone(),
+            call_id: request.call_id.clone(),
+            object: format!(
+                "tool `{}`, arguments sha256:{}",
+                request.tool, request.arguments_digest
+            ),
+            reason: request.reason.clone(),
+            expires_ms: Some(request.expires_ms),
+            decision: None,
+            consumed: false,
+            event: at,
+        }),
+        RunEvent::ApprovalDecided {
+            approval_id,
+            decision,
+            ..
+        } => {
+            if let Some(entry) = cp.approvals.iter_mut().find(|a| &a.id == approval_id) {
+                entry.decision = Some(decision.word().to_string());
+            }
+        }
+        RunEvent::ApprovalConsumed { approval_id, .. } => {
+            if let Some(entry) = cp.approvals.iter_mut().find(|a| &a.id == approval_id) {
+                entry.consumed = true;
+            }
+        }
+        _ => {}
     }
 }
 

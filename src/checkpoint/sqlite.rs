@@ -13,7 +13,7 @@ use rusqlite::{params, Connection};
 use tokio::sync::oneshot;
 
 use super::event::{LoggedEvent, RunEvent};
-use super::store::{verify, EventStore, RunClaim, RunRow, StoreError, StoredRow};
+use super::store::{verify, verify_page, EventStore, RunClaim, RunRow, StoreError, StoredRow};
 use super::writer::{
     is_busy, load_head, sqlite_reason, write_locked, writer_loop, WriteFailure, LOCK_WAIT,
 };
@@ -513,6 +513,54 @@ impl EventStore for SqliteStore {
         }
     }
 
+    fn events_after(
+        &self,
+        run_id: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
+        if !self.tables {
+            return Err(StoreError::UnknownRun(run_id.to_string()));
+        }
+        let conn = self.reader.lock().map_err(|_| StoreError::Poisoned)?;
+        if load_head(&conn, run_id).ok().flatten().is_none() {
+            return Err(StoreError::UnknownRun(run_id.to_string()));
+        }
+        let damaged = |detail: String| StoreError::Damaged {
+            run_id: run_id.to_string(),
+            last_intact: after_seq,
+            detail,
+        };
+        let mut statement = conn
+            .prepare_cached("SELECT seq, at_ms, payload, prev, digest FROM events WHERE run_id = ?1 AND seq >= ?2 ORDER BY seq LIMIT ?3")
+            .map_err(|e| damaged(format!("the event table is unreadable: {e}")))?;
+        let anchor = after_seq.max(1);
+        let take = limit.saturating_add(usize::from(after_seq > 0));
+        let rows = statement
+            .query_map(
+                params![
+                    run_id,
+                    anchor.min(i64::MAX as u64) as i64,
+                    take.min(i64::MAX as usize) as i64
+                ],
+                |row| {
+                    Ok(StoredRow {
+                        seq: row.get::<_, i64>(0)? as u64,
+                        at_ms: row.get::<_, i64>(1)? as u64,
+                        payload: row.get(2)?,
+                        prev: row.get(3)?,
+                        digest: row.get(4)?,
+                    })
+                },
+            )
+            .map_err(|e| damaged(format!("the event table is unreadable: {e}")))?;
+        verify_page(
+            run_id,
+            after_seq,
+            rows.map(|r| r.map_err(|e| e.to_string())),
+        )
+    }
+
     fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
         if !self.tables {
             return Ok(Vec::new());
@@ -707,6 +755,7 @@ mod tests {
                         shards: None,
                         tools: Vec::new(),
                         model: "offline".into(),
+                        task: Default::default(),
                     };
                     acks.push(store.append(&format!("run{i}"), vec![(0, started)]));
                     sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);

@@ -91,6 +91,23 @@ pub trait EventStore: Send + Sync {
     ) -> tokio::sync::oneshot::Receiver<Result<Vec<LoggedEvent>, StoreError>>;
     /// Every event of a run, checked against the digest chain and the run's recorded head.
     fn events(&self, run_id: &str) -> Result<Vec<LoggedEvent>, StoreError>;
+    /// At most `limit` events of a run after `after_seq`, in order: each checked against its
+    /// digest and chained to the one before it, the first to event `after_seq` (none past the
+    /// run's last event). A reader pages through a long log this way. The default reads the
+    /// whole log; a store that can read a page alone does.
+    fn events_after(
+        &self,
+        run_id: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
+        Ok(self
+            .events(run_id)?
+            .into_iter()
+            .filter(|e| e.seq > after_seq)
+            .take(limit)
+            .collect())
+    }
     /// Every run, newest first.
     fn runs(&self) -> Result<Vec<RunRow>, StoreError>;
     /// Stores a checkpoint (a projection of a run's events).
@@ -173,6 +190,7 @@ pub(crate) fn seal(
 }
 
 /// One stored row, before checking.
+#[derive(Debug, Clone)]
 pub(crate) struct StoredRow {
     pub(crate) seq: u64,
     pub(crate) at_ms: u64,
@@ -249,7 +267,69 @@ pub(crate) fn verify(
     Ok(out)
 }
 
-/// Events held in memory: the same contract as the SQLite store, for tests.
+/// Checks one page of a run's rows read from event `after` on (the anchor, itself included
+/// when `after` is not 0; the rows before it are not read): consecutive, each chained to the
+/// one before and matching its digest. Returns the events after the anchor.
+pub(crate) fn verify_page(
+    run_id: &str,
+    after: u64,
+    rows: impl IntoIterator<Item = Result<StoredRow, String>>,
+) -> Result<Vec<LoggedEvent>, StoreError> {
+    let damaged = |last_intact: u64, detail: String| StoreError::Damaged {
+        run_id: run_id.to_string(),
+        last_intact,
+        detail,
+    };
+    let mut out = Vec::new();
+    // The row before: its seq and digest.
+    let mut before: Option<(u64, String)> = None;
+    for row in rows {
+        let expected = before.as_ref().map_or(after.max(1), |(seq, _)| seq + 1);
+        let last = expected - 1;
+        let row = row.map_err(|e| damaged(last, format!("unreadable: {e}")))?;
+        if row.seq != expected {
+            return Err(damaged(
+                last,
+                format!("event {} follows event {last}", row.seq),
+            ));
+        }
+        // The anchor's own link is to a row not read here.
+        let chained = match &before {
+            Some((_, digest)) => row.prev == *digest,
+            None => after > 0 || row.prev.is_empty(),
+        };
+        if !chained {
+            return Err(damaged(
+                last,
+                format!("event {} does not chain to event {last}", row.seq),
+            ));
+        }
+        if chain_digest(&row.prev, run_id, row.seq, row.at_ms, &row.payload) != row.digest {
+            return Err(damaged(
+                last,
+                format!("event {} fails its digest check", row.seq),
+            ));
+        }
+        if row.seq > after {
+            let event: RunEvent = serde_json::from_str(&row.payload).map_err(|e| {
+                damaged(last, format!("event {} is not a known event: {e}", row.seq))
+            })?;
+            out.push(LoggedEvent {
+                run_id: run_id.to_string(),
+                seq: row.seq,
+                at_ms: row.at_ms,
+                event,
+                prev: row.prev,
+                digest: row.digest.clone(),
+            });
+        }
+        before = Some((row.seq, row.digest));
+    }
+    Ok(out)
+}
+
+/// Events held in memory: the same contract as the SQLite store — a run's log for as long as
+/// the store lives (a run started without a store keeps its log in one), and tests.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     inner: Mutex<MemoryInner>,
@@ -258,7 +338,7 @@ pub struct MemoryStore {
 #[derive(Debug, Default)]
 struct MemoryInner {
     heads: HashMap<String, Head>,
-    rows: HashMap<String, Vec<(LoggedEvent, String)>>,
+    rows: HashMap<String, Vec<StoredRow>>,
     runs: Vec<RunRow>,
     checkpoints: HashMap<String, Vec<Checkpoint>>,
 }
@@ -297,12 +377,18 @@ impl EventStore for MemoryStore {
             if let Some(row) = inner.runs.iter_mut().find(|r| r.run_id == run_id) {
                 row.last_seq = last;
             }
-            let logged = sealed.iter().map(|(e, _)| e.clone()).collect();
-            inner
-                .rows
-                .entry(run_id.to_string())
-                .or_default()
-                .extend(sealed);
+            let rows = inner.rows.entry(run_id.to_string()).or_default();
+            let mut logged = Vec::with_capacity(sealed.len());
+            for (event, payload) in sealed {
+                rows.push(StoredRow {
+                    seq: event.seq,
+                    at_ms: event.at_ms,
+                    payload,
+                    prev: event.prev.clone(),
+                    digest: event.digest.clone(),
+                });
+                logged.push(event);
+            }
             Ok(logged)
         })();
         let _ = tx.send(result);
@@ -315,21 +401,41 @@ impl EventStore for MemoryStore {
             .heads
             .get(run_id)
             .ok_or_else(|| StoreError::UnknownRun(run_id.to_string()))?;
-        let rows = inner.rows.get(run_id).cloned().unwrap_or_default();
+        let rows = inner
+            .rows
+            .get(run_id)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         verify(
             run_id,
-            rows.into_iter().map(|(e, payload)| {
-                Ok(StoredRow {
-                    seq: e.seq,
-                    at_ms: e.at_ms,
-                    payload,
-                    prev: e.prev,
-                    digest: e.digest,
-                })
-            }),
+            rows.iter().map(|row| Ok(row.clone())),
             head.seq,
             &head.digest,
         )
+    }
+
+    fn events_after(
+        &self,
+        run_id: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
+        let inner = self.inner.lock().map_err(|_| StoreError::Poisoned)?;
+        if !inner.heads.contains_key(run_id) {
+            return Err(StoreError::UnknownRun(run_id.to_string()));
+        }
+        let rows = inner
+            .rows
+            .get(run_id)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        // Rows are held in order from seq 1: the anchor is at index `after_seq - 1`.
+        let from = (after_seq.max(1) - 1) as usize;
+        let page = rows
+            .iter()
+            .skip(from)
+            .take(limit.saturating_add(usize::from(after_seq > 0)));
+        verify_page(run_id, after_seq, page.map(|row| Ok(row.clone())))
     }
 
     fn runs(&self) -> Result<Vec<RunRow>, StoreError> {

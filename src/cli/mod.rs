@@ -21,7 +21,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use baton::checkpoint::StoreError;
-use baton::{Budget, Coordinator, Report, RunError, SqliteStore, Task};
+use baton::{Budget, Coordinator, CoordinatorBuilder, Report, RunError, SqliteStore, Task};
 use clap::{Parser, Subcommand};
 
 /// Exit code: the run finished.
@@ -395,7 +395,7 @@ fn dollars(text: &str) -> Result<f64, String> {
 
 /// The coordinator the flags describe, or a one-line error (exit 2): an unknown model, a
 /// missing key, a bad base URL or prices file, a cost limit for a model with no known price.
-fn coordinator(args: &ModelArgs) -> Result<Coordinator, String> {
+fn coordinator(args: &ModelArgs) -> Result<CoordinatorBuilder, String> {
     let spec = baton::model::ModelSpec::parse(&args.model).map_err(|e| format!("--model: {e}"))?;
     // The flag, else BATON_PRICES unless it is empty.
     let prices_file = args.prices.clone().or_else(|| {
@@ -433,7 +433,7 @@ fn coordinator(args: &ModelArgs) -> Result<Coordinator, String> {
         )
     };
     let model = connect(&spec).map_err(|e| e.to_string())?;
-    let mut coordinator = Coordinator::new();
+    let mut coordinator = Coordinator::builder();
     // The models that cost something: the offline one costs nothing.
     let mut models = Vec::new();
     if spec.provider != baton::model::Provider::Offline {
@@ -508,10 +508,8 @@ async fn resume(args: ResumeArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let (events, receiver) = tokio::sync::mpsc::channel(baton::EVENTS_BUFFER);
-    let display = progress::spawn(receiver, !args.model.no_progress);
-    let started = coordinator.resume(&args.run, Some(events)).await;
-    finish(started, display, args.model.json).await
+    let started = coordinator.build().resume(&args.run).await;
+    finish(started, !args.model.no_progress, args.model.json).await
 }
 
 async fn explore(args: ExploreArgs) -> i32 {
@@ -560,8 +558,8 @@ async fn explore(args: ExploreArgs) -> i32 {
     }
     coordinator = coordinator.allow_unenforced(args.allow_unenforced);
     // The task is checked — its constraints against the tree too — before any state is made.
-    let task = Task::new(args.question.clone(), &args.root);
-    match coordinator.check(&task) {
+    let task = Task::explore(args.question.clone(), &args.root);
+    match coordinator.clone().build().check(&task) {
         Ok(warnings) => {
             for warning in warnings {
                 say!("warning: {warning}");
@@ -582,23 +580,20 @@ async fn explore(args: ExploreArgs) -> i32 {
             tool_calls: args.max_tool_calls,
             tokens: args.max_tokens,
         })
-        .repairs(args.repairs);
-    let (events, receiver) = tokio::sync::mpsc::channel(baton::EVENTS_BUFFER);
-    let display = progress::spawn(receiver, !args.model.no_progress);
-    let started = coordinator.start(task, Some(events)).await;
-    finish(started, display, args.model.json).await
+        .repairs(args.repairs)
+        .build();
+    let started = coordinator.start(task).await;
+    finish(started, !args.model.no_progress, args.model.json).await
 }
 
-/// Waits for a run (Ctrl-C cancels it), prints its report, and maps it to an exit code.
-async fn finish(
-    started: Result<baton::RunHandle, RunError>,
-    display: tokio::task::JoinHandle<()>,
-    json: bool,
-) -> i32 {
+/// Follows a run — the live display drawn from its events (Ctrl-C cancels it) — then prints
+/// its report and maps it to an exit code.
+async fn finish(started: Result<baton::RunHandle, RunError>, show: bool, json: bool) -> i32 {
     let handle = match started {
         Ok(h) => h,
         Err(e) => return report_error(&e),
     };
+    let display = progress::spawn(handle.events(), show);
     let canceller = handle.canceller();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
@@ -609,7 +604,7 @@ async fn finish(
             }
         }
     });
-    let result = handle.wait().await;
+    let result = handle.report().await;
     let _ = display.await;
     let report = match result {
         Ok(report) => report,

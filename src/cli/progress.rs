@@ -6,9 +6,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
-use baton::{Event, SubagentState};
+use baton::{EventStream, RunEvent, SubagentState};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tokio::sync::mpsc::Receiver;
 
 struct Line {
     bar: ProgressBar,
@@ -69,6 +68,8 @@ struct Board {
     /// as they stand.
     finished_cost: Option<f64>,
     total: ProgressBar,
+    /// Whether the subagents' model has a price (its costs are shown).
+    priced: bool,
 }
 
 impl Board {
@@ -84,6 +85,7 @@ impl Board {
             finished: VecDeque::new(),
             finished_cost: None,
             total,
+            priced: false,
         }
     }
 
@@ -98,76 +100,107 @@ impl Board {
         }
     }
 
-    fn apply(&mut self, event: Event) {
+    /// Takes one logged event: the display is derived from the run's log alone.
+    fn apply(&mut self, event: RunEvent) {
         match event {
-            Event::SubagentSpawned { id, role, scope } => {
+            RunEvent::ModelConfigured { role, config } if role == "subagents" => {
+                self.priced = config.price.is_some();
+            }
+            RunEvent::SubagentSpawned {
+                subagent,
+                role,
+                scope,
+                ..
+            } => {
                 let bar = self
                     .multi
                     .add(ProgressBar::new_spinner().with_style(self.style.clone()));
                 bar.enable_steady_tick(Duration::from_millis(120));
+                let shown = if scope.is_empty() {
+                    "-".to_string()
+                } else {
+                    scope.join(", ")
+                };
                 let line = Line {
                     bar,
                     role: super::terminal_safe(role.as_str()).into_owned(),
-                    scope: super::terminal_safe(&scope).into_owned(),
+                    scope: super::terminal_safe(&shown).into_owned(),
                     tool_calls: 0,
                     tokens: 0,
                     cost: None,
                     state: SubagentState::Running,
                     repairing: None,
                 };
-                line.bar.set_message(line.render(&id));
-                self.lines.insert(id, line);
+                line.bar.set_message(line.render(&subagent));
+                self.lines.insert(subagent, line);
             }
-            Event::SubagentProgressed {
-                id,
-                tool_calls,
-                tokens,
-                cost_usd,
+            RunEvent::ToolCalled { subagent, .. } => {
+                if let Some(line) = self.lines.get_mut(&subagent) {
+                    line.tool_calls += 1;
+                    line.bar.set_message(line.render(&subagent));
+                }
+            }
+            RunEvent::ModelReturned {
+                subagent, spent, ..
             } => {
-                if let Some(line) = self.lines.get_mut(&id) {
-                    line.tool_calls = tool_calls;
-                    line.tokens = tokens;
-                    line.cost = cost_usd;
-                    line.bar.set_message(line.render(&id));
+                let cost = self.cost_of(&spent);
+                if let Some(line) = self.lines.get_mut(&subagent) {
+                    line.tokens = spent.tokens();
+                    line.cost = cost;
+                    line.bar.set_message(line.render(&subagent));
                 }
                 self.show_total();
             }
-            Event::SubagentEnded {
-                id,
-                state,
-                tool_calls,
-                tokens,
-                cost_usd,
+            RunEvent::HandoffRepairRequested {
+                subagent,
+                violations,
             } => {
-                if let Some(mut line) = self.lines.remove(&id) {
-                    line.tool_calls = tool_calls;
-                    line.tokens = tokens;
-                    line.cost = cost_usd;
-                    line.state = state;
-                    let text = line.render(&id);
-                    // The ticker's thread ends here, not with the run.
-                    line.bar.disable_steady_tick();
-                    line.bar.finish_with_message(text);
-                    self.finished.push_back(line.bar);
-                    while self.finished.len() > FINISHED_SHOWN {
-                        if let Some(old) = self.finished.pop_front() {
-                            self.multi.remove(&old);
-                        }
-                    }
-                }
-                if let Some(c) = cost_usd {
-                    self.finished_cost = Some(self.finished_cost.unwrap_or(0.0) + c);
-                }
-                self.show_total();
-            }
-            Event::HandoffChecked { id, violations, .. } => {
-                if let Some(line) = self.lines.get_mut(&id) {
-                    line.repairing = (violations > 0).then_some(violations);
-                    line.bar.set_message(line.render(&id));
+                if let Some(line) = self.lines.get_mut(&subagent) {
+                    line.repairing = Some(violations.len());
+                    line.bar.set_message(line.render(&subagent));
                 }
             }
+            RunEvent::BudgetSpent { subagent, spent } => {
+                let cost = self.cost_of(&spent);
+                if let Some(line) = self.lines.get_mut(&subagent) {
+                    line.tool_calls = spent.tool_calls;
+                    line.tokens = spent.tokens();
+                    line.cost = cost;
+                }
+            }
+            RunEvent::SubagentEnded {
+                subagent, state, ..
+            } => self.ended(&subagent, state),
             _ => {}
         }
+    }
+
+    /// A subagent's cost, when its model is priced.
+    fn cost_of(&self, spent: &baton::Spent) -> Option<f64> {
+        (self.priced || spent.cost_micros > 0).then(|| spent.cost_micros as f64 / 1e6)
+    }
+
+    /// A subagent ended: its line is finished and kept among the last few; its cost joins
+    /// the total.
+    fn ended(&mut self, id: &str, state: SubagentState) {
+        if let Some(mut line) = self.lines.remove(id) {
+            line.state = state;
+            line.repairing = None;
+            let text = line.render(id);
+            // The ticker's thread ends here, not with the run.
+            line.bar.disable_steady_tick();
+            line.bar.finish_with_message(text);
+            if let Some(c) = line.cost {
+                self.finished_cost = Some(self.finished_cost.unwrap_or(0.0) + c);
+            }
+            self.finished.push_back(line.bar);
+            while self.finished.len() > FINISHED_SHOWN {
+                if let Some(old) = self.finished.pop_front() {
+                    self.multi.remove(&old);
+                }
+            }
+        }
+        self.show_total();
     }
 
     fn finish(self) {
@@ -179,18 +212,19 @@ impl Board {
     }
 }
 
-/// Draws events until the channel closes; hidden, it only drains them. What it holds is
+/// Draws the run's events until its stream ends; hidden, it only reads them. What it holds is
 /// bounded by the subagents running at once: a finished subagent's line is kept only among
-/// the last few, its cost folded into the total.
-pub(crate) fn spawn(mut events: Receiver<Event>, show: bool) -> tokio::task::JoinHandle<()> {
+/// the last few, its cost folded into the total. A stream that fails (the log cannot be read)
+/// ends the display; the run's report says what happened.
+pub(crate) fn spawn(mut events: EventStream, show: bool) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         if !show {
-            while events.recv().await.is_some() {}
+            while let Some(Ok(_)) = events.next().await {}
             return;
         }
         let mut board = Board::new(ProgressDrawTarget::stderr());
-        while let Some(event) = events.recv().await {
-            board.apply(event);
+        while let Some(Ok(logged)) = events.next().await {
+            board.apply(logged.event);
         }
         board.finish();
     })
@@ -246,41 +280,73 @@ mod tests {
     }
 
     /// Thousands of subagents hold a screenful: the running ones' lines and the last
-    /// FINISHED_SHOWN ended bars, their costs summed into the total line.
+    /// FINISHED_SHOWN ended bars, their costs summed into the total line — all derived from
+    /// the run's logged events.
     #[test]
     fn the_display_holds_the_running_and_the_last_few_ended() {
         let mut board = Board::new(ProgressDrawTarget::hidden());
+        board.priced = true;
+        let spent = |tool_calls, cost_micros| baton::Spent {
+            tool_calls,
+            tokens_in: 90,
+            tokens_out: 10,
+            cost_micros,
+            ..baton::Spent::default()
+        };
         for i in 0..100 {
-            board.apply(Event::SubagentSpawned {
-                id: format!("sa{i}"),
+            board.apply(RunEvent::SubagentSpawned {
+                subagent: format!("sa{i}"),
                 role: "explorer".into(),
-                scope: format!("src/{i}"),
+                scope: vec![format!("src/{i}")],
+                manifest: manifest(),
             });
         }
         assert_eq!(board.lines.len(), 100);
         for i in 0..97 {
-            board.apply(Event::SubagentEnded {
-                id: format!("sa{i}"),
+            board.apply(RunEvent::BudgetSpent {
+                subagent: format!("sa{i}"),
+                spent: spent(3, 10_000),
+            });
+            board.apply(RunEvent::SubagentEnded {
+                subagent: format!("sa{i}"),
                 state: SubagentState::HandedOff,
-                tool_calls: 3,
-                tokens: 100,
-                cost_usd: Some(0.01),
+                error: None,
             });
         }
         assert_eq!(board.lines.len(), 3, "the running ones");
         assert_eq!(board.finished.len(), FINISHED_SHOWN);
         let last = board.finished.back().map(|b| b.message().to_string());
         assert!(
-            last.as_deref().is_some_and(|m| m.starts_with("sa96 ")),
+            last.as_deref()
+                .is_some_and(|m| m.starts_with("sa96 ") && m.contains("tools   3")),
             "{last:?}"
         );
-        board.apply(Event::SubagentProgressed {
-            id: "sa99".into(),
-            tool_calls: 1,
-            tokens: 10,
-            cost_usd: Some(0.03),
+        board.apply(RunEvent::ModelReturned {
+            subagent: "sa99".into(),
+            spent: spent(1, 30_000),
+            stop: baton::model::StopReason::ToolUse,
         });
         assert_eq!(board.total.message(), "subagents' cost so far $1.0000");
+        board.apply(RunEvent::HandoffRepairRequested {
+            subagent: "sa99".into(),
+            violations: Vec::new(),
+        });
+        assert!(board.lines["sa99"]
+            .render("sa99")
+            .ends_with("repairing (0 violation(s))"));
         board.finish();
+    }
+
+    fn manifest() -> baton::checkpoint::Manifest {
+        baton::checkpoint::Manifest {
+            brief_digest: String::new(),
+            brief_tokens: 0,
+            tools: Vec::new(),
+            budget: baton::Budget::default(),
+            context_tokens: 0,
+            context: Vec::new(),
+            omitted_items: 0,
+            omitted_digest: String::new(),
+        }
     }
 }

@@ -22,7 +22,7 @@ pub use crate::contracts::{RoleId, CONDITIONS_BEGIN, CONDITIONS_END, DATA_BEGIN,
 use crate::tokens::Tokenizer;
 pub use orientation::{state_name, Orientation};
 use render::{heading, render};
-pub use role::{load_roles, OptionalField, RoleError, RoleProfile, KNOWN_TOOLS};
+pub use role::{load_roles, OptionalField, Role, RoleError, RoleProfile, KNOWN_TOOLS};
 pub use select::{ContextIndex, Focus, ItemSum, Omitted, Selection, FIELD_CAP};
 
 /// Data as the context shows it: every line after an item's first is indented, so nothing

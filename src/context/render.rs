@@ -68,8 +68,12 @@ fn render_raw(field: Field, cp: &Checkpoint, delta: Option<&Delta>, pick: &Selec
             .iter()
             .map(|a| {
                 plain(format!(
-                    "- approved: {} (consumed: {})\n",
-                    a.object, a.consumed
+                    "- {} {}: {} ({}; used: {})\n",
+                    a.id,
+                    a.decision.as_deref().unwrap_or("waiting"),
+                    a.object,
+                    a.reason,
+                    a.consumed
                 ))
             })
             .collect(),

@@ -62,15 +62,17 @@ pub(super) fn tree_spelling(root: &Path, place: &str) -> Option<String> {
 /// a tool or a budget the message saying so. `Err` when such a clause must refuse the run.
 pub(super) fn check(
     stated: &mut Stated,
-    root: &Path,
+    root: Option<&Path>,
     tools: &[String],
     allow_unenforced: bool,
 ) -> Result<(), String> {
-    for rule in &mut stated.rules {
+    // A job with no tree has no places to spell or find.
+    let spelling = |place: &str| root.and_then(|root| tree_spelling(root, place));
+    for rule in stated.rules.iter_mut().filter(|_| root.is_some()) {
         for place in places_mut(rule) {
             let bare = place.trim_start_matches("**/").to_string();
             if bare.contains('/') || !place.starts_with("**/") {
-                match tree_spelling(root, &bare) {
+                match spelling(&bare) {
                     Some(spelled) if spelled != bare => {
                         stated.warnings.push(format!(
                             "`{bare}` is read as `{spelled}`, as the tree spells it"
@@ -97,7 +99,7 @@ pub(super) fn check(
             "\"{shown}\" sets a cost limit, which is not enforced: to enforce one, give --max-cost-per-subagent DOLLARS or --max-cost DOLLARS"
         ));
     }
-    let exists = |name: &str| tree_spelling(root, name).is_some();
+    let exists = |name: &str| spelling(name).is_some();
     for clause in &stated.untyped {
         let found = named(clause, tools, &exists);
         if found.is_empty() {

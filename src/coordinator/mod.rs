@@ -1,49 +1,34 @@
-//! The public entry point: a `Coordinator` (built once, run many times) turns a `Task` into a
-//! `Report` by spawning a lead actor for the run.
+//! The public entry point: a [`Coordinator`], built once with [`Coordinator::builder`] and run
+//! many times, turns a [`Task`] into a [`Report`] by spawning a lead actor for each run; a
+//! [`RunHandle`] follows one run — its id, its events, its approvals, its cancellation, its
+//! report.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use tokio::sync::mpsc::Sender;
-
-use crate::checkpoint::{EventStore, RunEvent, RunLog, StoreError};
-use crate::event::Event;
+use crate::checkpoint::{EventStore, Feed, MemoryStore, RunEvent, RunLog, StoreError};
+use crate::context::{Role, RoleProfile};
+use crate::contracts::RoleId;
 use crate::explorer::OfflineModel;
 use crate::lead::{restore, LeadArgs, LeadError, LeadHandle, Resumption, RunConfig, Stated};
-use crate::model::Model;
-use crate::policy::{Budget, Rule, TimeLimits};
-use crate::report::{Report, SubagentSummary};
-use crate::tools::{ToolRegistry, Workspace};
+use crate::model::{ConnectError, Model, ModelSpec};
+use crate::policy::{Approver, Budget, Rule, TimeLimits};
+use crate::report::Report;
+use crate::tools::{Tool, ToolRegistry, Workspace};
 
+mod builder;
 mod connect;
 mod constraints;
+mod handle;
+mod task;
 
+pub use builder::CoordinatorBuilder;
 pub use connect::connect;
-
-/// Room in an event stream a caller makes for a run (`tokio::sync::mpsc::channel`): the run
-/// waits for a listener that falls this far behind, and never drops an event.
-pub const EVENTS_BUFFER: usize = 1024;
-
-/// A job: a question about the tree at `root`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Task {
-    /// What to find out.
-    pub question: String,
-    /// The directory to explore.
-    pub root: PathBuf,
-}
-
-impl Task {
-    /// A task for a question about a tree.
-    pub fn new(question: impl Into<String>, root: impl AsRef<Path>) -> Task {
-        Task {
-            question: question.into(),
-            root: root.as_ref().to_path_buf(),
-        }
-    }
-}
+pub use handle::{Canceller, RunHandle};
+pub use task::{Job, Task};
 
 /// Why a run could not start or finish. Bad input is told apart from a failed run.
 #[derive(Debug, thiserror::Error)]
@@ -60,7 +45,7 @@ pub enum RunError {
         /// What is wrong with it.
         reason: String,
     },
-    /// A setting is out of range.
+    /// A setting is out of range, or the task names what the run does not have.
     #[error("{0}")]
     BadSetting(String),
     /// A role profile cannot be used.
@@ -74,6 +59,15 @@ pub enum RunError {
         /// Why.
         #[source]
         reason: crate::policy::RuleError,
+    },
+    /// A role's model could not be connected.
+    #[error("role `{role}`: {source}")]
+    RoleModel {
+        /// The role.
+        role: String,
+        /// Why.
+        #[source]
+        source: ConnectError,
     },
     /// The actors could not run.
     #[error("the run failed: {0}")]
@@ -109,7 +103,23 @@ impl RunError {
     }
 }
 
-/// Runs tasks: a model, tools, and the limits every run works within.
+/// How a role's model spec (`model = "…"` in a role's TOML) becomes a model.
+pub type Connector = Arc<dyn Fn(&ModelSpec) -> Result<Arc<dyn Model>, ConnectError> + Send + Sync>;
+
+/// Runs tasks: the models, tools, roles and limits every run works within, and where runs are
+/// logged. Cheap to clone; share one across an application.
+///
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dir = baton::testing::fixture_tree();
+/// let coordinator = baton::Coordinator::builder().agents(2).build();
+/// let report = coordinator
+///     .run(baton::Task::explore("where is the retry delay computed?", dir.path()))
+///     .await
+///     .unwrap();
+/// assert!(!report.handoff.settled_conclusions.is_empty());
+/// # });
+/// ```
 #[derive(Clone)]
 pub struct Coordinator {
     model: Arc<dyn Model>,
@@ -123,7 +133,10 @@ pub struct Coordinator {
     store: Option<Arc<dyn EventStore>>,
     /// Constraints given: the text, and the rules when given typed.
     constraints: Vec<(String, Option<Vec<Rule>>)>,
-    roles: Option<PathBuf>,
+    /// A directory of role profiles (`*.toml`).
+    role_dir: Option<PathBuf>,
+    /// Roles given in code, in order (a later one of a name replaces an earlier).
+    roles: Vec<Role>,
     limits: TimeLimits,
     /// The run's cost limit, in millionths of a dollar.
     max_cost: Option<u64>,
@@ -132,6 +145,10 @@ pub struct Coordinator {
     /// Whether a constraint that names a place, a tool or a budget and cannot be typed is
     /// carried as a standing condition (with a warning) instead of refused.
     allow_unenforced: bool,
+    /// Decides approval requests as they come (none: they wait for the run's handle).
+    approver: Option<Arc<dyn Approver>>,
+    /// Connects a role's model spec.
+    connector: Option<Connector>,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -144,8 +161,9 @@ impl std::fmt::Debug for Coordinator {
             .field("max_subagents", &self.max_subagents)
             .field("budget", &self.budget)
             .field("repairs", &self.repairs)
+            .field("roles", &self.roles)
             .field("logged", &self.store.is_some())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -162,148 +180,79 @@ impl Default for Coordinator {
             shards: None,
             store: None,
             constraints: Vec::new(),
-            roles: None,
+            role_dir: None,
+            roles: Vec::new(),
             limits: TimeLimits::default(),
             max_cost: None,
             subagent_max_cost: None,
             allow_unenforced: false,
+            approver: None,
+            connector: None,
         }
     }
 }
 
+/// The run's roles, by name.
+type Roles = BTreeMap<RoleId, RoleProfile>;
+/// The roles with a model of their own.
+type RoleModels = BTreeMap<RoleId, Arc<dyn Model>>;
+
+/// What `start` prepares off the runtime.
+struct Prepared {
+    question: String,
+    workspace: Option<Workspace>,
+    constraints: Vec<Stated>,
+    roles: Roles,
+    role_models: RoleModels,
+}
+
 impl Coordinator {
-    /// A coordinator with the offline model, the workspace tools, 4 agents at once, at most 32
-    /// subagents, the default budget and 2 repair turns.
-    pub fn new() -> Coordinator {
-        Coordinator::default()
-    }
-
-    /// The model every subagent uses.
-    pub fn model(mut self, model: Arc<dyn Model>) -> Coordinator {
-        self.model = model;
-        self
-    }
-
-    /// The lead's own model: it proposes the subtasks as a JSON plan (`contracts/plan.schema.json`)
-    /// and writes the run's handoff from the accepted handoffs, checked by the same contract
-    /// against what the subagents observed. Without one, the lead plans by sharding the tree and
-    /// merges the handoffs itself, deterministically.
-    pub fn lead_model(mut self, model: Arc<dyn Model>) -> Coordinator {
-        self.lead_model = Some(model);
-        self
-    }
-
-    /// The tools every subagent may call.
-    pub fn tools(mut self, tools: ToolRegistry) -> Coordinator {
-        self.tools = tools;
-        self
-    }
-
-    /// How many subagents run at once.
-    pub fn agents(mut self, agents: usize) -> Coordinator {
-        self.agents = agents;
-        self
-    }
-
-    /// The most subagents one run may spawn.
-    pub fn max_subagents(mut self, max: usize) -> Coordinator {
-        self.max_subagents = max;
-        self
-    }
-
-    /// Each subagent's budget.
-    pub fn budget(mut self, budget: Budget) -> Coordinator {
-        self.budget = budget;
-        self
-    }
-
-    /// Repair turns a subagent gets when its handoff breaks the contract.
-    pub fn repairs(mut self, repairs: u32) -> Coordinator {
-        self.repairs = repairs;
-        self
-    }
-
-    /// Splits the tree into `shards` subagents (at most `max_subagents`, at most one per file)
-    /// instead of one per agent and one more per MiB.
-    pub fn shards(mut self, shards: usize) -> Coordinator {
-        self.shards = Some(shards);
-        self
-    }
-
-    /// A constraint the run must respect, verbatim (`--constraint`); binding sentences of the
-    /// question (never, don't, always, only, must, from now on …) are added by themselves.
+    /// A builder with the defaults: the offline model, the workspace tools (list_dir, glob,
+    /// grep, read_file), 4 subagents at once, at most 32, the default budget, 2 repair turns,
+    /// the built-in roles, no store (each run's log is kept in memory while its handle
+    /// lives).
     ///
-    /// The text is typed where it can be (`policy::parse_constraint`: "only read files under
-    /// src/", "never touch /vendor", "no network access", "read-only" …) and the gate
-    /// enforces its rules; what cannot be typed stays a standing condition, and the report
-    /// says it is not enforced.
-    pub fn constraint(mut self, text: impl Into<String>) -> Coordinator {
-        self.constraints.push((text.into(), None));
-        self
+    /// ```
+    /// let coordinator = baton::Coordinator::builder().agents(8).repairs(1).build();
+    /// assert!(format!("{coordinator:?}").contains("agents: 8"));
+    /// ```
+    pub fn builder() -> CoordinatorBuilder {
+        CoordinatorBuilder::new()
     }
 
-    /// A typed constraint (`--constraint-json`): `text` is how it is shown (verbatim), the
-    /// rules are what the gate enforces. A rule that says nothing, names a path leaving the
-    /// root or names a tool the run does not have is refused when the run starts. An empty
-    /// `text` is shown as the rules' JSON.
-    pub fn constraint_rules(mut self, text: impl Into<String>, rules: Vec<Rule>) -> Coordinator {
-        let mut text = text.into();
-        if text.trim().is_empty() {
-            text = serde_json::to_string(&rules).unwrap_or_else(|_| "typed rules".into());
-        }
-        self.constraints.push((text, Some(rules)));
-        self
-    }
-
-    /// How long one model call and one tool call may take (default: 600 s and 120 s).
-    pub fn time_limits(mut self, limits: TimeLimits) -> Coordinator {
-        self.limits = limits;
-        self
-    }
-
-    /// The most a run's model calls may cost, in US dollars: no call is sent whose estimate
-    /// (its input at the model's price, and every answer token it may take) would pass it, and
-    /// once a subagent's first call would, no more are spawned — the report says so in its open
-    /// items. It needs the model's price ([`Model::price`]): with none, nothing is counted.
-    pub fn max_cost(mut self, dollars: f64) -> Coordinator {
-        self.max_cost = Some(micros(dollars));
-        self
-    }
-
-    /// The most one subagent's model calls may cost, in US dollars: near it the subagent is
-    /// asked to hand off, then stopped.
-    pub fn subagent_max_cost(mut self, dollars: f64) -> Coordinator {
-        self.subagent_max_cost = Some(micros(dollars));
-        self
-    }
-
-    /// Carries a constraint that names a place, a tool or a budget but from which no rule
-    /// could be read as a standing condition — not enforced, with a warning — instead of
-    /// refusing the run (the default: such a constraint is a `RunError::BadSetting` saying
-    /// the typed form to use).
-    pub fn allow_unenforced(mut self, allow: bool) -> Coordinator {
-        self.allow_unenforced = allow;
-        self
-    }
-
-    /// Role profiles from `dir` (`*.toml`) add to or replace the built-in ones.
-    pub fn roles(mut self, dir: impl Into<PathBuf>) -> Coordinator {
-        self.roles = Some(dir.into());
-        self
-    }
-
-    fn role_profiles(
-        &self,
-    ) -> Result<
-        std::collections::BTreeMap<crate::contracts::RoleId, crate::context::RoleProfile>,
-        RunError,
-    > {
-        let roles = crate::context::load_roles(self.roles.as_deref()).map_err(RunError::Roles)?;
-        if !roles.contains_key(&crate::contracts::RoleId::EXPLORER) {
-            return Err(RunError::BadSetting("no `explorer` role profile".into()));
+    /// The roles a run may use: the built-in profiles, those of the role directory, those
+    /// given in code (each replacing one of its name), with the models of those that have
+    /// one. The task's roles must be among them, each naming only the run's tools.
+    fn role_profiles(&self, task: &Task) -> Result<(Roles, RoleModels), RunError> {
+        let mut roles = crate::context::load_roles(self.role_dir.as_deref())?;
+        let mut models = BTreeMap::new();
+        for role in &self.roles {
+            let profile = Role::from_profile(role.profile().clone())?
+                .profile()
+                .clone();
+            if let Some(model) = role.own_model() {
+                models.insert(profile.name.clone(), Arc::clone(model));
+            } else {
+                models.remove(&profile.name);
+            }
+            roles.insert(profile.name.clone(), profile);
         }
         let known = self.tools.names();
-        for role in roles.values() {
+        let mut used = task.named_roles();
+        if self.lead_model.is_some() {
+            used.push(RoleId::LEAD);
+        }
+        for name in &used {
+            let Some(role) = roles.get(name) else {
+                return Err(RunError::BadSetting(format!(
+                    "the task names the role `{name}`, which the run does not have (its roles: {})",
+                    roles
+                        .keys()
+                        .map(|r| r.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            };
             if let Some(tool) = role.unknown_tool(&known) {
                 return Err(RunError::BadSetting(format!(
                     "role `{}`: field `tools`: unknown tool `{tool}` (the run's tools: {})",
@@ -312,14 +261,27 @@ impl Coordinator {
                 )));
             }
         }
-        Ok(roles)
-    }
-
-    /// Logs every run to `store` (an append-only, digest-chained event log) so it can be
-    /// listed, briefed and resumed.
-    pub fn store(mut self, store: Arc<dyn EventStore>) -> Coordinator {
-        self.store = Some(store);
-        self
+        // A role's model from its profile's spec, unless one was given in code.
+        for (name, role) in &roles {
+            let Some(spec) = role.model.as_deref() else {
+                continue;
+            };
+            if models.contains_key(name) || !used.contains(name) {
+                continue;
+            }
+            let failed = |source| RunError::RoleModel {
+                role: name.to_string(),
+                source,
+            };
+            let spec = ModelSpec::parse(spec).map_err(|e| failed(ConnectError::Spec(e)))?;
+            let model = match &self.connector {
+                Some(connect) => connect(&spec),
+                None => default_connect(&spec),
+            }
+            .map_err(failed)?;
+            models.insert(name.clone(), model);
+        }
+        Ok((roles, models))
     }
 
     /// Claims a run in the store for this process, if runs are logged.
@@ -331,12 +293,9 @@ impl Coordinator {
             .map_err(RunError::Store)
     }
 
-    /// Starts a run; events go to `events` while it works.
-    pub async fn start(
-        &self,
-        task: Task,
-        events: Option<Sender<Event>>,
-    ) -> Result<RunHandle, RunError> {
+    /// Starts a run. Its events are the run's log, read with [`RunHandle::events`]; its
+    /// report comes from [`RunHandle::report`].
+    pub async fn start(&self, task: Task) -> Result<RunHandle, RunError> {
         if self.agents == 0 || self.max_subagents == 0 || self.shards == Some(0) {
             return Err(RunError::BadSetting(
                 "--agents and --max-subagents must be at least 1".into(),
@@ -345,22 +304,21 @@ impl Coordinator {
         // The tree, the constraints, the role files and the run's lock file are file-system
         // work: done off the runtime.
         let this = self.clone();
-        let (question, workspace, constraints, roles, run_id, claim) =
-            tokio::task::spawn_blocking(move || {
-                let (question, workspace, constraints) = this.prepare(&task)?;
-                // Everything the caller gave is checked before the run is claimed.
-                let roles = this.role_profiles()?;
-                let run_id = new_run_id();
-                let claim = this.claim(&run_id)?;
-                Ok::<_, RunError>((question, workspace, constraints, roles, run_id, claim))
-            })
-            .await
-            .map_err(|e| RunError::Runtime(format!("starting the run failed: {e}")))??;
-        let warnings = warnings_of(&constraints);
+        let spec = task.spec();
+        let (prepared, run_id, claim) = tokio::task::spawn_blocking(move || {
+            let prepared = this.prepare(&task)?;
+            let run_id = new_run_id();
+            let claim = this.claim(&run_id)?;
+            Ok::<_, RunError>((prepared, run_id, claim))
+        })
+        .await
+        .map_err(|e| RunError::Runtime(format!("starting the run failed: {e}")))??;
+        let warnings = warnings_of(&prepared.constraints);
         let config = RunConfig {
             run_id,
-            question,
-            workspace,
+            question: prepared.question,
+            workspace: prepared.workspace,
+            task: spec,
             model: Arc::clone(&self.model),
             lead_model: self.lead_model.clone(),
             tools: self.tools.clone(),
@@ -369,15 +327,18 @@ impl Coordinator {
             budget: self.budget,
             repairs: self.repairs,
             shards: self.shards,
-            constraints,
-            roles,
+            constraints: prepared.constraints,
+            roles: prepared.roles,
+            role_models: prepared.role_models,
             log: None,
             limits: self.limits,
             cost: Arc::new(crate::model::CostMeter::new(self.max_cost)),
             subagent_cost_cap: self.subagent_max_cost,
+            approver: self.approver.clone(),
+            oversight: crate::lead::Oversight::default(),
             _claim: claim,
         };
-        let mut handle = self.launch(config, events, None).await?;
+        let mut handle = self.launch(config, None, 0).await?;
         handle.warnings = warnings;
         Ok(handle)
     }
@@ -388,13 +349,16 @@ impl Coordinator {
     fn stated_constraints(
         &self,
         question: &str,
-        workspace: &Workspace,
+        root: Option<&Path>,
     ) -> Result<Vec<Stated>, RunError> {
         let tool_names = self.tools.names();
         // A plain name in a constraint is a place only when the root holds it (letter case
         // aside: the rule is spelled as the tree spells it).
-        let root = workspace.root().to_path_buf();
-        let is_path = move |name: &str| constraints::tree_spelling(&root, name).is_some();
+        let tree = root.map(Path::to_path_buf);
+        let is_path = move |name: &str| {
+            tree.as_deref()
+                .is_some_and(|root| constraints::tree_spelling(root, name).is_some())
+        };
         let mut given: Vec<Stated> = Vec::new();
         for (text, rules) in &self.constraints {
             let text = text.trim();
@@ -402,38 +366,7 @@ impl Coordinator {
                 continue;
             }
             given.push(match rules {
-                Some(rules) => {
-                    let bad = |reason: crate::policy::RuleError| RunError::Constraint {
-                        text: crate::text::one_line(text),
-                        reason,
-                    };
-                    let rules: Vec<Rule> = rules
-                        .iter()
-                        .cloned()
-                        .map(Rule::checked)
-                        .collect::<Result<_, _>>()
-                        .map_err(bad)?;
-                    // A tools rule names tools the run has.
-                    for rule in &rules {
-                        if let Rule::Tools { allow, deny } = rule {
-                            if let Some(unknown) =
-                                allow.iter().chain(deny).find(|t| !tool_names.contains(t))
-                            {
-                                return Err(bad(crate::policy::RuleError(format!(
-                                    "unknown tool `{unknown}` (the run's tools: {})",
-                                    tool_names.join(", ")
-                                ))));
-                            }
-                        }
-                    }
-                    Stated {
-                        text: text.to_string(),
-                        provenance: "--constraint-json".into(),
-                        rules,
-                        untyped: Vec::new(),
-                        warnings: Vec::new(),
-                    }
-                }
+                Some(rules) => typed(text, rules, &tool_names)?,
                 None => stated(text, "--constraint", &tool_names, &is_path),
             });
         }
@@ -442,7 +375,6 @@ impl Coordinator {
                 .into_iter()
                 .map(|s| stated(&s, "question", &tool_names, &is_path)),
         );
-        let root = workspace.root();
         for stated in &mut given {
             constraints::check(stated, root, &tool_names, self.allow_unenforced)
                 .map_err(RunError::BadSetting)?;
@@ -450,81 +382,96 @@ impl Coordinator {
         Ok(given)
     }
 
-    /// Checks a task as `start` would — the question, the root, the constraints, the role
-    /// profiles — without starting anything or touching the store: a caller can refuse bad
-    /// input before it makes any state. Returns the warnings the run would start with (a place
-    /// a rule names that the tree does not hold, a constraint carried but not enforced).
+    /// Checks a task as `start` would — the question, the root, the constraints, the roles —
+    /// without starting anything or touching the store: a caller can refuse bad input before
+    /// it makes any state. Returns the warnings the run would start with (a place a rule
+    /// names that the tree does not hold, a constraint carried but not enforced).
     pub fn check(&self, task: &Task) -> Result<Vec<String>, RunError> {
-        let (_, _, constraints) = self.prepare(task)?;
-        self.role_profiles()?;
-        Ok(warnings_of(&constraints))
+        let prepared = self.prepare(task)?;
+        Ok(warnings_of(&prepared.constraints))
     }
 
-    /// The question, the workspace and the constraints of a task, each checked.
-    fn prepare(&self, task: &Task) -> Result<(String, Workspace, Vec<Stated>), RunError> {
-        let question = task.question.trim().to_string();
+    /// The question, the workspace, the constraints and the roles of a task, each checked.
+    fn prepare(&self, task: &Task) -> Result<Prepared, RunError> {
+        let question = task.question().trim().to_string();
         if question.is_empty() {
             return Err(RunError::EmptyQuestion);
         }
-        let workspace = Workspace::open(&task.root).map_err(|e| RunError::BadRoot {
-            path: task.root.display().to_string(),
-            reason: match e.kind() {
-                std::io::ErrorKind::NotFound => "no such directory".to_string(),
-                _ => e.to_string(),
-            },
-        })?;
-        let constraints = self.stated_constraints(&question, &workspace)?;
-        Ok((question, workspace, constraints))
+        let workspace = match task.root() {
+            Some(root) => Some(Workspace::open(root).map_err(|e| RunError::BadRoot {
+                path: root.display().to_string(),
+                reason: match e.kind() {
+                    std::io::ErrorKind::NotFound => "no such directory".to_string(),
+                    _ => e.to_string(),
+                },
+            })?),
+            None => None,
+        };
+        if task.named_roles().is_empty() {
+            return Err(RunError::BadSetting(
+                "the job has nothing to fan out: give it a subtask or a role".into(),
+            ));
+        }
+        let root = workspace.as_ref().map(Workspace::root);
+        let constraints = self.stated_constraints(&question, root)?;
+        let (roles, role_models) = self.role_profiles(task)?;
+        Ok(Prepared {
+            question,
+            workspace,
+            constraints,
+            roles,
+            role_models,
+        })
     }
 
+    /// Spawns the lead for a run whose log goes to the coordinator's store — or, with none,
+    /// to one in memory that lives as long as the run's handle — and whose readers follow
+    /// from `published` on.
     async fn launch(
         &self,
         mut config: RunConfig,
-        events: Option<Sender<Event>>,
         resume: Option<Resumption>,
+        published: u64,
     ) -> Result<RunHandle, RunError> {
-        config.log = self
-            .store
-            .as_ref()
-            .map(|store| RunLog::new(Arc::clone(store), &config.run_id));
+        let store: Arc<dyn EventStore> = match &self.store {
+            Some(store) => Arc::clone(store),
+            None => Arc::new(MemoryStore::new()),
+        };
+        config.log = Some(RunLog::new(Arc::clone(&store), &config.run_id));
+        let feed = Arc::new(Feed::new(&config.run_id, store, published));
+        let run_id = config.run_id.clone();
+        let oversight = config.oversight.clone();
         let (lead, join) = LeadHandle::spawn(LeadArgs {
             config,
-            events,
+            feed: Some(Arc::clone(&feed)),
             resume,
         })
         .await
         .map_err(RunError::Runtime)?;
         let runner = lead.clone();
         let report = tokio::spawn(async move { runner.run().await.map_err(RunError::from) });
-        Ok(RunHandle {
-            lead,
-            join,
-            report,
-            warnings: Vec::new(),
-        })
+        Ok(RunHandle::new(run_id, lead, join, report, feed, oversight))
     }
 
     /// Continues a run from its last durable event: subagents whose handoff was accepted (or
     /// rejected, or that failed) are not redone; those mid-flight start again from their brief;
-    /// effects cut off while executing become outcome_unknown. The run keeps its id, question,
-    /// root and limits; the model and tools are this coordinator's.
-    pub async fn resume(
-        &self,
-        run_id: &str,
-        events: Option<Sender<Event>>,
-    ) -> Result<RunHandle, RunError> {
+    /// effects cut off while executing become outcome_unknown; requests for approval still
+    /// undecided wait on. The run keeps its id, task and limits; the models, tools and roles are
+    /// this coordinator's.
+    pub async fn resume(&self, run_id: &str) -> Result<RunHandle, RunError> {
         // The log is read, folded and rechecked against the tree off the runtime.
         let this = self.clone();
         let id = run_id.to_string();
-        let (claim, resumption, workspace, cost, roles) =
-            tokio::task::spawn_blocking(move || this.read_for_resume(&id))
-                .await
-                .map_err(|e| RunError::Runtime(format!("reading the run failed: {e}")))??;
-        let settings = resumption.settings.clone();
+        let read = tokio::task::spawn_blocking(move || this.read_for_resume(&id))
+            .await
+            .map_err(|e| RunError::Runtime(format!("reading the run failed: {e}")))??;
+        let settings = read.resumption.settings.clone();
+        let after = read.resumption.after_seq;
         let config = RunConfig {
             run_id: run_id.to_string(),
             question: settings.question,
-            workspace,
+            workspace: read.workspace,
+            task: settings.task,
             model: Arc::clone(&self.model),
             lead_model: self.lead_model.clone(),
             tools: self.tools.clone(),
@@ -534,33 +481,23 @@ impl Coordinator {
             repairs: settings.repairs,
             shards: settings.shards,
             constraints: Vec::new(),
-            roles,
+            roles: read.roles,
+            role_models: read.role_models,
             log: None,
             limits: self.limits,
-            cost: Arc::new(cost),
+            cost: Arc::new(read.cost),
             subagent_cost_cap: self.subagent_max_cost,
-            _claim: claim,
+            approver: self.approver.clone(),
+            oversight: crate::lead::Oversight::default(),
+            _claim: read.claim,
         };
-        self.launch(config, events, Some(resumption)).await
+        self.launch(config, Some(read.resumption), after).await
     }
 
     /// What a resume starts from, read on a blocking thread: the run's claim, its log read
     /// back (rechecked against the tree as it is now, only where the run's constraints let
-    /// files be read), its workspace, and what it has spent.
-    #[allow(clippy::type_complexity)]
-    fn read_for_resume(
-        &self,
-        run_id: &str,
-    ) -> Result<
-        (
-            Option<Arc<crate::checkpoint::RunClaim>>,
-            Resumption,
-            Workspace,
-            crate::model::CostMeter,
-            std::collections::BTreeMap<crate::contracts::RoleId, crate::context::RoleProfile>,
-        ),
-        RunError,
-    > {
+    /// files be read), its workspace, what it has spent, and its roles.
+    fn read_for_resume(&self, run_id: &str) -> Result<ResumeRead, RunError> {
         let store = self.store.as_ref().ok_or(RunError::NoStore)?;
         // The run must exist before a lock file is made for it; then the claim keeps another
         // process from resuming it while this one reads and continues it.
@@ -575,11 +512,14 @@ impl Coordinator {
             })
         })?;
         let settings = resumption.settings.clone();
-        let workspace =
-            Workspace::open(Path::new(&settings.root)).map_err(|e| RunError::BadRoot {
+        let task = Task::from_spec(&settings.question, &settings.root, &settings.task);
+        let workspace = match task.root() {
+            Some(root) => Some(Workspace::open(root).map_err(|e| RunError::BadRoot {
                 path: settings.root.clone(),
                 reason: e.to_string(),
-            })?;
+            })?),
+            None => None,
+        };
         // What was accepted is rechecked against the tree as it is now — only where the run's
         // constraints let files be read — and the log projected, off the runtime.
         let policy = Arc::new(crate::checkpoint::policy_of_log(&logged));
@@ -587,80 +527,61 @@ impl Coordinator {
         let cost = crate::model::CostMeter::new(self.max_cost);
         cost.settle(0, logged_cost(&logged));
         let mut resumption = resumption;
-        resumption.prepare(&workspace.under(policy), run_id);
-        let roles = self.role_profiles()?;
-        Ok((claim, resumption, workspace, cost, roles))
+        resumption.prepare(workspace.as_ref().map(|w| w.under(policy)), run_id);
+        let (roles, role_models) = self.role_profiles(&task)?;
+        Ok(ResumeRead {
+            claim,
+            resumption,
+            workspace,
+            cost,
+            roles,
+            role_models,
+        })
     }
 
-    /// Runs a task to the end.
+    /// Runs a task to the end: [`Coordinator::start`], then [`RunHandle::report`].
     pub async fn run(&self, task: Task) -> Result<Report, RunError> {
-        self.start(task, None).await?.wait().await
+        self.start(task).await?.report().await
+    }
+
+    /// The events of a logged run (one running in this process or not), after `after_seq`,
+    /// as the store holds them: the stream ends at the end of the log.
+    pub fn logged_events(
+        &self,
+        run_id: &str,
+        after_seq: u64,
+    ) -> Result<crate::checkpoint::EventStream, RunError> {
+        let store = self.store.as_ref().ok_or(RunError::NoStore)?;
+        store
+            .events_after(run_id, after_seq, 0)
+            .map_err(RunError::Store)?;
+        let feed = Arc::new(Feed::closed(run_id, Arc::clone(store)));
+        Ok(feed.reader(after_seq))
     }
 }
 
-/// A run in progress.
-pub struct RunHandle {
-    lead: LeadHandle,
-    join: tokio::task::JoinHandle<()>,
-    report: tokio::task::JoinHandle<Result<Report, RunError>>,
-    warnings: Vec<String>,
+/// What a resume read from the store.
+struct ResumeRead {
+    claim: Option<Arc<crate::checkpoint::RunClaim>>,
+    resumption: Resumption,
+    workspace: Option<Workspace>,
+    cost: crate::model::CostMeter,
+    roles: Roles,
+    role_models: RoleModels,
 }
 
-impl std::fmt::Debug for RunHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunHandle").finish_non_exhaustive()
-    }
-}
-
-impl RunHandle {
-    /// A cheap handle for cancelling from elsewhere (a Ctrl-C handler).
-    pub fn canceller(&self) -> Canceller {
-        Canceller {
-            lead: self.lead.clone(),
-        }
-    }
-
-    /// What the run said of its constraints as it started (a place a rule names that the tree
-    /// does not hold, a place respelled as the tree spells it, a constraint carried but not
-    /// enforced), one line each; the report's Hard constraints say them too.
-    pub fn warnings(&self) -> &[String] {
-        &self.warnings
-    }
-
-    /// The subagents as they stand now; `None` once the run is over.
-    pub async fn status(&self) -> Option<Vec<SubagentSummary>> {
-        self.lead.status().await
-    }
-
-    /// Waits for the report.
-    pub async fn wait(self) -> Result<Report, RunError> {
-        let report = match self.report.await {
-            Ok(result) => result,
-            Err(e) => Err(RunError::Runtime(format!("the run task ended: {e}"))),
-        };
-        let _ = self.join.await;
-        report
-    }
-}
-
-/// Cancels a run: no more subagents start, running ones stop, the report keeps what was
-/// handed off.
-#[derive(Clone)]
-pub struct Canceller {
-    lead: LeadHandle,
-}
-
-impl std::fmt::Debug for Canceller {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Canceller").finish_non_exhaustive()
-    }
-}
-
-impl Canceller {
-    /// Cancels the run.
-    pub fn cancel(&self) {
-        self.lead.cancel();
-    }
+/// A role's model spec connected with the process's environment, the built-in prices and the
+/// default HTTP options.
+fn default_connect(spec: &ModelSpec) -> Result<Arc<dyn Model>, ConnectError> {
+    let env = |name: &str| std::env::var(name).ok();
+    connect(
+        spec,
+        &env,
+        &crate::model::PriceTable::default(),
+        None,
+        crate::model::HttpOptions::default(),
+        std::time::Duration::ZERO,
+    )
 }
 
 fn new_run_id() -> String {
@@ -671,6 +592,37 @@ fn new_run_id() -> String {
         .unwrap_or(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     format!("run-{:x}-{:x}{n}", nanos / 1_000_000, std::process::id())
+}
+
+/// A constraint given typed: its rules checked, each tools rule naming only the run's tools.
+fn typed(text: &str, rules: &[Rule], tool_names: &[String]) -> Result<Stated, RunError> {
+    let bad = |reason: crate::policy::RuleError| RunError::Constraint {
+        text: crate::text::one_line(text),
+        reason,
+    };
+    let rules: Vec<Rule> = rules
+        .iter()
+        .cloned()
+        .map(Rule::checked)
+        .collect::<Result<_, _>>()
+        .map_err(bad)?;
+    for rule in &rules {
+        if let Rule::Tools { allow, deny } = rule {
+            if let Some(unknown) = allow.iter().chain(deny).find(|t| !tool_names.contains(t)) {
+                return Err(bad(crate::policy::RuleError(format!(
+                    "unknown tool `{unknown}` (the run's tools: {})",
+                    tool_names.join(", ")
+                ))));
+            }
+        }
+    }
+    Ok(Stated {
+        text: text.to_string(),
+        provenance: "--constraint-json".into(),
+        rules,
+        untyped: Vec::new(),
+        warnings: Vec::new(),
+    })
 }
 
 /// A constraint given as text, typed where it can be.
@@ -728,6 +680,11 @@ fn logged_cost(events: &[crate::checkpoint::LoggedEvent]) -> u64 {
             _ => 0,
         })
         .sum()
+}
+
+/// A tool for the builder: anything that is one, shared.
+fn shared(tool: impl Tool + 'static) -> Arc<dyn Tool> {
+    Arc::new(tool)
 }
 
 #[cfg(test)]

@@ -263,10 +263,14 @@ fn read_task(request: &ModelRequest) -> Option<Task> {
         _ => None,
     })?;
     let mut question = None;
+    let mut subtask = None;
     let mut scope = vec![".".to_string()];
     for line in first.lines() {
         if let Some(q) = line.strip_prefix("Question:") {
             question = Some(q.trim().to_string());
+        } else if let Some(q) = line.strip_prefix("Subtask:") {
+            // A subtask of its own is what this subagent answers.
+            subtask = Some(q.trim().to_string()).filter(|q| !q.is_empty());
         } else if let Some(s) = line.strip_prefix("Scope:") {
             if let Ok(list) = serde_json::from_str::<Vec<String>>(s.trim()) {
                 if !list.is_empty() {
@@ -275,6 +279,7 @@ fn read_task(request: &ModelRequest) -> Option<Task> {
             }
         }
     }
+    question = subtask.or(question);
     Some(Task {
         question: question.filter(|q| !q.is_empty())?,
         scope,

@@ -9,6 +9,7 @@
 //! violation rejects it whole.
 
 mod codes;
+mod files;
 mod json;
 mod markdown;
 mod validate;

@@ -50,6 +50,30 @@ impl LeadHandle {
         let _ = self.actor.cast(LeadMsg::Cancel);
     }
 
+    /// The application's decision on a request for approval.
+    pub(crate) async fn decide(
+        &self,
+        id: &str,
+        approval: crate::policy::Approval,
+    ) -> Result<(), crate::policy::ApprovalError> {
+        let asked = self
+            .actor
+            .call(
+                |reply| LeadMsg::Decide {
+                    id: id.to_string(),
+                    approval,
+                    by: "application",
+                    reply: Some(reply),
+                },
+                None,
+            )
+            .await;
+        match asked {
+            Ok(ractor::rpc::CallResult::Success(decided)) => decided,
+            _ => Err(crate::policy::ApprovalError::RunEnded),
+        }
+    }
+
     pub(crate) async fn status(&self) -> Option<Vec<SubagentSummary>> {
         match self.actor.call(LeadMsg::Status, None).await {
             Ok(ractor::rpc::CallResult::Success(list)) => Some(list),

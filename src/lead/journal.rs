@@ -28,7 +28,11 @@ use super::{LeadMsg, RunConfig, Stated};
 pub(super) fn started(config: &RunConfig) -> RunEvent {
     RunEvent::RunStarted {
         question: config.question.clone(),
-        root: config.workspace.root().display().to_string(),
+        root: config
+            .workspace
+            .as_ref()
+            .map(|w| w.root().display().to_string())
+            .unwrap_or_default(),
         model: config.model.name(),
         agents: config.agents,
         max_subagents: config.max_subagents,
@@ -36,6 +40,7 @@ pub(super) fn started(config: &RunConfig) -> RunEvent {
         repairs: config.repairs,
         shards: config.shards,
         tools: config.tools.names(),
+        task: config.task.clone(),
     }
 }
 
@@ -149,13 +154,18 @@ pub(super) fn constraints(given: &[Stated]) -> Vec<RunEvent> {
         .collect()
 }
 
-pub(super) fn tool_called(id: &str, call: &ToolCall, read_only: bool) -> RunEvent {
+/// A call started: executing, or awaiting the application's approval.
+pub(super) fn tool_called(id: &str, call: &ToolCall, read_only: bool, awaiting: bool) -> RunEvent {
     RunEvent::ToolCalled {
         subagent: id.to_string(),
         call_id: call.id.clone(),
         tool: call.name.clone(),
         arguments: call.arguments.clone(),
-        effect: EffectState::Executing,
+        effect: if awaiting {
+            EffectState::AwaitingApproval
+        } else {
+            EffectState::Executing
+        },
         read_only,
     }
 }
@@ -180,8 +190,11 @@ fn returned(id: &str, result: ToolReturn) -> RunEvent {
         is_error: result.is_error,
         content_digest: result.content_digest,
         observations: result.observations,
-        // Past its time limit a call may still take effect: unknown, never failed.
-        effect: if result.timed_out {
+        // Past its time limit a call may still take effect: unknown, never failed. One that
+        // did not run for want of approval ends as its approval did.
+        effect: if let Some(refused) = result.refused {
+            refused
+        } else if result.timed_out {
             EffectState::OutcomeUnknown
         } else if result.is_error {
             EffectState::Failed
@@ -295,6 +308,7 @@ pub(super) fn watch_acks(
     lead: ActorRef<LeadMsg>,
     store: Arc<dyn EventStore>,
     pace: Arc<CheckpointPace>,
+    feed: Option<Arc<crate::checkpoint::Feed>>,
 ) -> (
     Sender<Logged>,
     tokio::task::JoinHandle<Result<(), StoreError>>,
@@ -305,7 +319,14 @@ pub(super) fn watch_acks(
         while let Some(item) = pending.recv().await {
             let failure = match item {
                 Logged::Ack(ack) => match ack.await {
-                    Ok(Ok(_)) => continue,
+                    // Durable: the run's readers get it now (none after a failure: the run
+                    // stops there).
+                    Ok(Ok(logged)) => {
+                        if let (Some(feed), None) = (&feed, &first) {
+                            feed.publish(&logged).await;
+                        }
+                        continue;
+                    }
                     Ok(Err(e)) => e,
                     Err(_) => StoreError::Write(format!(
                         "{}: the event writer stopped before acknowledging",
@@ -336,6 +357,9 @@ pub(super) fn watch_acks(
                 let _ = lead.cast(LeadMsg::LogFailed(failure.clone()));
                 first = Some(failure);
             }
+        }
+        if let Some(feed) = &feed {
+            feed.close();
         }
         first.map_or(Ok(()), Err)
     });
@@ -503,6 +527,7 @@ mod tests {
                     content_digest: String::new(),
                     observations: Vec::new(),
                     denial: None,
+                    refused: None,
                 },
             );
             match event.as_slice() {

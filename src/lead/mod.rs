@@ -20,6 +20,7 @@
 
 mod absence;
 mod actor;
+mod approvals;
 mod handle;
 mod journal;
 mod leader;
@@ -31,6 +32,7 @@ mod relevance;
 mod report;
 mod reports;
 mod resume;
+mod start;
 mod state;
 mod verdict;
 
@@ -38,12 +40,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ractor::RpcReplyPort;
-use tokio::sync::mpsc::Sender;
 
 use crate::checkpoint::{RunLog, StoreError};
 use crate::context::RoleProfile;
 use crate::contracts::RoleId;
-use crate::event::Event;
 use crate::handoff::Parsed;
 use crate::model::Model;
 use crate::policy::Budget;
@@ -51,6 +51,7 @@ use crate::report::{Report, SubagentSummary};
 use crate::subagent::SubagentReport;
 use crate::tools::{ToolRegistry, Workspace};
 pub(crate) use actor::LeadActor;
+pub(crate) use approvals::Oversight;
 pub(crate) use handle::{LeadError, LeadHandle};
 pub(crate) use resume::{restore, Resumption};
 use state::LeadState;
@@ -75,7 +76,10 @@ pub(crate) struct Stated {
 pub(crate) struct RunConfig {
     pub(crate) run_id: String,
     pub(crate) question: String,
-    pub(crate) workspace: Workspace,
+    /// The tree explored (none: a job over the application's own tools).
+    pub(crate) workspace: Option<Workspace>,
+    /// The task's kind, the roles it fans out and its subtasks.
+    pub(crate) task: crate::checkpoint::TaskSpec,
     pub(crate) model: Arc<dyn Model>,
     /// The lead's own model (`--lead-model`): it plans the subtasks and writes the report from
     /// the accepted handoffs. None: the lead stays deterministic.
@@ -91,6 +95,13 @@ pub(crate) struct RunConfig {
     pub(crate) constraints: Vec<Stated>,
     /// The role profiles subagents are compiled for (explorer, verifier, …).
     pub(crate) roles: BTreeMap<RoleId, RoleProfile>,
+    /// The roles with a model of their own.
+    pub(crate) role_models: BTreeMap<RoleId, Arc<dyn Model>>,
+    /// Decides requests for approval as they come (none: the run's handle does).
+    pub(crate) approver: Option<Arc<dyn crate::policy::Approver>>,
+    /// What the run shares with its handle and its subagents: the requests for approval
+    /// waiting, the intents whose outcome is unknown.
+    pub(crate) oversight: Oversight,
     /// Where the run's events go (none: the run is not logged).
     pub(crate) log: Option<RunLog>,
     /// How long one model call and one tool call may take.
@@ -127,6 +138,15 @@ pub(crate) enum LeadMsg {
     },
     /// Stop spawning, stop the running subagents, report what was handed off.
     Cancel,
+    /// The application's decision on a request for approval (`by`: who decided).
+    Decide {
+        id: String,
+        approval: crate::policy::Approval,
+        by: &'static str,
+        reply: Option<RpcReplyPort<Result<(), crate::policy::ApprovalError>>>,
+    },
+    /// A request for approval reached its expiry.
+    ApprovalExpired(String),
     /// The subagents as they stand.
     Status(RpcReplyPort<Vec<SubagentSummary>>),
 }
@@ -134,7 +154,9 @@ pub(crate) enum LeadMsg {
 /// What the lead is spawned with.
 pub(crate) struct LeadArgs {
     pub(crate) config: RunConfig,
-    pub(crate) events: Option<Sender<Event>>,
+    /// Where the run's durable events are published to its readers (none: the run is not
+    /// logged, so it has no stream).
+    pub(crate) feed: Option<Arc<crate::checkpoint::Feed>>,
     /// Set when resuming a run from its log.
     pub(crate) resume: Option<Resumption>,
 }

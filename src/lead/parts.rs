@@ -14,7 +14,6 @@ use super::plan::Shard;
 use super::{journal, leader, merge};
 use crate::checkpoint::{LoggedEvent, Projector, StoreError};
 use crate::context::ContextIndex;
-use crate::event::Event;
 use crate::handoff::{Handoff, Violation, WorkspaceFiles};
 use crate::policy::Spent;
 use crate::report::{Report, SubagentSummary};
@@ -45,11 +44,6 @@ pub(super) struct SubagentRecord {
 
 /// Who hears of the run.
 pub(super) struct Outside {
-    /// The run's event stream (none: nobody listens): bounded, so a slow listener slows the
-    /// run and no event is dropped.
-    pub(super) events: Option<Sender<Event>>,
-    /// Events emitted while a message is handled, sent (awaited) once it is.
-    pub(super) outbox: Vec<Event>,
     /// Where the report goes, once asked for.
     pub(super) reply: Option<RpcReplyPort<Result<Report, StoreError>>>,
     pub(super) started: Instant,
@@ -71,8 +65,8 @@ pub(super) struct Fleet {
     pub(super) planning_error: Option<String>,
     /// Set once the second wave was considered.
     pub(super) second_wave_planned: bool,
-    /// Set when a verifier was due but --max-subagents was reached.
-    pub(super) verifier_skipped: bool,
+    /// Set when a verifier was due but could not be spawned: why.
+    pub(super) verifier_skipped: Option<String>,
     /// Directories the plan could not cover (logged with the plan, restored on resume).
     pub(super) left_out: Vec<String>,
     /// What the plan's walk left out of the tree (hidden and ignored entries, links): how

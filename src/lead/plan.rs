@@ -39,6 +39,73 @@ pub(crate) fn shard_count(
     agents.max(by_size).min(max_subagents).min(files).max(1)
 }
 
+/// A task's shards from the tree's (`explored`, made for explorers): kept when the task fans
+/// out explorers; one more over `whole` for each other role it fans out; one for each of its
+/// own subtasks — at most `max` in all. Also why, when the task added to or changed the
+/// explorers' shards (empty when it did not).
+pub(crate) fn task_shards(
+    task: &crate::checkpoint::TaskSpec,
+    explored: Vec<Shard>,
+    whole: &[String],
+    max: usize,
+) -> (Vec<Shard>, String) {
+    let plain = task.roles.is_empty() && task.subtasks.is_empty() && !task.custom;
+    if plain {
+        return (explored, String::new());
+    }
+    let mut shards = Vec::new();
+    let mut said = Vec::new();
+    if task.roles.contains(&RoleId::EXPLORER) {
+        shards.extend(explored);
+    }
+    let others: Vec<&RoleId> = task
+        .roles
+        .iter()
+        .filter(|r| **r != RoleId::EXPLORER)
+        .collect();
+    for role in &others {
+        shards.push(Shard {
+            paths: whole.to_vec(),
+            bytes: 0,
+            role: (*role).clone(),
+            question: None,
+        });
+    }
+    if !others.is_empty() {
+        let names: Vec<&str> = others.iter().map(|r| r.as_str()).collect();
+        said.push(format!(
+            "one subtask for each role fanned out ({})",
+            names.join(", ")
+        ));
+    }
+    for subtask in &task.subtasks {
+        shards.push(Shard {
+            paths: if subtask.scope.is_empty() {
+                whole.to_vec()
+            } else {
+                subtask.scope.clone()
+            },
+            bytes: 0,
+            role: subtask.role.clone(),
+            question: Some(subtask.question.clone()),
+        });
+    }
+    if !task.subtasks.is_empty() {
+        said.push(format!(
+            "{} subtask(s) given by the task",
+            task.subtasks.len()
+        ));
+    }
+    if shards.len() > max {
+        said.push(format!(
+            "{} planned, the first {max} kept (--max-subagents)",
+            shards.len()
+        ));
+        shards.truncate(max);
+    }
+    (shards, said.join("; "))
+}
+
 /// A directory or file with the bytes under it.
 #[derive(Debug, Clone)]
 struct Unit {
@@ -154,6 +221,14 @@ pub(crate) fn brief(question: &str, shard: &Shard) -> String {
         Some(sub) => format!("{}\nSubtask: {}", one_line(question), one_line(sub)),
         None => one_line(question),
     };
+    // A job with no workspace: the subagent works with the application's tools.
+    if shard.paths.is_empty() {
+        return format!(
+            "Question: {question}\n\nAnswer with the tools you are given (other subagents may \
+             work on other parts of the question). Cite what they returned: a record as \
+             `kind:ID`, a call as `call:ID`; quote only text they showed you. Then hand off."
+        );
+    }
     format!(
         "Question: {question}\nScope: {scope}\n\nExplore only inside the scope above (paths are \
          relative to the workspace root; other subagents cover the rest of the tree). Search, \

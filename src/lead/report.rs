@@ -89,12 +89,8 @@ impl LeadState {
             )));
         }
         let reply = self.outside.reply.take();
-        // What this message emitted and handed over goes first; then dropping the sender lets
-        // the watcher end once it has checked every acknowledgement.
-        let events = (
-            self.outside.events.take(),
-            std::mem::take(&mut self.outside.outbox),
-        );
+        // What this message handed over goes first; then dropping the sender lets the watcher
+        // end once it has checked every acknowledgement.
         let acks = (
             self.journal.acks.take(),
             std::mem::take(&mut self.journal.pending),
@@ -105,13 +101,6 @@ impl LeadState {
         // The report goes out only once every event is durable and the final checkpoint built;
         // if any append failed, the error goes out instead.
         tokio::spawn(async move {
-            if let (Some(sender), outbox) = events {
-                for event in outbox {
-                    if sender.send(event).await.is_err() {
-                        break;
-                    }
-                }
-            }
             let mut stopped = false;
             if let (Some(sender), pending) = acks {
                 for item in pending {
@@ -165,7 +154,12 @@ impl LeadState {
         Report {
             run_id: self.config.run_id.clone(),
             question: self.config.question.clone(),
-            root: self.config.workspace.root().display().to_string(),
+            root: self
+                .config
+                .workspace
+                .as_ref()
+                .map(|w| w.root().display().to_string())
+                .unwrap_or_default(),
             handoff,
             subagents: self
                 .fleet
@@ -311,13 +305,10 @@ impl LeadState {
                 item: "The tree could not be planned".into(),
                 stuck_on: error.clone(),
             });
-        } else if self.fleet.verifier_skipped {
+        } else if let Some(why) = &self.fleet.verifier_skipped {
             handoff.open_items.push(OpenItem {
                 item: "The conclusions of handoffs that passed only after a repair were not re-verified".into(),
-                stuck_on: format!(
-                    "--max-subagents {} was reached before the verifier could be spawned",
-                    self.config.max_subagents
-                ),
+                stuck_on: why.clone(),
             });
         } else if self.fleet.records.is_empty() {
             handoff.open_items.push(OpenItem {
@@ -493,6 +484,50 @@ pub(crate) struct Planned {
     pub(crate) files: Vec<(String, u64)>,
     /// The lead model's planning turn, when it planned.
     pub(crate) lead: Option<super::leader::LeadTurn>,
+    /// Whether a tree was walked (a job with no workspace has none).
+    pub(crate) walked: bool,
+}
+
+/// A task's plan, off the actor: exploring, the tree walked and sharded among explorers (when
+/// the task fans them out); then one subtask over the whole of what may be read for each other
+/// role it fans out, and its own subtasks — at most `max_subagents` in all. `limits`: agents,
+/// max subagents, shards asked for.
+pub(super) fn plan_task(
+    workspace: Option<&Workspace>,
+    task: &crate::checkpoint::TaskSpec,
+    roots: Option<&[String]>,
+    (agents, max_subagents, shards): (usize, usize, Option<usize>),
+) -> Result<Planned, String> {
+    let mut planned = match workspace {
+        Some(workspace) => plan_run(workspace, roots, agents, max_subagents, shards)?,
+        None => Planned {
+            shards: Vec::new(),
+            left_out: Vec::new(),
+            not_searched: Vec::new(),
+            reason: String::new(),
+            files: Vec::new(),
+            lead: None,
+            walked: false,
+        },
+    };
+    let whole: Vec<String> = match workspace {
+        Some(_) => roots.map_or_else(|| vec![".".to_string()], <[String]>::to_vec),
+        None => Vec::new(),
+    };
+    let (shards, reason) = plan::task_shards(
+        task,
+        std::mem::take(&mut planned.shards),
+        &whole,
+        max_subagents,
+    );
+    planned.shards = shards;
+    let explorers = task.is_plain() || task.roles.contains(&RoleId::EXPLORER);
+    planned.reason = match (explorers && workspace.is_some(), reason.is_empty()) {
+        (_, true) => planned.reason,
+        (true, false) => format!("{}; {reason}", planned.reason),
+        (false, false) => reason,
+    };
+    Ok(planned)
 }
 
 /// Why the deterministic plan is what it is.
@@ -534,6 +569,7 @@ pub(super) fn plan_run(
             reason: SHARDED.into(),
             files: Vec::new(),
             lead: None,
+            walked: true,
         });
     }
     let total: u64 = sized.iter().map(|f| f.1).sum();
@@ -548,5 +584,6 @@ pub(super) fn plan_run(
         reason: SHARDED.into(),
         files: sized,
         lead: None,
+        walked: true,
     })
 }

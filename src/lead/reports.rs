@@ -12,7 +12,6 @@ use super::report::{evidence_digests, Planned};
 use super::state::LeadState;
 use super::{journal, LeadMsg};
 use crate::checkpoint::{RunEvent, StoreError};
-use crate::event::Event;
 use crate::handoff::{validate, Check};
 use crate::report::SubagentState;
 use crate::subagent::SubagentReport;
@@ -64,10 +63,6 @@ impl LeadState {
             &self.fleet.not_searched,
         )]);
         self.adopt_plan(plan, BTreeMap::new());
-        self.emit(Event::RunPlanned {
-            run_id: self.config.run_id.clone(),
-            subagents: self.fleet.records.len(),
-        });
         self.advance(myself).await;
     }
 
@@ -133,13 +128,19 @@ impl LeadState {
             SubagentReport::WindowCompacted { note } => {
                 self.log(vec![journal::window_compacted(id, note)]);
             }
-            SubagentReport::ToolsStarted { calls } => {
+            SubagentReport::ToolsStarted { calls, asks } => {
                 let tools = &self.config.tools;
                 let events = calls
                     .iter()
-                    .map(|c| journal::tool_called(&id, c, tools.read_only(&c.name)))
+                    .map(|c| {
+                        let awaiting = asks.iter().any(|a| a.call_id == c.id);
+                        journal::tool_called(&id, c, tools.read_only(&c.name), awaiting)
+                    })
                     .collect();
                 self.log(events);
+                if !asks.is_empty() {
+                    self.on_asks(&id, asks, myself);
+                }
             }
             SubagentReport::ToolsFinished { returned } => {
                 let events = returned
@@ -148,15 +149,14 @@ impl LeadState {
                     .collect();
                 self.log(events);
             }
-            SubagentReport::Progressed { spent } => {
+            SubagentReport::ModelReturned { spent, stop } => {
                 if let Some(index) = self.index_of(&id) {
                     self.apply_spent(index, spent);
-                    self.emit(Event::SubagentProgressed {
-                        id,
-                        tool_calls: spent.tool_calls,
-                        tokens: spent.tokens(),
-                        cost_usd: self.fleet.records[index].summary.cost_usd,
-                    });
+                    self.log(vec![RunEvent::ModelReturned {
+                        subagent: id,
+                        spent,
+                        stop,
+                    }]);
                 }
             }
             SubagentReport::HandedOff {

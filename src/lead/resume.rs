@@ -27,6 +27,8 @@ pub(crate) struct Settings {
     pub(crate) budget: Budget,
     pub(crate) repairs: u32,
     pub(crate) shards: Option<usize>,
+    /// The task's kind, roles and subtasks.
+    pub(crate) task: crate::checkpoint::TaskSpec,
 }
 
 /// A subagent as the log left it.
@@ -72,6 +74,14 @@ pub(crate) struct Resumption {
     pub(crate) after_seq: u64,
     /// Calls whose effect was executing when the log stopped.
     pub(crate) cut_off: Vec<String>,
+    /// Calls whose effect was awaiting approval when the log stopped: their subagents start
+    /// again and ask anew (the request itself waits on).
+    pub(crate) awaiting: Vec<String>,
+    /// The intents of calls with effects whose outcome is unknown (cut off, or past their
+    /// limit), each with the call's id.
+    pub(crate) unknown: Vec<(String, String)>,
+    /// The log's events about approvals, from which the run's requests are rebuilt.
+    pub(crate) approval_events: Vec<LoggedEvent>,
     /// The events as logged.
     pub(crate) events: Vec<LoggedEvent>,
     /// Accepted conclusions whose cited text changed since (set by [`Resumption::recheck`]).
@@ -103,8 +113,10 @@ impl Resumption {
     /// The heavy work of a resume, done before the lead starts (blocking: call it off the
     /// runtime): the evidence rechecked ([`Resumption::recheck`]), the log applied to the
     /// projector the lead continues (then let go), the tokenizer's vocabulary loaded.
-    pub(crate) fn prepare(&mut self, workspace: &Workspace, run_id: &str) {
-        self.recheck(workspace);
+    pub(crate) fn prepare(&mut self, workspace: Option<Workspace>, run_id: &str) {
+        if let Some(workspace) = &workspace {
+            self.recheck(workspace);
+        }
         let mut projector = crate::checkpoint::Projector::new(run_id);
         for logged in std::mem::take(&mut self.events) {
             projector.apply(&logged);
@@ -224,13 +236,13 @@ fn searches_gone_stale(
                         }),
                     ),
                 };
-                let again = tools.execute(
-                    workspace,
+                let again = tools.execute_blocking(
                     &ToolCall {
                         id: call_id.clone(),
                         name: name.into(),
                         arguments,
                     },
+                    workspace,
                 );
                 let now = again.observations.iter().find_map(|o| match o {
                     Observation::Searched {
@@ -334,6 +346,43 @@ fn restore_subagent(subagents: &mut BTreeMap<String, Restored>, event: &RunEvent
     }
 }
 
+/// The intents of the calls with effects whose outcome is unknown — returned past their time
+/// limit, or `cut_off` by the crash — each with its call id (the intent: the tool and the
+/// digest of its arguments).
+fn unknown_intents(events: &[LoggedEvent], cut_off: &[String]) -> Vec<(String, String)> {
+    let mut called: BTreeMap<&str, String> = BTreeMap::new();
+    let mut out = Vec::new();
+    for logged in events {
+        match &logged.event {
+            RunEvent::ToolCalled {
+                call_id,
+                tool,
+                arguments,
+                read_only: false,
+                ..
+            } => {
+                called.insert(call_id, crate::policy::intent_digest(tool, arguments));
+            }
+            RunEvent::ToolReturned {
+                call_id,
+                effect: EffectState::OutcomeUnknown,
+                ..
+            } => out.extend(
+                called
+                    .get(call_id.as_str())
+                    .map(|d| (d.clone(), call_id.clone())),
+            ),
+            _ => {}
+        }
+    }
+    // A restarted attempt's intent id is `CALL#N`; its call id is what was logged.
+    for intent in cut_off {
+        let call = intent.split('#').next().unwrap_or(intent);
+        out.extend(called.get(call).map(|d| (d.clone(), call.to_string())));
+    }
+    out
+}
+
 /// A logged plan's subagents as shards.
 fn planned_shards(planned: &[crate::checkpoint::PlannedSubagent]) -> Vec<(String, Shard)> {
     planned
@@ -371,9 +420,11 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
                 budget,
                 repairs,
                 shards,
+                task,
                 ..
             } => {
                 settings = Some(Settings {
+                    task: task.clone(),
                     shards: *shards,
                     question: question.clone(),
                     root: root.clone(),
@@ -417,11 +468,28 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
     let settings = settings.ok_or("the log has no run_started event")?;
     // Effects as the projection has them: those still executing were cut off.
     let run_id = events.first().map(|e| e.run_id.as_str()).unwrap_or("");
-    let cut_off = project(run_id, events)
-        .effects
-        .into_iter()
-        .filter(|e| e.state == EffectState::Executing)
-        .map(|e| e.intent_id)
+    let effects = project(run_id, events).effects;
+    let in_state = |state: EffectState| {
+        effects
+            .iter()
+            .filter(|e| e.state == state)
+            .map(|e| e.intent_id.clone())
+            .collect::<Vec<_>>()
+    };
+    let cut_off = in_state(EffectState::Executing);
+    let awaiting = in_state(EffectState::AwaitingApproval);
+    let unknown = unknown_intents(events, &cut_off);
+    let approval_events = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.event,
+                RunEvent::ApprovalRequested { .. }
+                    | RunEvent::ApprovalDecided { .. }
+                    | RunEvent::ApprovalConsumed { .. }
+            )
+        })
+        .cloned()
         .collect();
     Ok(Resumption {
         settings,
@@ -429,6 +497,9 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
         subagents,
         after_seq: events.last().map(|e| e.seq).unwrap_or(0),
         cut_off,
+        awaiting,
+        unknown,
+        approval_events,
         events: events.to_vec(),
         stale: Vec::new(),
         left_out,

@@ -6,10 +6,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use ractor::{Actor, ActorRef, RpcReplyPort};
-use tracing::Instrument;
+use ractor::{Actor, ActorRef};
 
-use crate::checkpoint::{Delta, Projector, RunEvent, StoreError};
+use crate::checkpoint::{Delta, Projector, RunEvent};
 use crate::context::{
     compile_selected, Compiled, ContextIndex, Field, FloorError, Focus, Orientation, RoleProfile,
 };
@@ -21,16 +20,14 @@ use crate::tokens::{Bpe, CachedTokenizer};
 use super::merge;
 use super::plan::Shard;
 use super::resume::Resumption;
-use crate::event::Event;
 use crate::handoff::WorkspaceFiles;
 use crate::policy::{Policy, Spent};
-use crate::report::{Report, SubagentState, SubagentSummary};
+use crate::report::{SubagentState, SubagentSummary};
 use crate::source::ObservationLog;
 use crate::subagent::{SubagentActor, SubagentArgs};
 
 use super::parts::{Contexts, Fleet, Journal, LeadWork, Outside, SubagentRecord};
-use super::report::plan_run;
-use super::{journal, leader, plan, resume, LeadArgs, LeadMsg, RunConfig};
+use super::{journal, plan, resume, LeadArgs, LeadMsg, RunConfig};
 
 pub(crate) struct LeadState {
     pub(super) config: RunConfig,
@@ -49,6 +46,8 @@ pub(crate) struct LeadState {
     pub(super) policy: Arc<Policy>,
     /// The resumption this lead starts from, taken when the run starts.
     pub(super) resume: Option<Resumption>,
+    /// The run's requests for approval.
+    pub(super) approvals: super::approvals::Book,
     pub(super) cancelled: bool,
     /// Set once the report is on its way.
     pub(super) finished: bool,
@@ -58,7 +57,7 @@ impl LeadState {
     /// The state of a lead about to run: a resumed run's log applied to its projector (then
     /// let go), and the watcher of its appends.
     pub(super) fn new(args: LeadArgs, myself: &ActorRef<LeadMsg>) -> LeadState {
-        let files = Arc::new(WorkspaceFiles::new(args.config.workspace.clone()));
+        let files = Arc::new(WorkspaceFiles::of(args.config.workspace.clone()));
         // A resumed run's projector was built off the runtime (`Resumption::prepare`).
         let mut args = args;
         let projector = args
@@ -69,8 +68,12 @@ impl LeadState {
         let pace = Arc::new(journal::CheckpointPace::default());
         let (acks, acked) = match &args.config.log {
             Some(log) => {
-                let (acks, acked) =
-                    journal::watch_acks(myself.clone(), Arc::clone(log.store()), Arc::clone(&pace));
+                let (acks, acked) = journal::watch_acks(
+                    myself.clone(),
+                    Arc::clone(log.store()),
+                    Arc::clone(&pace),
+                    args.feed.clone(),
+                );
                 (Some(acks), Some(acked))
             }
             None => (None, None),
@@ -80,8 +83,6 @@ impl LeadState {
         let question_terms = Focus::terms(&search_question);
         LeadState {
             outside: Outside {
-                events: args.events,
-                outbox: Vec::new(),
                 reply: None,
                 started: Instant::now(),
                 span,
@@ -109,33 +110,22 @@ impl LeadState {
             lead: LeadWork::default(),
             config: args.config,
             policy: Arc::new(Policy::default()),
+            approvals: args
+                .resume
+                .as_ref()
+                .map(|r| super::approvals::Book::of_log(&r.approval_events))
+                .unwrap_or_default(),
             resume: args.resume,
             cancelled: false,
             finished: false,
         }
     }
 
-    /// Emits an event to the run's stream, once the message being handled is (`flush`).
-    pub(super) fn emit(&mut self, event: Event) {
-        if self.outside.events.is_some() {
-            self.outside.outbox.push(event);
-        }
-    }
-
-    /// Sends what handling a message emitted and handed to the watcher, awaiting room in each
-    /// bounded channel, then waits while the store's writer is too far behind: a slow listener,
-    /// watcher or disk slows the run, and nothing is dropped.
+    /// Sends what handling a message handed to the watcher, awaiting room in its bounded
+    /// channel, then waits while the store's writer is too far behind: a slow reader of the
+    /// run's events (the watcher publishes to them), a slow watcher or disk slows the run, and
+    /// nothing is dropped.
     pub(super) async fn flush(&mut self) {
-        for event in std::mem::take(&mut self.outside.outbox) {
-            let gone = match &self.outside.events {
-                Some(events) => events.send(event).await.is_err(),
-                None => false,
-            };
-            if gone {
-                // Nobody listens any more: the run goes on without its stream.
-                self.outside.events = None;
-            }
-        }
         for item in std::mem::take(&mut self.journal.pending) {
             let stopped = match &self.journal.acks {
                 Some(acks) => acks.send(item).await.is_err(),
@@ -193,8 +183,8 @@ impl LeadState {
         let tokenizer = self.contexts.tokenizer.as_ref();
         // The lead's own context is sized against the lead's model.
         let model = match &self.config.lead_model {
-            Some(lead) if role.name == RoleId::LEAD => lead,
-            _ => &self.config.model,
+            Some(lead) if role.name == RoleId::LEAD => Arc::clone(lead),
+            _ => self.model_of(&role.name),
         };
         let window = model
             .context_window()
@@ -341,7 +331,8 @@ impl LeadState {
                 plan::brief(&self.contexts.search_question, &record.shard)
             };
             let system = plan::with_contract(&context.text);
-            if let Some(why) = self.unaffordable(&system, &brief, &role.tools) {
+            let model = self.model_of(&role.name);
+            if let Some(why) = self.unaffordable(&system, &brief, &role.tools, model.as_ref()) {
                 // Spawning stops: this subagent and every one still queued are not started.
                 self.end(index, SubagentState::Failed, Some(why.clone()));
                 while let Some(queued) = self.fleet.queue.pop_front() {
@@ -349,7 +340,7 @@ impl LeadState {
                 }
                 break;
             }
-            let budget = self.policy.cap(self.config.budget);
+            let budget = self.policy.cap(role.limits.unwrap_or(self.config.budget));
             // The manifest's brief is the lead's instructions: the brief and the contract,
             // which travels in the system text.
             let spawned = journal::spawned(
@@ -359,7 +350,8 @@ impl LeadState {
                 &context,
                 budget,
             );
-            let args = self.subagent_args(myself, index, &role, system, brief, orientation, budget);
+            let args =
+                self.subagent_args(myself, index, &role, (system, brief), orientation, budget);
             match SubagentActor::spawn_linked(None, SubagentActor, args, myself.get_cell()).await {
                 Ok((actor, _)) => {
                     self.log(vec![spawned]);
@@ -367,12 +359,6 @@ impl LeadState {
                     let record = &mut self.fleet.records[index];
                     record.actor = Some(actor);
                     record.summary.state = SubagentState::Running;
-                    let event = Event::SubagentSpawned {
-                        id: record.summary.id.clone(),
-                        role: record.summary.role.clone(),
-                        scope: record.summary.scope.clone(),
-                    };
-                    self.emit(event);
                 }
                 Err(e) => self.end(
                     index,
@@ -386,14 +372,12 @@ impl LeadState {
     /// What a subagent is spawned with: its context and brief, the denials of its earlier
     /// attempts, its budget, the tools its role's profile names that the policy offers, and a
     /// workspace and a reporter of its own.
-    #[allow(clippy::too_many_arguments)]
     fn subagent_args(
         &self,
         myself: &ActorRef<LeadMsg>,
         index: usize,
         role: &RoleProfile,
-        system: String,
-        brief: String,
+        (system, brief): (String, String),
         orientation: Option<Orientation>,
         budget: crate::policy::Budget,
     ) -> SubagentArgs {
@@ -415,7 +399,7 @@ impl LeadState {
             orientation,
             denied,
             budget,
-            model: Arc::clone(&self.config.model),
+            model: self.model_of(&role.name),
             tools: {
                 let offered: Vec<String> = role
                     .tools
@@ -425,7 +409,21 @@ impl LeadState {
                     .collect();
                 self.config.tools.only(&offered)
             },
-            workspace: self.config.workspace.under(Arc::clone(&self.policy)),
+            tool_context: {
+                let cx =
+                    crate::tools::ToolContext::new(&self.config.run_id, &record.summary.id, "");
+                match &self.config.workspace {
+                    Some(workspace) => cx.with_workspace(workspace.clone()),
+                    None => cx,
+                }
+                .with_policy(Arc::clone(&self.policy))
+                .with_time_limit(self.config.limits.tool_call)
+            },
+            oversee: crate::subagent::Oversee {
+                role: role.name.clone(),
+                reserved: role.approve.clone(),
+                unknown: Arc::clone(&self.config.oversight.unknown),
+            },
             report: {
                 let (lead, id) = (myself.clone(), record.summary.id.clone());
                 Arc::new(move |report| {
@@ -451,6 +449,16 @@ impl LeadState {
         }
     }
 
+    /// The model a role's subagents use: its own, or the run's.
+    pub(super) fn model_of(&self, role: &RoleId) -> Arc<dyn crate::model::Model> {
+        Arc::clone(
+            self.config
+                .role_models
+                .get(role)
+                .unwrap_or(&self.config.model),
+        )
+    }
+
     pub(super) fn end(&mut self, index: usize, state: SubagentState, error: Option<String>) {
         self.end_after(None, index, state, error);
     }
@@ -469,6 +477,9 @@ impl LeadState {
         if error.is_some() {
             record.summary.error = error;
         }
+        let id = record.summary.id.clone();
+        self.withdraw(Some(&id), "its subagent ended");
+        let record = &self.fleet.records[index];
         let ended = journal::ended(
             &record.summary.id,
             state,
@@ -477,15 +488,6 @@ impl LeadState {
         );
         self.log(verdict.into_iter().chain(ended).collect());
         self.checkpoint(false);
-        let record = &self.fleet.records[index];
-        let event = Event::SubagentEnded {
-            id: record.summary.id.clone(),
-            state,
-            tool_calls: record.summary.tool_calls,
-            tokens: record.summary.tokens,
-            cost_usd: record.summary.cost_usd,
-        };
-        self.emit(event);
     }
 
     /// Takes what a subagent sent with its handoff or failure: its totals and observation log.
@@ -556,27 +558,49 @@ impl LeadState {
     /// Plans the second wave once: a verifier subagent, compiled from the updated checkpoint,
     /// re-checks the doubted conclusions. False when there is nothing to verify.
     pub(super) fn second_wave(&mut self) -> bool {
+        // A verifier planned before a resume is the second wave already.
         let planned_already = self
             .fleet
             .records
             .iter()
-            .any(|r| r.shard.role != RoleId::EXPLORER);
+            .any(|r| r.shard.role == RoleId::VERIFIER);
         if self.cancelled || self.fleet.second_wave_planned || planned_already {
             return false;
         }
         self.fleet.second_wave_planned = true;
-        if !self.doubts_any() || !self.config.roles.contains_key(&RoleId::VERIFIER) {
+        let Some(verifier) = self.config.roles.get(&RoleId::VERIFIER) else {
+            return false;
+        };
+        if !self.doubts_any() {
+            return false;
+        }
+        // A verifier rereads with its role's tools: with none of them in the run it cannot.
+        let tools = self.config.tools.names();
+        if !verifier.tools.iter().any(|t| tools.contains(t)) {
+            self.fleet.verifier_skipped = Some(format!(
+                "the verifier role's tools ({}) are not among the run's tools ({})",
+                verifier.tools.join(", "),
+                tools.join(", ")
+            ));
             return false;
         }
         // The second wave counts against --max-subagents like the first.
         if self.fleet.records.len() >= self.config.max_subagents {
-            self.fleet.verifier_skipped = true;
+            self.fleet.verifier_skipped = Some(format!(
+                "--max-subagents {} was reached before the verifier could be spawned",
+                self.config.max_subagents
+            ));
             return false;
         }
         let id = format!("sa{}", self.fleet.records.len() + 1);
-        // The whole tree — or, under a read scope, all of it that may be read.
+        // The whole tree — or, under a read scope, all of it that may be read (no tree: a
+        // job's verifier rereads with its tools).
+        let whole = match self.config.workspace {
+            Some(_) => vec![".".to_string()],
+            None => Vec::new(),
+        };
         let shard = Shard {
-            paths: self.policy.read_roots().unwrap_or_else(|| vec![".".into()]),
+            paths: self.policy.read_roots().unwrap_or(whole),
             bytes: 0,
             role: RoleId::VERIFIER,
             question: None,
@@ -617,110 +641,6 @@ impl LeadState {
                 self.end(index, SubagentState::Rejected, Some(reason));
             }
             None => self.end(index, SubagentState::Failed, Some(reason)),
-        }
-    }
-
-    /// Takes the gate's policy from the checkpoint's constraints (nothing else can add one);
-    /// citations are then read only where it lets files be read.
-    fn adopt_policy(&mut self) {
-        self.policy = Arc::new(Policy::from_constraints(
-            &self.contexts.projector.checkpoint().constraints,
-        ));
-        if !self.policy.is_empty() {
-            self.contexts.files = Arc::new(WorkspaceFiles::new(
-                self.config.workspace.under(Arc::clone(&self.policy)),
-            ));
-        }
-    }
-
-    /// Starts the run: logs its start (or its resume, with what the resume found cut off or
-    /// stale), then plans it off the actor — or, resuming a planned run, takes up its plan.
-    pub(super) async fn start(
-        &mut self,
-        reply: RpcReplyPort<Result<Report, StoreError>>,
-        myself: &ActorRef<LeadMsg>,
-    ) {
-        self.outside.reply = Some(reply);
-        self.outside.started = Instant::now();
-        if let Some(resumption) = self.resume.take() {
-            // The constraints come back from the log, with the rules they were typed to.
-            self.adopt_policy();
-            self.journal.resumed_after = Some(resumption.after_seq);
-            self.lead.lead_turns = resumption.lead_turns.clone();
-            self.lead.earlier_lead = resumption.lead_model.clone();
-            let mut events = vec![RunEvent::RunResumed {
-                after_seq: resumption.after_seq,
-            }];
-            events.extend(journal::models_configured(&self.config));
-            events.extend(journal::cut_off(&resumption.cut_off));
-            events.extend(resumption.stale.iter().map(|s| RunEvent::EvidenceStale {
-                subagent: s.subagent.clone(),
-                sources: s.sources.clone(),
-                claims: s.claims.clone(),
-            }));
-            self.log(events);
-            if !resumption.plan.is_empty() {
-                self.fleet.left_out = resumption.left_out;
-                self.fleet.not_searched = resumption.not_searched;
-                self.adopt_plan(resumption.plan, resumption.subagents);
-                self.emit(Event::RunPlanned {
-                    run_id: self.config.run_id.clone(),
-                    subagents: self.fleet.records.len(),
-                });
-                self.advance(myself).await;
-                return;
-            }
-        } else {
-            let mut events = vec![journal::started(&self.config)];
-            events.extend(journal::models_configured(&self.config));
-            events.extend(journal::constraints(&self.config.constraints));
-            self.log(events);
-            self.adopt_policy();
-        }
-        let workspace = self.config.workspace.under(Arc::clone(&self.policy));
-        let roots = self.policy.read_roots();
-        let (agents, max) = (self.config.agents, self.config.max_subagents);
-        let shards = self.config.shards;
-        let me = myself.clone();
-        let tokenizer = Arc::clone(&self.contexts.tokenizer);
-        let lead = self.config.lead_model.clone();
-        let meter = Arc::clone(&self.config.cost);
-        let limits = self.config.limits;
-        let question = self.contexts.search_question.clone();
-        let planning = async move {
-            let roots_for_plan = roots.clone();
-            let planned = tokio::task::spawn_blocking(move || {
-                // The BPE vocabulary loads once (~0.2 s): here, not in a handler.
-                let _ = crate::tokens::Tokenizer::count(tokenizer.as_ref(), "warm");
-                plan_run(&workspace, roots_for_plan.as_deref(), agents, max, shards)
-            })
-            .await
-            .unwrap_or_else(|e| Err(format!("planning failed: {e}")));
-            // A lead model proposes the subtasks; the shards stand if its plan does not.
-            let planned = match (lead, planned) {
-                (Some(model), Ok(mut p)) if !p.shards.is_empty() => {
-                    let tree = leader::Tree::of(&p.files, roots.as_deref());
-                    let fallback = std::mem::take(&mut p.shards);
-                    let lead = leader::LeadModel {
-                        model,
-                        meter,
-                        limits,
-                    };
-                    let (shards, reason, turn) =
-                        leader::propose(&lead, &question, &tree, max, fallback, &p.reason).await;
-                    p.shards = shards;
-                    p.reason = reason;
-                    p.lead = Some(turn);
-                    Ok(p)
-                }
-                (_, planned) => planned,
-            };
-            let _ = me.cast(LeadMsg::Planned(planned));
-        };
-        let task = tokio::spawn(planning.instrument(self.outside.span.clone()));
-        // Only a lead model's planning can take long enough to be worth cancelling.
-        if self.config.lead_model.is_some() {
-            self.lead.lead_task = Some(task);
         }
     }
 }

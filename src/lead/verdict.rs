@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 
 use super::state::LeadState;
 use crate::checkpoint::RunEvent;
-use crate::event::Event;
 use crate::handoff::{prune, Dropped, Handoff, Parsed, Violation};
 use crate::report::SubagentState;
 use crate::subagent::SubagentMsg;
@@ -66,14 +65,6 @@ impl LeadState {
         }
         let used = self.fleet.records[index].summary.repairs;
         let checked = verdict(parsed, used, self.config.repairs);
-        self.emit(Event::HandoffChecked {
-            id: id.to_string(),
-            violations: match &checked {
-                Verdict::Accept { dropped, .. } => dropped.iter().map(|d| d.violations.len()).sum(),
-                Verdict::Repair(v) | Verdict::Reject { violations: v, .. } => v.len(),
-            },
-            repairs: used,
-        });
         let logged = match &checked {
             Verdict::Accept { handoff, dropped } => RunEvent::HandoffAccepted {
                 subagent: id.to_string(),

@@ -90,6 +90,9 @@ pub enum ConnectError {
     /// The offline model is not a provider's: the explorer builds it (`baton::connect`).
     #[error("the offline model is not reached over HTTP")]
     Offline,
+    /// The spec itself cannot be read (a role's `model`).
+    #[error("model {0}")]
+    Spec(#[source] SpecError),
 }
 
 /// Builds the model a provider's spec names. `window` overrides the context window; a missing

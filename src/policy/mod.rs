@@ -2,12 +2,15 @@
 //! `policy::english`, `policy::gate`); budgets — the limits one subagent works within, what it has spent, and
 //! the pure decision of whether it may go on.
 
+mod approval;
 mod english;
 mod gate;
 mod rules;
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) use approval::{approval_reason, intent_digest, UnknownOutcomes};
+pub use approval::{Approval, ApprovalDecision, ApprovalError, ApprovalRequest, Approver};
 pub use english::parse as parse_constraint;
 pub(crate) use english::{named, typed_form};
 pub use gate::{normal_path, Category, Consequence, Denial, Effect, Policy};
@@ -44,13 +47,16 @@ impl Default for Budget {
 }
 
 /// How long one call may take: a model call past its limit is a failed call; a tool call past
-/// its limit is a tool error the model sees.
+/// its limit is a tool error the model sees (its effect unknown); a request for approval not
+/// decided within its limit expires (the call does not run).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimeLimits {
     /// Most time for one model call.
     pub model_call: std::time::Duration,
     /// Most time for one tool call.
     pub tool_call: std::time::Duration,
+    /// How long a request for the application's approval stands before it expires.
+    pub approval: std::time::Duration,
 }
 
 impl Default for TimeLimits {
@@ -58,6 +64,7 @@ impl Default for TimeLimits {
         TimeLimits {
             model_call: std::time::Duration::from_secs(600),
             tool_call: std::time::Duration::from_secs(120),
+            approval: std::time::Duration::from_secs(900),
         }
     }
 }

@@ -126,8 +126,20 @@ pub enum Observation {
         record_kind: String,
         /// Its id (`A-1234`).
         id: String,
+        /// The record's text as the tool showed it, when it fits in [`MAX_RECORD_TEXT`]
+        /// bytes: a conclusion citing the record has its backticked quotes checked against it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        /// SHA-256 of the record's text (hex), when the tool gave one: kept when the text was
+        /// too long to keep.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        digest: Option<String>,
     },
 }
+
+/// Most bytes of a record's text an observation keeps; past it only the digest is kept, and
+/// quotes citing the record cannot be checked (`quote_unchecked`).
+pub const MAX_RECORD_TEXT: usize = 16 * 1024;
 
 /// Most entries a search names of those it did not search.
 pub(crate) const NOT_SEARCHED_NAMED: usize = 20;
@@ -224,6 +236,58 @@ pub(crate) fn search_label(pattern: &str, case_insensitive: bool, fixed_string: 
 }
 
 impl Observation {
+    /// A record a tool returned: its kind (lower case, e.g. `ticket`), its id, and its text
+    /// as the tool showed it — a conclusion may cite it as `KIND:ID` and quote it. The call id
+    /// is set by the registry when the call returns; a text over [`MAX_RECORD_TEXT`] bytes is
+    /// kept as its digest only.
+    pub fn record(kind: &str, id: &str, text: &str) -> Observation {
+        Observation::Record {
+            call_id: String::new(),
+            record_kind: kind.to_string(),
+            id: id.to_string(),
+            text: Some(text.to_string()),
+            digest: Some(crate::digest::sha256_hex(text.as_bytes())),
+        }
+        .bounded()
+    }
+
+    /// A record's text cut down to its digest when it is over [`MAX_RECORD_TEXT`] bytes.
+    pub(crate) fn bounded(self) -> Observation {
+        match self {
+            Observation::Record {
+                call_id,
+                record_kind,
+                id,
+                text: Some(text),
+                digest,
+            } if text.len() > MAX_RECORD_TEXT => Observation::Record {
+                call_id,
+                record_kind,
+                id,
+                digest: digest.or_else(|| Some(crate::digest::sha256_hex(text.as_bytes()))),
+                text: None,
+            },
+            other => other,
+        }
+    }
+
+    /// The same observation made by `call`: the registry stamps what a tool returned with
+    /// the call it answers, whatever id the tool wrote.
+    pub(crate) fn made_by(mut self, call: &str) -> Observation {
+        match &mut self {
+            Observation::Lines { call_id, .. }
+            | Observation::LinePart { call_id, .. }
+            | Observation::Listed { call_id, .. }
+            | Observation::Searched { call_id, .. }
+            | Observation::Document { call_id, .. }
+            | Observation::Url { call_id, .. }
+            | Observation::Record { call_id, .. } => {
+                call.clone_into(call_id);
+            }
+        }
+        self
+    }
+
     /// The call that made this observation.
     pub fn call_id(&self) -> &str {
         match self {
@@ -430,6 +494,23 @@ impl ObservationLog {
         self.entries
             .iter()
             .any(|o| matches!(o, Observation::Url { url: u, .. } if url_key(u) == wanted))
+    }
+
+    /// The texts of the record of this kind and id as the subagent's tools showed them (a
+    /// record whose text was too long to keep shows none).
+    pub fn record_texts(&self, kind: &str, id: &str) -> Vec<&str> {
+        self.entries
+            .iter()
+            .filter_map(|o| match o {
+                Observation::Record {
+                    record_kind: k,
+                    id: i,
+                    text: Some(text),
+                    ..
+                } if k == kind && i == id => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Whether a record of this kind and id was returned.

@@ -15,6 +15,7 @@
 //! - Every tool call it makes goes through its [`ToolRegistry`] inside its [`Workspace`].
 
 mod agent_loop;
+mod batch;
 
 use std::sync::Arc;
 
@@ -23,13 +24,15 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 pub(crate) use agent_loop::{AgentLoop, CompactionNote, Step, ANSWER_TOKENS};
+use batch::Returned;
+pub(crate) use batch::{ApprovalAsk, Decided, Oversee};
 
 use crate::digest::sha256_hex;
 use crate::handoff::Violation;
 use crate::model::{CostMeter, Model, ModelConfig, ModelError, ModelResponse};
 use crate::policy::{Budget, Spent, TimeLimits};
 use crate::source::{Observation, ObservationLog};
-use crate::tools::{ToolRegistry, ToolResult, Workspace};
+use crate::tools::{ToolContext, ToolRegistry, ToolResult};
 
 use crate::transcript::ToolCall;
 
@@ -39,8 +42,10 @@ pub(crate) enum SubagentMsg {
     Step(Step),
     /// The model answered.
     ModelReplied(Result<ModelResponse, ModelError>),
-    /// The tools ran (each with whether it ran past its time limit).
-    ToolsReturned(Vec<(ToolResult, bool)>),
+    /// The tools ran (each with whether it ran past its time limit, or why it did not run).
+    ToolsReturned(Vec<Returned>),
+    /// The application decided a request for approval a call of this subagent waits on.
+    ApprovalDecided { call_id: String, decided: Decided },
     /// Spawned work panicked.
     WorkPanicked(String),
     /// The lead found these violations in the handoff: repair it.
@@ -49,12 +54,18 @@ pub(crate) enum SubagentMsg {
 
 /// What a subagent tells its lead.
 pub(crate) enum SubagentReport {
-    /// Its running totals.
-    Progressed { spent: Spent },
+    /// Its model answered: its running totals, and why the model stopped.
+    ModelReturned {
+        spent: Spent,
+        stop: crate::model::StopReason,
+    },
     /// Its model's configuration changed (a fallback taken): the lead logs it.
     ModelConfigured { config: ModelConfig },
-    /// It started these tool calls.
-    ToolsStarted { calls: Vec<ToolCall> },
+    /// It started these tool calls; those asked for wait for the application's approval.
+    ToolsStarted {
+        calls: Vec<ToolCall>,
+        asks: Vec<ApprovalAsk>,
+    },
     /// Its window was compacted (or compaction was refused).
     WindowCompacted { note: CompactionNote },
     /// Its tool calls returned.
@@ -85,17 +96,21 @@ pub(crate) struct ToolReturn {
     pub(crate) observations: Vec<Observation>,
     /// Set when a constraint denied the call.
     pub(crate) denial: Option<Box<crate::policy::Denial>>,
+    /// Set when it did not run for want of approval: the state its effect ends in.
+    pub(crate) refused: Option<crate::checkpoint::EffectState>,
 }
 
 impl ToolReturn {
-    fn of((result, timed_out): &(ToolResult, bool)) -> ToolReturn {
+    fn of(returned: &Returned) -> ToolReturn {
+        let result = &returned.result;
         ToolReturn {
             call_id: result.call_id.clone(),
             is_error: result.is_error,
-            timed_out: *timed_out,
+            timed_out: returned.timed_out,
             content_digest: sha256_hex(result.content.as_bytes()),
             observations: result.observations.clone(),
             denial: result.denial.clone(),
+            refused: returned.refused,
         }
     }
 }
@@ -115,7 +130,12 @@ pub(crate) struct SubagentArgs {
     pub(crate) denied: Vec<crate::policy::Consequence>,
     pub(crate) model: Arc<dyn Model>,
     pub(crate) tools: ToolRegistry,
-    pub(crate) workspace: Workspace,
+    /// What its tool calls are given: the run, itself, the workspace if the job has one,
+    /// the policy and the tool time limit.
+    pub(crate) tool_context: ToolContext,
+    /// What it checks before a call runs: its role, the effects the role reserves for
+    /// approval, the run's intents whose outcome is unknown.
+    pub(crate) oversee: Oversee,
     pub(crate) report: Reporter,
     pub(crate) limits: TimeLimits,
     /// The run's cost meter: every call reserves its estimate first.
@@ -134,7 +154,10 @@ pub(crate) struct SubagentRun {
     agent: AgentLoop,
     model: Arc<dyn Model>,
     tools: ToolRegistry,
-    workspace: Workspace,
+    tool_context: ToolContext,
+    oversee: Oversee,
+    /// Calls of the batch in flight waiting for approval: where each one's decision goes.
+    waiting: std::collections::HashMap<String, tokio::sync::oneshot::Sender<Decided>>,
     report: Reporter,
     limits: TimeLimits,
     cost: Arc<CostMeter>,
@@ -146,47 +169,36 @@ pub(crate) struct SubagentRun {
 
 pub(crate) struct SubagentActor;
 
-/// Runs one tool call on a blocking thread; past `limit` it is a tool error the model sees
-/// (the thread is left to finish, its result dropped) and the second value is true. A
-/// panicking tool panics here, so the subagent's supervision sees it.
+/// Runs one tool call through the registry (the gate first) in `context`; past its time
+/// limit it is abandoned — its cancellation set, its future dropped — and comes back as a tool
+/// error the model sees, the second value true (its effect is then unknown). A panicking tool
+/// panics here, so the subagent's supervision sees it.
 pub(crate) async fn run_tool(
     tools: &ToolRegistry,
-    workspace: &Workspace,
+    context: &ToolContext,
     call: ToolCall,
-    limit: std::time::Duration,
 ) -> (ToolResult, bool) {
-    let (id, name) = (call.id.clone(), call.name.clone());
-    let (tools, workspace) = (tools.clone(), workspace.clone());
-    // The time limit runs from when the call gets a slot, not while it waits for one.
-    let run = crate::tools::run_blocking(limit, true, move || tools.execute(&workspace, &call));
-    match run.await {
-        Ok(Ok(result)) => (result, false),
-        Ok(Err(e)) => std::panic::resume_unwind(e.into_panic()),
-        Err(crate::tools::Blocked::TooManyStuck) => (
-            ToolResult {
-                call_id: id,
-                name,
-                content: "error: too many earlier tool calls are stuck past their time limit (a hung file system?); this call was not run".into(),
-                is_error: true,
-                observations: Vec::new(),
-                denial: None,
-            },
-            false,
-        ),
-        Err(crate::tools::Blocked::PastLimit) => (
-            ToolResult {
-            call_id: id,
-            name,
-            content: format!(
-                "error: the tool ran past its {} s limit; narrow the call (a smaller path, a more specific pattern)",
-                limit.as_secs_f64()
-            ),
-            is_error: true,
-            observations: Vec::new(),
-            denial: None,
-            },
-            true,
-        ),
+    let cx = context.for_call(&call.id);
+    let limit = cx.time_limit();
+    match tokio::time::timeout(limit, tools.execute(&call, &cx)).await {
+        Ok(result) => (result, false),
+        Err(_) => {
+            cx.cancellation().cancel();
+            (
+                ToolResult {
+                    call_id: call.id,
+                    name: call.name,
+                    content: format!(
+                        "error: the tool ran past its {} s limit; whether it took effect is unknown; narrow the call (a smaller path, a more specific pattern)",
+                        limit.as_secs_f64()
+                    ),
+                    is_error: true,
+                    observations: Vec::new(),
+                    denial: None,
+                },
+                true,
+            )
+        }
     }
 }
 
@@ -251,9 +263,6 @@ impl SubagentRun {
         for note in self.agent.take_compactions() {
             (self.report)(SubagentReport::WindowCompacted { note });
         }
-        (self.report)(SubagentReport::Progressed {
-            spent: self.progress(),
-        });
         match step {
             Step::CallModel(request) => {
                 let model = Arc::clone(&self.model);
@@ -283,12 +292,21 @@ impl SubagentRun {
                 ));
             }
             Step::CallTools(calls) => {
+                let asks = batch::asks(&self.tools, &self.tool_context, &self.oversee, &calls);
+                let mut waiting = std::collections::HashMap::new();
+                self.waiting.clear();
+                for ask in &asks {
+                    let (send, receive) = tokio::sync::oneshot::channel();
+                    self.waiting.insert(ask.call_id.clone(), send);
+                    waiting.insert(ask.call_id.clone(), receive);
+                }
                 (self.report)(SubagentReport::ToolsStarted {
                     calls: calls.clone(),
+                    asks,
                 });
                 let tools = self.tools.clone();
-                let workspace = self.workspace.clone();
-                let limit = self.limits.tool_call;
+                let context = self.tool_context.clone();
+                let unknown = std::sync::Arc::clone(&self.oversee.unknown);
                 // Spans made here, so nothing is copied for them when tracing is off.
                 let spans: Vec<tracing::Span> = calls
                     .iter()
@@ -305,14 +323,7 @@ impl SubagentRun {
                     .collect();
                 self.work = Some(spawn_work(
                     myself,
-                    async move {
-                        let mut results = Vec::with_capacity(calls.len());
-                        for (call, span) in calls.into_iter().zip(spans) {
-                            let run = run_tool(&tools, &workspace, call, limit);
-                            results.push(run.instrument(span).await);
-                        }
-                        results
-                    },
+                    batch::run_batch(tools, context, calls, spans, waiting, unknown),
                     SubagentMsg::ToolsReturned,
                 ));
             }
@@ -366,7 +377,9 @@ impl Actor for SubagentActor {
             agent,
             model: args.model,
             tools: args.tools,
-            workspace: args.workspace,
+            tool_context: args.tool_context,
+            oversee: args.oversee,
+            waiting: std::collections::HashMap::new(),
             report: args.report,
             limits: args.limits,
             cost: args.cost,
@@ -388,14 +401,30 @@ impl Actor for SubagentActor {
         }
         let step = match message {
             SubagentMsg::Step(step) => step,
-            SubagentMsg::ModelReplied(result) => state.agent.on_model(result),
+            SubagentMsg::ModelReplied(result) => {
+                let stop = result.as_ref().ok().map(|r| r.stop);
+                let step = state.agent.on_model(result);
+                if let Some(stop) = stop {
+                    (state.report)(SubagentReport::ModelReturned {
+                        spent: state.agent.spent(),
+                        stop,
+                    });
+                }
+                step
+            }
             SubagentMsg::ToolsReturned(results) => {
                 (state.report)(SubagentReport::ToolsFinished {
                     returned: results.iter().map(ToolReturn::of).collect(),
                 });
                 state
                     .agent
-                    .on_tools(results.into_iter().map(|(r, _)| r).collect())
+                    .on_tools(results.into_iter().map(|r| r.result).collect())
+            }
+            SubagentMsg::ApprovalDecided { call_id, decided } => {
+                if let Some(waiting) = state.waiting.remove(&call_id) {
+                    let _ = waiting.send(decided);
+                }
+                return Ok(());
             }
             SubagentMsg::Repair(violations) => state.agent.on_repair(&violations),
             SubagentMsg::WorkPanicked(text) => {
@@ -425,9 +454,11 @@ mod tests {
 
     use crate::transcript::ToolSpec;
 
-    /// A tool that takes longer than the limit the test sets.
-    struct Slow;
+    /// A tool that takes longer than the limit the test sets, and notes whether it was told
+    /// it was abandoned.
+    struct Slow(Arc<std::sync::atomic::AtomicBool>);
 
+    #[async_trait::async_trait]
     impl Tool for Slow {
         fn spec(&self) -> ToolSpec {
             ToolSpec {
@@ -436,55 +467,53 @@ mod tests {
                 parameters: serde_json::json!({"type": "object"}),
             }
         }
-        fn call(
+        async fn call(
             &self,
-            _workspace: &Workspace,
-            _call_id: &str,
             _arguments: &serde_json::Value,
+            cx: &ToolContext,
         ) -> Result<ToolOutput, ToolError> {
-            std::thread::sleep(std::time::Duration::from_secs(2));
-            Ok(ToolOutput {
-                content: "done at last".into(),
-                observations: Vec::new(),
-            })
+            let told = Arc::clone(&self.0);
+            let cancellation = cx.cancellation().clone();
+            // Work the tool started elsewhere learns of the abandonment.
+            tokio::spawn(async move {
+                cancellation.cancelled().await;
+                told.store(true, std::sync::atomic::Ordering::SeqCst);
+            });
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            Ok(ToolOutput::new("done at last"))
         }
     }
 
-    /// A tool call past its limit comes back at the limit as a tool error naming it; within
-    /// the limit, the tool's own result.
+    /// A tool call past its limit comes back at the limit as a tool error naming it, its
+    /// cancellation set; within the limit, the tool's own result.
     #[tokio::test]
     async fn a_tool_call_past_its_limit_is_a_tool_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let workspace = Workspace::open(dir.path()).unwrap();
-        let tools = ToolRegistry::empty().with(Arc::new(Slow));
+        let told = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let tools = ToolRegistry::empty().with(Arc::new(Slow(Arc::clone(&told))));
         let call = || ToolCall {
             id: "sa1.1".into(),
             name: "slow".into(),
             arguments: serde_json::json!({}),
         };
+        let cx = |ms| {
+            ToolContext::new("r", "sa1", "sa1.0")
+                .with_time_limit(std::time::Duration::from_millis(ms))
+        };
         let began = std::time::Instant::now();
-        let (late, timed_out) = run_tool(
-            &tools,
-            &workspace,
-            call(),
-            std::time::Duration::from_millis(100),
-        )
-        .await;
-        assert!(began.elapsed() < std::time::Duration::from_secs(1));
+        let (late, timed_out) = run_tool(&tools, &cx(100), call()).await;
+        assert!(began.elapsed() < std::time::Duration::from_millis(400));
         assert!(late.is_error && timed_out);
         assert!(
             late.content.contains("past its 0.1 s limit"),
             "{}",
             late.content
         );
-        let (timely, timed_out) = run_tool(
-            &tools,
-            &workspace,
-            call(),
-            std::time::Duration::from_secs(10),
-        )
-        .await;
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(told.load(std::sync::atomic::Ordering::SeqCst), "cancelled");
+        told.store(false, std::sync::atomic::Ordering::SeqCst);
+        let (timely, timed_out) = run_tool(&tools, &cx(10_000), call()).await;
         assert!(!timely.is_error && !timed_out);
         assert_eq!(timely.content, "done at last");
+        assert!(!told.load(std::sync::atomic::Ordering::SeqCst));
     }
 }

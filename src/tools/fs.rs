@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 
 use super::walk::{walk_files, walker, WalkLog};
-use super::{Tool, ToolError, ToolOutput, Workspace};
+use super::{ToolError, ToolOutput, Workspace, WorkspaceTool};
 use crate::policy::{Consequence, Effect};
 use crate::source::{prose_list, quote_path, search_label, Observation, SearchKind};
 use crate::transcript::ToolSpec;
@@ -81,11 +81,7 @@ fn glob_literal_dir(pattern: &str) -> Option<String> {
 
 pub(super) struct ListDir;
 
-impl Tool for ListDir {
-    fn read_only(&self) -> bool {
-        true
-    }
-
+impl WorkspaceTool for ListDir {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "list_dir".into(),
@@ -189,11 +185,7 @@ impl Tool for ListDir {
 
 pub(super) struct Glob;
 
-impl Tool for Glob {
-    fn read_only(&self) -> bool {
-        true
-    }
-
+impl WorkspaceTool for Glob {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "glob".into(),
@@ -290,11 +282,7 @@ impl Tool for Glob {
 
 pub(super) struct Grep;
 
-impl Tool for Grep {
-    fn read_only(&self) -> bool {
-        true
-    }
-
+impl WorkspaceTool for Grep {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "grep".into(),
@@ -441,11 +429,7 @@ impl Tool for Grep {
 
 pub(super) struct ReadFile;
 
-impl Tool for ReadFile {
-    fn read_only(&self) -> bool {
-        true
-    }
-
+impl WorkspaceTool for ReadFile {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "read_file".into(),

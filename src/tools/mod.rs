@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub(crate) use crate::fsio::read_text_file;
-use crate::policy::{Consequence, Denial, Effect};
+use crate::policy::{Consequence, Denial, Effect, Policy};
 use crate::source::Observation;
 use crate::transcript::{ToolCall, ToolSpec};
 pub(crate) use walk::walk_files;
@@ -23,8 +23,25 @@ pub use workspace::Workspace;
 pub struct ToolOutput {
     /// The text the model sees.
     pub content: String,
-    /// What the call let the caller see, for the observation log.
+    /// What the call let the caller see, for the observation log: a handoff may cite only
+    /// what is here (a file's lines, a record `kind:ID`, a URL, a document span).
     pub observations: Vec<Observation>,
+}
+
+impl ToolOutput {
+    /// Output the model sees, with no observation yet.
+    pub fn new(content: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            content: content.into(),
+            observations: Vec::new(),
+        }
+    }
+
+    /// The same output with one more observation (e.g. [`Observation::record`]).
+    pub fn observed(mut self, observation: Observation) -> ToolOutput {
+        self.observations.push(observation);
+        self
+    }
 }
 
 /// A failed call: a value, not a crash. The message is what the model sees.
@@ -41,12 +58,26 @@ pub struct ToolError {
 }
 
 impl ToolError {
-    pub(crate) fn invalid(message: impl Into<String>) -> ToolError {
+    /// A failed call the model is told of: one line it can act on, not worth repeating
+    /// unchanged.
+    pub fn new(message: impl Into<String>) -> ToolError {
         ToolError {
             message: message.into(),
             retryable: false,
             denial: None,
         }
+    }
+
+    /// A failed call that may succeed if made again unchanged (a busy service).
+    pub fn retryable(message: impl Into<String>) -> ToolError {
+        ToolError {
+            retryable: true,
+            ..ToolError::new(message)
+        }
+    }
+
+    pub(crate) fn invalid(message: impl Into<String>) -> ToolError {
+        ToolError::new(message)
     }
 }
 
@@ -83,12 +114,205 @@ pub struct ToolResult {
     pub denial: Option<Box<Denial>>,
 }
 
-/// A tool a model can call. Tools are synchronous; the subagent runs them off the actor.
+/// What a tool call is given besides its arguments: the run, the subagent and the call it
+/// serves, the workspace when the job has one, its time limit and its cancellation.
+#[derive(Clone)]
+pub struct ToolContext {
+    run_id: Arc<str>,
+    subagent: Arc<str>,
+    call_id: String,
+    workspace: Option<Workspace>,
+    policy: Arc<Policy>,
+    time_limit: std::time::Duration,
+    cancellation: Cancellation,
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("run_id", &self.run_id)
+            .field("subagent", &self.subagent)
+            .field("call_id", &self.call_id)
+            .field("workspace", &self.workspace.as_ref().map(Workspace::root))
+            .field("time_limit", &self.time_limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolContext {
+    /// A context for a call of `run_id`'s subagent `subagent` with id `call_id`: no
+    /// workspace, no constraint, the default tool time limit (120 s). A run makes its own;
+    /// this is for calling a tool in a test.
+    ///
+    /// ```
+    /// let cx = baton::ToolContext::new("run-1", "sa1", "sa1.1");
+    /// assert_eq!(cx.call_id(), "sa1.1");
+    /// assert!(cx.workspace().is_none());
+    /// ```
+    pub fn new(run_id: &str, subagent: &str, call_id: &str) -> ToolContext {
+        ToolContext {
+            run_id: run_id.into(),
+            subagent: subagent.into(),
+            call_id: call_id.to_string(),
+            workspace: None,
+            policy: Arc::new(Policy::default()),
+            time_limit: crate::policy::TimeLimits::default().tool_call,
+            cancellation: Cancellation::default(),
+        }
+    }
+
+    /// The same context with a workspace: its policy is the one calls are judged by.
+    pub fn with_workspace(mut self, workspace: Workspace) -> ToolContext {
+        self.policy = Arc::new(workspace.policy().clone());
+        self.workspace = Some(workspace);
+        self
+    }
+
+    /// The same context with another time limit.
+    pub fn with_time_limit(mut self, limit: std::time::Duration) -> ToolContext {
+        self.time_limit = limit;
+        self
+    }
+
+    /// The same context for another call of the same subagent.
+    pub(crate) fn for_call(&self, call_id: &str) -> ToolContext {
+        ToolContext {
+            call_id: call_id.to_string(),
+            cancellation: Cancellation::default(),
+            ..self.clone()
+        }
+    }
+
+    /// The same context under `policy` (no workspace: the policy alone).
+    pub(crate) fn with_policy(mut self, policy: Arc<Policy>) -> ToolContext {
+        if let Some(workspace) = &self.workspace {
+            self.workspace = Some(workspace.under(Arc::clone(&policy)));
+        }
+        self.policy = policy;
+        self
+    }
+
+    /// The run.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The subagent calling.
+    pub fn subagent(&self) -> &str {
+        &self.subagent
+    }
+
+    /// The call's id (`sa1.3`): what a handoff cites as `call:sa1.3`.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The job's workspace, when it has one (an explore job's tree; none for a job over the
+    /// application's own tools).
+    pub fn workspace(&self) -> Option<&Workspace> {
+        self.workspace.as_ref()
+    }
+
+    /// How long the call may take: past it the call is abandoned, the model is told, and its
+    /// effect is `outcome_unknown`.
+    pub fn time_limit(&self) -> std::time::Duration {
+        self.time_limit
+    }
+
+    /// Cancelled when the call is abandoned (its time limit passed, or the run was
+    /// cancelled): work a tool started elsewhere can stop here.
+    pub fn cancellation(&self) -> &Cancellation {
+        &self.cancellation
+    }
+
+    /// The policy calls are judged by.
+    pub(crate) fn policy(&self) -> &Policy {
+        &self.policy
+    }
+}
+
+/// A flag a tool call can watch: set once, when the call is abandoned.
+#[derive(Clone)]
+pub struct Cancellation(Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Default for Cancellation {
+    fn default() -> Cancellation {
+        Cancellation(Arc::new(tokio::sync::watch::Sender::new(false)))
+    }
+}
+
+impl std::fmt::Debug for Cancellation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Cancellation")
+            .field(&self.is_cancelled())
+            .finish()
+    }
+}
+
+impl Cancellation {
+    /// Sets the flag (once set, it stays).
+    pub fn cancel(&self) {
+        self.0.send_replace(true);
+    }
+
+    /// Whether the flag is set.
+    pub fn is_cancelled(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Waits until the flag is set.
+    pub async fn cancelled(&self) {
+        let mut watching = self.0.subscribe();
+        // The sender lives in `self`, so the wait ends only when the flag is set.
+        let _ = watching.wait_for(|set| *set).await;
+    }
+}
+
+/// A tool a model can call: the application's own, or one of the built-in workspace tools —
+/// they implement the same trait. Every call passes the policy gate first, judged by the
+/// consequences the tool declares; what it returns carries the observations it made, so a
+/// handoff citing them is checked like a citation of a file's lines.
+///
+/// ```
+/// use baton::{async_trait, json, Observation, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, Value};
+///
+/// /// Looks a ticket up in the application's own store.
+/// struct Tickets;
+///
+/// #[async_trait]
+/// impl Tool for Tickets {
+///     fn spec(&self) -> ToolSpec {
+///         ToolSpec {
+///             name: "ticket".into(),
+///             description: "The ticket of an id (T-1, T-2, ...)".into(),
+///             parameters: json!({"type": "object", "required": ["id"],
+///                                "properties": {"id": {"type": "string"}}}),
+///         }
+///     }
+///     fn read_only(&self) -> bool {
+///         true
+///     }
+///     fn consequences(&self, _arguments: &Value) -> Vec<baton::Consequence> {
+///         Vec::new() // it touches nothing the gate governs
+///     }
+///     async fn call(&self, arguments: &Value, _cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+///         let id = arguments["id"].as_str().ok_or_else(|| ToolError::new("give an `id`"))?;
+///         let text = format!("{id}: the login page times out");
+///         Ok(ToolOutput::new(text.clone()).observed(Observation::record("ticket", id, &text)))
+///     }
+/// }
+/// # let out = baton::tokio::runtime::Runtime::new().unwrap().block_on(
+/// #     Tickets.call(&json!({"id": "T-1"}), &ToolContext::new("r", "sa1", "sa1.1"))).unwrap();
+/// # assert!(out.content.contains("times out"));
+/// ```
+#[async_trait::async_trait]
 pub trait Tool: Send + Sync {
-    /// The tool's description for the model.
+    /// The tool's name, description and JSON Schema of its arguments, for the model.
     fn spec(&self) -> ToolSpec;
     /// Whether every call only reads (so it may be run again after a crash). A tool that does
-    /// not say so is taken to have effects: its cut-off calls are never repeated.
+    /// not say so is taken to have effects: its cut-off calls are never repeated, and a call
+    /// whose outcome is unknown is not made again with the same arguments without the
+    /// application's approval.
     fn read_only(&self) -> bool {
         false
     }
@@ -96,7 +320,7 @@ pub trait Tool: Send + Sync {
     /// before it runs. A tool that does not say is judged as touching anything
     /// ([`Effect::Undeclared`]): under any scope, network or read-only constraint it is
     /// denied. Arguments the tool would refuse may give none (the call then fails as the tool
-    /// says).
+    /// says); a tool touching nothing the gate governs (an in-memory store) gives none.
     fn consequences(&self, arguments: &Value) -> Vec<Consequence> {
         let _ = arguments;
         vec![Consequence {
@@ -104,13 +328,77 @@ pub trait Tool: Send + Sync {
             resource: self.spec().name,
         }]
     }
-    /// Runs one call inside `workspace`.
+    /// Whether a call with these arguments waits for the application's approval before it
+    /// runs (the run logs the request; `RunHandle::approve` or the builder's approver
+    /// decides). Default: no.
+    fn needs_approval(&self, arguments: &Value) -> bool {
+        let _ = arguments;
+        false
+    }
+    /// Runs one call. Past the context's time limit the call is abandoned (its future
+    /// dropped, its cancellation set).
+    async fn call(&self, arguments: &Value, context: &ToolContext)
+        -> Result<ToolOutput, ToolError>;
+}
+
+/// One of the built-in workspace tools: synchronous file work, run on a blocking thread.
+pub(crate) trait WorkspaceTool: Send + Sync {
+    fn spec(&self) -> ToolSpec;
+    fn consequences(&self, arguments: &Value) -> Vec<Consequence>;
     fn call(
         &self,
         workspace: &Workspace,
         call_id: &str,
         arguments: &Value,
     ) -> Result<ToolOutput, ToolError>;
+}
+
+/// A built-in workspace tool as a [`Tool`]: read-only, needing the job's workspace, its work
+/// on a blocking slot ([`run_blocking`]).
+struct Blocking(Arc<dyn WorkspaceTool>);
+
+#[async_trait::async_trait]
+impl Tool for Blocking {
+    fn spec(&self) -> ToolSpec {
+        self.0.spec()
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn consequences(&self, arguments: &Value) -> Vec<Consequence> {
+        self.0.consequences(arguments)
+    }
+
+    async fn call(&self, arguments: &Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let Some(workspace) = cx.workspace().cloned() else {
+            return Err(ToolError::new(format!(
+                "`{}` works on files, and this job has no workspace",
+                self.0.spec().name
+            )));
+        };
+        let (tool, call_id, arguments) = (
+            Arc::clone(&self.0),
+            cx.call_id().to_string(),
+            arguments.clone(),
+        );
+        // The caller's own time limit abandons the call first; this one only bounds a slot
+        // held by a call nobody waits for any more.
+        let limit = cx.time_limit().saturating_mul(2);
+        match run_blocking(limit, true, move || tool.call(&workspace, &call_id, &arguments)).await
+        {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(panicked)) => std::panic::resume_unwind(panicked.into_panic()),
+            Err(Blocked::TooManyStuck) => Err(ToolError::new(
+                "too many earlier tool calls are stuck past their time limit (a hung file system?); this call was not run",
+            )),
+            Err(Blocked::PastLimit) => Err(ToolError::new(format!(
+                "the tool ran past its {} s limit",
+                limit.as_secs_f64()
+            ))),
+        }
+    }
 }
 
 /// Runs `work` on tokio's blocking pool in a slot — at most four per core in the process, so a
@@ -134,6 +422,16 @@ pub(crate) async fn run_blocking<T: Send + 'static>(
     let slot = blocking_slot().await;
     let abandoned = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&abandoned);
+    /// The caller's side: gone — past the limit, or dropped by a caller that stopped
+    /// waiting — before the work ended, the work counts as stuck until it ends.
+    struct Waiting(Arc<AtomicBool>);
+    impl Drop for Waiting {
+        fn drop(&mut self) {
+            if !self.0.swap(true, Ordering::AcqRel) {
+                ABANDONED.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+    }
     // Whichever of "the work ended" and "the caller gave up" comes second settles the count:
     // a call given up on counts as stuck until its work ends.
     let task = tokio::task::spawn_blocking(move || {
@@ -143,14 +441,11 @@ pub(crate) async fn run_blocking<T: Send + 'static>(
         }
         value
     });
+    let waiting = Waiting(abandoned);
     let outcome = tokio::time::timeout(limit, task).await;
     drop(slot);
-    outcome.map_err(|_| {
-        if !abandoned.swap(true, Ordering::AcqRel) {
-            ABANDONED.fetch_add(1, Ordering::AcqRel);
-        }
-        Blocked::PastLimit
-    })
+    drop(waiting);
+    outcome.map_err(|_| Blocked::PastLimit)
 }
 
 /// Most calls left running past their limit before new blocking work is refused: threads
@@ -182,6 +477,8 @@ async fn blocking_slot() -> Option<tokio::sync::OwnedSemaphorePermit> {
 struct Registered {
     spec: ToolSpec,
     tool: Arc<dyn Tool>,
+    /// The synchronous form of a built-in workspace tool (resume reruns searches with it).
+    blocking: Option<Arc<dyn WorkspaceTool>>,
 }
 
 impl Registered {
@@ -189,9 +486,21 @@ impl Registered {
         Arc::new(Registered {
             spec: tool.spec(),
             tool,
+            blocking: None,
+        })
+    }
+
+    fn built_in(tool: Arc<dyn WorkspaceTool>) -> Arc<Registered> {
+        Arc::new(Registered {
+            spec: tool.spec(),
+            tool: Arc::new(Blocking(Arc::clone(&tool))),
+            blocking: Some(tool),
         })
     }
 }
+
+/// Most bytes of a tool's output the model is shown; the rest is cut, and the output says so.
+pub const MAX_TOOL_OUTPUT: usize = 256 * 1024;
 
 /// The set of tools one subagent may call.
 #[derive(Clone)]
@@ -207,14 +516,33 @@ impl std::fmt::Debug for ToolRegistry {
     }
 }
 
+/// A call the gate let through: the tool to run, and what the call would touch.
+pub(crate) struct Admitted<'a> {
+    tool: &'a Registered,
+    /// Its consequences, as the tool declared them.
+    pub(crate) consequences: Vec<Consequence>,
+}
+
+impl Admitted<'_> {
+    /// Whether the tool declares the call needs the application's approval.
+    pub(crate) fn needs_approval(&self, arguments: &Value) -> bool {
+        self.tool.tool.needs_approval(arguments)
+    }
+
+    /// Whether the tool declares it only reads.
+    pub(crate) fn read_only(&self) -> bool {
+        self.tool.tool.read_only()
+    }
+}
+
 impl ToolRegistry {
     /// The read-only workspace tools: list_dir, glob, grep, read_file.
     pub fn workspace() -> ToolRegistry {
         ToolRegistry::of(vec![
-            Registered::new(Arc::new(fs::ListDir)),
-            Registered::new(Arc::new(fs::Glob)),
-            Registered::new(Arc::new(fs::Grep)),
-            Registered::new(Arc::new(fs::ReadFile)),
+            Registered::built_in(Arc::new(fs::ListDir)),
+            Registered::built_in(Arc::new(fs::Glob)),
+            Registered::built_in(Arc::new(fs::Grep)),
+            Registered::built_in(Arc::new(fs::ReadFile)),
         ])
     }
 
@@ -267,66 +595,120 @@ impl ToolRegistry {
         Arc::clone(&self.specs)
     }
 
-    /// Runs one call — the only way any tool runs. It first passes the gate: the call is
-    /// normalised to its consequences (`Tool::consequences`) and judged by the workspace's
-    /// policy; a denied call does not run and comes back as an error result carrying its
-    /// [`Denial`]. An unknown tool or a failed call comes back as an error result, never a
-    /// panic or an `Err`.
-    pub fn execute(&self, workspace: &Workspace, call: &ToolCall) -> ToolResult {
-        let outcome = match self.tools.iter().find(|t| t.spec.name == call.name) {
-            // Arguments a model sent that are not a JSON object (a provider keeps text that is
-            // not JSON as a string): a tool error the model can fix.
-            Some(_) if !call.arguments.is_object() => Err(ToolError::invalid(format!(
-                "the arguments are not a JSON object: {}; send an object such as {{\"path\": \"src/lib.rs\"}}",
-                excerpt(&call.arguments)
-            ))),
-            // With no rule in force there is nothing to judge.
-            Some(t) if workspace.policy().is_empty() => {
-                t.tool.call(workspace, &call.id, &call.arguments)
-            }
-            Some(t) => {
-                let consequences = t.tool.consequences(&call.arguments);
-                match workspace
-                    .policy()
-                    .judge(&call.name, t.tool.read_only(), &consequences)
-                {
-                    Ok(()) => t.tool.call(workspace, &call.id, &call.arguments),
-                    Err(denial) => Err(ToolError {
-                        message: denial.message(),
-                        retryable: false,
-                        denial: Some(denial),
-                    }),
-                }
-            }
-            None => Err(ToolError::invalid(format!(
+    /// The gate, before a call runs: the tool is known, its arguments are a JSON object, and
+    /// the policy allows its consequences — or the error result the model gets instead (a
+    /// denied call carries its [`Denial`]).
+    pub(crate) fn admit(
+        &self,
+        call: &ToolCall,
+        policy: &Policy,
+    ) -> Result<Admitted<'_>, ToolError> {
+        let Some(t) = self.tools.iter().find(|t| t.spec.name == call.name) else {
+            return Err(ToolError::invalid(format!(
                 "no tool named `{}`; the tools are: {}",
                 call.name,
                 self.names().join(", ")
-            ))),
+            )));
         };
-        match outcome {
-            Ok(output) => ToolResult {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                content: output.content,
-                is_error: false,
-                observations: output.observations,
-                denial: None,
-            },
-            Err(error) => ToolResult {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                content: format!("error: {}", error.message),
-                is_error: true,
-                observations: Vec::new(),
-                // The sandbox does not know which tool asked.
-                denial: error.denial.map(|mut d| {
-                    d.tool = call.name.clone();
-                    d
-                }),
-            },
+        // Arguments a model sent that are not a JSON object (a provider keeps text that is
+        // not JSON as a string): a tool error the model can fix.
+        if !call.arguments.is_object() {
+            return Err(ToolError::invalid(format!(
+                "the arguments are not a JSON object: {}; send an object such as {{\"path\": \"src/lib.rs\"}}",
+                excerpt(&call.arguments)
+            )));
         }
+        let consequences = t.tool.consequences(&call.arguments);
+        // With no rule in force there is nothing to judge.
+        if !policy.is_empty() {
+            policy
+                .judge(&call.name, t.tool.read_only(), &consequences)
+                .map_err(|denial| ToolError {
+                    message: denial.message(),
+                    retryable: false,
+                    denial: Some(denial),
+                })?;
+        }
+        Ok(Admitted {
+            tool: t,
+            consequences,
+        })
     }
+
+    /// Runs one call — the only way any tool runs. It first passes the gate: the call is
+    /// normalised to its consequences (`Tool::consequences`) and judged by the context's
+    /// policy; a denied call does not run and comes back as an error result carrying its
+    /// [`Denial`]. An unknown tool or a failed call comes back as an error result, never a
+    /// panic or an `Err`. What the tool observed is stamped with the call's id; its output is
+    /// cut at [`MAX_TOOL_OUTPUT`] bytes.
+    pub async fn execute(&self, call: &ToolCall, context: &ToolContext) -> ToolResult {
+        let outcome = match self.admit(call, context.policy()) {
+            Ok(admitted) => admitted.tool.tool.call(&call.arguments, context).await,
+            Err(refused) => Err(refused),
+        };
+        finish(call, outcome)
+    }
+
+    /// Runs a built-in workspace tool's call on this thread (blocking), through the same
+    /// gate: how a resume reruns a search. Any other tool is an error result.
+    pub(crate) fn execute_blocking(&self, call: &ToolCall, workspace: &Workspace) -> ToolResult {
+        let outcome = self.admit(call, workspace.policy()).and_then(|admitted| {
+            match &admitted.tool.blocking {
+                Some(tool) => tool.call(workspace, &call.id, &call.arguments),
+                None => Err(ToolError::invalid(format!(
+                    "`{}` cannot be run here",
+                    call.name
+                ))),
+            }
+        });
+        finish(call, outcome)
+    }
+}
+
+/// A call's outcome as its result: observations stamped with the call and bounded, the
+/// output cut to [`MAX_TOOL_OUTPUT`], an error's denial naming the tool.
+fn finish(call: &ToolCall, outcome: Result<ToolOutput, ToolError>) -> ToolResult {
+    match outcome {
+        Ok(output) => ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: capped(output.content),
+            is_error: false,
+            observations: output
+                .observations
+                .into_iter()
+                .map(|o| o.made_by(&call.id).bounded())
+                .collect(),
+            denial: None,
+        },
+        Err(error) => ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: capped(format!("error: {}", error.message)),
+            is_error: true,
+            observations: Vec::new(),
+            // The sandbox does not know which tool asked.
+            denial: error.denial.map(|mut d| {
+                d.tool = call.name.clone();
+                d
+            }),
+        },
+    }
+}
+
+/// A tool's output within [`MAX_TOOL_OUTPUT`] bytes, cut at a character boundary with a note.
+fn capped(mut content: String) -> String {
+    if content.len() <= MAX_TOOL_OUTPUT {
+        return content;
+    }
+    let mut at = MAX_TOOL_OUTPUT;
+    while !content.is_char_boundary(at) {
+        at -= 1;
+    }
+    let left = content.len() - at;
+    content.truncate(at);
+    content.push_str(&format!("\n[output cut: {left} more bytes not shown]"));
+    content
 }
 
 /// At most 200 characters of a value, as JSON text.

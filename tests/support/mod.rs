@@ -7,6 +7,27 @@ use std::path::Path;
 
 use baton::{ConclusionKind, Report, SourceId};
 
+/// Runs one tool call in `ws` (its policy the gate's) on a runtime of its own, as a subagent
+/// would: the registry's gate first.
+pub(crate) fn execute(
+    registry: &baton::ToolRegistry,
+    ws: &baton::Workspace,
+    call: baton::ToolCall,
+) -> baton::ToolResult {
+    let cx = baton::ToolContext::new("test", "t", &call.id).with_workspace(ws.clone());
+    let registry = registry.clone();
+    // A thread of its own: the caller may be on a runtime already.
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+            .block_on(registry.execute(&call, &cx))
+    })
+    .join()
+    .expect("the tool call's thread")
+}
+
 /// Writes `files` (path, content) under a new temp dir.
 pub(crate) fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -1,0 +1,243 @@
+//! A run's event stream, which is its log: every durable event, in order, to every reader —
+//! replayed from the store, then followed live as the run appends — with no gap and no
+//! duplicate. Bounded: a reader that falls behind slows the run; none is ever dropped.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+
+use super::event::LoggedEvent;
+use super::store::{EventStore, StoreError};
+
+/// Room a reader's live queue makes for a run: the run waits for a reader this far behind.
+pub const EVENTS_BUFFER: usize = 1024;
+
+/// Events a reader reads from the store at a time while it catches up.
+const PAGE: usize = 512;
+
+/// The live side of a run's stream: the run publishes each event once it is durable, to every
+/// reader following live.
+pub(crate) struct Feed {
+    run_id: String,
+    store: Arc<dyn EventStore>,
+    state: Mutex<FeedState>,
+}
+
+#[derive(Default)]
+struct FeedState {
+    /// The last event published (every event up to it is durable).
+    published: u64,
+    /// Set once the run has ended here: nothing more is published.
+    closed: bool,
+    readers: Vec<mpsc::Sender<LoggedEvent>>,
+}
+
+impl std::fmt::Debug for Feed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Feed")
+            .field("run_id", &self.run_id)
+            .finish()
+    }
+}
+
+impl Feed {
+    /// The feed of `run_id`, whose log is in `store`; `published`: the last event already in
+    /// it (a resumed run's).
+    pub(crate) fn new(run_id: &str, store: Arc<dyn EventStore>, published: u64) -> Feed {
+        Feed {
+            run_id: run_id.to_string(),
+            store,
+            state: Mutex::new(FeedState {
+                published,
+                ..FeedState::default()
+            }),
+        }
+    }
+
+    /// The feed of a run that is not running here: readers replay its log and end.
+    pub(crate) fn closed(run_id: &str, store: Arc<dyn EventStore>) -> Feed {
+        let feed = Feed::new(run_id, store, 0);
+        feed.close();
+        feed
+    }
+
+    /// Publishes durable events, in order, to every reader following live — waiting for room
+    /// in each reader's queue: a slow reader slows the run, and none is dropped. A reader that
+    /// is gone is let go.
+    pub(crate) async fn publish(&self, events: &[LoggedEvent]) {
+        let Some(last) = events.last() else { return };
+        // Readers that join after this replay these events from the store.
+        let readers = match self.state.lock() {
+            Ok(mut state) => {
+                state.published = state.published.max(last.seq);
+                state.readers.clone()
+            }
+            Err(_) => return,
+        };
+        if readers.is_empty() {
+            return;
+        }
+        let mut gone = false;
+        for reader in &readers {
+            for event in events {
+                if reader.send(event.clone()).await.is_err() {
+                    gone = true;
+                    break;
+                }
+            }
+        }
+        if gone {
+            if let Ok(mut state) = self.state.lock() {
+                state.readers.retain(|r| !r.is_closed());
+            }
+        }
+    }
+
+    /// The run has ended here: readers following live end once they have read what was
+    /// published.
+    pub(crate) fn close(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.closed = true;
+            state.readers.clear();
+        }
+    }
+
+    /// Whether the run has ended here.
+    fn is_closed(&self) -> bool {
+        self.state.lock().map_or(true, |state| state.closed)
+    }
+
+    /// A reader of every event after `after`.
+    pub(crate) fn reader(self: &Arc<Feed>, after: u64) -> EventStream {
+        EventStream {
+            feed: Arc::clone(self),
+            last: after,
+            buffer: VecDeque::new(),
+            phase: Phase::Replay,
+        }
+    }
+
+    /// Follows live from `after` on, if nothing after it was published yet; `Err(())` when
+    /// the reader must first read more from the store. `Ok(None)`: the run has ended.
+    fn follow(&self, after: u64) -> Result<Option<mpsc::Receiver<LoggedEvent>>, ()> {
+        let mut state = self.state.lock().map_err(|_| ())?;
+        if state.published > after {
+            return Err(());
+        }
+        if state.closed {
+            return Ok(None);
+        }
+        let (sender, receiver) = mpsc::channel(EVENTS_BUFFER);
+        state.readers.push(sender);
+        Ok(Some(receiver))
+    }
+}
+
+enum Phase {
+    /// Reading what is in the store.
+    Replay,
+    /// Following the run live.
+    Live(mpsc::Receiver<LoggedEvent>),
+    /// Nothing more will come.
+    Done,
+}
+
+/// A run's events, each once and in order, from a sequence number on: what the store holds
+/// first, then what the run logs as it goes; it ends when the run has ended here (or, for a
+/// run not running in this process, at the end of its log). Every event is one the log holds
+/// durably, with its sequence number and digest.
+pub struct EventStream {
+    feed: Arc<Feed>,
+    /// The last event given.
+    last: u64,
+    buffer: VecDeque<LoggedEvent>,
+    phase: Phase,
+}
+
+impl std::fmt::Debug for EventStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventStream")
+            .field("run_id", &self.feed.run_id)
+            .field("last", &self.last)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EventStream {
+    /// The sequence number of the last event given (or the one the stream started after).
+    pub fn last_seq(&self) -> u64 {
+        self.last
+    }
+
+    /// The run whose events these are.
+    pub fn run_id(&self) -> &str {
+        &self.feed.run_id
+    }
+
+    /// The next event; `None` once the run has ended and every event was given. An error —
+    /// the store could not be read, or the log is damaged — ends the stream.
+    pub async fn next(&mut self) -> Option<Result<LoggedEvent, StoreError>> {
+        loop {
+            if let Some(event) = self.buffer.pop_front() {
+                self.last = event.seq;
+                return Some(Ok(event));
+            }
+            match &mut self.phase {
+                Phase::Done => return None,
+                Phase::Live(receiver) => match receiver.recv().await {
+                    // Read from the store already.
+                    Some(event) if event.seq <= self.last => {}
+                    Some(event) if event.seq == self.last + 1 => {
+                        self.last = event.seq;
+                        return Some(Ok(event));
+                    }
+                    Some(event) => {
+                        self.phase = Phase::Done;
+                        return Some(Err(StoreError::Damaged {
+                            run_id: self.feed.run_id.clone(),
+                            last_intact: self.last,
+                            detail: format!("event {} follows event {}", event.seq, self.last),
+                        }));
+                    }
+                    None => self.phase = Phase::Done,
+                },
+                Phase::Replay => {
+                    if let Err(e) = self.read_page().await {
+                        self.phase = Phase::Done;
+                        return Some(Err(e));
+                    }
+                    if !self.buffer.is_empty() {
+                        continue;
+                    }
+                    // Caught up with the store: follow live, unless more was published
+                    // meanwhile (then read on).
+                    match self.feed.follow(self.last) {
+                        Ok(Some(receiver)) => self.phase = Phase::Live(receiver),
+                        Ok(None) => self.phase = Phase::Done,
+                        Err(()) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads the next page of the log from the store, off the runtime.
+    async fn read_page(&mut self) -> Result<(), StoreError> {
+        let (store, run_id, after) = (
+            Arc::clone(&self.feed.store),
+            self.feed.run_id.clone(),
+            self.last,
+        );
+        let page = tokio::task::spawn_blocking(move || store.events_after(&run_id, after, PAGE))
+            .await
+            .map_err(|e| StoreError::Read(format!("reading the log failed: {e}")))?;
+        match page {
+            Ok(page) => self.buffer.extend(page),
+            // A run that has not logged its first event yet: nothing to replay.
+            Err(StoreError::UnknownRun(_)) if after == 0 && !self.feed.is_closed() => {}
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,163 @@
+//! A run in progress, as its caller holds it: its id, its events (the log, replayed then
+//! followed live), the approvals it waits for, cancelling it, and its report.
+
+use std::sync::Arc;
+
+use super::RunError;
+use crate::checkpoint::{EventStream, Feed};
+use crate::lead::{LeadHandle, Oversight};
+use crate::policy::{Approval, ApprovalError, ApprovalRequest};
+use crate::report::{Report, SubagentSummary};
+
+/// A run in progress.
+///
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dir = baton::testing::fixture_tree();
+/// let coordinator = baton::Coordinator::builder().build();
+/// let handle = coordinator
+///     .start(baton::Task::explore("where is the retry delay computed?", dir.path()))
+///     .await
+///     .unwrap();
+/// let mut events = handle.events();
+/// let mut kinds = Vec::new();
+/// while let Some(event) = events.next().await {
+///     kinds.push(event.unwrap().event.kind());
+/// }
+/// assert_eq!(kinds.first(), Some(&"run_started"));
+/// assert_eq!(kinds.last(), Some(&"run_finished"));
+/// let report = handle.report().await.unwrap();
+/// assert_eq!(report.run_id, events.run_id());
+/// # });
+/// ```
+pub struct RunHandle {
+    run_id: String,
+    lead: LeadHandle,
+    join: tokio::task::JoinHandle<()>,
+    report: tokio::task::JoinHandle<Result<Report, RunError>>,
+    feed: Arc<Feed>,
+    oversight: Oversight,
+    pub(super) warnings: Vec<String>,
+}
+
+impl std::fmt::Debug for RunHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunHandle")
+            .field("run_id", &self.run_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunHandle {
+    pub(super) fn new(
+        run_id: String,
+        lead: LeadHandle,
+        join: tokio::task::JoinHandle<()>,
+        report: tokio::task::JoinHandle<Result<Report, RunError>>,
+        feed: Arc<Feed>,
+        oversight: Oversight,
+    ) -> RunHandle {
+        RunHandle {
+            run_id,
+            lead,
+            join,
+            report,
+            feed,
+            oversight,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The run's id (what `baton runs` lists and `Coordinator::resume` takes).
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// Every event of the run from its first: [`RunHandle::events_from`]`(0)`.
+    pub fn events(&self) -> EventStream {
+        self.events_from(0)
+    }
+
+    /// Every event of the run after sequence number `after_seq`, each once and in order: those
+    /// the log holds first, then each as the run logs it (once it is durable); the stream ends
+    /// when the run has. A reader that stops and comes back with the last sequence number it
+    /// read misses nothing and reads nothing twice. Bounded: a reader that falls
+    /// [`crate::EVENTS_BUFFER`] events behind makes the run wait — nothing is dropped, and
+    /// nothing grows without bound. A reader that is dropped is let go.
+    pub fn events_from(&self, after_seq: u64) -> EventStream {
+        self.feed.reader(after_seq)
+    }
+
+    /// Cancels the run: no more subagents start, running ones stop, requests for approval
+    /// are withdrawn, the report keeps what was handed off.
+    pub fn cancel(&self) {
+        self.lead.cancel();
+    }
+
+    /// A cheap handle for cancelling from elsewhere (a Ctrl-C handler).
+    pub fn canceller(&self) -> Canceller {
+        Canceller {
+            lead: self.lead.clone(),
+        }
+    }
+
+    /// What the run said of its constraints as it started (a place a rule names that the tree
+    /// does not hold, a place respelled as the tree spells it, a constraint carried but not
+    /// enforced), one line each; the report's Hard constraints say them too.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The subagents as they stand now; `None` once the run is over.
+    pub async fn status(&self) -> Option<Vec<SubagentSummary>> {
+        self.lead.status().await
+    }
+
+    /// The requests for approval the run waits on now, oldest first (also in the event
+    /// stream as `approval_requested`).
+    pub fn approvals(&self) -> Vec<ApprovalRequest> {
+        self.oversight.pending()
+    }
+
+    /// Grants a request: the call it stands for runs, once. Refused when the request is
+    /// unknown, decided already, or expired.
+    pub async fn approve(&self, id: &str) -> Result<(), ApprovalError> {
+        self.lead.decide(id, Approval::Grant).await
+    }
+
+    /// Denies a request: the call does not run, and its subagent's model is told `reason`.
+    pub async fn deny(&self, id: &str, reason: impl Into<String>) -> Result<(), ApprovalError> {
+        self.lead.decide(id, Approval::Deny(reason.into())).await
+    }
+
+    /// Waits for the report (an error when the run's log could not be written, or the run
+    /// could not run).
+    pub async fn report(self) -> Result<Report, RunError> {
+        let report = match self.report.await {
+            Ok(result) => result,
+            Err(e) => Err(RunError::Runtime(format!("the run task ended: {e}"))),
+        };
+        let _ = self.join.await;
+        report
+    }
+}
+
+/// Cancels a run: no more subagents start, running ones stop, the report keeps what was
+/// handed off.
+#[derive(Clone)]
+pub struct Canceller {
+    lead: LeadHandle,
+}
+
+impl std::fmt::Debug for Canceller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Canceller").finish_non_exhaustive()
+    }
+}
+
+impl Canceller {
+    /// Cancels the run.
+    pub fn cancel(&self) {
+        self.lead.cancel();
+    }
+}

@@ -1,0 +1,171 @@
+//! A task: what a run is to find out, its job kind and its source — a tree to explore, or a
+//! job over the application's own tools with no workspace at all — and the roles it fans out.
+
+use std::path::{Path, PathBuf};
+
+use crate::checkpoint::{Subtask, TaskSpec};
+use crate::contracts::RoleId;
+
+/// A job's kind and its source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Job {
+    /// Explore the tree at this root: the tree is sharded among explorer subagents (and each
+    /// other role the task lists gets one subtask over the whole of it).
+    Explore {
+        /// The directory explored.
+        root: PathBuf,
+    },
+    /// A job over the application's own tools, with no workspace: each subtask is one
+    /// subagent of its role.
+    Custom,
+}
+
+/// A job for a run: its question, its kind and source, and the roles it fans out.
+///
+/// ```
+/// use baton::{Job, Task};
+/// let explore = Task::explore("where is the retry delay computed?", ".");
+/// assert!(matches!(explore.kind(), Job::Explore { .. }));
+/// let custom = Task::job("which open tickets block the release?")
+///     .subtask("triager", "read tickets T-1 to T-3 and say which block the release");
+/// assert_eq!(custom.subtasks().len(), 1);
+/// assert!(custom.root().is_none());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    question: String,
+    job: Job,
+    roles: Vec<RoleId>,
+    subtasks: Vec<Subtask>,
+}
+
+impl Task {
+    /// Explores the tree at `root` to answer `question`: the tree is sharded among `explorer`
+    /// subagents.
+    pub fn explore(question: impl Into<String>, root: impl AsRef<Path>) -> Task {
+        Task {
+            question: question.into(),
+            job: Job::Explore {
+                root: root.as_ref().to_path_buf(),
+            },
+            roles: Vec::new(),
+            subtasks: Vec::new(),
+        }
+    }
+
+    /// A job over the application's own tools, with no workspace: give it subtasks
+    /// ([`Task::subtask`]) or roles ([`Task::roles`], one subtask each).
+    pub fn job(question: impl Into<String>) -> Task {
+        Task {
+            question: question.into(),
+            job: Job::Custom,
+            roles: Vec::new(),
+            subtasks: Vec::new(),
+        }
+    }
+
+    /// The roles to fan out. Exploring, `explorer` shards the tree and every other role gets
+    /// one subtask over the whole of it (a task that lists roles without `explorer` shards
+    /// nothing); in a custom job each role gets one subtask asking the task's question.
+    pub fn roles<R: Into<RoleId>>(mut self, roles: impl IntoIterator<Item = R>) -> Task {
+        for role in roles {
+            let role = role.into();
+            if !self.roles.contains(&role) {
+                self.roles.push(role);
+            }
+        }
+        self
+    }
+
+    /// One more subtask: a subagent of `role` answering `question` (besides the task's).
+    pub fn subtask(mut self, role: impl Into<RoleId>, question: impl Into<String>) -> Task {
+        self.subtasks.push(Subtask {
+            role: role.into(),
+            question: question.into(),
+            scope: Vec::new(),
+        });
+        self
+    }
+
+    /// One more subtask over part of the tree (exploring): `scope` lists root-relative paths.
+    pub fn subtask_in<S: Into<String>>(
+        mut self,
+        role: impl Into<RoleId>,
+        question: impl Into<String>,
+        scope: impl IntoIterator<Item = S>,
+    ) -> Task {
+        self.subtasks.push(Subtask {
+            role: role.into(),
+            question: question.into(),
+            scope: scope.into_iter().map(Into::into).collect(),
+        });
+        self
+    }
+
+    /// What the run is to find out.
+    pub fn question(&self) -> &str {
+        &self.question
+    }
+
+    /// Its kind and source.
+    pub fn kind(&self) -> &Job {
+        &self.job
+    }
+
+    /// The tree it explores, if it does.
+    pub fn root(&self) -> Option<&Path> {
+        match &self.job {
+            Job::Explore { root } => Some(root),
+            Job::Custom => None,
+        }
+    }
+
+    /// The roles it fans out (none given: an explore task's `explorer`).
+    pub fn fan_out(&self) -> Vec<RoleId> {
+        if self.roles.is_empty() && self.subtasks.is_empty() && self.root().is_some() {
+            vec![RoleId::EXPLORER]
+        } else {
+            self.roles.clone()
+        }
+    }
+
+    /// Its subtasks given one by one.
+    pub fn subtasks(&self) -> &[Subtask] {
+        &self.subtasks
+    }
+
+    /// Every role the task names (fanned out or in a subtask), once each.
+    pub(crate) fn named_roles(&self) -> Vec<RoleId> {
+        let mut out = self.fan_out();
+        for s in &self.subtasks {
+            if !out.contains(&s.role) {
+                out.push(s.role.clone());
+            }
+        }
+        out
+    }
+
+    /// The task as the log keeps it (so a run killed before it planned plans the same way on
+    /// resume).
+    pub(crate) fn spec(&self) -> TaskSpec {
+        TaskSpec {
+            custom: matches!(self.job, Job::Custom),
+            roles: self.roles.clone(),
+            subtasks: self.subtasks.clone(),
+        }
+    }
+
+    /// The task a log's `run_started` describes.
+    pub(crate) fn from_spec(question: &str, root: &str, spec: &TaskSpec) -> Task {
+        let task = if spec.custom {
+            Task::job(question)
+        } else {
+            Task::explore(question, root)
+        };
+        Task {
+            roles: spec.roles.clone(),
+            subtasks: spec.subtasks.clone(),
+            ..task
+        }
+    }
+}

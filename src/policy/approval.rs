@@ -1,0 +1,224 @@
+//! Approvals: a tool call whose consequence needs the application's say waits for it. The
+//! request names the exact object — the tool, its arguments and their digest, what it would
+//! touch — and expires; a decision is logged and a grant is consumed once. Nothing a model, a
+//! tool or a document says grants one: only the application's decision does.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::gate::{Consequence, Effect};
+
+/// A tool call waiting for the application's approval: the exact object, why it waits, and
+/// until when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    /// Its id in the run (`ap1`, `ap2`, …): what [`Approval`]s are given for.
+    pub id: String,
+    /// The subagent whose call waits.
+    pub subagent: String,
+    /// The call that asked (`sa1.3`).
+    pub call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The call's arguments, as the model wrote them (scrubbed of secrets where logged).
+    pub arguments: Value,
+    /// SHA-256 of the tool's name, a newline and the arguments' JSON (keys sorted): the
+    /// intent a decision is for — the same tool with the same arguments.
+    pub arguments_digest: String,
+    /// What the call would touch, as the tool declares it.
+    pub consequences: Vec<Consequence>,
+    /// Why it needs approval (the tool says so; the role's rule for an effect; a call like it
+    /// had an unknown outcome).
+    pub reason: String,
+    /// When it was asked (ms since the Unix epoch).
+    pub requested_ms: u64,
+    /// When it expires unanswered (ms since the Unix epoch): after that it is history, not
+    /// permission.
+    pub expires_ms: u64,
+}
+
+/// What the application says of a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// The call may run, once.
+    Grant,
+    /// The call does not run; the model is told why.
+    Deny(String),
+}
+
+/// How a request ended, as the log records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    /// Granted: the call may run once.
+    Granted,
+    /// Denied: the call does not run.
+    Denied {
+        /// Why, as the application said.
+        reason: String,
+    },
+    /// Not decided before it expired: the call does not run.
+    Expired,
+    /// The run ended (or its subagent did) with the request undecided.
+    Withdrawn {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl ApprovalDecision {
+    /// One word for it: granted, denied, expired, withdrawn.
+    pub fn word(&self) -> &'static str {
+        match self {
+            ApprovalDecision::Granted => "granted",
+            ApprovalDecision::Denied { .. } => "denied",
+            ApprovalDecision::Expired => "expired",
+            ApprovalDecision::Withdrawn { .. } => "withdrawn",
+        }
+    }
+}
+
+/// Why a decision was not taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApprovalError {
+    /// No request with that id in the run.
+    #[error("no approval request `{0}` in this run")]
+    Unknown(String),
+    /// The request was decided already.
+    #[error("approval request `{id}` was {word} already")]
+    Decided {
+        /// The request.
+        id: String,
+        /// How it was decided.
+        word: &'static str,
+    },
+    /// The request expired before the decision came: it is history, not permission.
+    #[error("approval request `{0}` expired before it was decided")]
+    Expired(String),
+    /// The run is over.
+    #[error("the run has ended")]
+    RunEnded,
+}
+
+/// Decides requests as they come, in the application's place (set on the coordinator's
+/// builder); without one, requests wait for `RunHandle::approve` or `RunHandle::deny`.
+#[async_trait::async_trait]
+pub trait Approver: Send + Sync {
+    /// The decision on one request.
+    async fn decide(&self, request: &ApprovalRequest) -> Approval;
+}
+
+/// The intents (SHA-256 of a tool's name and arguments) of calls with effects whose outcome is
+/// unknown, each with the call's id: shared by a run's subagents, so no such call is made again
+/// without the application's approval.
+pub(crate) type UnknownOutcomes = std::sync::Arc<dashmap::DashMap<String, String>>;
+
+/// The intent a call stands for: SHA-256 of the tool's name, a newline and its arguments'
+/// JSON (object keys sorted).
+pub(crate) fn intent_digest(tool: &str, arguments: &Value) -> String {
+    let mut text = String::with_capacity(tool.len() + 64);
+    text.push_str(tool);
+    text.push('\n');
+    canonical(arguments, &mut text);
+    crate::digest::sha256_hex(text.as_bytes())
+}
+
+/// A value's JSON with every object's keys sorted, whatever order the map keeps them in.
+fn canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                canonical(&map[key], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// Why a call needs the application's approval before it runs, if it does (pure): the tool
+/// says so; or one of its consequences has an effect its role reserves for approval; or it has
+/// effects and an earlier call of the same intent has an unknown outcome (`earlier`: that
+/// call's id) — repeating it could do twice what may have been done once.
+pub(crate) fn approval_reason(
+    tool: &str,
+    tool_says: bool,
+    role: &str,
+    reserved: &[Effect],
+    consequences: &[Consequence],
+    earlier: Option<&str>,
+) -> Option<String> {
+    if let Some(call) = earlier {
+        return Some(format!(
+            "the outcome of an earlier call of `{tool}` with the same arguments ({call}) is unknown: repeating it could do it twice"
+        ));
+    }
+    if tool_says {
+        return Some(format!("the tool `{tool}` asks for approval of this call"));
+    }
+    consequences
+        .iter()
+        .find(|c| reserved.contains(&c.effect))
+        .map(|c| format!("the role `{role}` needs approval for {}", c.describe()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_needs_approval_for_each_reason_and_not_otherwise() {
+        let write = Consequence::on_path(Effect::Write, "out/x");
+        let read = Consequence::on_path(Effect::Read, "src/a.rs");
+        let reason = |says, reserved: &[Effect], earlier| {
+            approval_reason(
+                "t",
+                says,
+                "r",
+                reserved,
+                &[read.clone(), write.clone()],
+                earlier,
+            )
+        };
+        assert_eq!(reason(false, &[], None), None);
+        assert_eq!(reason(false, &[Effect::Network], None), None);
+        assert!(reason(true, &[], None)
+            .unwrap()
+            .contains("asks for approval"));
+        assert!(reason(false, &[Effect::Write], None)
+            .unwrap()
+            .contains("writing `out/x`"));
+        assert!(reason(false, &[], Some("sa1.2"))
+            .unwrap()
+            .contains("(sa1.2) is unknown"));
+    }
+
+    #[test]
+    fn an_intent_is_the_tool_and_its_arguments_whatever_their_key_order() {
+        let a: Value = serde_json::from_str(r#"{"b": 1, "a": [1, 2]}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{"a": [1, 2], "b": 1}"#).unwrap();
+        assert_eq!(intent_digest("t", &a), intent_digest("t", &b));
+        assert_ne!(intent_digest("t", &a), intent_digest("u", &a));
+        let c: Value = serde_json::from_str(r#"{"a": [2, 1], "b": 1}"#).unwrap();
+        assert_ne!(intent_digest("t", &a), intent_digest("t", &c));
+    }
+}
