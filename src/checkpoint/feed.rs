@@ -108,35 +108,49 @@ impl Feed {
         self.state.lock().map_or(true, |state| state.closed)
     }
 
-    /// A reader of every event after `after`.
+    /// A reader of every event after `after`. It follows the run from the moment it is
+    /// made — what the run publishes meanwhile waits in its queue, so a reader that does not
+    /// read holds the run once the queue is full — and first reads from the store what was
+    /// published before.
     pub(crate) fn reader(self: &Arc<Feed>, after: u64) -> EventStream {
+        let phase = match self.follow() {
+            Some((receiver, upto)) => Phase::Replay {
+                live: Some(receiver),
+                upto,
+            },
+            None => Phase::Replay {
+                live: None,
+                upto: u64::MAX,
+            },
+        };
         EventStream {
             feed: Arc::clone(self),
             last: after,
             buffer: VecDeque::new(),
-            phase: Phase::Replay,
+            phase,
         }
     }
 
-    /// Follows live from `after` on, if nothing after it was published yet; `Err(())` when
-    /// the reader must first read more from the store. `Ok(None)`: the run has ended.
-    fn follow(&self, after: u64) -> Result<Option<mpsc::Receiver<LoggedEvent>>, ()> {
-        let mut state = self.state.lock().map_err(|_| ())?;
-        if state.published > after {
-            return Err(());
-        }
+    /// A live queue of what is published from now on, and the last event published before
+    /// it (which the store holds); none once the run has ended here.
+    fn follow(&self) -> Option<(mpsc::Receiver<LoggedEvent>, u64)> {
+        let mut state = self.state.lock().ok()?;
         if state.closed {
-            return Ok(None);
+            return None;
         }
         let (sender, receiver) = mpsc::channel(EVENTS_BUFFER);
         state.readers.push(sender);
-        Ok(Some(receiver))
+        Some((receiver, state.published))
     }
 }
 
 enum Phase {
-    /// Reading what is in the store.
-    Replay,
+    /// Reading from the store what was published up to `upto` (all of it, for a run not
+    /// running here), while what is published after waits in `live`.
+    Replay {
+        live: Option<mpsc::Receiver<LoggedEvent>>,
+        upto: u64,
+    },
     /// Following the run live.
     Live(mpsc::Receiver<LoggedEvent>),
     /// Nothing more will come.
@@ -202,24 +216,48 @@ impl EventStream {
                     }
                     None => self.phase = Phase::Done,
                 },
-                Phase::Replay => {
+                Phase::Replay { live, upto } => {
+                    if self.last >= *upto {
+                        self.phase = match live.take() {
+                            Some(receiver) => Phase::Live(receiver),
+                            None => Phase::Done,
+                        };
+                        continue;
+                    }
+                    let upto = *upto;
                     if let Err(e) = self.read_page().await {
                         self.phase = Phase::Done;
                         return Some(Err(e));
                     }
-                    if !self.buffer.is_empty() {
-                        continue;
-                    }
-                    // Caught up with the store: follow live, unless more was published
-                    // meanwhile (then read on).
-                    match self.feed.follow(self.last) {
-                        Ok(Some(receiver)) => self.phase = Phase::Live(receiver),
-                        Ok(None) => self.phase = Phase::Done,
-                        Err(()) => {}
+                    if self.buffer.is_empty() {
+                        // The store ends here: what follows comes live (for a run not
+                        // running here, nothing does).
+                        let live = match &mut self.phase {
+                            Phase::Replay { live, .. } => live.take(),
+                            _ => None,
+                        };
+                        match live {
+                            Some(_) if self.last < upto => return self.missing(upto),
+                            Some(receiver) => self.phase = Phase::Live(receiver),
+                            None => self.phase = Phase::Done,
+                        }
                     }
                 }
             }
         }
+    }
+
+    /// The store holds less than was published: the log is damaged.
+    fn missing(&mut self, upto: u64) -> Option<Result<LoggedEvent, StoreError>> {
+        self.phase = Phase::Done;
+        Some(Err(StoreError::Damaged {
+            run_id: self.feed.run_id.clone(),
+            last_intact: self.last,
+            detail: format!(
+                "the store ends at event {}, and event {upto} was published",
+                self.last
+            ),
+        }))
     }
 
     /// Reads the next page of the log from the store, off the runtime.

@@ -706,6 +706,36 @@ mod tests {
         }
     }
 
+    /// A job with no tree: a subtask gives no scope; its role is one of the run's, the
+    /// first when it names none.
+    #[test]
+    fn a_job_s_plan_has_no_scope_and_roles_of_the_run() {
+        let roles = [RoleId::from("triager"), RoleId::from("filer")];
+        let ok = check_plan(
+            r#"{"subtasks": [{"question": "a"}, {"question": "b", "role": "filer"}]}"#,
+            4,
+            None,
+            &roles,
+        )
+        .unwrap();
+        assert_eq!(ok[0].role, "triager");
+        assert_eq!(ok[1].role, "filer");
+        assert!(ok.iter().all(|s| s.scope.is_empty()));
+        let bad = check_plan(
+            r#"{"subtasks": [{"question": "a", "scope": ["src"]}, {"question": "b", "role": "x"}]}"#,
+            4,
+            None,
+            &roles,
+        )
+        .unwrap_err()
+        .join("\n");
+        assert!(bad.contains("subtask 1: this job has no tree"), "{bad}");
+        assert!(
+            bad.contains("subtask 2: `role` must be one of the run's roles: triager, filer"),
+            "{bad}"
+        );
+    }
+
     #[test]
     fn the_checker_enforces_the_schema_file_s_bounds() {
         let schema: Value = serde_json::from_str(PLAN_SCHEMA).unwrap();

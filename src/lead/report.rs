@@ -438,6 +438,13 @@ pub(super) fn evidence_digests(
                 text.lines(a, b).to_string()
             }),
             SourceId::Record { kind, id } if kind == "call" => shown_text(observations, id, files),
+            // A record's digest is the one its tool gave for the text it showed.
+            SourceId::Record { kind, id } => {
+                if let Some(digest) = observations.record_digest(kind, id) {
+                    out.insert(source.to_string(), digest.to_string());
+                }
+                continue;
+            }
             _ => continue,
         };
         if let Some(text) = text {

@@ -513,6 +513,20 @@ impl ObservationLog {
             .collect()
     }
 
+    /// The digest of the record of this kind and id as a tool first returned it, when it
+    /// gave one.
+    pub fn record_digest(&self, kind: &str, id: &str) -> Option<&str> {
+        self.entries.iter().find_map(|o| match o {
+            Observation::Record {
+                record_kind: k,
+                id: i,
+                digest: Some(digest),
+                ..
+            } if k == kind && i == id => Some(digest.as_str()),
+            _ => None,
+        })
+    }
+
     /// Whether a record of this kind and id was returned.
     pub fn saw_record(&self, kind: &str, id: &str) -> bool {
         self.entries.iter().any(|o| {
