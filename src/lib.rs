@@ -9,26 +9,38 @@
 //! # Bird's-eye view
 //!
 //! ```text
-//! Task ─▶ Coordinator::start ─▶ LeadActor ──plan (shards)──▶ SubagentActor × N (≤ agents at once)
-//!                                  ▲                          │ AgentLoop: model ⇄ tools
+//! Task ─▶ Coordinator::start ─▶ LeadActor ──plan (shards, role subtasks)──▶ SubagentActor × N
+//!                                  ▲                          │ AgentLoop: model ⇄ tools (gate,
+//!                                  │                          │ approvals, time limits)
 //!                                  │◀── SubagentReport::HandedOff ┘ (text + observation log)
 //!                                  │    validate (4 layers, off the actor) → accept | repair | reject
 //!                                  ▼
 //!          event log (append-only, digest-chained) ─▶ checkpoint ─▶ role-compiled contexts
-//!                                  ▼
-//!                     merge (pure) ─▶ Report (the lead's own handoff)
+//!                │                 ▼
+//!                │    merge (pure) ─▶ Report (the lead's own handoff)
+//!                ▼
+//!          RunHandle::events: the durable log, replayed then followed live (the CLI's display)
 //! ```
 //!
 //! # Entry points
-//! - Library: [`Coordinator`] (`new`, builder methods, `check`, `start` → [`RunHandle`],
-//!   `run`, `resume`), [`Task`], [`Report`], [`connect`] (a `--model` spec to a [`Model`]),
-//!   [`testing`] (test doubles for users' own tests). The root re-exports those and the types
-//!   their signatures name: the [`Model`] and [`Tool`] traits with what they take and give,
-//!   the [`Handoff`] contract and [`validate`], the [`Checkpoint`] and its log ([`RunEvent`],
-//!   [`EventStore`], [`SqliteStore`]), [`Event`], [`RoleId`], the policy's types. The layer
+//! - Library: [`Coordinator::builder`] → [`CoordinatorBuilder`] (models, tools, roles,
+//!   constraints, limits, store, time limits, approver) → [`Coordinator`] (`check`, `start` →
+//!   [`RunHandle`], `run`, `resume`, `logged_events`, `brief`); a [`Task`] names its [`Job`]
+//!   kind and source (explore a tree, or a job over the application's own tools) and the
+//!   roles and subtasks it fans out; a [`RunHandle`] gives the run's id, its events
+//!   ([`EventStream`] of [`LoggedEvent`]s), its requests for approval, its cancellation and its
+//!   [`Report`]. The traits an application implements — [`Model`], [`Tool`] (with its
+//!   [`ToolContext`]), [`Approver`] — are written with the re-exported
+//!   [`async_trait`](macro@async_trait); roles
+//!   are [`Role`]s in code or TOML profiles; [`testing`] holds test doubles for users' own
+//!   tests. The root re-exports those and the types their signatures name: the [`Handoff`]
+//!   contract and [`validate`], the [`Checkpoint`] and its log ([`RunEvent`], [`EventStore`],
+//!   [`SqliteStore`]), [`RoleId`], the policy's types, and `serde_json` (`json!`, [`Value`])
+//!   and `tokio` — an application needs no dependency of its own to use any of it. The layer
 //!   modules marked `pub` ([`checkpoint`], [`compaction`], [`context`], [`model`], [`policy`],
 //!   [`telemetry`], [`text`], [`tokens`], [`transcript`]) are the binary's and the tests' way
-//!   in; the rest is `pub(crate)`.
+//!   in; the rest is `pub(crate)`. `examples/` shows each use (embed, custom_tool, custom_role,
+//!   custom_model, approval); `tests/examples.rs` runs each and checks its output.
 //! - Binary: `src/main.rs` → `cli` (`baton explore ROOT QUESTION`, `baton validate FILE`,
 //!   `baton runs`, `baton brief RUN`, `baton resume RUN`, `baton context RUN --role ROLE`,
 //!   `baton compact TRANSCRIPT`).
@@ -54,9 +66,8 @@
 //! | 9 | `explorer` |
 //! | 10 | `subagent` |
 //! | 11 | `report` |
-//! | 12 | `event` |
-//! | 13 | `lead` |
-//! | 14 | `coordinator`, [`testing`] |
+//! | 12 | `lead` |
+//! | 13 | `coordinator`, [`testing`] |
 //! | — | `cli` (the binary: it reaches the library as `baton::`) |
 //!
 //! Where this differs from the order in the design, on purpose:
@@ -72,7 +83,7 @@
 //! - `explorer` sits above `model`: it implements the [`Model`] trait (it finds a compiled
 //!   context's data section by the markers in `contracts`); [`connect`] (in `coordinator`)
 //!   builds it or a provider's model.
-//! - `report` and `event` sit above `subagent`: they are what the lead tells its caller.
+//! - `report` sits above `subagent`: it is what the lead tells its caller.
 //!
 //! # Code map
 //!
@@ -135,16 +146,29 @@
 //! [`Enforcement`]), `Policy::judge` (allow, or a [`Denial`]: the constraint, its event, its
 //! [`Category`], a safe alternative), the per-file check the sandbox makes, the walk filter,
 //! and `Policy::offers_tool` (one `keeps_out` serves the judge and the offer). [`Budget`],
-//! [`Spent`] and [`TimeLimits`], the pure budget decision; `Policy::cap` lowers a budget to
-//! the constraints'. **Invariant:** nothing but a `constraint_stated` event adds, changes or
-//! lifts a rule; a tool that does not declare its consequences is judged as touching
-//! anything; the same consequence denied 3 times ends a subagent.
+//! [`Spent`] and [`TimeLimits`] (model call, tool call, and how long a request for approval
+//! stands), the pure budget decision; `Policy::cap` lowers a budget to the constraints'.
+//! `policy/approval.rs`: [`ApprovalRequest`] (the exact object: tool, arguments and their
+//! digest — the intent —, consequences, reason, expiry), [`Approval`] (what the application
+//! says), [`ApprovalDecision`] (granted, denied, expired, withdrawn, as logged),
+//! [`ApprovalError`], the [`Approver`] trait, and the pure decision of whether a call needs
+//! approval (the tool says so; its role reserves one of its effects; a call of the same
+//! intent with effects had an unknown outcome). **Invariant:** nothing but a
+//! `constraint_stated` event adds, changes or lifts a rule, and nothing but the application's
+//! decision grants an approval; a tool that does not declare its consequences is judged as
+//! touching anything; the same consequence denied 3 times ends a subagent.
 //!
 //! ## Layer 3: `tools`
-//! The [`Tool`] trait (a tool declares whether it only reads — `Tool::read_only`, false
-//! unless it says so — and what a call would touch — `Tool::consequences`, undeclared unless
-//! it says), [`ToolRegistry`] (`execute`, the only way a tool runs, passes the gate first: a
-//! denied call does not run and comes back as an error carrying its [`Denial`]),
+//! The async [`Tool`] trait (a tool declares whether it only reads — `Tool::read_only`, false
+//! unless it says so —, what a call would touch — `Tool::consequences`, undeclared unless it
+//! says —, and whether a call needs approval — `Tool::needs_approval`; `Tool::call` gets the
+//! arguments and a [`ToolContext`]: run, subagent, call id, the workspace when the job has one,
+//! the time limit, a [`Cancellation`]) — the application's tools and the built-in ones alike
+//! (the built-ins are synchronous file work run on a blocking slot); [`ToolOutput`] carries
+//! the observations a call made, stamped with its call id by the registry (a record's text
+//! kept up to [`MAX_RECORD_TEXT`] bytes, its digest always; output cut at
+//! [`MAX_TOOL_OUTPUT`]); [`ToolRegistry`] (`execute`, the only way a tool runs, passes the
+//! gate first: a denied call does not run and comes back as an error carrying its [`Denial`]),
 //! `tools/workspace.rs`: [`Workspace`] (the sandbox, carrying the run's [`Policy`]: it opens
 //! no file and walks no entry a constraint forbids, judged where the file really lies), and
 //! `tools/fs.rs`: the read-only workspace tools list_dir, glob, grep, read_file;
@@ -161,14 +185,17 @@
 //! ## Layer 4: `handoff`
 //! The contract: [`Handoff`], the markdown form (`handoff/markdown.rs`), the JSON form
 //! (`handoff/json.rs`), [`ViolationCode`]s with their [`Layer`] (`handoff/codes.rs`, a wire
-//! format), and [`validate`] (`handoff/validate.rs`: resolution against [`Files`] —
-//! [`WorkspaceFiles`] caches at most [`FILE_CACHE_BYTES`] of text —, observation against an
-//! [`ObservationLog`], quotation against what was shown), [`repair_prompt`].
+//! format), `handoff/files.rs`: where cited files are read ([`Files`], [`FileText`];
+//! [`WorkspaceFiles`] caches at most [`FILE_CACHE_BYTES`] of text, and refuses every file
+//! citation of a job with no workspace), and [`validate`] (`handoff/validate.rs`: resolution,
+//! observation against an [`ObservationLog`], quotation against what was shown — a file's
+//! lines, or a record's text as its tool returned it), [`repair_prompt`].
 //! **Invariant:** parsing and validating never panic and stay bounded
 //! ([`MAX_HANDOFF_BYTES`], JSON nesting 128); every violation is returned at once with its
 //! line, tied to its conclusion where it has one; a backticked quote is checked against the
 //! text its conclusion's sources show (lines, a whole file, the lines a cited `call:ID`
-//! showed); a quote resting only on sources that keep no text is `quote_unchecked`; a finding
+//! showed, a cited record `kind:ID`'s text); a quote resting only on sources that keep no
+//! text is `quote_unchecked`; a finding
 //! citing only searches must be marked negative evidence; a quote is byte-exact within a line;
 //! a source in brackets inside a claim's text is `source_in_claim`. A claim's prose beyond its
 //! quotes and symbols is not checked.
@@ -221,9 +248,14 @@
 //! [`Checkpoint`] (pure, or one event at a time with [`checkpoint::Projector`]; its JSON is
 //! `contracts/checkpoint.schema.json`; stored, it leaves out read-only calls that ended) and
 //! its [`Delta`]; `checkpoint/brief.rs`: the brief; `checkpoint/log.rs`: a run's
-//! [`checkpoint::RunLog`]; `checkpoint/store.rs`: the [`EventStore`] trait, sealing and
-//! verifying the chain, the in-memory store of [`testing`], [`StoreError`] (reads, writes and
-//! a poisoned lock apart) and [`checkpoint::RunClaim`]; `checkpoint/sqlite.rs`: the
+//! [`checkpoint::RunLog`]; `checkpoint/feed.rs`: a run's stream — the `Feed` the lead
+//! publishes each durable event to, and the [`EventStream`] a reader follows: it joins the
+//! feed when made, reads from the store what was published before (a page at a time, each
+//! page chained), then what was published since, skipping nothing and nothing twice;
+//! `checkpoint/store.rs`: the [`EventStore`] trait (`events_after` pages through a log), sealing and
+//! verifying the chain, the in-memory store of [`testing`] (also the log of a run started
+//! without a store), [`StoreError`] (reads, writes and a poisoned lock apart) and
+//! [`checkpoint::RunClaim`]; `checkpoint/sqlite.rs`: the
 //! [`SqliteStore`] (WAL, `synchronous=FULL`, a bounded queue whose backlog an async appender
 //! waits below) and `checkpoint/writer.rs` its one group-commit writer thread (immediate
 //! transactions, retried on BUSY for up to 30 s, a run's head read under the lock). Opening a
@@ -234,11 +266,15 @@
 //! appends in the process and no other run's; every read re-checks the chain and the run's
 //! head; a checkpoint is rebuilt from events only and an invalid one is never used;
 //! `outcome_unknown` never becomes `failed` without a reconciling observation; read-only opens
-//! create nothing.
+//! create nothing; a reader of a run's stream is given only durable events, each once, in
+//! order, and a reader [`EVENTS_BUFFER`] events behind makes the run wait.
 //!
 //! ## Layer 8: [`context`]
-//! Role profiles (`context/role.rs`: [`context::RoleProfile`] from the built-in
-//! `contracts/roles/*.toml` or `--roles DIR`, read from disk and checked when a run starts);
+//! Roles (`context/role.rs`: [`context::RoleProfile`] from the built-in
+//! `contracts/roles/*.toml` or `--roles DIR`, read from disk and checked when a run starts, or
+//! built in code as a [`Role`] — with the limits of its subagents, the effects it reserves for
+//! approval, and a model of its own; [`context::Compiled::render`] prints a context as
+//! `baton context` does);
 //! the compiler [`context::compile`] / [`context::compile_selected`], pure, from (checkpoint,
 //! delta, role, budget, tokenizer) to a [`context::Compiled`] context with its manifest;
 //! `context/render.rs` renders each field's items as escaped data; `context/select.rs`:
@@ -265,7 +301,11 @@
 //! ## Layer 10: `subagent`
 //! `SubagentActor`, its messages and `SubagentReport` (what it tells its lead through the
 //! reporter it is spawned with: it imports nothing of the lead); a tool's output stays with
-//! it, the lead gets its digest; every model call and tool call has a time limit. The
+//! it, the lead gets its digest; every model call and tool call has a time limit.
+//! `subagent/batch.rs`: a batch of tool calls — which must wait for the application's
+//! approval and why, each waiting call run only once granted (denied, expired or withdrawn:
+//! not run, the model told), a call with effects past its limit leaving its intent unknown
+//! for the whole run. The
 //! sans-IO `subagent/agent_loop.rs` (`start` / `on_model` / `on_tools` / `on_repair` →
 //! `Step`) feeds its pinned ledger each message as it arrives and compacts its window before
 //! a request would fill the model's context window, as estimated at about four bytes a token.
@@ -275,18 +315,18 @@
 //! one that was not run; when compaction cannot bring a request under the window, the loop
 //! ends with the reason.
 //!
-//! ## Layers 11–12: `report`, `event`
-//! `report`: [`Report`], [`SubagentSummary`], [`SubagentState`] (the checkpoint's, shown),
-//! [`ReportedConstraint`], [`RunUsage`], [`ModelUsage`], [`ConstraintReport`]: the `--json`
-//! wire format (fields may be added, never renamed). `event`: [`Event`], the stream a run
-//! emits to its caller.
+//! ## Layer 11: `report`
+//! [`Report`] ([`Report::to_markdown`], [`Report::to_json`]: what `baton explore` prints),
+//! [`SubagentSummary`], [`SubagentState`] (the checkpoint's, shown), [`ReportedConstraint`],
+//! [`RunUsage`], [`ModelUsage`], [`ConstraintReport`]: the `--json` wire format (fields may be
+//! added, never renamed).
 //!
-//! ## Layer 13: `lead`
+//! ## Layer 12: `lead`
 //! `lead/mod.rs`: `LeadMsg`, `RunConfig`, `LeadArgs`; `lead/actor.rs`: the `LeadActor`, which
 //! only dispatches each message to a method of its state and then flushes what handling it
 //! emitted; `lead/state.rs`: `LeadState`, one of each part of `lead/parts.rs` (`Fleet`:
 //! planning and spawning; `Journal`: the log; `Contexts`: what contexts are compiled from;
-//! `LeadWork`: the lead model's work; `Outside`: the reply, the event stream, the span) — the
+//! `LeadWork`: the lead model's work; `Outside`: the reply, the span) — the
 //! parts hold data grouped by the decision that reads them, and the decisions are
 //! `LeadState`'s methods in the file of each decision — with the spawning, ending and
 //! second-wave decisions; `lead/reports.rs`: what the lead does with a plan and
@@ -299,10 +339,15 @@
 //! [`merge_handoffs`]); `lead/absence.rs`: negative evidence from the logged searches ("the
 //! whole tree" only when every shard ran the same search over its whole share);
 //! `lead/relevance.rs`: conclusions ordered by the rarity of what they match (pure);
-//! `lead/report.rs`: the report, the end of the run, and the planner's walk of the tree off
-//! the actor (`plan_run`, evidence digests); `lead/leader.rs`: the lead's own model
-//! (`--lead-model`: a JSON plan checked against `contracts/plan.schema.json`, and the run's
-//! handoff, validated like a subagent's); `lead/resume.rs`: `restore` reads a log back into
+//! `lead/start.rs`: the run's start or resume logged, its policy taken, its planning started
+//! off the actor; `lead/report.rs`: the report, the end of the run, and the planner's work
+//! off the actor (`plan_task`: the tree walked and sharded among explorers, one subtask per
+//! other role the task fans out, its own subtasks; evidence digests); `lead/leader.rs`: the
+//! lead's own model (`--lead-model`: a JSON plan checked against
+//! `contracts/plan.schema.json`, each subtask given one of the run's roles, and the run's
+//! handoff, validated like a subagent's); `lead/approvals.rs`: the run's requests for
+//! approval — asked, listed for the handle, decided, expired, withdrawn when no call can use
+//! them, a grant used by one call — rebuilt from the log on resume; `lead/resume.rs`: `restore` reads a log back into
 //! what a resume starts from (pure), and `Resumption::prepare` rechecks accepted evidence and
 //! empty searches against the tree as it is now (file reads and searches, on a blocking
 //! thread); `lead/handle.rs`: the `LeadHandle` callers hold. **Invariant:** every handoff is
@@ -310,24 +355,30 @@
 //! violation is merged (once the repairs are spent, one broken only in some conclusions is
 //! partly accepted without them); a subagent that panics or stops without a handoff is
 //! recorded as failed and the run still reports; the lead never awaits a subagent; no role may
-//! spawn subagents; no report is given as if logged when an append failed; events and
-//! acknowledgements go through bounded channels, so a slow listener slows the run and none is
-//! dropped.
+//! spawn subagents; no report is given as if logged when an append failed; acknowledgements
+//! and published events go through bounded channels, so a slow reader slows the run and none
+//! is dropped; a subagent is offered only its role's tools; a call waiting for approval runs
+//! only once the application granted it, and a grant is used once.
 //!
-//! ## Layer 14: `coordinator`
-//! The public [`Coordinator`], [`Task`], [`RunHandle`], [`Canceller`], [`RunError`],
-//! [`EVENTS_BUFFER`]; `coordinator/connect.rs`: [`connect`]; `coordinator/constraints.rs`:
+//! ## Layer 13: `coordinator`
+//! The public [`Coordinator`] and [`RunError`]; `coordinator/builder.rs`:
+//! [`CoordinatorBuilder`]; `coordinator/task.rs`: [`Task`] and [`Job`];
+//! `coordinator/handle.rs`: [`RunHandle`] and [`Canceller`]; `coordinator/connect.rs`:
+//! [`connect`]; `coordinator/constraints.rs`:
 //! the run's constraints checked against the tree (places respelled as the tree spells them,
 //! a place it does not hold a warning, a `--constraint` that names a place, a tool or a budget
 //! yet types to nothing refused). Bad input is refused before any state is made
-//! (`Coordinator::check`); the tree, the role files, the lock and the log are read on blocking
-//! threads.
+//! (`Coordinator::check`: the question, the root, the constraints, and the roles the task
+//! names — each must exist and name only the run's tools); the tree, the role files, the lock
+//! and the log are read on blocking threads. A run started without a store logs to one in
+//! memory that lives as long as its handle.
 //!
 //! [`testing`] (`src/testing.rs`) gathers the test doubles: the scripted model, the in-memory
-//! store, files in memory.
+//! store, files in memory, and a small tree on disk ([`testing::fixture_tree`]).
 //!
 //! ## The binary: `cli`
-//! Argument parsing, `explore` / `resume` with the progress display (`cli/progress.rs`),
+//! Argument parsing, `explore` / `resume` with the progress display (`cli/progress.rs`, drawn
+//! from the run's event stream alone),
 //! `validate` (`cli/validate.rs`), `runs` / `brief` / `context` (`cli/runs.rs`), `compact`
 //! (`cli/compact.rs`: kept lines passed through byte for byte), the `--state` directory,
 //! bounded input reads, one-line usage errors, text from runs made terminal-safe and scrubbed

@@ -334,6 +334,19 @@ impl Report {
         )
     }
 
+    /// The report as `baton explore` prints it: the run's handoff in its three sections
+    /// (markdown).
+    pub fn to_markdown(&self) -> String {
+        self.handoff.to_markdown()
+    }
+
+    /// The report as one JSON document (the `--json` wire format: fields may be added, never
+    /// renamed), every secret the process holds taken out.
+    pub fn to_json(&self) -> String {
+        let text = serde_json::to_string(self).unwrap_or_default();
+        crate::redact::scrubbed(text)
+    }
+
     /// Whether no subagent's handoff was accepted.
     pub fn failed(&self) -> bool {
         !self.subagents.iter().any(|s| s.state.accepted())

@@ -21,7 +21,6 @@ const LAYERS: &[&[&str]] = &[
     &["explorer"],
     &["subagent"],
     &["report"],
-    &["event"],
     &["lead"],
     &["coordinator", "testing"],
 ];

@@ -1,6 +1,6 @@
 //! The brief a person reads before resuming a run, derived from its checkpoint (pure): goal,
-//! work done, evidence, unresolved effects, active constraints, budgets and the next step —
-//! each item with the event it came from.
+//! work done, evidence, unresolved effects, active constraints, requests for approval, budgets
+//! and the next step — each item with the event it came from.
 
 use std::fmt::Write as _;
 
@@ -37,6 +37,9 @@ pub struct Brief {
     /// Tool calls a constraint denied.
     #[serde(default)]
     pub denials: Vec<BriefItem>,
+    /// Requests for the application's approval: waiting, or how they were decided.
+    #[serde(default)]
+    pub approvals: Vec<BriefItem>,
     /// Budgets, exact.
     pub budgets: Vec<BriefItem>,
     /// What to do next.
@@ -92,6 +95,13 @@ pub fn brief(cp: &Checkpoint) -> Brief {
         .collect();
     let constraints = cp.constraints.iter().map(constraint_item).collect();
     let denials = cp.denials.iter().map(denial_item).collect();
+    let approvals: Vec<BriefItem> = cp.approvals.iter().map(approval_item).collect();
+    let waiting: Vec<&str> = cp
+        .approvals
+        .iter()
+        .filter(|a| a.decision.is_none())
+        .map(|a| a.id.as_str())
+        .collect();
     let budgets = budget_items(cp);
     let to_do: Vec<&str> = cp
         .plans
@@ -101,6 +111,11 @@ pub fn brief(cp: &Checkpoint) -> Brief {
         .collect();
     let next_step = match (cp.finished, to_do.is_empty(), unresolved.is_empty()) {
         (Some(false), _, _) => "none: the run finished".to_string(),
+        _ if !waiting.is_empty() => format!(
+            "`baton resume {}`, then decide the request(s) for approval it waits on: {}",
+            cp.run_id,
+            waiting.join(", ")
+        ),
         (_, _, false) => format!(
             "reconcile the {} unresolved effect(s) before repeating them, then `baton resume {}`",
             unresolved.len(),
@@ -124,8 +139,26 @@ pub fn brief(cp: &Checkpoint) -> Brief {
         unresolved_effects: unresolved,
         constraints,
         denials,
+        approvals,
         budgets,
         next_step,
+    }
+}
+
+/// A request for approval: what it is for, why, and where it stands.
+fn approval_item(a: &super::ApprovalEntry) -> BriefItem {
+    BriefItem {
+        text: format!(
+            "{} ({}, {} by {}): {}{}; {}",
+            a.id,
+            a.object,
+            a.call_id,
+            a.subagent,
+            a.decision.as_deref().unwrap_or("waiting"),
+            if a.consumed { ", used" } else { "" },
+            crate::text::one_line(&a.reason)
+        ),
+        event: a.event,
     }
 }
 
@@ -226,6 +259,9 @@ impl Brief {
         section(&mut out, "Active constraints", &self.constraints);
         let title = format!("Denials ({})", self.denials.len());
         section(&mut out, &title, &self.denials);
+        if !self.approvals.is_empty() {
+            section(&mut out, "Requests for approval", &self.approvals);
+        }
         section(&mut out, "Budgets", &self.budgets);
         let _ = writeln!(out, "\n## Next step\n{}", self.next_step);
         out

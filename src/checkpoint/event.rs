@@ -104,6 +104,14 @@ pub struct Manifest {
 }
 
 /// Something that happened in a run.
+///
+/// ```
+/// let event: baton::RunEvent = baton::serde_json::from_str(
+///     r#"{"kind": "approval_decided", "approval_id": "ap1", "decision": "granted", "by": "application"}"#,
+/// ).unwrap();
+/// assert_eq!(event.kind(), "approval_decided");
+/// assert!(matches!(event, baton::RunEvent::ApprovalDecided { decision: baton::ApprovalDecision::Granted, .. }));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]

@@ -161,6 +161,23 @@ enum Phase {
 /// first, then what the run logs as it goes; it ends when the run has ended here (or, for a
 /// run not running in this process, at the end of its log). Every event is one the log holds
 /// durably, with its sequence number and digest.
+///
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use baton::RunEvent;
+/// let dir = baton::testing::fixture_tree();
+/// let handle = baton::Coordinator::builder().build()
+///     .start(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+/// let mut events = handle.events();
+/// let mut spawned = 0;
+/// while let Some(event) = events.next().await {
+///     if let RunEvent::SubagentSpawned { .. } = event.unwrap().event {
+///         spawned += 1;
+///     }
+/// }
+/// assert_eq!(spawned, handle.report().await.unwrap().subagents.len());
+/// # });
+/// ```
 pub struct EventStream {
     feed: Arc<Feed>,
     /// The last event given.
@@ -180,17 +197,50 @@ impl std::fmt::Debug for EventStream {
 
 impl EventStream {
     /// The sequence number of the last event given (or the one the stream started after).
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dir = baton::testing::fixture_tree();
+    /// let handle = baton::Coordinator::builder().build()
+    ///     .start(baton::Task::explore("q", dir.path())).await.unwrap();
+    /// let mut events = handle.events_from(0);
+    /// assert_eq!(events.last_seq(), 0);
+    /// events.next().await;
+    /// assert_eq!(events.last_seq(), 1);
+    /// # });
+    /// ```
     pub fn last_seq(&self) -> u64 {
         self.last
     }
 
     /// The run whose events these are.
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dir = baton::testing::fixture_tree();
+    /// let handle = baton::Coordinator::builder().build()
+    ///     .start(baton::Task::explore("q", dir.path())).await.unwrap();
+    /// assert_eq!(handle.events().run_id(), handle.run_id());
+    /// # });
+    /// ```
     pub fn run_id(&self) -> &str {
         &self.feed.run_id
     }
 
     /// The next event; `None` once the run has ended and every event was given. An error —
     /// the store could not be read, or the log is damaged — ends the stream.
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dir = baton::testing::fixture_tree();
+    /// let handle = baton::Coordinator::builder().build()
+    ///     .start(baton::Task::explore("q", dir.path())).await.unwrap();
+    /// let mut events = handle.events();
+    /// let mut last = 0;
+    /// while let Some(event) = events.next().await {
+    ///     let event = event.unwrap();
+    ///     assert_eq!(event.seq, last + 1, "in order, none missing");
+    ///     last = event.seq;
+    /// }
+    /// # });
+    /// ```
     pub async fn next(&mut self) -> Option<Result<LoggedEvent, StoreError>> {
         loop {
             if let Some(event) = self.buffer.pop_front() {

@@ -641,10 +641,9 @@ fn report_error(e: &RunError) -> i32 {
 fn print_report(report: &Report, json: bool) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     if json {
-        let text = serde_json::to_string(report).map_err(std::io::Error::other)?;
-        writeln!(out, "{}", baton::model::scrub(&text))?;
+        writeln!(out, "{}", report.to_json())?;
     } else {
-        write!(out, "{}", terminal_safe(&report.handoff.to_markdown()))?;
+        write!(out, "{}", terminal_safe(&report.to_markdown()))?;
     }
     out.flush()
 }

@@ -184,8 +184,7 @@ pub(crate) fn brief(args: BriefArgs) -> i32 {
 pub(crate) struct ContextArgs {
     /// The run's id (see `baton runs`).
     run: String,
-    /// The role to compile for (explorer, researcher, verifier, recovery, lead, or one of
-    /// --roles).
+    /// The role to compile for (explorer, researcher, verifier, lead, or one of --roles).
     #[arg(long)]
     role: String,
     /// Token budget (default: the role's), at most 10,000,000.
@@ -205,7 +204,7 @@ pub(crate) struct ContextArgs {
 const EXIT_FLOOR: i32 = 3;
 
 pub(crate) fn context(args: ContextArgs) -> i32 {
-    use baton::context::{compile, load_roles, Reason};
+    use baton::context::{compile, load_roles};
 
     use baton::tokens::Bpe;
     let roles = match load_roles(args.roles.as_deref()) {
@@ -236,43 +235,7 @@ pub(crate) fn context(args: ContextArgs) -> i32 {
             let text = if args.json {
                 format!("{}\n", json!({ "context": compiled }))
             } else {
-                let mut text = compiled.text.clone();
-                text.push_str(&format!(
-                    "\n--- manifest: {} of {} tokens ({}), tools: {} ---\n",
-                    compiled.tokens,
-                    compiled.budget,
-                    compiled.tokenizer,
-                    if compiled.tools.is_empty() {
-                        "none".to_string()
-                    } else {
-                        compiled.tools.join(", ")
-                    }
-                ));
-                for e in &compiled.manifest {
-                    let mark = if e.included { "+" } else { "-" };
-                    let item = e
-                        .item
-                        .as_deref()
-                        .map(|i| format!(" {i}"))
-                        .unwrap_or_default();
-                    let reason = match e.reason {
-                        Reason::Mandatory => "mandatory",
-                        Reason::Optional => "optional",
-                        Reason::IdentityOnly => {
-                            "identity only: content not included, reread allowed"
-                        }
-                        Reason::NotInRole => "not in role",
-                        Reason::OverBudget => "over budget",
-                        Reason::Tombstoned => "tombstoned",
-                        Reason::Empty => "empty",
-                    };
-                    text.push_str(&format!(
-                        "{mark} {}{item}: {} tokens ({reason})\n",
-                        e.field.name(),
-                        e.tokens
-                    ));
-                }
-                text
+                compiled.render()
             };
             write_out(&text, args.json)
         }

@@ -77,6 +77,48 @@ pub struct Compiled {
     pub unselected: Omitted,
 }
 
+impl Compiled {
+    /// The context as `baton context` prints it: its text, then its manifest — every field and
+    /// item, included (`+`) or left out (`-`), with its tokens and why.
+    pub fn render(&self) -> String {
+        let mut text = self.text.clone();
+        text.push_str(&format!(
+            "\n--- manifest: {} of {} tokens ({}), tools: {} ---\n",
+            self.tokens,
+            self.budget,
+            self.tokenizer,
+            if self.tools.is_empty() {
+                "none".to_string()
+            } else {
+                self.tools.join(", ")
+            }
+        ));
+        for e in &self.manifest {
+            let mark = if e.included { "+" } else { "-" };
+            let item = e
+                .item
+                .as_deref()
+                .map(|i| format!(" {i}"))
+                .unwrap_or_default();
+            let reason = match e.reason {
+                Reason::Mandatory => "mandatory",
+                Reason::Optional => "optional",
+                Reason::IdentityOnly => "identity only: content not included, reread allowed",
+                Reason::NotInRole => "not in role",
+                Reason::OverBudget => "over budget",
+                Reason::Tombstoned => "tombstoned",
+                Reason::Empty => "empty",
+            };
+            text.push_str(&format!(
+                "{mark} {}{item}: {} tokens ({reason})\n",
+                e.field.name(),
+                e.tokens
+            ));
+        }
+        text
+    }
+}
+
 /// The mandatory fields do not fit the budget: the context is refused, not truncated.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("role {role}: the mandatory fields need {floor} tokens but the budget is {budget} ({})", fields.iter().map(|(f, t)| format!("{f} {t}")).collect::<Vec<_>>().join(", "))]

@@ -69,11 +69,31 @@ impl RunHandle {
     }
 
     /// The run's id (what `baton runs` lists and `Coordinator::resume` takes).
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dir = baton::testing::fixture_tree();
+    /// let handle = baton::Coordinator::builder().build()
+    ///     .start(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+    /// let id = handle.run_id().to_string();
+    /// assert!(id.starts_with("run-"));
+    /// assert_eq!(handle.report().await.unwrap().run_id, id);
+    /// # });
+    /// ```
     pub fn run_id(&self) -> &str {
         &self.run_id
     }
 
     /// Every event of the run from its first: [`RunHandle::events_from`]`(0)`.
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dir = baton::testing::fixture_tree();
+    /// let handle = baton::Coordinator::builder().build()
+    ///     .start(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+    /// let mut events = handle.events();
+    /// let first = events.next().await.unwrap().unwrap();
+    /// assert_eq!((first.seq, first.event.kind()), (1, "run_started"));
+    /// # });
+    /// ```
     pub fn events(&self) -> EventStream {
         self.events_from(0)
     }
@@ -84,17 +104,54 @@ impl RunHandle {
     /// read misses nothing and reads nothing twice. Bounded: a reader that falls
     /// [`crate::EVENTS_BUFFER`] events behind makes the run wait — nothing is dropped, and
     /// nothing grows without bound. A reader that is dropped is let go.
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dir = baton::testing::fixture_tree();
+    /// let handle = baton::Coordinator::builder().build()
+    ///     .start(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+    /// // Read three events, stop, and come back for the rest.
+    /// let mut events = handle.events();
+    /// for _ in 0..3 {
+    ///     events.next().await.unwrap().unwrap();
+    /// }
+    /// let last = events.last_seq();
+    /// drop(events);
+    /// let mut rest = handle.events_from(last);
+    /// assert_eq!(rest.next().await.unwrap().unwrap().seq, last + 1);
+    /// # });
+    /// ```
     pub fn events_from(&self, after_seq: u64) -> EventStream {
         self.feed.reader(after_seq)
     }
 
     /// Cancels the run: no more subagents start, running ones stop, requests for approval
     /// are withdrawn, the report keeps what was handed off.
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dir = baton::testing::fixture_tree();
+    /// let handle = baton::Coordinator::builder().build()
+    ///     .start(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+    /// handle.cancel();
+    /// let report = handle.report().await.unwrap();
+    /// // Cancelled at once or finished first: either way the report says what was handed off.
+    /// assert!(report.cancelled || report.subagents.iter().all(|s| s.state.ended()));
+    /// # });
+    /// ```
     pub fn cancel(&self) {
         self.lead.cancel();
     }
 
     /// A cheap handle for cancelling from elsewhere (a Ctrl-C handler).
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dir = baton::testing::fixture_tree();
+    /// let handle = baton::Coordinator::builder().build()
+    ///     .start(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+    /// let canceller = handle.canceller();
+    /// baton::tokio::spawn(async move { canceller.cancel() });
+    /// assert!(handle.report().await.is_ok());
+    /// # });
+    /// ```
     pub fn canceller(&self) -> Canceller {
         Canceller {
             lead: self.lead.clone(),
@@ -104,34 +161,180 @@ impl RunHandle {
     /// What the run said of its constraints as it started (a place a rule names that the tree
     /// does not hold, a place respelled as the tree spells it, a constraint carried but not
     /// enforced), one line each; the report's Hard constraints say them too.
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dir = baton::testing::fixture_tree();
+    /// let handle = baton::Coordinator::builder()
+    ///     .constraint("never read files under vendor/")
+    ///     .build()
+    ///     .start(baton::Task::explore("where is next_delay?", dir.path()))
+    ///     .await
+    ///     .unwrap();
+    /// assert!(handle.warnings()[0].contains("`vendor` is not in the tree"));
+    /// # });
+    /// ```
     pub fn warnings(&self) -> &[String] {
         &self.warnings
     }
 
     /// The subagents as they stand now; `None` once the run is over.
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dir = baton::testing::fixture_tree();
+    /// let handle = baton::Coordinator::builder().build()
+    ///     .start(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+    /// // While the run goes, the subagents as they stand; once it is over, none.
+    /// let _now = handle.status().await;
+    /// let id = handle.run_id().to_string();
+    /// let report = handle.report().await.unwrap();
+    /// assert_eq!(report.run_id, id);
+    /// # });
+    /// ```
     pub async fn status(&self) -> Option<Vec<SubagentSummary>> {
         self.lead.status().await
     }
 
     /// The requests for approval the run waits on now, oldest first (also in the event
     /// stream as `approval_requested`).
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use baton::testing::{ScriptedModel, ScriptedTurn};
+    /// use baton::{async_trait, json, RunEvent, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, Value};
+    /// struct Send;
+    /// #[async_trait]
+    /// impl Tool for Send {
+    ///     fn spec(&self) -> ToolSpec {
+    ///         ToolSpec { name: "send".into(), description: "Send a mail.".into(),
+    ///                    parameters: json!({"type": "object"}) }
+    ///     }
+    ///     fn needs_approval(&self, _: &Value) -> bool { true }
+    ///     async fn call(&self, _: &Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
+    ///         Ok(ToolOutput::new("sent"))
+    ///     }
+    /// }
+    /// let done = "## Settled conclusions\n## Open items\n## Hard constraints\n- none\n";
+    /// let model = ScriptedModel::new([ScriptedTurn::tool("send", json!({})), ScriptedTurn::text(done)]);
+    /// let handle = baton::Coordinator::builder()
+    ///     .model(Arc::new(model))
+    ///     .tool(Send)
+    ///     .role(baton::Role::new("mailer").tools(["send"]))
+    ///     .build()
+    ///     .start(baton::Task::job("mail the team").roles(["mailer"]))
+    ///     .await
+    ///     .unwrap();
+    /// let mut events = handle.events();
+    /// while let Some(event) = events.next().await {
+    ///     if let RunEvent::ApprovalRequested { request } = event.unwrap().event {
+    ///         assert_eq!(handle.approvals(), vec![request.clone()]);
+    ///         handle.approve(&request.id).await.unwrap();
+    ///         assert!(handle.approvals().is_empty());
+    ///     }
+    /// }
+    /// # });
+    /// ```
     pub fn approvals(&self) -> Vec<ApprovalRequest> {
         self.oversight.pending()
     }
 
     /// Grants a request: the call it stands for runs, once. Refused when the request is
     /// unknown, decided already, or expired.
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use baton::testing::{ScriptedModel, ScriptedTurn};
+    /// use baton::{async_trait, json, RunEvent, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, Value};
+    /// struct Send;
+    /// #[async_trait]
+    /// impl Tool for Send {
+    ///     fn spec(&self) -> ToolSpec {
+    ///         ToolSpec { name: "send".into(), description: "Send a mail.".into(),
+    ///                    parameters: json!({"type": "object"}) }
+    ///     }
+    ///     fn needs_approval(&self, _: &Value) -> bool { true }
+    ///     async fn call(&self, _: &Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
+    ///         Ok(ToolOutput::new("sent"))
+    ///     }
+    /// }
+    /// let done = "## Settled conclusions\n## Open items\n## Hard constraints\n- none\n";
+    /// let model = ScriptedModel::new([ScriptedTurn::tool("send", json!({})), ScriptedTurn::text(done)]);
+    /// let handle = baton::Coordinator::builder()
+    ///     .model(Arc::new(model))
+    ///     .tool(Send)
+    ///     .role(baton::Role::new("mailer").tools(["send"]))
+    ///     .build()
+    ///     .start(baton::Task::job("mail the team").roles(["mailer"]))
+    ///     .await
+    ///     .unwrap();
+    /// let mut events = handle.events();
+    /// while let Some(event) = events.next().await {
+    ///     if let RunEvent::ApprovalRequested { request } = event.unwrap().event {
+    ///         handle.approve(&request.id).await.unwrap();
+    ///         // A grant is given once.
+    ///         assert!(handle.approve(&request.id).await.is_err());
+    ///     }
+    /// }
+    /// assert_eq!(handle.report().await.unwrap().usage.tool_calls, 1);
+    /// # });
+    /// ```
     pub async fn approve(&self, id: &str) -> Result<(), ApprovalError> {
         self.lead.decide(id, Approval::Grant).await
     }
 
     /// Denies a request: the call does not run, and its subagent's model is told `reason`.
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use baton::testing::{ScriptedModel, ScriptedTurn};
+    /// use baton::{async_trait, json, RunEvent, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, Value};
+    /// struct Send;
+    /// #[async_trait]
+    /// impl Tool for Send {
+    ///     fn spec(&self) -> ToolSpec {
+    ///         ToolSpec { name: "send".into(), description: "Send a mail.".into(),
+    ///                    parameters: json!({"type": "object"}) }
+    ///     }
+    ///     fn needs_approval(&self, _: &Value) -> bool { true }
+    ///     async fn call(&self, _: &Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
+    ///         Ok(ToolOutput::new("sent"))
+    ///     }
+    /// }
+    /// let done = "## Settled conclusions\n## Open items\n## Hard constraints\n- none\n";
+    /// let model = ScriptedModel::new([ScriptedTurn::tool("send", json!({})), ScriptedTurn::text(done)]);
+    /// let handle = baton::Coordinator::builder()
+    ///     .model(Arc::new(model))
+    ///     .tool(Send)
+    ///     .role(baton::Role::new("mailer").tools(["send"]))
+    ///     .build()
+    ///     .start(baton::Task::job("mail the team").roles(["mailer"]))
+    ///     .await
+    ///     .unwrap();
+    /// let mut events = handle.events();
+    /// while let Some(event) = events.next().await {
+    ///     if let RunEvent::ApprovalRequested { request } = event.unwrap().event {
+    ///         handle.deny(&request.id, "not today").await.unwrap();
+    ///     }
+    /// }
+    /// let report = handle.report().await.unwrap();
+    /// assert_eq!(report.subagents[0].state, baton::SubagentState::HandedOff);
+    /// # });
+    /// ```
     pub async fn deny(&self, id: &str, reason: impl Into<String>) -> Result<(), ApprovalError> {
         self.lead.decide(id, Approval::Deny(reason.into())).await
     }
 
     /// Waits for the report (an error when the run's log could not be written, or the run
     /// could not run).
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dir = baton::testing::fixture_tree();
+    /// let handle = baton::Coordinator::builder().build()
+    ///     .start(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+    /// let report = handle.report().await.unwrap();
+    /// assert!(report.to_markdown().starts_with("## Settled conclusions"));
+    /// assert!(report.to_json().starts_with("{"));
+    /// # });
+    /// ```
     pub async fn report(self) -> Result<Report, RunError> {
         let report = match self.report.await {
             Ok(result) => result,
@@ -157,6 +360,16 @@ impl std::fmt::Debug for Canceller {
 
 impl Canceller {
     /// Cancels the run.
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dir = baton::testing::fixture_tree();
+    /// let handle = baton::Coordinator::builder().build()
+    ///     .start(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+    /// let canceller = handle.canceller();
+    /// canceller.cancel();
+    /// assert!(handle.report().await.is_ok());
+    /// # });
+    /// ```
     pub fn cancel(&self) {
         self.lead.cancel();
     }

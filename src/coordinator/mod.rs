@@ -91,6 +91,11 @@ impl From<LeadError> for RunError {
 
 impl RunError {
     /// True when the error is the caller's input, not the run (exit code 2 in the CLI).
+    /// ```
+    /// let coordinator = baton::Coordinator::builder().build();
+    /// let empty = coordinator.check(&baton::Task::explore("  ", ".")).unwrap_err();
+    /// assert!(empty.is_bad_input());
+    /// ```
     pub fn is_bad_input(&self) -> bool {
         match self {
             RunError::Runtime(_) => false,
@@ -161,9 +166,18 @@ impl std::fmt::Debug for Coordinator {
             .field("max_subagents", &self.max_subagents)
             .field("budget", &self.budget)
             .field("repairs", &self.repairs)
+            .field("shards", &self.shards)
             .field("roles", &self.roles)
+            .field("role_dir", &self.role_dir)
+            .field("constraints", &self.constraints.len())
+            .field("limits", &self.limits)
+            .field("max_cost_micros", &self.max_cost)
+            .field("subagent_max_cost_micros", &self.subagent_max_cost)
+            .field("allow_unenforced", &self.allow_unenforced)
             .field("logged", &self.store.is_some())
-            .finish_non_exhaustive()
+            .field("approver", &self.approver.is_some())
+            .field("connector", &self.connector.is_some())
+            .finish()
     }
 }
 
@@ -295,6 +309,15 @@ impl Coordinator {
 
     /// Starts a run. Its events are the run's log, read with [`RunHandle::events`]; its
     /// report comes from [`RunHandle::report`].
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dir = baton::testing::fixture_tree();
+    /// let coordinator = baton::Coordinator::builder().build();
+    /// let handle = coordinator.start(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+    /// let report = handle.report().await.unwrap();
+    /// assert!(!report.failed());
+    /// # });
+    /// ```
     pub async fn start(&self, task: Task) -> Result<RunHandle, RunError> {
         if self.agents == 0 || self.max_subagents == 0 || self.shards == Some(0) {
             return Err(RunError::BadSetting(
@@ -386,6 +409,11 @@ impl Coordinator {
     /// without starting anything or touching the store: a caller can refuse bad input before
     /// it makes any state. Returns the warnings the run would start with (a place a rule
     /// names that the tree does not hold, a constraint carried but not enforced).
+    /// ```
+    /// let coordinator = baton::Coordinator::builder().build();
+    /// let missing = coordinator.check(&baton::Task::explore("where?", "/no/such/dir")).unwrap_err();
+    /// assert_eq!(missing.to_string(), "/no/such/dir: no such directory");
+    /// ```
     pub fn check(&self, task: &Task) -> Result<Vec<String>, RunError> {
         let prepared = self.prepare(task)?;
         Ok(warnings_of(&prepared.constraints))
@@ -458,6 +486,18 @@ impl Coordinator {
     /// effects cut off while executing become outcome_unknown; requests for approval still
     /// undecided wait on. The run keeps its id, task and limits; the models, tools and roles are
     /// this coordinator's.
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// let dir = baton::testing::fixture_tree();
+    /// let store = Arc::new(baton::testing::MemoryStore::new());
+    /// let coordinator = baton::Coordinator::builder().store(store).build();
+    /// let first = coordinator.run(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+    /// // A finished run resumes to the same conclusions (nothing accepted is redone).
+    /// let again = coordinator.resume(&first.run_id).await.unwrap().report().await.unwrap();
+    /// assert_eq!(again.handoff.settled_conclusions, first.handoff.settled_conclusions);
+    /// # });
+    /// ```
     pub async fn resume(&self, run_id: &str) -> Result<RunHandle, RunError> {
         // The log is read, folded and rechecked against the tree off the runtime.
         let this = self.clone();
@@ -540,12 +580,65 @@ impl Coordinator {
     }
 
     /// Runs a task to the end: [`Coordinator::start`], then [`RunHandle::report`].
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dir = baton::testing::fixture_tree();
+    /// let report = baton::Coordinator::builder().build()
+    ///     .run(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+    /// assert!(report.handoff.settled_conclusions[0].claim.contains("next_delay"));
+    /// # });
+    /// ```
     pub async fn run(&self, task: Task) -> Result<Report, RunError> {
         self.start(task).await?.report().await
     }
 
+    /// The brief of a logged run (one running in this process or not): its goal, work,
+    /// evidence, unresolved effects, constraints, approvals and budgets, each with the event
+    /// it came from, as `baton brief` prints it ([`crate::checkpoint::Brief::render`]).
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// let dir = baton::testing::fixture_tree();
+    /// let coordinator = baton::Coordinator::builder()
+    ///     .store(Arc::new(baton::testing::MemoryStore::new()))
+    ///     .build();
+    /// let report = coordinator.run(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+    /// let brief = coordinator.brief(&report.run_id).unwrap();
+    /// assert_eq!(brief.next_step, "none: the run finished");
+    /// # });
+    /// ```
+    pub fn brief(&self, run_id: &str) -> Result<crate::checkpoint::Brief, RunError> {
+        let store = self.store.as_ref().ok_or(RunError::NoStore)?;
+        let events = store.events(run_id).map_err(RunError::Store)?;
+        let checkpoint = crate::checkpoint::project(run_id, &events);
+        checkpoint.check().map_err(|e| {
+            RunError::Store(StoreError::Damaged {
+                run_id: run_id.to_string(),
+                last_intact: checkpoint.last_seq,
+                detail: e.to_string(),
+            })
+        })?;
+        Ok(crate::checkpoint::brief(&checkpoint))
+    }
+
     /// The events of a logged run (one running in this process or not), after `after_seq`,
     /// as the store holds them: the stream ends at the end of the log.
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// let dir = baton::testing::fixture_tree();
+    /// let coordinator = baton::Coordinator::builder()
+    ///     .store(Arc::new(baton::testing::MemoryStore::new()))
+    ///     .build();
+    /// let report = coordinator.run(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+    /// let mut events = coordinator.logged_events(&report.run_id, 0).unwrap();
+    /// let mut kinds = Vec::new();
+    /// while let Some(event) = events.next().await {
+    ///     kinds.push(event.unwrap().event.kind());
+    /// }
+    /// assert_eq!(kinds.last(), Some(&"run_finished"));
+    /// # });
+    /// ```
     pub fn logged_events(
         &self,
         run_id: &str,

@@ -42,6 +42,11 @@ pub struct Task {
 impl Task {
     /// Explores the tree at `root` to answer `question`: the tree is sharded among `explorer`
     /// subagents.
+    /// ```
+    /// let task = baton::Task::explore("where is the config loaded?", "/srv/app");
+    /// assert_eq!(task.root(), Some(std::path::Path::new("/srv/app")));
+    /// assert_eq!(task.fan_out(), ["explorer"]);
+    /// ```
     pub fn explore(question: impl Into<String>, root: impl AsRef<Path>) -> Task {
         Task {
             question: question.into(),
@@ -55,6 +60,11 @@ impl Task {
 
     /// A job over the application's own tools, with no workspace: give it subtasks
     /// ([`Task::subtask`]) or roles ([`Task::roles`], one subtask each).
+    /// ```
+    /// let task = baton::Task::job("which tickets block the release?").roles(["triager"]);
+    /// assert!(task.root().is_none());
+    /// assert_eq!(task.fan_out(), ["triager"]);
+    /// ```
     pub fn job(question: impl Into<String>) -> Task {
         Task {
             question: question.into(),
@@ -67,6 +77,11 @@ impl Task {
     /// The roles to fan out. Exploring, `explorer` shards the tree and every other role gets
     /// one subtask over the whole of it (a task that lists roles without `explorer` shards
     /// nothing); in a custom job each role gets one subtask asking the task's question.
+    /// ```
+    /// let task = baton::Task::explore("where are keys read?", ".")
+    ///     .roles(["explorer", "security_reviewer", "explorer"]);
+    /// assert_eq!(task.fan_out(), ["explorer", "security_reviewer"]);
+    /// ```
     pub fn roles<R: Into<RoleId>>(mut self, roles: impl IntoIterator<Item = R>) -> Task {
         for role in roles {
             let role = role.into();
@@ -78,6 +93,11 @@ impl Task {
     }
 
     /// One more subtask: a subagent of `role` answering `question` (besides the task's).
+    /// ```
+    /// let task = baton::Task::job("release?").subtask("triager", "Read T-1 and T-2.");
+    /// assert_eq!(task.subtasks()[0].question, "Read T-1 and T-2.");
+    /// assert!(task.fan_out().is_empty(), "subtasks given, nothing else fanned out");
+    /// ```
     pub fn subtask(mut self, role: impl Into<RoleId>, question: impl Into<String>) -> Task {
         self.subtasks.push(Subtask {
             role: role.into(),
@@ -88,6 +108,10 @@ impl Task {
     }
 
     /// One more subtask over part of the tree (exploring): `scope` lists root-relative paths.
+    /// ```
+    /// let task = baton::Task::explore("q", ".").subtask_in("reviewer", "what do the tests check?", ["tests"]);
+    /// assert_eq!(task.subtasks()[0].scope, ["tests"]);
+    /// ```
     pub fn subtask_in<S: Into<String>>(
         mut self,
         role: impl Into<RoleId>,
@@ -103,16 +127,25 @@ impl Task {
     }
 
     /// What the run is to find out.
+    /// ```
+    /// assert_eq!(baton::Task::job("why?").question(), "why?");
+    /// ```
     pub fn question(&self) -> &str {
         &self.question
     }
 
     /// Its kind and source.
+    /// ```
+    /// assert_eq!(baton::Task::job("why?").kind(), &baton::Job::Custom);
+    /// ```
     pub fn kind(&self) -> &Job {
         &self.job
     }
 
     /// The tree it explores, if it does.
+    /// ```
+    /// assert!(baton::Task::explore("q", "src").root().is_some());
+    /// ```
     pub fn root(&self) -> Option<&Path> {
         match &self.job {
             Job::Explore { root } => Some(root),
@@ -121,6 +154,10 @@ impl Task {
     }
 
     /// The roles it fans out (none given: an explore task's `explorer`).
+    /// ```
+    /// assert_eq!(baton::Task::explore("q", ".").fan_out(), ["explorer"]);
+    /// assert!(baton::Task::job("q").fan_out().is_empty());
+    /// ```
     pub fn fan_out(&self) -> Vec<RoleId> {
         if self.roles.is_empty() && self.subtasks.is_empty() && self.root().is_some() {
             vec![RoleId::EXPLORER]
@@ -130,6 +167,9 @@ impl Task {
     }
 
     /// Its subtasks given one by one.
+    /// ```
+    /// assert!(baton::Task::explore("q", ".").subtasks().is_empty());
+    /// ```
     pub fn subtasks(&self) -> &[Subtask] {
         &self.subtasks
     }

@@ -311,7 +311,34 @@ pub struct ModelConfig {
     pub fallbacks: Vec<Fallback>,
 }
 
-/// A language model, local or remote. One call is one turn.
+/// A language model, local or remote. One call is one turn. Implement it with
+/// `#[baton::async_trait]`; a provider's error is a [`ModelError`] of its [`ErrorKind`].
+///
+/// ```
+/// use baton::{async_trait, Model, ModelError, ModelRequest, ModelResponse, Usage};
+/// /// Hands off at once, with nothing settled.
+/// struct Shrug;
+/// #[async_trait]
+/// impl Model for Shrug {
+///     fn name(&self) -> String {
+///         "shrug".into()
+///     }
+///     async fn complete(&self, _request: ModelRequest) -> Result<ModelResponse, ModelError> {
+///         let text = "## Settled conclusions\n## Open items\n## Hard constraints\n- none\n";
+///         Ok(ModelResponse::new(text.into(), Vec::new(), Usage::default()))
+///     }
+/// }
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let report = baton::Coordinator::builder()
+///     .model(std::sync::Arc::new(Shrug))
+///     .role(baton::Role::new("worker"))
+///     .build()
+///     .run(baton::Task::job("anything?").roles(["worker"]))
+///     .await
+///     .unwrap();
+/// assert_eq!(report.model, "shrug");
+/// # });
+/// ```
 #[async_trait]
 pub trait Model: Send + Sync {
     /// A short name for reports, e.g. `offline`.

@@ -103,6 +103,26 @@ pub enum ApprovalError {
 
 /// Decides requests as they come, in the application's place (set on the coordinator's
 /// builder); without one, requests wait for `RunHandle::approve` or `RunHandle::deny`.
+///
+/// ```
+/// use baton::{async_trait, Approval, ApprovalRequest, Approver};
+/// /// Denies everything that reaches the network, grants the rest.
+/// struct NoNetwork;
+/// #[async_trait]
+/// impl Approver for NoNetwork {
+///     async fn decide(&self, request: &ApprovalRequest) -> Approval {
+///         if request.consequences.iter().any(|c| c.effect == baton::Effect::Network) {
+///             Approval::Deny("no network".into())
+///         } else {
+///             Approval::Grant
+///         }
+///     }
+/// }
+/// let coordinator = baton::Coordinator::builder()
+///     .approver(std::sync::Arc::new(NoNetwork))
+///     .build();
+/// # let _ = coordinator;
+/// ```
 #[async_trait::async_trait]
 pub trait Approver: Send + Sync {
     /// The decision on one request.
