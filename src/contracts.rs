@@ -20,7 +20,7 @@ pub const CONDITIONS_BEGIN: &str = "=== STANDING CONDITIONS — verbatim; they b
 pub const CONDITIONS_END: &str = "=== END STANDING CONDITIONS ===";
 
 /// A role's identifier: a built-in role's ([`RoleId::EXPLORER`], [`RoleId::VERIFIER`],
-/// [`RoleId::LEAD`], [`RoleId::RESEARCHER`], [`RoleId::RECOVERY`]) or the name a user's profile
+/// [`RoleId::LEAD`], [`RoleId::RESEARCHER`]) or the name a user's profile
 /// gives (`--roles DIR`). Written as its name, in the log and the report alike.
 #[derive(
     Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
@@ -35,10 +35,8 @@ impl RoleId {
     pub const VERIFIER: RoleId = RoleId(std::borrow::Cow::Borrowed("verifier"));
     /// The lead's own model: plans and writes the run's handoff.
     pub const LEAD: RoleId = RoleId(std::borrow::Cow::Borrowed("lead"));
-    /// A researcher (its profile exists; no run spawns one yet).
+    /// A researcher (its profile exists; a task may fan it out; `baton research` will).
     pub const RESEARCHER: RoleId = RoleId(std::borrow::Cow::Borrowed("researcher"));
-    /// A recovery role (its profile exists; no run spawns one yet).
-    pub const RECOVERY: RoleId = RoleId(std::borrow::Cow::Borrowed("recovery"));
 
     /// The role of this name.
     pub fn new(name: impl Into<String>) -> RoleId {

@@ -168,3 +168,30 @@ fn the_examples_need_no_dependency_but_baton() {
         }
     }
 }
+
+/// The README's library section is built from `examples/embed.rs`: every line of its code
+/// block is a line of the example, as written there.
+#[test]
+fn the_readme_s_library_code_is_the_embed_example_s() {
+    let readme = include_str!("../README.md");
+    let example = include_str!("../examples/embed.rs");
+    let section = readme
+        .split("## Using baton as a library")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .unwrap();
+    let code: Vec<&str> = section
+        .lines()
+        .filter(|l| l.starts_with("    "))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert!(code.len() >= 10, "{code:?}");
+    let lines: Vec<&str> = example.lines().map(str::trim).collect();
+    for line in code {
+        assert!(
+            lines.contains(&line),
+            "`{line}` is not in examples/embed.rs"
+        );
+    }
+}

@@ -956,3 +956,152 @@ async fn a_lead_model_assigns_the_run_s_roles_to_its_subtasks() {
         "{retold}"
     );
 }
+
+/// Writes a note: a tool with a declared write, which does not itself ask for approval.
+struct Note(Arc<AtomicU32>);
+
+#[async_trait]
+impl Tool for Note {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "note".into(),
+            description: "Write a note.".into(),
+            parameters: json!({"type": "object", "properties": {"to": {"type": "string"}}}),
+        }
+    }
+    fn consequences(&self, arguments: &Value) -> Vec<Consequence> {
+        vec![Consequence::on_path(
+            Effect::Write,
+            arguments["to"].as_str().unwrap_or("notes"),
+        )]
+    }
+    async fn call(&self, _: &Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(ToolOutput::new("written"))
+    }
+}
+
+/// Grants writes under `out/`, denies the rest.
+struct OutOnly;
+
+#[async_trait]
+impl baton::Approver for OutOnly {
+    async fn decide(&self, request: &baton::ApprovalRequest) -> baton::Approval {
+        if request
+            .consequences
+            .iter()
+            .all(|c| c.resource.starts_with("out/"))
+        {
+            baton::Approval::Grant
+        } else {
+            baton::Approval::Deny("only out/ may be written".into())
+        }
+    }
+}
+
+/// Issue 22: a role in TOML — its limits, the effects it reserves for approval, its tools —
+/// is used as written: its calls that write wait, and the builder's approver decides them
+/// (logged as the approver's); the call it grants runs, the one it denies does not.
+#[tokio::test]
+async fn a_toml_role_reserving_writes_waits_and_the_approver_decides() {
+    let roles = tempfile::tempdir().unwrap();
+    std::fs::write(
+        roles.path().join("scribe.toml"),
+        "name = \"scribe\"\ndescription = \"Writes notes.\"\nsystem = \"Write notes.\"\n\
+         budget = 4000\ntools = [\"note\"]\nmandatory = [\"goal\", \"constraints\"]\n\
+         approve = [\"write\"]\n\n[limits]\nmodel_turns = 6\ntool_calls = 4\ntokens = 80000\n",
+    )
+    .unwrap();
+    let wrote = Arc::new(AtomicU32::new(0));
+    let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::tool("note", json!({"to": "out/a.md"})),
+        ScriptedTurn::tool("note", json!({"to": "etc/passwd"})),
+        ScriptedTurn::text(EMPTY_HANDOFF),
+    ]));
+    let report = Coordinator::builder()
+        .model(model)
+        .tools(ToolRegistry::empty().with(Arc::new(Note(Arc::clone(&wrote)))))
+        .roles(roles.path())
+        .approver(Arc::new(OutOnly))
+        .store(Arc::clone(&store))
+        .build()
+        .run(Task::job("Take notes.").roles(["scribe"]))
+        .await
+        .unwrap();
+    assert_eq!(wrote.load(Ordering::SeqCst), 1, "only the note under out/");
+    let log = store.events(&report.run_id).unwrap();
+    let asked = kinds(&log, "approval_requested");
+    assert_eq!(asked.len(), 2);
+    if let RunEvent::ApprovalRequested { request } = &asked[0] {
+        assert!(
+            request
+                .reason
+                .contains("the role `scribe` needs approval for writing `out/a.md`"),
+            "{}",
+            request.reason
+        );
+    }
+    let by: Vec<(String, String)> = kinds(&log, "approval_decided")
+        .into_iter()
+        .map(|e| match e {
+            RunEvent::ApprovalDecided { decision, by, .. } => (decision.word().to_string(), by),
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(
+        by,
+        [
+            ("granted".to_string(), "approver".to_string()),
+            ("denied".to_string(), "approver".to_string())
+        ]
+    );
+    let limits = log
+        .iter()
+        .find_map(|e| match &e.event {
+            RunEvent::SubagentSpawned { manifest, .. } => Some(manifest.budget),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        limits,
+        baton::Budget {
+            model_turns: 6,
+            tool_calls: 4,
+            tokens: 80_000
+        }
+    );
+}
+
+/// A request still undecided when its subagent ends — here the run is cancelled while the call
+/// waits — is withdrawn: logged as the run's decision, listed no more, its call never run.
+#[tokio::test]
+async fn a_request_undecided_when_the_run_is_cancelled_is_withdrawn() {
+    let ran = Arc::new(AtomicU32::new(0));
+    let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
+    let (builder, _) = filer(
+        vec![ScriptedTurn::tool("file_ticket", json!({"title": "a"}))],
+        &ran,
+        &store,
+    );
+    let handle = builder.build().start(file_task()).await.unwrap();
+    let mut events = handle.events();
+    while let Some(event) = events.next().await {
+        if event.unwrap().event.kind() == "approval_requested" {
+            assert_eq!(handle.approvals().len(), 1);
+            handle.cancel();
+        }
+    }
+    assert!(handle.approvals().is_empty());
+    let report = handle.report().await.unwrap();
+    assert!(report.cancelled);
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    let log = store.events(&report.run_id).unwrap();
+    assert!(
+        log.iter().any(|e| matches!(&e.event,
+            RunEvent::ApprovalDecided { decision: ApprovalDecision::Withdrawn { reason }, by, .. }
+                if by == "run" && reason == "its subagent ended")),
+        "{:?}",
+        kinds(&log, "approval_decided")
+    );
+}

@@ -385,6 +385,35 @@ mod tests {
         assert!(roles["lead"].tools.is_empty());
     }
 
+    /// A profile's limits, reserved effects and model are read as written; limits of 0 and an
+    /// empty model are refused, naming the field.
+    #[test]
+    fn limits_approvals_and_a_model_are_read_and_checked() {
+        let base = "name = \"x\"\ndescription = \"d\"\nsystem = \"s\"\nbudget = 100\ntools = []\nmandatory = [\"constraints\"]\n";
+        let full = format!(
+            "{base}approve = [\"write\", \"network\"]\nmodel = \"openai:gpt-4o-mini\"\n[limits]\nmodel_turns = 2\ntool_calls = 3\ntokens = 4\n"
+        );
+        let role = RoleProfile::parse("x.toml", &full).unwrap();
+        assert_eq!(role.approve, [Effect::Write, Effect::Network]);
+        assert_eq!(role.model.as_deref(), Some("openai:gpt-4o-mini"));
+        assert_eq!(
+            role.limits,
+            Some(Budget {
+                model_turns: 2,
+                tool_calls: 3,
+                tokens: 4
+            })
+        );
+        let zero = full.replace("tool_calls = 3", "tool_calls = 0");
+        let e = RoleProfile::parse("x.toml", &zero).unwrap_err();
+        assert!(e.to_string().starts_with("x.toml: field `limits`"), "{e}");
+        let empty = full.replace("openai:gpt-4o-mini", " ");
+        let e = RoleProfile::parse("x.toml", &empty).unwrap_err();
+        assert!(e.to_string().starts_with("x.toml: field `model`"), "{e}");
+        let bad = full.replace("\"network\"", "\"teleport\"");
+        assert!(RoleProfile::parse("x.toml", &bad).is_err());
+    }
+
     #[test]
     fn a_malformed_profile_names_the_file_and_field() {
         let bad = "name = \"x\"\ndescription = \"d\"\nsystem = \"s\"\nbudget = 100\ntools = [\"shell\"]\nmandatory = [\"goal\", \"constraints\"]\n";
