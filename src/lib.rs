@@ -363,7 +363,9 @@
 //! ## Layer 13: `coordinator`
 //! The public [`Coordinator`] and [`RunError`]; `coordinator/builder.rs`:
 //! [`CoordinatorBuilder`]; `coordinator/task.rs`: [`Task`] and [`Job`];
-//! `coordinator/handle.rs`: [`RunHandle`] and [`Canceller`]; `coordinator/connect.rs`:
+//! `coordinator/handle.rs`: [`RunHandle`] and [`Canceller`]; `coordinator/resume.rs`:
+//! `Coordinator::resume` (the log read back, rechecked and counted, off the runtime);
+//! `coordinator/connect.rs`:
 //! [`connect`]; `coordinator/constraints.rs`:
 //! the run's constraints checked against the tree (places respelled as the tree spells them,
 //! a place it does not hold a warning, a `--constraint` that names a place, a tool or a budget

@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::checkpoint::{EventStore, Feed, MemoryStore, RunEvent, RunLog, StoreError};
+use crate::checkpoint::{EventStore, Feed, MemoryStore, RunLog, StoreError};
 use crate::context::{Role, RoleProfile};
 use crate::contracts::RoleId;
 use crate::explorer::OfflineModel;
-use crate::lead::{restore, LeadArgs, LeadError, LeadHandle, Resumption, RunConfig, Stated};
+use crate::lead::{LeadArgs, LeadError, LeadHandle, Resumption, RunConfig, Stated};
 use crate::model::{ConnectError, Model, ModelSpec};
 use crate::policy::{Approver, Budget, Rule, TimeLimits};
 use crate::report::Report;
@@ -23,6 +23,7 @@ mod builder;
 mod connect;
 mod constraints;
 mod handle;
+mod resume;
 mod task;
 
 pub use builder::CoordinatorBuilder;
@@ -481,104 +482,6 @@ impl Coordinator {
         Ok(RunHandle::new(run_id, lead, join, report, feed, oversight))
     }
 
-    /// Continues a run from its last durable event: subagents whose handoff was accepted (or
-    /// rejected, or that failed) are not redone; those mid-flight start again from their brief;
-    /// effects cut off while executing become outcome_unknown; requests for approval still
-    /// undecided wait on. The run keeps its id, task and limits; the models, tools and roles are
-    /// this coordinator's.
-    /// ```
-    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// use std::sync::Arc;
-    /// let dir = baton::testing::fixture_tree();
-    /// let store = Arc::new(baton::testing::MemoryStore::new());
-    /// let coordinator = baton::Coordinator::builder().store(store).build();
-    /// let first = coordinator.run(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
-    /// // A finished run resumes to the same conclusions (nothing accepted is redone).
-    /// let again = coordinator.resume(&first.run_id).await.unwrap().report().await.unwrap();
-    /// assert_eq!(again.handoff.settled_conclusions, first.handoff.settled_conclusions);
-    /// # });
-    /// ```
-    pub async fn resume(&self, run_id: &str) -> Result<RunHandle, RunError> {
-        // The log is read, folded and rechecked against the tree off the runtime.
-        let this = self.clone();
-        let id = run_id.to_string();
-        let read = tokio::task::spawn_blocking(move || this.read_for_resume(&id))
-            .await
-            .map_err(|e| RunError::Runtime(format!("reading the run failed: {e}")))??;
-        let settings = read.resumption.settings.clone();
-        let after = read.resumption.after_seq;
-        let config = RunConfig {
-            run_id: run_id.to_string(),
-            question: settings.question,
-            workspace: read.workspace,
-            task: settings.task,
-            model: Arc::clone(&self.model),
-            lead_model: self.lead_model.clone(),
-            tools: self.tools.clone(),
-            agents: settings.agents,
-            max_subagents: settings.max_subagents,
-            budget: settings.budget,
-            repairs: settings.repairs,
-            shards: settings.shards,
-            constraints: Vec::new(),
-            roles: read.roles,
-            role_models: read.role_models,
-            log: None,
-            limits: self.limits,
-            cost: Arc::new(read.cost),
-            subagent_cost_cap: self.subagent_max_cost,
-            approver: self.approver.clone(),
-            oversight: crate::lead::Oversight::default(),
-            _claim: read.claim,
-        };
-        self.launch(config, Some(read.resumption), after).await
-    }
-
-    /// What a resume starts from, read on a blocking thread: the run's claim, its log read
-    /// back (rechecked against the tree as it is now, only where the run's constraints let
-    /// files be read), its workspace, what it has spent, and its roles.
-    fn read_for_resume(&self, run_id: &str) -> Result<ResumeRead, RunError> {
-        let store = self.store.as_ref().ok_or(RunError::NoStore)?;
-        // The run must exist before a lock file is made for it; then the claim keeps another
-        // process from resuming it while this one reads and continues it.
-        store.events(run_id).map_err(RunError::Store)?;
-        let claim = self.claim(run_id)?;
-        let logged = store.events(run_id).map_err(RunError::Store)?;
-        let resumption = restore(&logged).map_err(|e| {
-            RunError::Store(StoreError::Damaged {
-                run_id: run_id.to_string(),
-                last_intact: logged.last().map(|e| e.seq).unwrap_or(0),
-                detail: e,
-            })
-        })?;
-        let settings = resumption.settings.clone();
-        let task = Task::from_spec(&settings.question, &settings.root, &settings.task);
-        let workspace = match task.root() {
-            Some(root) => Some(Workspace::open(root).map_err(|e| RunError::BadRoot {
-                path: settings.root.clone(),
-                reason: e.to_string(),
-            })?),
-            None => None,
-        };
-        // What was accepted is rechecked against the tree as it is now — only where the run's
-        // constraints let files be read — and the log projected, off the runtime.
-        let policy = Arc::new(crate::checkpoint::policy_of_log(&logged));
-        // What the log says was spent counts against the cost limit of the resumed run.
-        let cost = crate::model::CostMeter::new(self.max_cost);
-        cost.settle(0, logged_cost(&logged));
-        let mut resumption = resumption;
-        resumption.prepare(workspace.as_ref().map(|w| w.under(policy)), run_id);
-        let (roles, role_models) = self.role_profiles(&task)?;
-        Ok(ResumeRead {
-            claim,
-            resumption,
-            workspace,
-            cost,
-            roles,
-            role_models,
-        })
-    }
-
     /// Runs a task to the end: [`Coordinator::start`], then [`RunHandle::report`].
     /// ```
     /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -651,16 +554,6 @@ impl Coordinator {
         let feed = Arc::new(Feed::closed(run_id, Arc::clone(store)));
         Ok(feed.reader(after_seq))
     }
-}
-
-/// What a resume read from the store.
-struct ResumeRead {
-    claim: Option<Arc<crate::checkpoint::RunClaim>>,
-    resumption: Resumption,
-    workspace: Option<Workspace>,
-    cost: crate::model::CostMeter,
-    roles: Roles,
-    role_models: RoleModels,
 }
 
 /// A role's model spec connected with the process's environment, the built-in prices and the
@@ -760,64 +653,7 @@ fn micros(dollars: f64) -> u64 {
     }
 }
 
-/// What a run's log says its model calls cost, in millionths of a dollar: every subagent that
-/// ended (`budget_spent`) and every turn of the lead's model (`lead_turn`). A subagent cut off
-/// mid-flight logged nothing of what it spent.
-fn logged_cost(events: &[crate::checkpoint::LoggedEvent]) -> u64 {
-    events
-        .iter()
-        .map(|e| match &e.event {
-            RunEvent::BudgetSpent { spent, .. } | RunEvent::LeadTurn { spent, .. } => {
-                spent.cost_micros
-            }
-            _ => 0,
-        })
-        .sum()
-}
-
 /// A tool for the builder: anything that is one, shared.
 fn shared(tool: impl Tool + 'static) -> Arc<dyn Tool> {
     Arc::new(tool)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::checkpoint::LoggedEvent;
-    use crate::policy::Spent;
-
-    fn logged(event: RunEvent) -> LoggedEvent {
-        LoggedEvent {
-            run_id: "r".into(),
-            seq: 1,
-            at_ms: 0,
-            event,
-            prev: String::new(),
-            digest: String::new(),
-        }
-    }
-
-    #[test]
-    fn a_resume_counts_what_the_log_says_was_spent() {
-        let spent = |cost_micros| Spent {
-            cost_micros,
-            ..Spent::default()
-        };
-        let events = vec![
-            logged(RunEvent::BudgetSpent {
-                subagent: "sa1".into(),
-                spent: spent(1200),
-            }),
-            logged(RunEvent::LeadTurn {
-                purpose: "plan".into(),
-                spent: spent(300),
-                outcome: "accepted".into(),
-                handoff: None,
-            }),
-            logged(RunEvent::RunResumed { after_seq: 2 }),
-        ];
-        assert_eq!(logged_cost(&events), 1500);
-        assert_eq!(micros(0.0015), 1500);
-        assert_eq!(micros(-1.0), 0);
-    }
 }
