@@ -165,8 +165,9 @@
 //! arguments and a [`ToolContext`]: run, subagent, call id, the workspace when the job has one,
 //! the time limit, a [`Cancellation`]) — the application's tools and the built-in ones alike
 //! (the built-ins are synchronous file work run on a blocking slot); [`ToolOutput`] carries
-//! the observations a call made, stamped with its call id by the registry (a record's text
-//! kept up to [`MAX_RECORD_TEXT`] bytes, its digest always; output cut at
+//! the observations a call made, stamped with its call id by the registry (a record's, a
+//! URL's or a document's text kept up to [`MAX_OBSERVED_TEXT`] bytes, its digest always;
+//! output cut at
 //! [`MAX_TOOL_OUTPUT`]); [`ToolRegistry`] (`execute`, the only way a tool runs, passes the
 //! gate first: a denied call does not run and comes back as an error carrying its [`Denial`]),
 //! `tools/workspace.rs`: [`Workspace`] (the sandbox, carrying the run's [`Policy`]: it opens
@@ -194,7 +195,8 @@
 //! ([`MAX_HANDOFF_BYTES`], JSON nesting 128); every violation is returned at once with its
 //! line, tied to its conclusion where it has one; a backticked quote is checked against the
 //! text its conclusion's sources show (lines, a whole file, the lines a cited `call:ID`
-//! showed, a cited record `kind:ID`'s text); a quote resting only on sources that keep no
+//! showed, the text a tool showed of a cited record `kind:ID`, URL or document); a quote
+//! resting only on sources that keep no
 //! text is `quote_unchecked`; a finding
 //! citing only searches must be marked negative evidence; a quote is byte-exact within a line;
 //! a source in brackets inside a claim's text is `source_in_claim`. A claim's prose beyond its
@@ -486,7 +488,9 @@ pub use report::{
 /// For the binary: the characters it escapes in what it prints.
 #[doc(hidden)]
 pub use source::is_invisible;
-pub use source::{Observation, ObservationLog, Shown, SourceId, SourceParseError, MAX_RECORD_TEXT};
+pub use source::{
+    Observation, ObservationLog, Shown, SourceId, SourceParseError, MAX_OBSERVED_TEXT,
+};
 pub use tools::{
     Cancellation, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolResult, Workspace,
     MAX_TOOL_OUTPUT,

@@ -94,22 +94,35 @@ fn log() -> ObservationLog {
             line: 1,
             chars: 20,
         },
-        Observation::Document {
-            call_id: "sa1.7".into(),
-            doc: "guide".into(),
-            span: Some("intro".into()),
-        },
+        Observation::document("guide", Some("intro"), "Retries back off exponentially.")
+            .made_by("sa1.7"),
+        Observation::url(
+            "https://example.com/fetched",
+            "Each retry waits twice as long.",
+        )
+        .made_by("sa1.8"),
+        Observation::record("ticket", "T-7", "[open] retries are slow on mobile").made_by("sa1.9"),
+        // What a tool showed without its text: its identity only.
         Observation::Url {
-            call_id: "sa1.8".into(),
-            url: "https://example.com/fetched".into(),
-        },
-        Observation::Record {
-            call_id: "sa1.9".into(),
-            record_kind: "ticket".into(),
-            id: "T-7".into(),
+            call_id: "sa1.12".into(),
+            url: "https://example.com/bare".into(),
             text: None,
             digest: None,
         },
+        Observation::Record {
+            call_id: "sa1.13".into(),
+            record_kind: "ticket".into(),
+            id: "T-9".into(),
+            text: None,
+            digest: None,
+        },
+        // A text too long to keep: its digest only.
+        Observation::record(
+            "ticket",
+            "T-long",
+            &"x".repeat(baton::MAX_OBSERVED_TEXT + 1),
+        )
+        .made_by("sa1.11"),
         Observation::Record {
             call_id: "sa1.10".into(),
             record_kind: "event".into(),
@@ -218,6 +231,14 @@ fn cases() -> Vec<Case> {
         case("negative evidence citing a search that matched", with_settled("- Negative evidence: no `delay` anywhere. [call:sa1.3]\n"), &[V::NegativeNotEmpty]),
         case("url never fetched", with_settled("- Retries follow RFC 9110. [https://www.rfc-editor.org/rfc/rfc9110]\n"), &[V::UrlNotFetched]),
         case("record never returned", with_settled("- Order A-1234 was retried. [order:A-1234]\n"), &[V::RecordNotObserved]),
+        // What a record, a URL or a document showed holds its quotes, as a file's lines do.
+        case("quote of a record's text", with_settled("- T-7 says `retries are slow on mobile`. [ticket:T-7]\n"), &[]),
+        case("quote not in a record's text", with_settled("- T-7 says `retries are fast`. [ticket:T-7]\n"), &[V::QuoteNotFound]),
+        case("quote of a record whose text was too long to keep", with_settled("- T-long says `xxx`. [ticket:T-long]\n"), &[V::QuoteUnchecked]),
+        case("quote of a URL's content", with_settled("- The page says `twice as long`. [https://example.com/fetched]\n"), &[]),
+        case("quote not in a URL's content", with_settled("- The page says `three times as long`. [https://example.com/fetched]\n"), &[V::QuoteNotFound]),
+        case("quote of a document span's text", with_settled("- The guide says `back off exponentially`. [doc:guide#intro]\n"), &[]),
+        case("quote not in a document span's text", with_settled("- The guide says `never retry`. [doc:guide#intro]\n"), &[V::QuoteNotFound]),
         // Quotation.
         case("quote not in the cited lines", with_settled("- `next_delay` triples the delay: `base_ms * 3`. [src/net/retry.rs:18-21]\n"), &[V::QuoteNotFound]),
         // Issue 20, item 9: byte-exact within a line; a quote spanning lines may join them.
@@ -234,8 +255,8 @@ fn cases() -> Vec<Case> {
         case("finding resting only on an empty search", with_settled("- The database is never opened anywhere in the tree. [call:sa1.2]\n"), &[V::NegativeUnmarked]),
         case("quote resting only on an empty search", with_settled("- Nothing calls `gzip`. [call:sa1.2]\n"), &[V::NegativeUnmarked, V::QuoteUnchecked]),
         case("json finding resting only on an empty search", r#"{"settled_conclusions":[{"claim":"no gzip anywhere","sources":["call:sa1.2"]}],"open_items":[],"hard_constraints":[]}"#, &[V::NegativeUnmarked]),
-        case("quote resting on a URL alone", with_settled("- The page says `retries back off`. [https://example.com/fetched]\n"), &[V::QuoteUnchecked]),
-        case("quote resting on a record alone", with_settled("- Ticket T-7 says `slow`. [ticket:T-7]\n"), &[V::QuoteUnchecked]),
+        case("quote resting on a URL whose content was not kept", with_settled("- The page says `retries back off`. [https://example.com/bare]\n"), &[V::QuoteUnchecked]),
+        case("quote resting on a record whose text was not kept", with_settled("- Ticket T-9 says `slow`. [ticket:T-9]\n"), &[V::QuoteUnchecked]),
         case("a source inside the claim's text", with_settled("- The cap is set in [docs/secret.md:2] to 30 s: `cap_ms`. [src/net/retry.rs:8]\n"), &[V::SourceInClaim]),
         case("json source inside the claim's text", r#"{"settled_conclusions":[{"claim":"It is in [src/lib.rs:2] too: `cap_ms`.","sources":["src/net/retry.rs:8"]}],"open_items":[],"hard_constraints":[]}"#, &[V::SourceInClaim]),
         case("brackets that are not sources", with_settled("- `next_delay` takes [1] an attempt, see [the notes]; `self.base_ms`. [src/net/retry.rs:18-21]\n"), &[]),

@@ -190,7 +190,7 @@ fn unchecked_quotes(c: &Conclusion, line: usize, check: &Check<'_>, out: &mut Ve
     let why = if calls_unseen {
         "a `call:ID` is checked only in its run: cite the file lines it stands on"
     } else {
-        "none of its sources shows text (a search that found nothing, a listing, a URL, a document, or a record whose text was not kept): cite the lines it stands on"
+        "none of its sources shows text (a search that found nothing, a listing, or a record, URL or document whose text was not kept): cite the lines it stands on"
     };
     for quote in quotes(&c.claim) {
         let shown: String = quote.chars().take(60).collect();
@@ -223,8 +223,9 @@ fn check_source(
                     ViolationCode::UrlNotFetched,
                     format!("`{url}` was never fetched by your tool calls"),
                 );
+                return Vec::new();
             }
-            Vec::new()
+            shown_texts(source, check)
         }
         SourceId::Doc { id, span } => {
             // Resolution needs a corpus; with none, the observation layer alone decides.
@@ -241,6 +242,8 @@ fn check_source(
                     ViolationCode::DocNotObserved,
                     format!("`{source}` was never shown to you by your tool calls"),
                 );
+            } else {
+                return shown_texts(source, check);
             }
             Vec::new()
         }
@@ -271,13 +274,20 @@ fn check_source(
                 );
                 return Vec::new();
             }
-            // A quote may rest on the record's text as a tool showed it.
-            log.record_texts(record, id)
-                .into_iter()
-                .map(|text| (Arc::new(FileText::new(text.to_string())), Quotable::Whole))
-                .collect()
+            shown_texts(source, check)
         }
     }
+}
+
+/// What a quote under a cited record, URL or document may rest on: the texts the subagent's
+/// tools showed of it.
+fn shown_texts(source: &SourceId, check: &Check<'_>) -> Vec<(Arc<FileText>, Quotable)> {
+    check.observations.map_or_else(Vec::new, |log| {
+        log.texts_of(source)
+            .into_iter()
+            .map(|text| (Arc::new(FileText::new(text.to_string())), Quotable::Whole))
+            .collect()
+    })
 }
 
 /// A file citation: the file resolves inside the root, its lines are in range, and (in a

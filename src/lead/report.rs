@@ -438,9 +438,10 @@ pub(super) fn evidence_digests(
                 text.lines(a, b).to_string()
             }),
             SourceId::Record { kind, id } if kind == "call" => shown_text(observations, id, files),
-            // A record's digest is the one its tool gave for the text it showed.
-            SourceId::Record { kind, id } => {
-                if let Some(digest) = observations.record_digest(kind, id) {
+            // A record's, a URL's or a document's digest is the one its tool gave for the text
+            // it showed.
+            SourceId::Record { .. } | SourceId::Url(_) | SourceId::Doc { .. } => {
+                if let Some(digest) = observations.digest_of(source) {
                     out.insert(source.to_string(), digest.to_string());
                 }
                 continue;

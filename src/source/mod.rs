@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use observation::SearchKind;
 pub(crate) use observation::{search_label, shadowed, NOT_SEARCHED_NAMED};
-pub use observation::{Observation, ObservationLog, Shown, MAX_RECORD_TEXT};
+pub use observation::{Observation, ObservationLog, Shown, MAX_OBSERVED_TEXT};
 
 /// What a conclusion points at. The grammar (contracts/handoff.md, "Source identifiers"):
 ///

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::SourceId;
+
 /// What a search looked for: lines matching a pattern (grep) or file names matching a glob.
 /// A search's kind is decided here only: the log stores a glob's pattern as `glob:PATTERN`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +112,13 @@ pub enum Observation {
         /// The span shown; none when the whole document was.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         span: Option<String>,
+        /// The text shown, when it fits in [`MAX_OBSERVED_TEXT`] bytes: a conclusion citing
+        /// the document has its backticked quotes checked against it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        /// SHA-256 of the text shown (hex).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        digest: Option<String>,
     },
     /// A URL was fetched and its content shown.
     Url {
@@ -117,6 +126,13 @@ pub enum Observation {
         call_id: String,
         /// The URL as fetched.
         url: String,
+        /// The content shown, when it fits in [`MAX_OBSERVED_TEXT`] bytes: a conclusion citing
+        /// the URL has its backticked quotes checked against it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        /// SHA-256 of the content shown (hex).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        digest: Option<String>,
     },
     /// A record (an order, a ticket, …) was returned.
     Record {
@@ -126,7 +142,7 @@ pub enum Observation {
         record_kind: String,
         /// Its id (`A-1234`).
         id: String,
-        /// The record's text as the tool showed it, when it fits in [`MAX_RECORD_TEXT`]
+        /// The record's text as the tool showed it, when it fits in [`MAX_OBSERVED_TEXT`]
         /// bytes: a conclusion citing the record has its backticked quotes checked against it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         text: Option<String>,
@@ -137,9 +153,9 @@ pub enum Observation {
     },
 }
 
-/// Most bytes of a record's text an observation keeps; past it only the digest is kept, and
-/// quotes citing the record cannot be checked (`quote_unchecked`).
-pub const MAX_RECORD_TEXT: usize = 16 * 1024;
+/// Most bytes of a record's, a URL's or a document's text an observation keeps; past it only
+/// the digest is kept, and quotes citing it cannot be checked (`quote_unchecked`).
+pub const MAX_OBSERVED_TEXT: usize = 16 * 1024;
 
 /// Most entries a search names of those it did not search.
 pub(crate) const NOT_SEARCHED_NAMED: usize = 20;
@@ -238,7 +254,7 @@ pub(crate) fn search_label(pattern: &str, case_insensitive: bool, fixed_string: 
 impl Observation {
     /// A record a tool returned: its kind (lower case, e.g. `ticket`), its id, and its text
     /// as the tool showed it — a conclusion may cite it as `KIND:ID` and quote it. The call id
-    /// is set by the registry when the call returns; a text over [`MAX_RECORD_TEXT`] bytes is
+    /// is set by the registry when the call returns; a text over [`MAX_OBSERVED_TEXT`] bytes is
     /// kept as its digest only.
     pub fn record(kind: &str, id: &str, text: &str) -> Observation {
         Observation::Record {
@@ -251,29 +267,60 @@ impl Observation {
         .bounded()
     }
 
-    /// A record's text cut down to its digest when it is over [`MAX_RECORD_TEXT`] bytes.
-    pub(crate) fn bounded(self) -> Observation {
+    /// A URL a tool fetched, and the content it showed — cited as the URL, quoted from that
+    /// content.
+    pub fn url(url: &str, text: &str) -> Observation {
+        Observation::Url {
+            call_id: String::new(),
+            url: url.to_string(),
+            text: Some(text.to_string()),
+            digest: Some(crate::digest::sha256_hex(text.as_bytes())),
+        }
+        .bounded()
+    }
+
+    /// A document (or a span of it: `span`) a tool showed, and its text — cited as
+    /// `doc:ID` or `doc:ID#SPAN`, quoted from that text.
+    pub fn document(doc: &str, span: Option<&str>, text: &str) -> Observation {
+        Observation::Document {
+            call_id: String::new(),
+            doc: doc.to_string(),
+            span: span.map(str::to_string),
+            text: Some(text.to_string()),
+            digest: Some(crate::digest::sha256_hex(text.as_bytes())),
+        }
+        .bounded()
+    }
+
+    /// The text shown with it and its digest, for what keeps text (a document, a URL, a
+    /// record).
+    pub fn content(&self) -> Option<(Option<&str>, Option<&str>)> {
         match self {
-            Observation::Record {
-                call_id,
-                record_kind,
-                id,
-                text: Some(text),
-                digest,
-            } if text.len() > MAX_RECORD_TEXT => Observation::Record {
-                call_id,
-                record_kind,
-                id,
-                digest: digest.or_else(|| Some(crate::digest::sha256_hex(text.as_bytes()))),
-                text: None,
-            },
-            other => other,
+            Observation::Document { text, digest, .. }
+            | Observation::Url { text, digest, .. }
+            | Observation::Record { text, digest, .. } => {
+                Some((text.as_deref(), digest.as_deref()))
+            }
+            _ => None,
         }
     }
 
+    /// A text over [`MAX_OBSERVED_TEXT`] bytes cut down to its digest.
+    pub(crate) fn bounded(mut self) -> Observation {
+        if let Observation::Document { text, digest, .. }
+        | Observation::Url { text, digest, .. }
+        | Observation::Record { text, digest, .. } = &mut self
+        {
+            if let Some(long) = text.take_if(|t| t.len() > MAX_OBSERVED_TEXT) {
+                digest.get_or_insert_with(|| crate::digest::sha256_hex(long.as_bytes()));
+            }
+        }
+        self
+    }
+
     /// The same observation made by `call`: the registry stamps what a tool returned with
-    /// the call it answers, whatever id the tool wrote.
-    pub(crate) fn made_by(mut self, call: &str) -> Observation {
+    /// the call it answers, whatever id the tool wrote (a test builds a log this way).
+    pub fn made_by(mut self, call: &str) -> Observation {
         match &mut self {
             Observation::Lines { call_id, .. }
             | Observation::LinePart { call_id, .. }
@@ -496,35 +543,46 @@ impl ObservationLog {
             .any(|o| matches!(o, Observation::Url { url: u, .. } if url_key(u) == wanted))
     }
 
-    /// The texts of the record of this kind and id as the subagent's tools showed them (a
-    /// record whose text was too long to keep shows none).
-    pub fn record_texts(&self, kind: &str, id: &str) -> Vec<&str> {
-        self.entries
-            .iter()
-            .filter_map(|o| match o {
+    /// The observations that show a cited record, URL or document (as the observation
+    /// layer matches them: a URL without its fragment or trailing slash; a document whole, or
+    /// the span cited).
+    fn showing<'a, 's>(
+        &'a self,
+        source: &'s SourceId,
+    ) -> impl Iterator<Item = &'a Observation> + use<'a, 's> {
+        self.entries.iter().filter(move |o| match (source, o) {
+            (
+                SourceId::Record { kind, id },
                 Observation::Record {
                     record_kind: k,
                     id: i,
-                    text: Some(text),
                     ..
-                } if k == kind && i == id => Some(text.as_str()),
-                _ => None,
-            })
+                },
+            ) => k == kind && i == id,
+            (SourceId::Url(url), Observation::Url { url: u, .. }) => url_key(u) == url_key(url),
+            (
+                SourceId::Doc { id, span },
+                Observation::Document {
+                    doc: d, span: s, ..
+                },
+            ) => d == id && (s.is_none() || span.is_none() || s == span),
+            _ => false,
+        })
+    }
+
+    /// The texts the subagent's tools showed of a cited record, URL or document (one whose
+    /// text was too long to keep shows none).
+    pub fn texts_of(&self, source: &SourceId) -> Vec<&str> {
+        self.showing(source)
+            .filter_map(|o| o.content().and_then(|(text, _)| text))
             .collect()
     }
 
-    /// The digest of the record of this kind and id as a tool first returned it, when it
-    /// gave one.
-    pub fn record_digest(&self, kind: &str, id: &str) -> Option<&str> {
-        self.entries.iter().find_map(|o| match o {
-            Observation::Record {
-                record_kind: k,
-                id: i,
-                digest: Some(digest),
-                ..
-            } if k == kind && i == id => Some(digest.as_str()),
-            _ => None,
-        })
+    /// The digest of a cited record, URL or document as a tool first showed it, when it gave
+    /// one.
+    pub fn digest_of(&self, source: &SourceId) -> Option<&str> {
+        self.showing(source)
+            .find_map(|o| o.content().and_then(|(_, digest)| digest))
     }
 
     /// Whether a record of this kind and id was returned.
