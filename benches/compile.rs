@@ -72,6 +72,7 @@ fn events() -> Vec<LoggedEvent> {
             arguments: serde_json::json!({"pattern": format!("term{call}")}),
             effect: EffectState::Executing,
             read_only: true,
+            intent: String::new(),
         });
         events.push(RunEvent::ToolReturned {
             subagent: sub,

@@ -20,6 +20,7 @@ fn tool_event(i: usize) -> RunEvent {
         arguments: serde_json::json!({"pattern": format!("term{i}"), "paths": ["src"]}),
         effect: EffectState::Executing,
         read_only: true,
+        intent: String::new(),
     }
 }
 

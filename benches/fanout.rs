@@ -97,6 +97,7 @@ fn events() -> Vec<LoggedEvent> {
             arguments: serde_json::json!({"path": format!("{}/lib.rs", dir(i))}),
             effect: EffectState::Executing,
             read_only: true,
+            intent: String::new(),
         });
         events.push(RunEvent::ToolReturned {
             subagent: sub.clone(),

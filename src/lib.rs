@@ -265,8 +265,9 @@
 //! commands open it read-only (as an unchanging file when no WAL is beside it); every payload
 //! is scrubbed of the process's secrets before it is sealed. **Invariant:** no append is
 //! acknowledged before it is durable; an append refused for its run fails that run's later
-//! appends in the process and no other run's; every read re-checks the chain and the run's
-//! head; a checkpoint is rebuilt from events only and an invalid one is never used;
+//! appends in the process and no other run's; every read of a run's whole log re-checks the
+//! chain and the run's head, and a page read (`events_after`) each event's digest and its link
+//! to the event before it; a checkpoint is rebuilt from events only and an invalid one is never used;
 //! `outcome_unknown` never becomes `failed` without a reconciling observation; read-only opens
 //! create nothing; a reader of a run's stream is given only durable events, each once, in
 //! order, and a reader [`EVENTS_BUFFER`] events behind makes the run wait.

@@ -67,6 +67,7 @@ fn checkpoint(evidence_items: usize) -> Checkpoint {
             arguments: serde_json::json!({"pattern": "step"}),
             effect: EffectState::Executing,
             read_only: true,
+            intent: String::new(),
         },
         RunEvent::HandoffAccepted {
             subagent: "sa1".into(),
@@ -404,6 +405,7 @@ async fn killed_run(store: &MemoryStore, run_id: &str, root: &std::path::Path, q
             arguments: serde_json::json!({"pattern": "delay"}),
             effect: EffectState::Executing,
             read_only: true,
+            intent: String::new(),
         },
     ];
     store

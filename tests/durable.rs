@@ -501,6 +501,7 @@ fn event() -> impl Strategy<Value = RunEvent> {
             arguments: serde_json::json!({"pattern": c}),
             effect: E::Executing,
             read_only,
+            intent: String::new(),
         }),
         (sub.clone(), call, any::<bool>(), 0usize..3).prop_map(|(s, c, err, m)| {
             RunEvent::ToolReturned {

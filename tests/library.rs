@@ -1105,3 +1105,37 @@ async fn a_request_undecided_when_the_run_is_cancelled_is_withdrawn() {
         kinds(&log, "approval_decided")
     );
 }
+
+/// Two calls of one batch with the same arguments each wait on a request of their own: both
+/// are asked, both granted, both run — neither is left waiting on the other's.
+#[tokio::test]
+async fn two_calls_of_one_intent_in_a_batch_each_get_a_request() {
+    let ran = Arc::new(AtomicU32::new(0));
+    let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
+    let (builder, _) = filer(
+        vec![
+            ScriptedTurn::Tools(vec![
+                ("file_ticket".into(), json!({"title": "a"})),
+                ("file_ticket".into(), json!({"title": "a"})),
+            ]),
+            ScriptedTurn::text(EMPTY_HANDOFF),
+        ],
+        &ran,
+        &store,
+    );
+    let handle = builder.build().start(file_task()).await.unwrap();
+    let mut events = handle.events();
+    let mut asked = 0;
+    while let Some(event) = tokio::time::timeout(Duration::from_secs(20), events.next())
+        .await
+        .expect("no call is left waiting")
+    {
+        if let RunEvent::ApprovalRequested { request } = event.unwrap().event {
+            asked += 1;
+            handle.approve(&request.id).await.unwrap();
+        }
+    }
+    handle.report().await.unwrap();
+    assert_eq!(asked, 2);
+    assert_eq!(ran.load(Ordering::SeqCst), 2);
+}

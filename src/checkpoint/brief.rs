@@ -112,7 +112,7 @@ pub fn brief(cp: &Checkpoint) -> Brief {
     let next_step = match (cp.finished, to_do.is_empty(), unresolved.is_empty()) {
         (Some(false), _, _) => "none: the run finished".to_string(),
         _ if !waiting.is_empty() => format!(
-            "`baton resume {}`, then decide the request(s) for approval it waits on: {}",
+            "resume {} from the application that decides its requests for approval ({}): `baton resume` cannot decide them",
             cp.run_id,
             waiting.join(", ")
         ),

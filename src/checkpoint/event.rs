@@ -70,6 +70,22 @@ impl TaskSpec {
     pub fn is_plain(&self) -> bool {
         *self == TaskSpec::default()
     }
+
+    /// How many subagents it fans out besides the explorers that shard a tree: one for each
+    /// other role it lists, one for each subtask it gives.
+    pub fn others(&self) -> usize {
+        self.roles
+            .iter()
+            .filter(|r| **r != crate::contracts::RoleId::EXPLORER)
+            .count()
+            + self.subtasks.len()
+    }
+
+    /// Whether explorers shard the tree (a plain exploration, or one listing `explorer`).
+    pub fn shards_tree(&self) -> bool {
+        self.is_plain()
+            || (!self.custom && self.roles.contains(&crate::contracts::RoleId::EXPLORER))
+    }
 }
 
 /// What a subagent was given, for the log: enough to say what it saw without the text.
@@ -144,7 +160,8 @@ pub enum RunEvent {
     /// The model playing a role, as configured now: logged when a run starts or resumes, and
     /// whenever it changes (a provider's fallback taken). No credentials.
     ModelConfigured {
-        /// `subagents` or `lead`.
+        /// `subagents` (the run's model), `lead`, or the name of a role with a model of its
+        /// own.
         role: String,
         /// Provider, model, base URL, context window, price, fallbacks in force.
         #[serde(flatten)]
@@ -238,6 +255,11 @@ pub enum RunEvent {
         /// not say so is taken to have effects.
         #[serde(default)]
         read_only: bool,
+        /// A call with effects: its intent — SHA-256 of the tool's name, a newline and its
+        /// arguments' JSON (keys sorted), as the model wrote them (before the log scrubs
+        /// secrets from them).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        intent: String,
     },
     /// A tool call returned; what it showed.
     ToolReturned {

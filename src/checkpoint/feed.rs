@@ -22,6 +22,8 @@ pub(crate) struct Feed {
     run_id: String,
     store: Arc<dyn EventStore>,
     state: Mutex<FeedState>,
+    /// Notified each time what was published moves on, a reader goes, or the feed closes.
+    moved: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -30,6 +32,8 @@ struct FeedState {
     published: u64,
     /// Set once the run has ended here: nothing more is published.
     closed: bool,
+    /// Set when the run's log could not be written: the run stopped there.
+    failed: Option<StoreError>,
     readers: Vec<mpsc::Sender<LoggedEvent>>,
 }
 
@@ -52,6 +56,31 @@ impl Feed {
                 published,
                 ..FeedState::default()
             }),
+            moved: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// Waits while a reader following the run is more than [`EVENTS_BUFFER`] events behind
+    /// `logged`, the last event the run has logged: so the run gets no further than that
+    /// ahead of what it published, and what it published waits in each reader's queue of
+    /// [`EVENTS_BUFFER`] — a reader that stops reading holds the run within twice that of
+    /// where it stopped.
+    pub(crate) async fn room(&self, logged: u64) {
+        loop {
+            let moved = self.moved.notified();
+            tokio::pin!(moved);
+            moved.as_mut().enable();
+            let behind = match self.state.lock() {
+                Ok(state) => {
+                    !state.readers.is_empty()
+                        && logged > state.published.saturating_add(EVENTS_BUFFER as u64)
+                }
+                Err(_) => false,
+            };
+            if !behind {
+                return;
+            }
+            moved.await;
         }
     }
 
@@ -75,6 +104,7 @@ impl Feed {
             }
             Err(_) => return,
         };
+        self.moved.notify_waiters();
         if readers.is_empty() {
             return;
         }
@@ -91,7 +121,25 @@ impl Feed {
             if let Ok(mut state) = self.state.lock() {
                 state.readers.retain(|r| !r.is_closed());
             }
+            self.moved.notify_waiters();
         }
+    }
+
+    /// The run's log could not be written: nothing more is published, and readers following
+    /// live end with this error once they have read what was.
+    pub(crate) fn fail(&self, error: StoreError) {
+        if let Ok(mut state) = self.state.lock() {
+            state.failed.get_or_insert(error);
+        }
+        self.close();
+    }
+
+    /// Why the run's log stopped, when it could not be written.
+    fn failure(&self) -> Option<StoreError> {
+        self.state
+            .lock()
+            .ok()
+            .and_then(|state| state.failed.clone())
     }
 
     /// The run has ended here: readers following live end once they have read what was
@@ -101,6 +149,7 @@ impl Feed {
             state.closed = true;
             state.readers.clear();
         }
+        self.moved.notify_waiters();
     }
 
     /// Whether the run has ended here.
@@ -264,7 +313,12 @@ impl EventStream {
                             detail: format!("event {} follows event {}", event.seq, self.last),
                         }));
                     }
-                    None => self.phase = Phase::Done,
+                    None => {
+                        self.phase = Phase::Done;
+                        if let Some(failed) = self.feed.failure() {
+                            return Some(Err(failed));
+                        }
+                    }
                 },
                 Phase::Replay { live, upto } => {
                     if self.last >= *upto {

@@ -509,7 +509,15 @@ async fn resume(args: ResumeArgs) -> i32 {
         }
     };
     let started = coordinator.build().resume(&args.run).await;
-    finish(started, !args.model.no_progress, args.model.json).await
+    // The display follows what the resumed run does, from its first event on.
+    let resumed_after = events.last().map_or(0, |e| e.seq);
+    finish(
+        started,
+        resumed_after,
+        !args.model.no_progress,
+        args.model.json,
+    )
+    .await
 }
 
 async fn explore(args: ExploreArgs) -> i32 {
@@ -554,6 +562,10 @@ async fn explore(args: ExploreArgs) -> i32 {
         coordinator = coordinator.constraint_rules(text, rules);
     }
     if let Some(dir) = &args.roles {
+        if let Err(e) = approvals_undecidable(dir) {
+            say!("{e}");
+            return EXIT_USAGE;
+        }
         coordinator = coordinator.roles(dir.clone());
     }
     coordinator = coordinator.allow_unenforced(args.allow_unenforced);
@@ -583,17 +595,37 @@ async fn explore(args: ExploreArgs) -> i32 {
         .repairs(args.repairs)
         .build();
     let started = coordinator.start(task).await;
-    finish(started, !args.model.no_progress, args.model.json).await
+    finish(started, 0, !args.model.no_progress, args.model.json).await
 }
 
-/// Follows a run — the live display drawn from its events (Ctrl-C cancels it) — then prints
-/// its report and maps it to an exit code.
-async fn finish(started: Result<baton::RunHandle, RunError>, show: bool, json: bool) -> i32 {
+/// The roles `baton explore` spawns may not reserve effects for approval: nothing on the
+/// command line could decide a request, and each call would wait until it expired.
+fn approvals_undecidable(dir: &std::path::Path) -> Result<(), String> {
+    let roles = baton::context::load_roles(Some(dir)).map_err(|e| e.to_string())?;
+    for name in [baton::RoleId::EXPLORER, baton::RoleId::VERIFIER] {
+        if let Some(role) = roles.get(&name).filter(|r| !r.approve.is_empty()) {
+            return Err(format!(
+                "--roles: role `{}`: field `approve`: the command line cannot decide requests for approval; use the library (RunHandle::approve, an Approver) or leave `approve` out",
+                role.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Follows a run — the live display drawn from its events after `after` (Ctrl-C cancels it) —
+/// then prints its report and maps it to an exit code.
+async fn finish(
+    started: Result<baton::RunHandle, RunError>,
+    after: u64,
+    show: bool,
+    json: bool,
+) -> i32 {
     let handle = match started {
         Ok(h) => h,
         Err(e) => return report_error(&e),
     };
-    let display = progress::spawn(handle.events(), show);
+    let display = progress::spawn(handle.events_from(after), show);
     let canceller = handle.canceller();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {

@@ -332,7 +332,8 @@ impl Role {
         self
     }
 
-    /// The model its subagents use, instead of the run's.
+    /// The model its subagents use, instead of the run's (the lead's own model is the
+    /// builder's `lead_model`, never a role's).
     pub fn model(mut self, model: Arc<dyn Model>) -> Role {
         self.model = Some(model);
         self

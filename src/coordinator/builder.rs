@@ -71,7 +71,7 @@ impl CoordinatorBuilder {
     }
 
     /// The lead's own model: it proposes the subtasks as a JSON plan (`contracts/plan.schema.json`)
-    /// — assigning each a role the run has — and writes the run's handoff from the accepted
+    /// — assigning each one of the roles the task names — and writes the run's handoff from the accepted
     /// handoffs, checked by the same contract against what the subagents observed. Without
     /// one, the lead plans by sharding the tree (and one subtask per other role) and merges
     /// the handoffs itself, deterministically.

@@ -278,7 +278,7 @@ impl RunHandle {
     /// # });
     /// ```
     pub async fn approve(&self, id: &str) -> Result<(), ApprovalError> {
-        self.lead.decide(id, Approval::Grant).await
+        self.decide(id, Approval::Grant)
     }
 
     /// Denies a request: the call does not run, and its subagent's model is told `reason`.
@@ -320,7 +320,17 @@ impl RunHandle {
     /// # });
     /// ```
     pub async fn deny(&self, id: &str, reason: impl Into<String>) -> Result<(), ApprovalError> {
-        self.lead.decide(id, Approval::Deny(reason.into())).await
+        self.decide(id, Approval::Deny(reason.into()))
+    }
+
+    /// Settles a request — at once, whatever the lead is busy with — then has the lead log it
+    /// and tell the call (an expiry found here is logged too).
+    fn decide(&self, id: &str, approval: Approval) -> Result<(), ApprovalError> {
+        let decided = self.oversight.decide(id, approval, "application");
+        if matches!(decided, Ok(()) | Err(ApprovalError::Expired(_))) {
+            self.lead.settled(id);
+        }
+        decided
     }
 
     /// Waits for the report (an error when the run's log could not be written, or the run

@@ -252,6 +252,8 @@ impl Coordinator {
             }
             roles.insert(profile.name.clone(), profile);
         }
+        // The lead's model is the builder's lead model, never a role's.
+        models.remove(&RoleId::LEAD);
         let known = self.tools.names();
         let mut used = task.named_roles();
         if self.lead_model.is_some() {
@@ -276,12 +278,14 @@ impl Coordinator {
                 )));
             }
         }
-        // A role's model from its profile's spec, unless one was given in code.
+        // A role's model from its profile's spec, unless one was given in code: for each role
+        // the run may spawn (the verifier too). The lead's model is the builder's lead model.
+        used.push(RoleId::VERIFIER);
         for (name, role) in &roles {
             let Some(spec) = role.model.as_deref() else {
                 continue;
             };
-            if models.contains_key(name) || !used.contains(name) {
+            if models.contains_key(name) || !used.contains(name) || *name == RoleId::LEAD {
                 continue;
             }
             let failed = |source| RunError::RoleModel {
@@ -320,11 +324,6 @@ impl Coordinator {
     /// # });
     /// ```
     pub async fn start(&self, task: Task) -> Result<RunHandle, RunError> {
-        if self.agents == 0 || self.max_subagents == 0 || self.shards == Some(0) {
-            return Err(RunError::BadSetting(
-                "--agents and --max-subagents must be at least 1".into(),
-            ));
-        }
         // The tree, the constraints, the role files and the run's lock file are file-system
         // work: done off the runtime.
         let this = self.clone();
@@ -422,6 +421,11 @@ impl Coordinator {
 
     /// The question, the workspace, the constraints and the roles of a task, each checked.
     fn prepare(&self, task: &Task) -> Result<Prepared, RunError> {
+        if self.agents == 0 || self.max_subagents == 0 || self.shards == Some(0) {
+            return Err(RunError::BadSetting(
+                "--agents and --max-subagents must be at least 1".into(),
+            ));
+        }
         let question = task.question().trim().to_string();
         if question.is_empty() {
             return Err(RunError::EmptyQuestion);
@@ -436,11 +440,7 @@ impl Coordinator {
             })?),
             None => None,
         };
-        if task.named_roles().is_empty() {
-            return Err(RunError::BadSetting(
-                "the job has nothing to fan out: give it a subtask or a role".into(),
-            ));
-        }
+        check_fan_out(task, workspace.as_ref(), self.max_subagents)?;
         let root = workspace.as_ref().map(Workspace::root);
         let constraints = self.stated_constraints(&question, root)?;
         let (roles, role_models) = self.role_profiles(task)?;
@@ -554,6 +554,37 @@ impl Coordinator {
         let feed = Arc::new(Feed::closed(run_id, Arc::clone(store)));
         Ok(feed.reader(after_seq))
     }
+}
+
+/// Whether a task's fan-out can be run: it names something to fan out, no more subagents than
+/// `max` (and room for at least one explorer when it shards the tree), and each subtask's
+/// scope is a path of the tree (a job with no workspace gives none).
+fn check_fan_out(task: &Task, workspace: Option<&Workspace>, max: usize) -> Result<(), RunError> {
+    let bad = |why: String| Err(RunError::BadSetting(why));
+    if task.named_roles().is_empty() {
+        return bad("the job has nothing to fan out: give it a subtask or a role".into());
+    }
+    let spec = task.spec();
+    let needed = spec.others() + usize::from(spec.shards_tree());
+    if needed > max {
+        return bad(format!(
+            "the task fans out {needed} subagents at least, and --max-subagents is {max}"
+        ));
+    }
+    for (n, subtask) in task.subtasks().iter().enumerate() {
+        for path in &subtask.scope {
+            let found = workspace.is_some_and(|w| w.resolve(path).is_ok());
+            if !found {
+                return bad(format!(
+                    "subtask {} ({}): its scope `{}` is not a path of the tree",
+                    n + 1,
+                    subtask.role,
+                    crate::text::one_line(path)
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A role's model spec connected with the process's environment, the built-in prices and the

@@ -13,8 +13,8 @@ impl Coordinator {
     /// Continues a run from its last durable event: subagents whose handoff was accepted (or
     /// rejected, or that failed) are not redone; those mid-flight start again from their brief;
     /// effects cut off while executing become outcome_unknown; requests for approval still
-    /// undecided wait on. The run keeps its id, task and limits; the models, tools and roles are
-    /// this coordinator's.
+    /// undecided wait on. The run keeps its id, task, agents, subagent budget and repairs; its
+    /// models, tools, roles, time limits and cost limits are this coordinator's.
     /// ```
     /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// use std::sync::Arc;

@@ -68,17 +68,7 @@ async fn on_message(
         } => state.take_verdict(&id, parsed, digests),
         LeadMsg::Synthesised { outcome, turn } => state.on_synthesised(&myself, outcome, turn),
         LeadMsg::Cancel => state.cancel(&myself),
-        LeadMsg::Decide {
-            id,
-            approval,
-            by,
-            reply,
-        } => {
-            let decided = state.decide(&id, approval, by);
-            if let Some(reply) = reply {
-                let _ = reply.send(decided);
-            }
-        }
+        LeadMsg::ApprovalSettled(id) => state.sync(&id),
         LeadMsg::ApprovalExpired(id) => state.on_expired(&id),
         LeadMsg::LogFailed(error) => state.on_log_failed(&myself, error),
         LeadMsg::Status(reply) => {

@@ -1,9 +1,12 @@
-//! The run's requests for approval, as the lead keeps them: asked for by a subagent's call,
-//! decided by the application (through the run's handle or the builder's approver), expired,
-//! or withdrawn when no call can use them any more; every step logged, a grant consumed once,
-//! a grant past its expiry never used. Rebuilt from the log on resume, so a run killed while
-//! waiting waits on.
+//! The run's requests for approval: asked for by a subagent's call, decided by the
+//! application (through the run's handle or the builder's approver), expired, or withdrawn
+//! when no call can use them any more; every step logged, a grant consumed once, a grant past
+//! its expiry never used. A request is settled once, in a map the run shares with its handle,
+//! so a decision never waits for the lead (which may be waiting for a slow reader of the
+//! run's events); the lead then logs it and tells the call. Rebuilt from the log on resume, so
+//! a run killed while waiting waits on.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use dashmap::DashMap;
@@ -16,21 +19,102 @@ use crate::policy::{
 };
 use crate::subagent::{ApprovalAsk, Decided, SubagentMsg};
 
-/// What a run shares with its handle and its subagents: the requests for approval waiting
-/// (listed by the handle), and the intents whose outcome is unknown (checked by subagents).
+/// A request as the run and its handle share it: the first decision taken stands.
+#[derive(Clone)]
+struct Shared {
+    request: ApprovalRequest,
+    decided: Option<(ApprovalDecision, &'static str)>,
+}
+
+/// What a run shares with its handle and its subagents: its requests for approval and where
+/// each stands, and the intents whose outcome is unknown (checked by subagents).
 #[derive(Clone, Default)]
 pub(crate) struct Oversight {
-    pending: Arc<DashMap<String, ApprovalRequest>>,
+    requests: Arc<DashMap<String, Shared>>,
     pub(crate) unknown: UnknownOutcomes,
+    /// Set once the run has ended: nothing more is decided.
+    ended: Arc<AtomicBool>,
 }
 
 impl Oversight {
     /// The requests waiting now, oldest first.
     pub(crate) fn pending(&self) -> Vec<ApprovalRequest> {
-        let mut out: Vec<ApprovalRequest> =
-            self.pending.iter().map(|e| e.value().clone()).collect();
+        let mut out: Vec<ApprovalRequest> = self
+            .requests
+            .iter()
+            .filter(|e| e.value().decided.is_none())
+            .map(|e| e.value().request.clone())
+            .collect();
         out.sort_by_key(|r| (r.requested_ms, number(&r.id)));
         out
+    }
+
+    /// Settles a request, once: the first decision taken stands and a later one is refused; a
+    /// grant or a denial that comes at or past the request's expiry settles it as expired, and
+    /// is refused.
+    pub(crate) fn settle(
+        &self,
+        id: &str,
+        decision: ApprovalDecision,
+        by: &'static str,
+        now: u64,
+    ) -> Result<(), ApprovalError> {
+        if self.ended.load(Ordering::Acquire) {
+            return Err(ApprovalError::RunEnded);
+        }
+        let mut entry = self
+            .requests
+            .get_mut(id)
+            .ok_or_else(|| ApprovalError::Unknown(id.to_string()))?;
+        if let Some((decided, _)) = &entry.decided {
+            return Err(ApprovalError::Decided {
+                id: id.to_string(),
+                word: decided.word(),
+            });
+        }
+        let from_outside = matches!(
+            decision,
+            ApprovalDecision::Granted | ApprovalDecision::Denied { .. }
+        );
+        if from_outside && entry.request.expires_ms <= now {
+            entry.decided = Some((ApprovalDecision::Expired, "run"));
+            return Err(ApprovalError::Expired(id.to_string()));
+        }
+        entry.decided = Some((decision, by));
+        Ok(())
+    }
+
+    /// The application's decision on a request (`by`: who decided).
+    pub(crate) fn decide(
+        &self,
+        id: &str,
+        approval: Approval,
+        by: &'static str,
+    ) -> Result<(), ApprovalError> {
+        let decision = match approval {
+            Approval::Grant => ApprovalDecision::Granted,
+            Approval::Deny(reason) => ApprovalDecision::Denied { reason },
+        };
+        self.settle(id, decision, by, crate::checkpoint::now_ms())
+    }
+
+    fn decided(&self, id: &str) -> Option<(ApprovalDecision, &'static str)> {
+        self.requests.get(id).and_then(|e| e.decided.clone())
+    }
+
+    fn insert(&self, request: ApprovalRequest, decided: Option<ApprovalDecision>) {
+        self.requests.insert(
+            request.id.clone(),
+            Shared {
+                request,
+                decided: decided.map(|d| (d, "run")),
+            },
+        );
+    }
+
+    /// The run has ended: nothing more is decided.
+    pub(super) fn end(&self) {
+        self.ended.store(true, Ordering::Release);
     }
 }
 
@@ -104,11 +188,20 @@ impl LeadState {
     pub(super) fn resume_approvals(&mut self, myself: &ActorRef<LeadMsg>) {
         let now = crate::checkpoint::now_ms();
         for index in 0..self.approvals.entries.len() {
-            if self.approvals.entries[index].decision.is_some() {
+            let entry = &self.approvals.entries[index];
+            self.config
+                .oversight
+                .insert(entry.request.clone(), entry.decision.clone());
+            if entry.decision.is_some() {
                 continue;
             }
-            if self.approvals.entries[index].request.expires_ms <= now {
-                self.expire(index);
+            let id = entry.request.id.clone();
+            if entry.request.expires_ms <= now {
+                let _ = self
+                    .config
+                    .oversight
+                    .settle(&id, ApprovalDecision::Expired, "run", now);
+                self.sync(&id);
             } else {
                 self.watch_request(index, myself);
             }
@@ -127,9 +220,12 @@ impl LeadState {
         let now = crate::checkpoint::now_ms();
         for ask in asks {
             let digest = intent_digest(&ask.tool, &ask.arguments);
+            // A request no call waits on: one asked before a resume (a call of this batch
+            // with the same arguments asks for its own).
             let standing = self.approvals.entries.iter().position(|e| {
                 e.request.subagent == subagent
                     && e.request.arguments_digest == digest
+                    && e.waiting.is_none()
                     && match &e.decision {
                         None => true,
                         Some(ApprovalDecision::Granted) => {
@@ -180,6 +276,7 @@ impl LeadState {
         self.log(vec![RunEvent::ApprovalRequested {
             request: request.clone(),
         }]);
+        self.config.oversight.insert(request.clone(), None);
         self.approvals.entries.push(Entry {
             request,
             decision: None,
@@ -194,20 +291,17 @@ impl LeadState {
     /// expire.
     fn watch_request(&mut self, index: usize, myself: &ActorRef<LeadMsg>) {
         let request = self.approvals.entries[index].request.clone();
-        self.config
-            .oversight
-            .pending
-            .insert(request.id.clone(), request.clone());
         if let Some(approver) = self.config.approver.clone() {
-            let (lead, asked) = (myself.clone(), request.clone());
+            let (lead, oversight, asked) = (
+                myself.clone(),
+                self.config.oversight.clone(),
+                request.clone(),
+            );
             tokio::spawn(async move {
                 let approval = approver.decide(&asked).await;
-                let _ = lead.cast(LeadMsg::Decide {
-                    id: asked.id,
-                    approval,
-                    by: "approver",
-                    reply: None,
-                });
+                // A decision refused (taken already, expired) leaves the one that stands.
+                let _ = oversight.decide(&asked.id, approval, "approver");
+                let _ = lead.cast(LeadMsg::ApprovalSettled(asked.id));
             });
         }
         let wait = request
@@ -220,80 +314,57 @@ impl LeadState {
         }));
     }
 
-    /// A decision on a request: refused when the request is unknown, decided already, or
-    /// past its expiry (which it then is).
-    pub(super) fn decide(
-        &mut self,
-        id: &str,
-        approval: Approval,
-        by: &str,
-    ) -> Result<(), ApprovalError> {
-        if self.finished {
-            return Err(ApprovalError::RunEnded);
-        }
-        let index = self
-            .approvals
-            .index(id)
-            .ok_or_else(|| ApprovalError::Unknown(id.to_string()))?;
-        if let Some(decision) = &self.approvals.entries[index].decision {
-            return Err(ApprovalError::Decided {
-                id: id.to_string(),
-                word: decision.word(),
-            });
-        }
-        if self.approvals.entries[index].request.expires_ms <= crate::checkpoint::now_ms() {
-            self.expire(index);
-            return Err(ApprovalError::Expired(id.to_string()));
-        }
-        let decision = match approval {
-            Approval::Grant => ApprovalDecision::Granted,
-            Approval::Deny(reason) => ApprovalDecision::Denied { reason },
-        };
-        self.settle(index, decision, by);
-        Ok(())
-    }
-
     /// A request reached its expiry: undecided, it expires.
     pub(super) fn on_expired(&mut self, id: &str) {
-        if let Some(index) = self.approvals.index(id) {
-            if self.approvals.entries[index].decision.is_none() {
-                self.expire(index);
-            }
-        }
-    }
-
-    fn expire(&mut self, index: usize) {
-        self.settle(index, ApprovalDecision::Expired, "run");
+        let now = crate::checkpoint::now_ms();
+        let _ = self
+            .config
+            .oversight
+            .settle(id, ApprovalDecision::Expired, "run", now);
+        self.sync(id);
     }
 
     /// The requests of a subagent that ended (or of every subagent, with `None`: the run
-    /// ends) still undecided are withdrawn: no call will use them.
+    /// ends) still undecided are withdrawn: no call will use them. A decision taken meanwhile
+    /// outside the lead stands instead.
     pub(super) fn withdraw(&mut self, subagent: Option<&str>, reason: &str) {
+        let now = crate::checkpoint::now_ms();
         for index in 0..self.approvals.entries.len() {
             let entry = &self.approvals.entries[index];
             if entry.decision.is_none() && subagent.is_none_or(|s| s == entry.request.subagent) {
-                self.settle(
-                    index,
-                    ApprovalDecision::Withdrawn {
-                        reason: reason.to_string(),
-                    },
-                    "run",
-                );
+                let id = entry.request.id.clone();
+                let withdrawn = ApprovalDecision::Withdrawn {
+                    reason: reason.to_string(),
+                };
+                let _ = self.config.oversight.settle(&id, withdrawn, "run", now);
+                self.sync(&id);
             }
+        }
+        if subagent.is_none() {
+            self.config.oversight.end();
         }
     }
 
-    /// Logs a decision, takes the request off the list, and tells the call waiting on it.
-    fn settle(&mut self, index: usize, decision: ApprovalDecision, by: &str) {
+    /// A request was settled in the shared map (by the handle, the approver, its expiry, a
+    /// withdrawal): the lead logs the decision that stands, once, takes the request off its
+    /// timer, and tells the call waiting on it.
+    pub(super) fn sync(&mut self, id: &str) {
+        let Some(index) = self.approvals.index(id) else {
+            return;
+        };
+        if self.approvals.entries[index].decision.is_some() {
+            return;
+        }
+        let Some((decision, by)) = self.config.oversight.decided(id) else {
+            return;
+        };
         let entry = &mut self.approvals.entries[index];
         if let Some(timer) = entry.timer.take() {
             timer.abort();
         }
         entry.decision = Some(decision.clone());
-        let id = entry.request.id.clone();
-        self.config.oversight.pending.remove(&id);
         self.log(vec![RunEvent::ApprovalDecided {
-            approval_id: id,
+            approval_id: id.to_string(),
             decision,
             by: by.to_string(),
         }]);

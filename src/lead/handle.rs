@@ -50,28 +50,9 @@ impl LeadHandle {
         let _ = self.actor.cast(LeadMsg::Cancel);
     }
 
-    /// The application's decision on a request for approval.
-    pub(crate) async fn decide(
-        &self,
-        id: &str,
-        approval: crate::policy::Approval,
-    ) -> Result<(), crate::policy::ApprovalError> {
-        let asked = self
-            .actor
-            .call(
-                |reply| LeadMsg::Decide {
-                    id: id.to_string(),
-                    approval,
-                    by: "application",
-                    reply: Some(reply),
-                },
-                None,
-            )
-            .await;
-        match asked {
-            Ok(ractor::rpc::CallResult::Success(decided)) => decided,
-            _ => Err(crate::policy::ApprovalError::RunEnded),
-        }
+    /// A request for approval was settled: the lead logs it and tells its call.
+    pub(crate) fn settled(&self, id: &str) {
+        let _ = self.actor.cast(LeadMsg::ApprovalSettled(id.to_string()));
     }
 
     pub(crate) async fn status(&self) -> Option<Vec<SubagentSummary>> {

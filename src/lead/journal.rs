@@ -44,12 +44,22 @@ pub(super) fn started(config: &RunConfig) -> RunEvent {
     }
 }
 
-/// The models as configured now: the subagents', and the lead's when it has one.
+/// The models as configured now: the subagents', each role's that has its own, and the
+/// lead's when it has one.
 pub(super) fn models_configured(config: &RunConfig) -> Vec<RunEvent> {
     let mut events = vec![RunEvent::ModelConfigured {
         role: "subagents".into(),
         config: config.model.config(),
     }];
+    events.extend(
+        config
+            .role_models
+            .iter()
+            .map(|(role, model)| RunEvent::ModelConfigured {
+                role: role.to_string(),
+                config: model.config(),
+            }),
+    );
     if let Some(lead) = &config.lead_model {
         events.push(RunEvent::ModelConfigured {
             role: "lead".into(),
@@ -154,19 +164,27 @@ pub(super) fn constraints(given: &[Stated]) -> Vec<RunEvent> {
         .collect()
 }
 
-/// A call started: executing, or awaiting the application's approval.
-pub(super) fn tool_called(id: &str, call: &ToolCall, read_only: bool, awaiting: bool) -> RunEvent {
+/// A call starts (executing), waits for the application's approval, or is not made
+/// (proposed); a call with effects carries its intent — the digest of its tool and its
+/// arguments as the model wrote them, before anything is scrubbed from the log.
+pub(super) fn tool_called(
+    id: &str,
+    call: &ToolCall,
+    read_only: bool,
+    effect: EffectState,
+) -> RunEvent {
     RunEvent::ToolCalled {
         subagent: id.to_string(),
         call_id: call.id.clone(),
         tool: call.name.clone(),
         arguments: call.arguments.clone(),
-        effect: if awaiting {
-            EffectState::AwaitingApproval
-        } else {
-            EffectState::Executing
-        },
+        effect,
         read_only,
+        intent: if read_only {
+            String::new()
+        } else {
+            crate::policy::intent_digest(&call.name, &call.arguments)
+        },
     }
 }
 
@@ -355,6 +373,11 @@ pub(super) fn watch_acks(
             };
             if first.is_none() {
                 let _ = lead.cast(LeadMsg::LogFailed(failure.clone()));
+                // Nothing more is published: readers end with the failure, and no lead waits
+                // on them.
+                if let Some(feed) = &feed {
+                    feed.fail(failure.clone());
+                }
                 first = Some(failure);
             }
         }

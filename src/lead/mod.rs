@@ -138,13 +138,9 @@ pub(crate) enum LeadMsg {
     },
     /// Stop spawning, stop the running subagents, report what was handed off.
     Cancel,
-    /// The application's decision on a request for approval (`by`: who decided).
-    Decide {
-        id: String,
-        approval: crate::policy::Approval,
-        by: &'static str,
-        reply: Option<RpcReplyPort<Result<(), crate::policy::ApprovalError>>>,
-    },
+    /// A request for approval was settled outside the lead (by the run's handle or its
+    /// approver): log it and tell its call.
+    ApprovalSettled(String),
     /// A request for approval reached its expiry.
     ApprovalExpired(String),
     /// The subagents as they stand.

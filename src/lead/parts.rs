@@ -79,6 +79,9 @@ pub(super) struct Journal {
     /// Where each append's acknowledgement goes to be checked (none: the run is not logged):
     /// bounded, so the lead gets no further ahead of the watcher than it holds.
     pub(super) acks: Option<Sender<journal::Logged>>,
+    /// Where the watcher publishes the durable events to the run's readers: the lead waits
+    /// while one of them is too far behind.
+    pub(super) feed: Option<Arc<crate::checkpoint::Feed>>,
     /// Acknowledgements and checkpoints handed over while a message is handled, sent
     /// (awaited) once it is.
     pub(super) pending: Vec<journal::Logged>,

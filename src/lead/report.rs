@@ -72,6 +72,8 @@ impl LeadState {
             self.synthesise(myself);
             return;
         }
+        // Nothing can use a request still waiting: it is withdrawn, and no more is decided.
+        self.withdraw(None, "the run ended");
         let report = self.report();
         self.log(vec![RunEvent::RunFinished {
             cancelled: self.cancelled,
@@ -324,12 +326,31 @@ impl LeadState {
 
     /// Each model's usage, and the run's.
     fn usage(&self) -> (Vec<ModelUsage>, RunUsage) {
+        // The run's model plays every role without one of its own; each of those is apart.
+        let own =
+            |r: &&super::parts::SubagentRecord| self.config.role_models.contains_key(&r.shard.role);
         let mut models = vec![ModelUsage::of(
             "subagents",
             self.config.model.name(),
-            self.fleet.records.iter().map(|r| &r.spent),
+            self.fleet
+                .records
+                .iter()
+                .filter(|r| !own(r))
+                .map(|r| &r.spent),
             self.config.model.price().is_some(),
         )];
+        for (role, model) in &self.config.role_models {
+            models.push(ModelUsage::of(
+                role.as_str(),
+                model.name(),
+                self.fleet
+                    .records
+                    .iter()
+                    .filter(|r| r.shard.role == *role)
+                    .map(|r| &r.spent),
+                model.price().is_some(),
+            ));
+        }
         // The lead's model, or on a resume without one, the turns the log holds of it.
         let lead = match &self.config.lead_model {
             Some(lead) => Some((lead.name(), lead.price().is_some())),
@@ -506,8 +527,11 @@ pub(super) fn plan_task(
     roots: Option<&[String]>,
     (agents, max_subagents, shards): (usize, usize, Option<usize>),
 ) -> Result<Planned, String> {
+    // The task's other roles and its own subtasks have their places first: the explorers
+    // share what is left of --max-subagents.
+    let explorers = max_subagents.saturating_sub(task.others()).max(1);
     let mut planned = match workspace {
-        Some(workspace) => plan_run(workspace, roots, agents, max_subagents, shards)?,
+        Some(workspace) => plan_run(workspace, roots, agents, explorers, shards)?,
         None => Planned {
             shards: Vec::new(),
             left_out: Vec::new(),

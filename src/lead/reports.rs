@@ -120,22 +120,22 @@ impl LeadState {
     ) {
         match report {
             SubagentReport::ModelConfigured { config } => {
-                self.log(vec![RunEvent::ModelConfigured {
-                    role: "subagents".into(),
-                    config,
-                }]);
+                // Logged under the role whose own model it is, or as the run's.
+                let role = self
+                    .index_of(&id)
+                    .map(|i| self.fleet.records[i].shard.role.clone())
+                    .filter(|role| self.config.role_models.contains_key(role))
+                    .map_or_else(|| "subagents".to_string(), |role| role.to_string());
+                self.log(vec![RunEvent::ModelConfigured { role, config }]);
             }
             SubagentReport::WindowCompacted { note } => {
                 self.log(vec![journal::window_compacted(id, note)]);
             }
-            SubagentReport::ToolsStarted { calls, asks } => {
+            SubagentReport::ToolCalls { calls, state, asks } => {
                 let tools = &self.config.tools;
                 let events = calls
                     .iter()
-                    .map(|c| {
-                        let awaiting = asks.iter().any(|a| a.call_id == c.id);
-                        journal::tool_called(&id, c, tools.read_only(&c.name), awaiting)
-                    })
+                    .map(|c| journal::tool_called(&id, c, tools.read_only(&c.name), state))
                     .collect();
                 self.log(events);
                 if !asks.is_empty() {

@@ -359,9 +359,16 @@ fn unknown_intents(events: &[LoggedEvent], cut_off: &[String]) -> Vec<(String, S
                 tool,
                 arguments,
                 read_only: false,
+                intent,
                 ..
             } => {
-                called.insert(call_id, crate::policy::intent_digest(tool, arguments));
+                // The intent as logged (the arguments may have been scrubbed since).
+                let intent = if intent.is_empty() {
+                    crate::policy::intent_digest(tool, arguments)
+                } else {
+                    intent.clone()
+                };
+                called.insert(call_id, intent);
             }
             RunEvent::ToolReturned {
                 call_id,
@@ -589,6 +596,7 @@ mod tests {
                 arguments: serde_json::json!({}),
                 effect: EffectState::Executing,
                 read_only: true,
+                intent: String::new(),
             },
         ];
         let store = MemoryStore::new();

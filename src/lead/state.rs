@@ -90,6 +90,7 @@ impl LeadState {
             fleet: Fleet::default(),
             journal: Journal {
                 acks,
+                feed: args.feed.clone(),
                 pending: Vec::new(),
                 checkpointed: None,
                 pace,
@@ -137,6 +138,9 @@ impl LeadState {
         }
         if let Some(log) = &self.config.log {
             journal::writer_room(log.store().as_ref()).await;
+        }
+        if let Some(feed) = &self.journal.feed {
+            feed.room(self.journal.next_seq).await;
         }
     }
 
@@ -302,7 +306,7 @@ impl LeadState {
                 break;
             };
             let id = self.fleet.records[index].summary.id.clone();
-            let Some(role) = self
+            let Some(mut role) = self
                 .config
                 .roles
                 .get(&self.fleet.records[index].shard.role)
@@ -312,6 +316,9 @@ impl LeadState {
                 self.end(index, SubagentState::Failed, Some(why));
                 continue;
             };
+            if role.name == RoleId::VERIFIER {
+                role.tools = self.verifier_tools();
+            }
             let scope = self.fleet.records[index].shard.paths.clone();
             let (context, orientation) = match self.context_for(&id, &scope, &role) {
                 Ok(c) => c,
@@ -449,6 +456,47 @@ impl LeadState {
         }
     }
 
+    /// The tools a verifier rereads with: its role's that the run has — or, with none of
+    /// those (a job over the application's own tools), the read-only tools of the roles whose
+    /// handoffs it checks.
+    pub(super) fn verifier_tools(&self) -> Vec<String> {
+        let tools = &self.config.tools;
+        let known = tools.names();
+        let own: Vec<String> = self
+            .config
+            .roles
+            .get(&RoleId::VERIFIER)
+            .map(|v| {
+                v.tools
+                    .iter()
+                    .filter(|t| known.contains(t))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !own.is_empty() {
+            return own;
+        }
+        let mut borrowed: Vec<String> = Vec::new();
+        let doubted = self.fleet.records.iter().filter(|r| {
+            matches!(
+                r.summary.state,
+                SubagentState::Repaired | SubagentState::PartlyAccepted
+            )
+        });
+        for record in doubted {
+            let Some(role) = self.config.roles.get(&record.shard.role) else {
+                continue;
+            };
+            for tool in &role.tools {
+                if tools.read_only(tool) && !borrowed.contains(tool) {
+                    borrowed.push(tool.clone());
+                }
+            }
+        }
+        borrowed
+    }
+
     /// The model a role's subagents use: its own, or the run's.
     pub(super) fn model_of(&self, role: &RoleId) -> Arc<dyn crate::model::Model> {
         Arc::clone(
@@ -520,9 +568,9 @@ impl LeadState {
         s.tokens = spent.tokens();
         s.model_turns = spent.model_turns;
         // Costs are shown only for a model with a price.
-        s.cost_usd = self
-            .config
-            .model
+        let role = self.fleet.records[index].shard.role.clone();
+        self.fleet.records[index].summary.cost_usd = self
+            .model_of(&role)
             .price()
             .map(|_| crate::model::price::dollars(spent.cost_micros));
     }
@@ -574,11 +622,12 @@ impl LeadState {
         if !self.doubts_any() {
             return false;
         }
-        // A verifier rereads with its role's tools: with none of them in the run it cannot.
-        let tools = self.config.tools.names();
-        if !verifier.tools.iter().any(|t| tools.contains(t)) {
+        // A verifier rereads with its role's tools, or the read-only tools of the roles it
+        // checks: with neither it cannot.
+        if self.verifier_tools().is_empty() {
+            let tools = self.config.tools.names();
             self.fleet.verifier_skipped = Some(format!(
-                "the verifier role's tools ({}) are not among the run's tools ({})",
+                "neither the verifier role's tools ({}) nor a read-only tool of the roles it would check are among the run's tools ({})",
                 verifier.tools.join(", "),
                 tools.join(", ")
             ));

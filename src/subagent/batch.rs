@@ -92,44 +92,113 @@ pub(crate) fn asks(
         .collect()
 }
 
-/// Runs a batch in order: a call waiting for approval runs only once it is granted; the
-/// others run at once. A call with effects that ran past its limit leaves its intent unknown.
+/// Runs a batch: the calls that wait for no approval first, in order, then each waiting call
+/// once it is decided (granted: it runs; otherwise not); the results in the batch's order.
+/// Each call is reported as it starts (`report`), so the log never says a call is executing
+/// before it is. A call with effects whose intent became unknown since the batch was planned
+/// — an earlier call of it, here or in another subagent, ran past its limit — is not made
+/// without approval; one that runs past its limit leaves its intent unknown.
 pub(crate) async fn run_batch(
-    tools: ToolRegistry,
-    context: ToolContext,
+    run: BatchRun,
     calls: Vec<ToolCall>,
     spans: Vec<tracing::Span>,
     mut waiting: HashMap<String, oneshot::Receiver<Decided>>,
-    unknown: UnknownOutcomes,
 ) -> Vec<Returned> {
-    let mut out = Vec::with_capacity(calls.len());
-    for (call, span) in calls.into_iter().zip(spans) {
-        if let Some(decision) = waiting.remove(&call.id) {
-            // A subagent dropped before a decision came is stopped anyway.
-            let decided = decision.await.unwrap_or(Decided {
+    let mut out: Vec<Option<Returned>> = vec![None; calls.len()];
+    let (asked, free): (Vec<_>, Vec<_>) = calls
+        .into_iter()
+        .zip(spans)
+        .enumerate()
+        .partition(|(_, (call, _))| waiting.contains_key(&call.id));
+    for (i, (call, span)) in free {
+        out[i] = Some(run.one(call, span, false).await);
+    }
+    for (i, (call, span)) in asked {
+        // A subagent dropped before a decision came is stopped anyway.
+        let decided = match waiting.remove(&call.id) {
+            Some(decision) => decision.await.unwrap_or(Decided {
                 approval_id: String::new(),
                 decision: ApprovalDecision::Withdrawn {
                     reason: "the run stopped waiting".into(),
                 },
+            }),
+            None => continue,
+        };
+        out[i] = Some(if decided.decision == ApprovalDecision::Granted {
+            run.one(call, span, true).await
+        } else {
+            not_run(call, &decided)
+        });
+    }
+    out.into_iter().flatten().collect()
+}
+
+/// What running a batch's calls takes: the tools, the context, the run's unknown intents,
+/// and where each call's start is reported.
+pub(crate) struct BatchRun {
+    pub(crate) tools: ToolRegistry,
+    pub(crate) context: ToolContext,
+    pub(crate) unknown: UnknownOutcomes,
+    pub(crate) report: super::Reporter,
+}
+
+impl BatchRun {
+    /// One call: reported as started (a granted one was, when its grant was logged), run
+    /// within its limit — or, with effects and an intent now unknown, not run.
+    async fn one(&self, call: ToolCall, span: tracing::Span, approved: bool) -> Returned {
+        let intent =
+            (!self.tools.read_only(&call.name)).then(|| intent_digest(&call.name, &call.arguments));
+        let earlier = intent
+            .as_ref()
+            .filter(|_| !approved)
+            .and_then(|digest| self.unknown.get(digest).map(|c| c.value().clone()));
+        if let Some(earlier) = earlier {
+            (self.report)(super::SubagentReport::ToolCalls {
+                calls: vec![call.clone()],
+                state: EffectState::Proposed,
+                asks: Vec::new(),
             });
-            if decided.decision != ApprovalDecision::Granted {
-                out.push(not_run(call, &decided));
-                continue;
-            }
+            return unknown_first(call, &earlier);
         }
-        let intent = (!tools.read_only(&call.name))
-            .then(|| (intent_digest(&call.name, &call.arguments), call.id.clone()));
-        let (result, timed_out) = run_tool(&tools, &context, call).instrument(span).await;
-        if let (true, Some((digest, id))) = (timed_out, intent) {
-            unknown.insert(digest, id);
+        if !approved {
+            (self.report)(super::SubagentReport::ToolCalls {
+                calls: vec![call.clone()],
+                state: EffectState::Executing,
+                asks: Vec::new(),
+            });
         }
-        out.push(Returned {
+        let id = call.id.clone();
+        let (result, timed_out) = run_tool(&self.tools, &self.context, call)
+            .instrument(span)
+            .await;
+        if let (true, Some(digest)) = (timed_out, intent) {
+            self.unknown.insert(digest, id);
+        }
+        Returned {
             result,
             timed_out,
             refused: None,
-        });
+        }
     }
-    out
+}
+
+/// A call with effects not made because an earlier call of its intent has an unknown outcome:
+/// the model is told to call it again to ask for the application's approval.
+fn unknown_first(call: ToolCall, earlier: &str) -> Returned {
+    Returned {
+        result: ToolResult {
+            call_id: call.id,
+            name: call.name,
+            content: format!(
+                "error: not run: the outcome of an earlier call with the same arguments ({earlier}) is unknown, and repeating it could do it twice; call it again to ask the application's approval"
+            ),
+            is_error: true,
+            observations: Vec::new(),
+            denial: None,
+        },
+        timed_out: false,
+        refused: Some(EffectState::Stopped),
+    }
 }
 
 /// The result of a call that waited for approval and did not get it.

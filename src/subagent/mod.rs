@@ -61,9 +61,12 @@ pub(crate) enum SubagentReport {
     },
     /// Its model's configuration changed (a fallback taken): the lead logs it.
     ModelConfigured { config: ModelConfig },
-    /// It started these tool calls; those asked for wait for the application's approval.
-    ToolsStarted {
+    /// These tool calls start now (`executing`), wait for the application's approval
+    /// (`awaiting_approval`: `asks` says why), or are not made (`proposed`: an earlier call of
+    /// their intent has an unknown outcome).
+    ToolCalls {
         calls: Vec<ToolCall>,
+        state: crate::checkpoint::EffectState,
         asks: Vec<ApprovalAsk>,
     },
     /// Its window was compacted (or compaction was refused).
@@ -169,37 +172,17 @@ pub(crate) struct SubagentRun {
 
 pub(crate) struct SubagentActor;
 
-/// Runs one tool call through the registry (the gate first) in `context`; past its time
-/// limit it is abandoned — its cancellation set, its future dropped — and comes back as a tool
-/// error the model sees, the second value true (its effect is then unknown). A panicking tool
-/// panics here, so the subagent's supervision sees it.
+/// Runs one tool call through the registry (the gate first) in `context`, for the call's id,
+/// within its time limit ([`ToolRegistry::execute_within`]): its result, and whether it ran
+/// past the limit (its effect is then unknown). A panicking tool panics here, so the
+/// subagent's supervision sees it.
 pub(crate) async fn run_tool(
     tools: &ToolRegistry,
     context: &ToolContext,
     call: ToolCall,
 ) -> (ToolResult, bool) {
     let cx = context.for_call(&call.id);
-    let limit = cx.time_limit();
-    match tokio::time::timeout(limit, tools.execute(&call, &cx)).await {
-        Ok(result) => (result, false),
-        Err(_) => {
-            cx.cancellation().cancel();
-            (
-                ToolResult {
-                    call_id: call.id,
-                    name: call.name,
-                    content: format!(
-                        "error: the tool ran past its {} s limit; whether it took effect is unknown; narrow the call (a smaller path, a more specific pattern)",
-                        limit.as_secs_f64()
-                    ),
-                    is_error: true,
-                    observations: Vec::new(),
-                    denial: None,
-                },
-                true,
-            )
-        }
-    }
+    tools.execute_within(&call, &cx).await
 }
 
 /// Runs `work` on the runtime; its value comes back as a message, a panic as `WorkPanicked`.
@@ -300,13 +283,26 @@ impl SubagentRun {
                     self.waiting.insert(ask.call_id.clone(), send);
                     waiting.insert(ask.call_id.clone(), receive);
                 }
-                (self.report)(SubagentReport::ToolsStarted {
-                    calls: calls.clone(),
-                    asks,
-                });
-                let tools = self.tools.clone();
-                let context = self.tool_context.clone();
-                let unknown = std::sync::Arc::clone(&self.oversee.unknown);
+                // The calls that wait for approval are logged waiting now; the others as
+                // each starts.
+                if !asks.is_empty() {
+                    let asked = calls
+                        .iter()
+                        .filter(|c| waiting.contains_key(&c.id))
+                        .cloned()
+                        .collect();
+                    (self.report)(SubagentReport::ToolCalls {
+                        calls: asked,
+                        state: crate::checkpoint::EffectState::AwaitingApproval,
+                        asks,
+                    });
+                }
+                let run = batch::BatchRun {
+                    tools: self.tools.clone(),
+                    context: self.tool_context.clone(),
+                    unknown: std::sync::Arc::clone(&self.oversee.unknown),
+                    report: Arc::clone(&self.report),
+                };
                 // Spans made here, so nothing is copied for them when tracing is off.
                 let spans: Vec<tracing::Span> = calls
                     .iter()
@@ -323,7 +319,7 @@ impl SubagentRun {
                     .collect();
                 self.work = Some(spawn_work(
                     myself,
-                    batch::run_batch(tools, context, calls, spans, waiting, unknown),
+                    batch::run_batch(run, calls, spans, waiting),
                     SubagentMsg::ToolsReturned,
                 ));
             }

@@ -219,8 +219,9 @@ impl ToolContext {
         self.time_limit
     }
 
-    /// Cancelled when the call is abandoned (its time limit passed, or the run was
-    /// cancelled): work a tool started elsewhere can stop here.
+    /// Cancelled when the call is abandoned — its time limit passed, or its subagent was
+    /// stopped (the run cancelled) while it ran — and ended when the call returned: work a tool
+    /// started elsewhere can stop here, and its watcher ends either way.
     pub fn cancellation(&self) -> &Cancellation {
         &self.cancellation
     }
@@ -231,13 +232,19 @@ impl ToolContext {
     }
 }
 
-/// A flag a tool call can watch: set once, when the call is abandoned.
+/// Where a tool call stands, for work it started elsewhere: running, then either ended (it
+/// returned) or cancelled (it was abandoned). Settled once.
 #[derive(Clone)]
-pub struct Cancellation(Arc<tokio::sync::watch::Sender<bool>>);
+pub struct Cancellation(Arc<tokio::sync::watch::Sender<u8>>);
+
+/// A call running, ended, or cancelled.
+const RUNNING: u8 = 0;
+const ENDED: u8 = 1;
+const CANCELLED: u8 = 2;
 
 impl Default for Cancellation {
     fn default() -> Cancellation {
-        Cancellation(Arc::new(tokio::sync::watch::Sender::new(false)))
+        Cancellation(Arc::new(tokio::sync::watch::Sender::new(RUNNING)))
     }
 }
 
@@ -250,21 +257,56 @@ impl std::fmt::Debug for Cancellation {
 }
 
 impl Cancellation {
-    /// Sets the flag (once set, it stays).
+    /// Cancels the call, unless it has ended.
     pub fn cancel(&self) {
-        self.0.send_replace(true);
+        self.settle(CANCELLED);
     }
 
-    /// Whether the flag is set.
+    /// Marks the call ended, unless it was cancelled.
+    pub(crate) fn end(&self) {
+        self.settle(ENDED);
+    }
+
+    fn settle(&self, to: u8) {
+        self.0.send_if_modified(|state| {
+            let running = *state == RUNNING;
+            if running {
+                *state = to;
+            }
+            running
+        });
+    }
+
+    /// Whether the call was cancelled.
     pub fn is_cancelled(&self) -> bool {
-        *self.0.borrow()
+        *self.0.borrow() == CANCELLED
     }
 
-    /// Waits until the flag is set.
-    pub async fn cancelled(&self) {
+    /// Waits until the call is cancelled (true) or has ended (false).
+    ///
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let cx = baton::ToolContext::new("r", "sa1", "sa1.1");
+    /// let watch = cx.cancellation().clone();
+    /// let watcher = baton::tokio::spawn(async move { watch.cancelled().await });
+    /// cx.cancellation().cancel();
+    /// assert!(watcher.await.unwrap());
+    /// # });
+    /// ```
+    pub async fn cancelled(&self) -> bool {
         let mut watching = self.0.subscribe();
-        // The sender lives in `self`, so the wait ends only when the flag is set.
-        let _ = watching.wait_for(|set| *set).await;
+        // The sender lives in `self`: the wait ends once the call is settled.
+        let settled = watching.wait_for(|state| *state != RUNNING).await;
+        settled.is_ok_and(|state| *state == CANCELLED)
+    }
+}
+
+/// Settles a call's [`Cancellation`] when it is dropped: cancelled, unless the call ended.
+struct CancelOnDrop(Cancellation);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
     }
 }
 
@@ -372,32 +414,7 @@ impl Tool for Blocking {
     }
 
     async fn call(&self, arguments: &Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let Some(workspace) = cx.workspace().cloned() else {
-            return Err(ToolError::new(format!(
-                "`{}` works on files, and this job has no workspace",
-                self.0.spec().name
-            )));
-        };
-        let (tool, call_id, arguments) = (
-            Arc::clone(&self.0),
-            cx.call_id().to_string(),
-            arguments.clone(),
-        );
-        // The caller's own time limit abandons the call first; this one only bounds a slot
-        // held by a call nobody waits for any more.
-        let limit = cx.time_limit().saturating_mul(2);
-        match run_blocking(limit, true, move || tool.call(&workspace, &call_id, &arguments)).await
-        {
-            Ok(Ok(outcome)) => outcome,
-            Ok(Err(panicked)) => std::panic::resume_unwind(panicked.into_panic()),
-            Err(Blocked::TooManyStuck) => Err(ToolError::new(
-                "too many earlier tool calls are stuck past their time limit (a hung file system?); this call was not run",
-            )),
-            Err(Blocked::PastLimit) => Err(ToolError::new(format!(
-                "the tool ran past its {} s limit",
-                limit.as_secs_f64()
-            ))),
-        }
+        blocking_call(&self.0, arguments, cx).await.0
     }
 }
 
@@ -649,6 +666,42 @@ impl ToolRegistry {
         finish(call, outcome)
     }
 
+    /// Runs one call within its context's time limit, as a subagent does: past it the call is
+    /// abandoned — its cancellation set, its future dropped — and comes back as a tool error
+    /// the model sees, the second value true (its effect is then unknown). A built-in tool's
+    /// limit runs from when its call gets a blocking slot, not while it waits for one. The
+    /// call's cancellation is settled either way: ended, or cancelled (also when this future
+    /// is dropped, the subagent stopped).
+    pub(crate) async fn execute_within(
+        &self,
+        call: &ToolCall,
+        context: &ToolContext,
+    ) -> (ToolResult, bool) {
+        let settled = CancelOnDrop(context.cancellation().clone());
+        let limit = context.time_limit();
+        let (outcome, timed_out) = match self.admit(call, context.policy()) {
+            Err(refused) => (Err(refused), false),
+            Ok(admitted) => match &admitted.tool.blocking {
+                Some(tool) => blocking_call(tool, &call.arguments, context).await,
+                None => match tokio::time::timeout(
+                    limit,
+                    admitted.tool.tool.call(&call.arguments, context),
+                )
+                .await
+                {
+                    Ok(outcome) => (outcome, false),
+                    Err(_) => (Err(past_limit(limit)), true),
+                },
+            },
+        };
+        if timed_out {
+            settled.0.cancel();
+        } else {
+            settled.0.end();
+        }
+        (finish(call, outcome), timed_out)
+    }
+
     /// Runs a built-in workspace tool's call on this thread (blocking), through the same
     /// gate: how a resume reruns a search. Any other tool is an error result.
     pub(crate) fn execute_blocking(&self, call: &ToolCall, workspace: &Workspace) -> ToolResult {
@@ -663,6 +716,46 @@ impl ToolRegistry {
         });
         finish(call, outcome)
     }
+}
+
+/// A built-in tool's call on a blocking slot, its time limit counted from when it got it;
+/// whether it ran past it.
+async fn blocking_call(
+    tool: &Arc<dyn WorkspaceTool>,
+    arguments: &Value,
+    context: &ToolContext,
+) -> (Result<ToolOutput, ToolError>, bool) {
+    let Some(workspace) = context.workspace().cloned() else {
+        return (
+            Err(ToolError::new(format!(
+                "`{}` works on files, and this job has no workspace",
+                tool.spec().name
+            ))),
+            false,
+        );
+    };
+    let limit = context.time_limit();
+    let (tool, id, arguments) = (
+        Arc::clone(tool),
+        context.call_id().to_string(),
+        arguments.clone(),
+    );
+    match run_blocking(limit, true, move || tool.call(&workspace, &id, &arguments)).await {
+        Ok(Ok(outcome)) => (outcome, false),
+        Ok(Err(panicked)) => std::panic::resume_unwind(panicked.into_panic()),
+        Err(Blocked::TooManyStuck) => (Err(ToolError::new(
+            "too many earlier tool calls are stuck past their time limit (a hung file system?); this call was not run",
+        )), false),
+        Err(Blocked::PastLimit) => (Err(past_limit(limit)), true),
+    }
+}
+
+/// What the model is told of a call abandoned at its time limit.
+fn past_limit(limit: std::time::Duration) -> ToolError {
+    ToolError::new(format!(
+        "the tool ran past its {} s limit; whether it took effect is unknown; narrow the call (a smaller path, a more specific pattern)",
+        limit.as_secs_f64()
+    ))
 }
 
 /// A call's outcome as its result: observations stamped with the call and bounded, the
