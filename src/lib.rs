@@ -162,8 +162,9 @@
 //! The async [`Tool`] trait (a tool declares whether it only reads — `Tool::read_only`, false
 //! unless it says so —, what a call would touch — `Tool::consequences`, undeclared unless it
 //! says —, and whether a call needs approval — `Tool::needs_approval`; `Tool::call` gets the
-//! arguments and a [`ToolContext`]: run, subagent, call id, the workspace when the job has one,
-//! the time limit, a [`Cancellation`]) — the application's tools and the built-in ones alike
+//! arguments and a [`ToolContext`] — `tools/context.rs`: run, subagent, call id, the
+//! workspace when the job has one, the time limit, a [`Cancellation`] settled once, ended or
+//! cancelled) — the application's tools and the built-in ones alike
 //! (the built-ins are synchronous file work run on a blocking slot); [`ToolOutput`] carries
 //! the observations a call made, stamped with its call id by the registry (a record's, a
 //! URL's or a document's text kept up to [`MAX_OBSERVED_TEXT`] bytes, its digest always;
@@ -270,7 +271,8 @@
 //! to the event before it; a checkpoint is rebuilt from events only and an invalid one is never used;
 //! `outcome_unknown` never becomes `failed` without a reconciling observation; read-only opens
 //! create nothing; a reader of a run's stream is given only durable events, each once, in
-//! order, and a reader [`EVENTS_BUFFER`] events behind makes the run wait.
+//! order, and the run waits while a reader is [`EVENTS_BUFFER`] events behind what it
+//! published.
 //!
 //! ## Layer 8: [`context`]
 //! Roles (`context/role.rs`: [`context::RoleProfile`] from the built-in

@@ -532,3 +532,38 @@ fn a_lock_file_that_is_a_fifo_or_a_link_is_refused() {
     assert_eq!(code, Some(1), "{err}");
     assert!(!target.exists());
 }
+
+/// A `--roles` explorer that reserves effects for approval is refused: nothing on the command
+/// line could decide a request, and each call would wait until it expired.
+#[test]
+fn an_explorer_role_that_needs_approvals_is_refused() {
+    let tree = crate::support::rust_tree();
+    let roles = tempfile::tempdir().unwrap();
+    let explorer = include_str!("../contracts/roles/explorer.toml");
+    std::fs::write(
+        roles.path().join("explorer.toml"),
+        explorer.replacen(
+            "\n\n[[optional]]",
+            "\napprove = [\"write\"]\n\n[[optional]]",
+            1,
+        ),
+    )
+    .unwrap();
+    let out = baton()
+        .arg("explore")
+        .arg(tree.path())
+        .arg("where is next_delay?")
+        .arg("--roles")
+        .arg(roles.path())
+        .args(["--no-progress", "--state"])
+        .arg(tree.path().join(".state"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("role `explorer`: field `approve`: the command line cannot decide"),
+        "{said}"
+    );
+    assert_eq!(said.lines().count(), 1, "{said}");
+}

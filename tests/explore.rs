@@ -472,10 +472,10 @@ async fn quotes_are_byte_exact_and_mentions_whole_words() {
     }
 }
 
-/// A listener that reads one event at a time, slowly, from a stream with room for one: the run
-/// waits for it and drops nothing — every subagent's spawn and end arrives, after the plan.
+/// A reader that reads one event at a time, slowly, misses nothing: every subagent's spawn and
+/// end arrives, from the run's start to its end, each event once and in order.
 #[tokio::test]
-async fn a_slow_listener_slows_the_run_and_loses_no_event() {
+async fn a_slow_reader_loses_no_event() {
     let dir = crate::support::rust_tree();
     let handle = Coordinator::builder()
         .agents(2)

@@ -4,6 +4,7 @@ mod providers;
 mod providers_e2e;
 mod support;
 
+mod approvals;
 mod architecture;
 mod budgets;
 mod citations;

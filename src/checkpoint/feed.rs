@@ -10,7 +10,9 @@ use tokio::sync::mpsc;
 use super::event::LoggedEvent;
 use super::store::{EventStore, StoreError};
 
-/// Room a reader's live queue makes for a run: the run waits for a reader this far behind.
+/// A reader's queue of live events, and how far behind what the run published a reader may
+/// fall before the run waits for it: a reader that stops reading holds the run within twice
+/// this of where it stopped.
 pub const EVENTS_BUFFER: usize = 1024;
 
 /// Events a reader reads from the store at a time while it catches up.

@@ -101,9 +101,11 @@ impl RunHandle {
     /// Every event of the run after sequence number `after_seq`, each once and in order: those
     /// the log holds first, then each as the run logs it (once it is durable); the stream ends
     /// when the run has. A reader that stops and comes back with the last sequence number it
-    /// read misses nothing and reads nothing twice. Bounded: a reader that falls
-    /// [`crate::EVENTS_BUFFER`] events behind makes the run wait — nothing is dropped, and
-    /// nothing grows without bound. A reader that is dropped is let go.
+    /// read misses nothing and reads nothing twice. Bounded: the run waits while a reader is
+    /// [`crate::EVENTS_BUFFER`] events behind what it published (a reader that stops reading
+    /// holds the run within twice that of where it stopped) — nothing is dropped, and nothing
+    /// grows without bound. A reader that is dropped is let go; `report` and `status` wait for
+    /// a held run, `approve`, `deny` and `cancel` do not.
     /// ```
     /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let dir = baton::testing::fixture_tree();
