@@ -477,6 +477,25 @@ impl Tool for Charge {
     }
 }
 
+/// A biller role with the charge tool (200 ms a call), playing `turns`, logged to `store`.
+fn biller(
+    turns: Vec<ScriptedTurn>,
+    started: &Arc<AtomicU32>,
+    store: &Arc<dyn EventStore>,
+) -> (baton::CoordinatorBuilder, Arc<ScriptedModel>) {
+    let model = Arc::new(ScriptedModel::new(turns));
+    let builder = Coordinator::builder()
+        .model(Arc::clone(&model) as Arc<dyn Model>)
+        .tools(ToolRegistry::empty().with(Arc::new(Charge(Arc::clone(started)))))
+        .role(Role::new("biller").tools(["charge"]))
+        .time_limits(TimeLimits {
+            tool_call: Duration::from_millis(200),
+            ..TimeLimits::default()
+        })
+        .store(Arc::clone(store));
+    (builder, model)
+}
+
 /// Issue 22: a call with effects whose outcome is unknown (past its time limit) is never made
 /// again for the same intent — the same tool and arguments — without the application's say:
 /// the repeat waits for approval (here denied, so it never runs); another intent runs freely.
@@ -484,21 +503,17 @@ impl Tool for Charge {
 async fn an_unknown_outcome_is_not_repeated_without_approval() {
     let started = Arc::new(AtomicU32::new(0));
     let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
-    let model = Arc::new(ScriptedModel::new([
-        ScriptedTurn::tool("charge", json!({"order": "A-1"})),
-        ScriptedTurn::tool("charge", json!({"order": "A-1"})),
-        ScriptedTurn::tool("charge", json!({"order": "A-2"})),
-        ScriptedTurn::text(EMPTY_HANDOFF),
-    ]));
-    let handle = Coordinator::builder()
-        .model(Arc::clone(&model) as Arc<dyn Model>)
-        .tools(ToolRegistry::empty().with(Arc::new(Charge(Arc::clone(&started)))))
-        .role(Role::new("biller").tools(["charge"]))
-        .time_limits(TimeLimits {
-            tool_call: Duration::from_millis(200),
-            ..TimeLimits::default()
-        })
-        .store(Arc::clone(&store))
+    let (builder, _) = biller(
+        vec![
+            ScriptedTurn::tool("charge", json!({"order": "A-1"})),
+            ScriptedTurn::tool("charge", json!({"order": "A-1"})),
+            ScriptedTurn::tool("charge", json!({"order": "A-2"})),
+            ScriptedTurn::text(EMPTY_HANDOFF),
+        ],
+        &started,
+        &store,
+    );
+    let handle = builder
         .build()
         .start(Task::job("Charge the orders.").subtask("biller", "Charge A-1 and A-2."))
         .await
@@ -841,22 +856,18 @@ fn a_request_waiting_at_a_kill_goes_to_the_resuming_approver() {
 async fn a_repeat_in_the_same_batch_of_a_call_past_its_limit_is_not_made() {
     let started = Arc::new(AtomicU32::new(0));
     let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
-    let model = Arc::new(ScriptedModel::new([
-        ScriptedTurn::Tools(vec![
-            ("charge".into(), json!({"order": "A-1"})),
-            ("charge".into(), json!({"order": "A-1"})),
-        ]),
-        ScriptedTurn::text(EMPTY_HANDOFF),
-    ]));
-    let report = Coordinator::builder()
-        .model(Arc::clone(&model) as Arc<dyn Model>)
-        .tools(ToolRegistry::empty().with(Arc::new(Charge(Arc::clone(&started)))))
-        .role(Role::new("biller").tools(["charge"]))
-        .time_limits(TimeLimits {
-            tool_call: Duration::from_millis(200),
-            ..TimeLimits::default()
-        })
-        .store(Arc::clone(&store))
+    let (builder, model) = biller(
+        vec![
+            ScriptedTurn::Tools(vec![
+                ("charge".into(), json!({"order": "A-1"})),
+                ("charge".into(), json!({"order": "A-1"})),
+            ]),
+            ScriptedTurn::text(EMPTY_HANDOFF),
+        ],
+        &started,
+        &store,
+    );
+    let report = builder
         .build()
         .run(Task::job("Charge the order.").subtask("biller", "Charge A-1."))
         .await

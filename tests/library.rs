@@ -265,6 +265,14 @@ fn repair_codes(events: &[LoggedEvent]) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// A handoff citing a line of ticket T-1 that the tickets tool shows.
+const T1_BLOCKS: &str = "## Settled conclusions
+- T-1 blocks the release: `the login page times out` [ticket:T-1]
+## Open items
+## Hard constraints
+- none
+";
+
 /// Issue 22: a record a custom tool returned is evidence like a file's lines — a citation of
 /// it is accepted, its quote checked against the record's text; a fabricated id is rejected
 /// with the observation layer's code, a quote the record does not hold with the quotation
@@ -281,19 +289,13 @@ async fn a_record_a_custom_tool_returned_is_checked_like_a_file_citation() {
 ## Hard constraints
 - none
 ";
-    let fixed = "## Settled conclusions
-- T-1 blocks the release: `the login page times out` [ticket:T-1]
-## Open items
-## Hard constraints
-- none
-";
     let model = Arc::new(ScriptedModel::new([
         ScriptedTurn::Tools(vec![
             ("ticket".into(), json!({"id": "T-1"})),
             ("ticket".into(), json!({"id": "T-big"})),
         ]),
         ScriptedTurn::text(broken),
-        ScriptedTurn::text(fixed),
+        ScriptedTurn::text(T1_BLOCKS),
     ]));
     let report = Coordinator::builder()
         .model(model)
@@ -541,19 +543,13 @@ async fn a_job_s_verifier_rereads_with_the_read_only_tools_of_the_roles_it_check
 ## Hard constraints
 - none
 ";
-    let fixed = "## Settled conclusions
-- T-1 blocks the release: `the login page times out` [ticket:T-1]
-## Open items
-## Hard constraints
-- none
-";
     let model = Arc::new(ScriptedModel::new([
         ScriptedTurn::tool("ticket", json!({"id": "T-1"})),
         ScriptedTurn::text(broken),
-        ScriptedTurn::text(fixed),
+        ScriptedTurn::text(T1_BLOCKS),
         // The verifier: it rereads T-1 and confirms the claim.
         ScriptedTurn::tool("ticket", json!({"id": "T-1"})),
-        ScriptedTurn::text(fixed),
+        ScriptedTurn::text(T1_BLOCKS),
     ]));
     let report = Coordinator::builder()
         .model(Arc::clone(&model) as Arc<dyn Model>)

@@ -491,15 +491,7 @@ impl EventStore for SqliteStore {
             .prepare("SELECT seq, at_ms, payload, prev, digest FROM events WHERE run_id = ?1 ORDER BY seq")
             .map_err(|e| damaged(0, format!("the event table is unreadable: {e}")))?;
         let rows = statement
-            .query_map(params![run_id], |row| {
-                Ok(StoredRow {
-                    seq: row.get::<_, i64>(0)? as u64,
-                    at_ms: row.get::<_, i64>(1)? as u64,
-                    payload: row.get(2)?,
-                    prev: row.get(3)?,
-                    digest: row.get(4)?,
-                })
-            })
+            .query_map(params![run_id], stored_row)
             .map_err(|e| damaged(0, format!("the event table is unreadable: {e}")))?;
         let events = verify(
             run_id,
@@ -543,15 +535,7 @@ impl EventStore for SqliteStore {
                     anchor.min(i64::MAX as u64) as i64,
                     take.min(i64::MAX as usize) as i64
                 ],
-                |row| {
-                    Ok(StoredRow {
-                        seq: row.get::<_, i64>(0)? as u64,
-                        at_ms: row.get::<_, i64>(1)? as u64,
-                        payload: row.get(2)?,
-                        prev: row.get(3)?,
-                        digest: row.get(4)?,
-                    })
-                },
+                stored_row,
             )
             .map_err(|e| damaged(format!("the event table is unreadable: {e}")))?;
         verify_page(
@@ -705,6 +689,17 @@ impl EventStore for SqliteStore {
         }
         Ok(None)
     }
+}
+
+/// One row of the event table, as selected `seq, at_ms, payload, prev, digest`.
+fn stored_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRow> {
+    Ok(StoredRow {
+        seq: row.get::<_, i64>(0)? as u64,
+        at_ms: row.get::<_, i64>(1)? as u64,
+        payload: row.get(2)?,
+        prev: row.get(3)?,
+        digest: row.get(4)?,
+    })
 }
 
 #[cfg(test)]
