@@ -202,11 +202,13 @@ fn two_processes_resuming_one_run_one_wins() {
 }
 
 /// A store whose `nth` append fails (or whose writer vanishes without acknowledging); every
-/// other append goes to memory.
+/// other append goes to memory — or, `sticky`, none after it does, as a real store refuses
+/// every later append of a run whose append failed.
 struct FailingStore {
     inner: MemoryStore,
     nth: usize,
     vanish: bool,
+    sticky: bool,
     appends: AtomicUsize,
 }
 
@@ -216,6 +218,7 @@ impl FailingStore {
             inner: MemoryStore::new(),
             nth,
             vanish,
+            sticky: false,
             appends: AtomicUsize::new(0),
         }
     }
@@ -227,7 +230,8 @@ impl EventStore for FailingStore {
         run_id: &str,
         events: Vec<(u64, RunEvent)>,
     ) -> tokio::sync::oneshot::Receiver<Result<Vec<LoggedEvent>, StoreError>> {
-        if self.appends.fetch_add(1, Ordering::SeqCst) + 1 != self.nth {
+        let n = self.appends.fetch_add(1, Ordering::SeqCst) + 1;
+        if n < self.nth || (n > self.nth && !self.sticky) {
             return self.inner.append(run_id, events);
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -1020,4 +1024,56 @@ fn error_lines_quote_names_terminal_safe() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(!one_line(&out).trim_end().chars().any(|c| c.is_control()));
+}
+
+/// Issue 22: when the run's log cannot be written, a reader following it reads what was
+/// logged and then ends with the store's error — and so does a reader that comes after the
+/// run stopped — never as if the run had ended well.
+#[tokio::test]
+async fn readers_of_a_run_whose_log_failed_end_with_the_error() {
+    let tree = rust_tree();
+    let store = Arc::new(FailingStore {
+        sticky: true,
+        ..FailingStore::new(4, false)
+    });
+    let handle = Coordinator::builder()
+        .store(store.clone())
+        .build()
+        .start(Task::explore(QUESTION, tree.path()))
+        .await
+        .unwrap();
+    let drain = |mut stream: baton::EventStream| async move {
+        let mut seqs = Vec::new();
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(event) => seqs.push(event.seq),
+                Err(e) => return (seqs, Some(e)),
+            }
+        }
+        (seqs, None)
+    };
+    let following = tokio::spawn(drain(handle.events()));
+    let (seqs, error) = following.await.unwrap();
+    assert!(
+        matches!(&error, Some(StoreError::Write(why)) if why.contains("the disk is full")),
+        "{error:?}"
+    );
+    // A reader made after the run stopped.
+    let late = drain(handle.events()).await;
+    let run_id = handle.run_id().to_string();
+    let result = handle.report().await;
+    assert!(
+        matches!(result, Err(RunError::Store(StoreError::Write(_)))),
+        "{result:?}"
+    );
+    let logged: Vec<u64> = store
+        .events(&run_id)
+        .unwrap()
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(seqs, logged, "what was logged, once, in order");
+    let (late, error) = late;
+    assert_eq!(late, logged);
+    assert!(matches!(error, Some(StoreError::Write(_))), "{error:?}");
 }

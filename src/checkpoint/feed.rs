@@ -36,6 +36,8 @@ struct FeedState {
     closed: bool,
     /// Set when the run's log could not be written: the run stopped there.
     failed: Option<StoreError>,
+    /// Set when the run is cancelled: it no longer waits for readers.
+    released: bool,
     readers: Vec<mpsc::Sender<LoggedEvent>>,
 }
 
@@ -66,24 +68,40 @@ impl Feed {
     /// `logged`, the last event the run has logged: so the run gets no further than that
     /// ahead of what it published, and what it published waits in each reader's queue of
     /// [`EVENTS_BUFFER`] — a reader that stops reading holds the run within twice that of
-    /// where it stopped.
+    /// where it stopped, and the few events of the step the run is taking. Once the run is
+    /// released (cancelled), it never waits.
     pub(crate) async fn room(&self, logged: u64) {
         loop {
             let moved = self.moved.notified();
             tokio::pin!(moved);
             moved.as_mut().enable();
-            let behind = match self.state.lock() {
-                Ok(state) => {
-                    !state.readers.is_empty()
-                        && logged > state.published.saturating_add(EVENTS_BUFFER as u64)
-                }
-                Err(_) => false,
-            };
-            if !behind {
+            if !self.behind(logged) {
                 return;
             }
             moved.await;
         }
+    }
+
+    /// Whether the run, having logged up to `logged`, must wait for a reader (see
+    /// [`Feed::room`]).
+    pub(crate) fn behind(&self, logged: u64) -> bool {
+        match self.state.lock() {
+            Ok(state) => {
+                !state.released
+                    && !state.readers.is_empty()
+                    && logged > state.published.saturating_add(EVENTS_BUFFER as u64)
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The run is being cancelled: from now on it never waits for a reader, and a reader
+    /// whose queue is full reads what it missed from the store (nothing is dropped).
+    pub(crate) fn release(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.released = true;
+        }
+        self.moved.notify_waiters();
     }
 
     /// The feed of a run that is not running here: readers replay its log and end.
@@ -95,29 +113,32 @@ impl Feed {
 
     /// Publishes durable events, in order, to every reader following live — waiting for room
     /// in each reader's queue: a slow reader slows the run, and none is dropped. A reader that
-    /// is gone is let go.
+    /// is gone is let go. Once the run is released, a reader whose queue is full is not
+    /// waited for: it reads what it missed from the store, where every published event is.
     pub(crate) async fn publish(&self, events: &[LoggedEvent]) {
         let Some(last) = events.last() else { return };
-        // Readers that join after this replay these events from the store.
         let readers = match self.state.lock() {
-            Ok(mut state) => {
+            Ok(mut state) if state.readers.is_empty() => {
+                // Readers that join after this replay these events from the store.
                 state.published = state.published.max(last.seq);
-                state.readers.clone()
+                drop(state);
+                self.moved.notify_waiters();
+                return;
             }
+            Ok(state) => state.readers.clone(),
             Err(_) => return,
         };
-        self.moved.notify_waiters();
-        if readers.is_empty() {
-            return;
-        }
         let mut gone = false;
-        for reader in &readers {
-            for event in events {
-                if reader.send(event.clone()).await.is_err() {
-                    gone = true;
-                    break;
-                }
+        for event in events {
+            for reader in &readers {
+                gone |= !self.queue(reader, event).await;
             }
+            // An event counts as published once every reader has it queued: a reader that
+            // joined meanwhile reads it from the store.
+            if let Ok(mut state) = self.state.lock() {
+                state.published = state.published.max(event.seq);
+            }
+            self.moved.notify_waiters();
         }
         if gone {
             if let Ok(mut state) = self.state.lock() {
@@ -125,6 +146,42 @@ impl Feed {
             }
             self.moved.notify_waiters();
         }
+    }
+
+    /// Queues `event` for `reader`, waiting for room in its queue until the run is released;
+    /// false when the reader is gone.
+    async fn queue(&self, reader: &mpsc::Sender<LoggedEvent>, event: &LoggedEvent) -> bool {
+        loop {
+            let moved = self.moved.notified();
+            tokio::pin!(moved);
+            moved.as_mut().enable();
+            match reader.try_send(event.clone()) {
+                Ok(()) => return true,
+                Err(mpsc::error::TrySendError::Closed(_)) => return false,
+                // Released: the reader reads this one from the store.
+                Err(mpsc::error::TrySendError::Full(_)) if self.is_released() => return true,
+                Err(mpsc::error::TrySendError::Full(_)) => {}
+            }
+            tokio::select! {
+                permit = reader.reserve() => match permit {
+                    Ok(permit) => {
+                        permit.send(event.clone());
+                        return true;
+                    }
+                    Err(_) => return false,
+                },
+                () = &mut moved => {}
+            }
+        }
+    }
+
+    fn is_released(&self) -> bool {
+        self.state.lock().map_or(true, |state| state.released)
+    }
+
+    /// The last event published.
+    fn published(&self) -> u64 {
+        self.state.lock().map_or(0, |state| state.published)
     }
 
     /// The run's log could not be written: nothing more is published, and readers following
@@ -193,6 +250,11 @@ impl Feed {
         state.readers.push(sender);
         Some((receiver, state.published))
     }
+}
+
+/// A live queue that has ended: a reader caught up after the run ended follows it to its end.
+fn closed() -> mpsc::Receiver<LoggedEvent> {
+    mpsc::channel(1).1
 }
 
 enum Phase {
@@ -307,27 +369,23 @@ impl EventStream {
                         self.last = event.seq;
                         return Some(Ok(event));
                     }
-                    Some(event) => {
-                        self.phase = Phase::Done;
-                        return Some(Err(StoreError::Damaged {
-                            run_id: self.feed.run_id.clone(),
-                            last_intact: self.last,
-                            detail: format!("event {} follows event {}", event.seq, self.last),
-                        }));
-                    }
-                    None => {
-                        self.phase = Phase::Done;
-                        if let Some(failed) = self.feed.failure() {
-                            return Some(Err(failed));
-                        }
-                    }
+                    // Events this reader's queue had no room for once the run was
+                    // released: the store holds them, and this one.
+                    Some(event) => self.catch_up(event.seq),
+                    // The run has ended here: what was published and not queued is read
+                    // from the store.
+                    None => match self.feed.published() {
+                        upto if upto > self.last => self.phase = Phase::Replay { live: None, upto },
+                        _ => return self.end(),
+                    },
                 },
                 Phase::Replay { live, upto } => {
                     if self.last >= *upto {
-                        self.phase = match live.take() {
-                            Some(receiver) => Phase::Live(receiver),
-                            None => Phase::Done,
-                        };
+                        match live.take() {
+                            Some(receiver) => self.phase = Phase::Live(receiver),
+                            None if *upto == u64::MAX => return self.end(),
+                            None => self.phase = Phase::Live(closed()),
+                        }
                         continue;
                     }
                     let upto = *upto;
@@ -338,19 +396,37 @@ impl EventStream {
                     if self.buffer.is_empty() {
                         // The store ends here: what follows comes live (for a run not
                         // running here, nothing does).
-                        let live = match &mut self.phase {
-                            Phase::Replay { live, .. } => live.take(),
-                            _ => None,
-                        };
-                        match live {
-                            Some(_) if self.last < upto => return self.missing(upto),
-                            Some(receiver) => self.phase = Phase::Live(receiver),
-                            None => self.phase = Phase::Done,
+                        if upto != u64::MAX && self.last < upto {
+                            return self.missing(upto);
+                        }
+                        match &mut self.phase {
+                            Phase::Replay { live, .. } => match live.take() {
+                                Some(receiver) => self.phase = Phase::Live(receiver),
+                                None => return self.end(),
+                            },
+                            _ => return self.end(),
                         }
                     }
                 }
             }
         }
+    }
+
+    /// Reads from the store up to event `upto` before following live again.
+    fn catch_up(&mut self, upto: u64) {
+        let phase = std::mem::replace(&mut self.phase, Phase::Done);
+        if let Phase::Live(receiver) = phase {
+            self.phase = Phase::Replay {
+                live: Some(receiver),
+                upto,
+            };
+        }
+    }
+
+    /// The stream ends: with the error the run's log failed with, if it did.
+    fn end(&mut self) -> Option<Result<LoggedEvent, StoreError>> {
+        self.phase = Phase::Done;
+        self.feed.failure().map(Err)
     }
 
     /// The store holds less than was published: the log is damaged.

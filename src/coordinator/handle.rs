@@ -103,9 +103,11 @@ impl RunHandle {
     /// when the run has. A reader that stops and comes back with the last sequence number it
     /// read misses nothing and reads nothing twice. Bounded: the run waits while a reader is
     /// [`crate::EVENTS_BUFFER`] events behind what it published (a reader that stops reading
-    /// holds the run within twice that of where it stopped) — nothing is dropped, and nothing
-    /// grows without bound. A reader that is dropped is let go; `report` and `status` wait for
-    /// a held run, `approve`, `deny` and `cancel` do not.
+    /// holds the run within twice that of where it stopped, and the few events of the step in
+    /// hand) — nothing is dropped, and nothing grows without bound. A reader that is dropped is
+    /// let go; `report` and `status` wait for a held run, `approve`, `deny` and `cancel` do
+    /// not: a cancelled run waits for no reader, and a reader it did not wait for reads what it
+    /// missed from the store.
     /// ```
     /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let dir = baton::testing::fixture_tree();
@@ -140,7 +142,7 @@ impl RunHandle {
     /// # });
     /// ```
     pub fn cancel(&self) {
-        self.lead.cancel();
+        self.canceller().cancel();
     }
 
     /// A cheap handle for cancelling from elsewhere (a Ctrl-C handler).
@@ -156,6 +158,7 @@ impl RunHandle {
     /// ```
     pub fn canceller(&self) -> Canceller {
         Canceller {
+            feed: Arc::clone(&self.feed),
             lead: self.lead.clone(),
         }
     }
@@ -361,6 +364,7 @@ impl RunHandle {
 /// handed off.
 #[derive(Clone)]
 pub struct Canceller {
+    feed: Arc<Feed>,
     lead: LeadHandle,
 }
 
@@ -383,6 +387,8 @@ impl Canceller {
     /// # });
     /// ```
     pub fn cancel(&self) {
+        // The run no longer waits for its readers, so the cancellation reaches it.
+        self.feed.release();
         self.lead.cancel();
     }
 }

@@ -302,6 +302,10 @@ impl LeadState {
 
     pub(super) async fn fill(&mut self, myself: &ActorRef<LeadMsg>) {
         while !self.cancelled && self.running() < self.config.agents.max(1) {
+            // A reader far behind holds the run between spawns too, not only between steps.
+            if (self.journal.feed.as_ref()).is_some_and(|f| f.behind(self.journal.next_seq)) {
+                self.flush().await;
+            }
             let Some(index) = self.fleet.queue.pop_front() else {
                 break;
             };
