@@ -347,9 +347,9 @@ fn restore_subagent(subagents: &mut BTreeMap<String, Restored>, event: &RunEvent
 }
 
 /// The intents of the calls with effects whose outcome is unknown — returned past their time
-/// limit, or `cut_off` by the crash — each with its call id (the intent: the tool and the
+/// limit, or in `unknown` (cut off by this crash or an earlier one) — each with its call id (the intent: the tool and the
 /// digest of its arguments).
-fn unknown_intents(events: &[LoggedEvent], cut_off: &[String]) -> Vec<(String, String)> {
+fn unknown_intents(events: &[LoggedEvent], unknown: &[String]) -> Vec<(String, String)> {
     let mut called: BTreeMap<&str, String> = BTreeMap::new();
     let mut out = Vec::new();
     for logged in events {
@@ -383,10 +383,12 @@ fn unknown_intents(events: &[LoggedEvent], cut_off: &[String]) -> Vec<(String, S
         }
     }
     // A restarted attempt's intent id is `CALL#N`; its call id is what was logged.
-    for intent in cut_off {
+    for intent in unknown {
         let call = intent.split('#').next().unwrap_or(intent);
         out.extend(called.get(call).map(|d| (d.clone(), call.to_string())));
     }
+    out.sort();
+    out.dedup();
     out
 }
 
@@ -406,6 +408,27 @@ fn planned_shards(planned: &[crate::checkpoint::PlannedSubagent]) -> Vec<(String
             )
         })
         .collect()
+}
+
+/// The effects a resume finds as the projection has them: those still executing (cut off by
+/// the crash), those awaiting approval, and the intents whose outcome is unknown — cut off by
+/// this crash or an earlier one, or returned past their limit.
+fn effect_states(events: &[LoggedEvent]) -> (Vec<String>, Vec<String>, Vec<(String, String)>) {
+    let run_id = events.first().map(|e| e.run_id.as_str()).unwrap_or("");
+    let effects = project(run_id, events).effects;
+    let in_state = |state: EffectState| {
+        effects
+            .iter()
+            .filter(|e| e.state == state)
+            .map(|e| e.intent_id.clone())
+            .collect::<Vec<_>>()
+    };
+    let cut_off = in_state(EffectState::Executing);
+    let unknown = unknown_intents(
+        events,
+        &[cut_off.clone(), in_state(EffectState::OutcomeUnknown)].concat(),
+    );
+    (cut_off, in_state(EffectState::AwaitingApproval), unknown)
 }
 
 /// Reads a run's events back into what a resume needs.
@@ -473,19 +496,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
         }
     }
     let settings = settings.ok_or("the log has no run_started event")?;
-    // Effects as the projection has them: those still executing were cut off.
-    let run_id = events.first().map(|e| e.run_id.as_str()).unwrap_or("");
-    let effects = project(run_id, events).effects;
-    let in_state = |state: EffectState| {
-        effects
-            .iter()
-            .filter(|e| e.state == state)
-            .map(|e| e.intent_id.clone())
-            .collect::<Vec<_>>()
-    };
-    let cut_off = in_state(EffectState::Executing);
-    let awaiting = in_state(EffectState::AwaitingApproval);
-    let unknown = unknown_intents(events, &cut_off);
+    let (cut_off, awaiting, unknown) = effect_states(events);
     let approval_events = events
         .iter()
         .filter(|e| {
@@ -626,5 +637,56 @@ mod tests {
             .unwrap();
         let cp = project("r", &all);
         assert_eq!(cp.effects[0].state, EffectState::OutcomeUnknown);
+    }
+
+    /// A call with effects cut off by a crash stays an unknown intent at every later resume,
+    /// not only the first: it is never repeated without approval.
+    #[test]
+    fn an_intent_cut_off_by_an_earlier_crash_stays_unknown() {
+        let events = vec![
+            started(),
+            RunEvent::SubagentSpawned {
+                subagent: "sa1".into(),
+                role: RoleId::EXPLORER,
+                scope: vec![],
+                manifest: manifest(),
+            },
+            RunEvent::ToolCalled {
+                subagent: "sa1".into(),
+                call_id: "sa1.1".into(),
+                tool: "charge".into(),
+                arguments: serde_json::json!({"order": "A-1"}),
+                effect: EffectState::Executing,
+                read_only: false,
+                intent: "intent-a1".into(),
+            },
+        ];
+        let store = MemoryStore::new();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let append = |events: Vec<RunEvent>| {
+            rt.block_on(store.append("r", events.into_iter().map(|e| (1, e)).collect()))
+                .unwrap()
+                .unwrap();
+            store.events("r").unwrap()
+        };
+        let logged = append(events);
+        let first = restore(&logged).unwrap();
+        let expected = vec![("intent-a1".to_string(), "sa1.1".to_string())];
+        assert_eq!(first.unknown, expected);
+        // The first resume logs the cut-off call unknown; the run dies again before anything
+        // else happens.
+        let mut after = journal::cut_off(&first.cut_off);
+        after.insert(
+            0,
+            RunEvent::RunResumed {
+                after_seq: first.after_seq,
+            },
+        );
+        let logged = append(after);
+        let second = restore(&logged).unwrap();
+        assert!(second.cut_off.is_empty());
+        assert_eq!(second.unknown, expected);
     }
 }
