@@ -72,6 +72,9 @@ impl Quotable {
 /// result holds them all, structure first, each tied to its conclusion where it has one.
 pub fn validate(text: &str, check: &Check<'_>) -> Parsed {
     let mut parsed = parse(text);
+    if let Some(log) = check.observations {
+        records_with_numeric_ids(&mut parsed, log);
+    }
     let mut found = Vec::new();
     for (i, c) in parsed.handoff.settled_conclusions.iter().enumerate() {
         let line = parsed.settled_line(i);
@@ -117,6 +120,38 @@ pub fn validate(text: &str, check: &Check<'_>) -> Parsed {
     }
     parsed.violations.extend(found);
     parsed
+}
+
+/// `ticket:12` reads as line 12 of a file `ticket` — and as ticket 12: where the subagent's
+/// tools returned that record, or records of that kind and never a file of that name, it is
+/// a record that is cited.
+fn records_with_numeric_ids(parsed: &mut Parsed, log: &ObservationLog) {
+    let handoff = &mut parsed.handoff;
+    let sources = handoff
+        .settled_conclusions
+        .iter_mut()
+        .flat_map(|c| c.sources.iter_mut())
+        .chain(
+            handoff
+                .hard_constraints
+                .iter_mut()
+                .flat_map(|h| h.sources.iter_mut()),
+        );
+    for source in sources {
+        if let Some((kind, id)) = source.as_record() {
+            let of_kind = || {
+                log.entries().iter().any(
+                    |o| matches!(o, Observation::Record { record_kind, .. } if record_kind == kind),
+                )
+            };
+            if log.saw_record(kind, &id) || (of_kind() && log.shown_file(kind).is_none()) {
+                *source = SourceId::Record {
+                    kind: kind.to_string(),
+                    id,
+                };
+            }
+        }
+    }
 }
 
 /// A source written in brackets inside the claim's own text (outside its quotes) looks like a
@@ -641,6 +676,56 @@ mod tests {
         );
         assert_eq!(unsupported("it doubles the delay", lines).len(), 1);
         assert!(unsupported("`nextDelay` is here", "nextDelay()").is_empty());
+    }
+
+    /// Records whose ids read as line ranges, or are not numbers at all, are cited and
+    /// checked as the records they are.
+    #[test]
+    fn records_with_numeric_ids_are_cited_as_records() {
+        let mut log = ObservationLog::default();
+        log.record([
+            Observation::record("ticket", "12", "[open] the login page times out").made_by("sa1.1"),
+            Observation::record("order", "2024-001", "paid in full").made_by("sa1.2"),
+            Observation::record("ticket", "1a", "[closed] fixed").made_by("sa1.3"),
+        ]);
+        let files = MemoryFiles::new();
+        let check = Check {
+            files: Some(&files),
+            observations: Some(&log),
+            docs: None,
+        };
+        let text = "## Settled conclusions
+- T12: `the login page times out` [ticket:12]
+- The order was `paid in full` [order:2024-001]
+- 1a is `[closed] fixed` [ticket:1a]
+## Open items
+## Hard constraints
+- none
+";
+        let parsed = validate(text, &check);
+        assert!(parsed.violations.is_empty(), "{:?}", parsed.violations);
+        assert_eq!(
+            parsed.handoff.settled_conclusions[0].sources,
+            vec![SourceId::Record {
+                kind: "ticket".into(),
+                id: "12".into()
+            }]
+        );
+        let codes = |text: &str| -> Vec<&'static str> {
+            validate(text, &check)
+                .violations
+                .iter()
+                .map(|v| v.code.as_str())
+                .collect()
+        };
+        let wrong = "## Settled conclusions
+- T13 is open [ticket:13]
+- T12 is `closed` [ticket:12]
+## Open items
+## Hard constraints
+- none
+";
+        assert_eq!(codes(wrong), ["record_not_observed", "quote_not_found"]);
     }
 
     #[test]

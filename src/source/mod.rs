@@ -244,6 +244,25 @@ fn line_range(text: &str) -> Option<Result<(u32, u32), &'static str>> {
 }
 
 impl SourceId {
+    /// The record a `KIND:LINES` citation also reads as (`ticket:12`: line 12 of a file
+    /// `ticket`, or ticket 12): its kind and id, when the path is a record kind.
+    pub(crate) fn as_record(&self) -> Option<(&str, String)> {
+        match self {
+            SourceId::File {
+                path,
+                lines: Some((a, b)),
+            } if is_kind(path) => Some((
+                path,
+                if a == b {
+                    a.to_string()
+                } else {
+                    format!("{a}-{b}")
+                },
+            )),
+            _ => None,
+        }
+    }
+
     /// Parses one identifier (surrounding whitespace and backticks are ignored).
     pub fn parse(text: &str) -> Result<SourceId, SourceParseError> {
         let trimmed = text.trim();
@@ -321,6 +340,11 @@ impl SourceId {
                         lines: Some(lines),
                     })
                 }
+                // `order:2024-001`, `ticket:0`, `ticket:1a`: not lines — a record's id.
+                Some(Err(_)) if is_kind(path) => Ok(SourceId::Record {
+                    kind: path.to_string(),
+                    id: tail.to_string(),
+                }),
                 Some(Err(why)) => Err(err(why)),
                 None => {
                     let (kind, id) = t.split_once(':').unwrap_or((t, ""));

@@ -252,8 +252,10 @@ pub(crate) fn search_label(pattern: &str, case_insensitive: bool, fixed_string: 
 }
 
 impl Observation {
-    /// A record a tool returned: its kind (lower case, e.g. `ticket`), its id, and its text
-    /// as the tool showed it — a conclusion may cite it as `KIND:ID` and quote it. The call id
+    /// A record a tool returned: its kind (`ticket`: a lower-case ASCII letter, then letters,
+    /// digits, `_` or `-`; up to 32), its id (no whitespace), and its text as the tool showed
+    /// it — a conclusion may cite it as `KIND:ID` (`ticket:T-2`, `ticket:12`,
+    /// `order:2024-001`) and quote it; a kind or id of another form cannot be cited. The call id
     /// is set by the registry when the call returns; a text over [`MAX_OBSERVED_TEXT`] bytes is
     /// kept as its digest only.
     pub fn record(kind: &str, id: &str, text: &str) -> Observation {
