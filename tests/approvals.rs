@@ -413,18 +413,12 @@ fn a_run_killed_while_waiting_for_approval_resumes_still_waiting() {
             &store,
         );
         let handle = builder.build().resume(&run_id).await.unwrap();
-        let mut events = handle.events_from(before.len() as u64);
-        // Once the run has resumed, the request waits on, listed as it was asked.
-        loop {
-            let event = events.next().await.unwrap().unwrap();
-            if event.event.kind() == "run_resumed" {
-                break;
-            }
-        }
+        // From the moment the run is resumed, the request waits on, listed as it was asked.
         let waiting = handle.approvals();
         assert_eq!(waiting.len(), 1, "{waiting:?}");
         assert_eq!(waiting[0].id, "ap1");
         assert_eq!(waiting[0].call_id, "sa1.1");
+        let mut events = handle.events_from(before.len() as u64);
         // The restarted subagent's call waits on it: no second request.
         loop {
             let event = events.next().await.unwrap().unwrap();
@@ -701,6 +695,60 @@ async fn a_request_undecided_when_the_run_is_cancelled_is_withdrawn() {
         "{:?}",
         kinds(&log, "approval_decided")
     );
+    // The call that waited was never made: its effect is stopped, nothing left to reconcile.
+    let checkpoint = baton::checkpoint::project(&report.run_id, &log);
+    let states: Vec<_> = checkpoint.effects.iter().map(|e| e.state).collect();
+    assert_eq!(states, [baton::EffectState::Stopped]);
+}
+
+/// Two calls of one batch waiting for approval run as each is granted, not in the batch's
+/// order: the second, granted first, runs while the first is still undecided — and its grant
+/// is logged as used only then, when it starts.
+#[tokio::test]
+async fn a_call_runs_as_its_own_grant_comes() {
+    let ran = Arc::new(AtomicU32::new(0));
+    let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
+    let (builder, _) = filer(
+        vec![
+            ScriptedTurn::Tools(vec![
+                ("file_ticket".into(), json!({"title": "a"})),
+                ("file_ticket".into(), json!({"title": "b"})),
+            ]),
+            ScriptedTurn::text(EMPTY_HANDOFF),
+        ],
+        &ran,
+        &store,
+    );
+    let handle = builder.build().start(file_task()).await.unwrap();
+    let mut events = handle.events();
+    let mut asked = Vec::new();
+    while asked.len() < 2 {
+        if let RunEvent::ApprovalRequested { request } = events.next().await.unwrap().unwrap().event
+        {
+            asked.push(request.id);
+        }
+    }
+    handle.approve(&asked[1]).await.unwrap();
+    // The second call runs, and its grant is logged as used, while the first waits.
+    loop {
+        let event = events.next().await.unwrap().unwrap();
+        if let RunEvent::ApprovalConsumed { approval_id, .. } = &event.event {
+            assert_eq!(approval_id, &asked[1]);
+            break;
+        }
+        assert_ne!(event.event.kind(), "tool_returned", "{event:?}");
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while ran.load(Ordering::SeqCst) == 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "the second call ran first");
+    assert_eq!(handle.approvals().len(), 1, "the first still waits");
+    handle.deny(&asked[0], "not that one").await.unwrap();
+    let report = handle.report().await.unwrap();
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+    let log = store.events(&report.run_id).unwrap();
+    assert_eq!(kinds(&log, "approval_consumed").len(), 1);
 }
 
 /// Two calls of one batch with the same arguments each wait on a request of their own: both

@@ -180,6 +180,13 @@ impl Book {
     fn index(&self, id: &str) -> Option<usize> {
         self.entries.iter().position(|e| e.request.id == id)
     }
+
+    /// Puts every request, as the log has it, in the map the run shares with its handle.
+    pub(super) fn share(&self, oversight: &Oversight) {
+        for entry in &self.entries {
+            oversight.insert(entry.request.clone(), entry.decision.clone());
+        }
+    }
 }
 
 impl LeadState {
@@ -189,14 +196,14 @@ impl LeadState {
         let now = crate::checkpoint::now_ms();
         for index in 0..self.approvals.entries.len() {
             let entry = &self.approvals.entries[index];
-            self.config
-                .oversight
-                .insert(entry.request.clone(), entry.decision.clone());
             if entry.decision.is_some() {
                 continue;
             }
             let id = entry.request.id.clone();
-            if entry.request.expires_ms <= now {
+            if self.config.oversight.decided(&id).is_some() {
+                // Decided through the handle since the run was resumed.
+                self.sync(&id);
+            } else if entry.request.expires_ms <= now {
                 let _ = self
                     .config
                     .oversight
@@ -340,7 +347,9 @@ impl LeadState {
                 self.sync(&id);
             }
         }
-        if subagent.is_none() {
+        if let Some(subagent) = subagent {
+            self.stop_awaiting(subagent);
+        } else {
             self.config.oversight.end();
         }
     }
@@ -372,7 +381,7 @@ impl LeadState {
     }
 
     /// Tells the call waiting on a decided request what was decided: a grant not yet used
-    /// is used by it (logged, its effect executing).
+    /// is kept for it (logged as used when the call starts).
     fn deliver(&mut self, index: usize) {
         let entry = &mut self.approvals.entries[index];
         let (Some(call_id), Some(decision)) = (entry.waiting.take(), entry.decision.clone()) else {
@@ -385,40 +394,72 @@ impl LeadState {
             },
             other => other,
         };
-        if decision == ApprovalDecision::Granted {
-            entry.consumed = true;
-            let intent = self
-                .contexts
-                .projector
-                .intent_of(&call_id)
-                .unwrap_or(&call_id)
-                .to_string();
-            self.log(vec![
-                RunEvent::ApprovalConsumed {
-                    approval_id: approval_id.clone(),
-                    subagent: subagent.clone(),
-                    call_id: call_id.clone(),
-                },
-                RunEvent::EffectChanged {
-                    call_id: intent,
-                    from: EffectState::AwaitingApproval,
-                    to: EffectState::Executing,
-                    evidence: Some(format!("approval {approval_id}")),
-                    note: "approved by the application".into(),
-                },
-            ]);
-        }
         let actor = self
             .index_of(&subagent)
             .and_then(|i| self.fleet.records[i].actor.clone());
-        if let Some(actor) = actor {
-            let _ = actor.cast(SubagentMsg::ApprovalDecided {
-                call_id,
-                decided: Decided {
-                    approval_id,
-                    decision,
-                },
-            });
+        let Some(actor) = actor else { return };
+        if decision == ApprovalDecision::Granted {
+            self.approvals.entries[index].consumed = true;
+        }
+        let _ = actor.cast(SubagentMsg::ApprovalDecided {
+            call_id,
+            decided: Decided {
+                approval_id,
+                decision,
+            },
+        });
+    }
+
+    /// A granted call starts: its grant is used (logged once), its effect executing.
+    pub(super) fn grant_used(&mut self, subagent: &str, call_id: &str, approval_id: &str) {
+        let Some(index) = self.approvals.index(approval_id) else {
+            return;
+        };
+        if self.approvals.entries[index].request.subagent != subagent {
+            return;
+        }
+        let intent = self
+            .contexts
+            .projector
+            .intent_of(call_id)
+            .unwrap_or(call_id)
+            .to_string();
+        self.log(vec![
+            RunEvent::ApprovalConsumed {
+                approval_id: approval_id.to_string(),
+                subagent: subagent.to_string(),
+                call_id: call_id.to_string(),
+            },
+            RunEvent::EffectChanged {
+                call_id: intent,
+                from: EffectState::AwaitingApproval,
+                to: EffectState::Executing,
+                evidence: Some(format!("approval {approval_id}")),
+                note: "approved by the application".into(),
+            },
+        ]);
+    }
+
+    /// The calls of an ending subagent still awaiting approval will not be made: their effects
+    /// are stopped.
+    fn stop_awaiting(&mut self, subagent: &str) {
+        let events: Vec<RunEvent> = self
+            .contexts
+            .projector
+            .checkpoint()
+            .effects
+            .iter()
+            .filter(|e| e.subagent == subagent && e.state == EffectState::AwaitingApproval)
+            .map(|e| RunEvent::EffectChanged {
+                call_id: e.intent_id.clone(),
+                from: EffectState::AwaitingApproval,
+                to: EffectState::Stopped,
+                evidence: None,
+                note: "not made: its subagent ended".into(),
+            })
+            .collect();
+        if !events.is_empty() {
+            self.log(events);
         }
     }
 }

@@ -142,6 +142,10 @@ impl LeadState {
                     self.on_asks(&id, asks, myself);
                 }
             }
+            SubagentReport::GrantUsed {
+                call_id,
+                approval_id,
+            } => self.grant_used(&id, &call_id, &approval_id),
             SubagentReport::ToolsFinished { returned } => {
                 let events = returned
                     .into_iter()

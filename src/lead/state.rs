@@ -81,6 +81,13 @@ impl LeadState {
         let span = tracing::info_span!("run", run_id = %args.config.run_id);
         let search_question = crate::text::without_binding(&args.config.question);
         let question_terms = Focus::terms(&search_question);
+        let approvals = args
+            .resume
+            .as_ref()
+            .map(|r| super::approvals::Book::of_log(&r.approval_events))
+            .unwrap_or_default();
+        // The handle lists and decides a resumed run's requests from the moment it has it.
+        approvals.share(&args.config.oversight);
         LeadState {
             outside: Outside {
                 reply: None,
@@ -111,11 +118,7 @@ impl LeadState {
             lead: LeadWork::default(),
             config: args.config,
             policy: Arc::new(Policy::default()),
-            approvals: args
-                .resume
-                .as_ref()
-                .map(|r| super::approvals::Book::of_log(&r.approval_events))
-                .unwrap_or_default(),
+            approvals,
             resume: args.resume,
             cancelled: false,
             finished: false,

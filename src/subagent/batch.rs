@@ -93,11 +93,12 @@ pub(crate) fn asks(
 }
 
 /// Runs a batch: the calls that wait for no approval first, in order, then each waiting call
-/// once it is decided (granted: it runs; otherwise not); the results in the batch's order.
-/// Each call is reported as it starts (`report`), so the log never says a call is executing
-/// before it is. A call with effects whose intent became unknown since the batch was planned
-/// — an earlier call of it, here or in another subagent, ran past its limit — is not made
-/// without approval; one that runs past its limit leaves its intent unknown.
+/// as its decision comes (granted: it runs; otherwise not); the results in the batch's order.
+/// Each call is reported as it starts (`report`; a granted one with the grant it uses), so the
+/// log never says a call is executing, or a grant used, before it is. A call with effects
+/// whose intent became unknown since the batch was planned — an earlier call of it, here or
+/// in another subagent, ran past its limit — is not made without approval; one that runs past
+/// its limit leaves its intent unknown.
 pub(crate) async fn run_batch(
     run: BatchRun,
     calls: Vec<ToolCall>,
@@ -111,21 +112,37 @@ pub(crate) async fn run_batch(
         .enumerate()
         .partition(|(_, (call, _))| waiting.contains_key(&call.id));
     for (i, (call, span)) in free {
-        out[i] = Some(run.one(call, span, false).await);
+        out[i] = Some(run.one(call, span, None).await);
     }
-    for (i, (call, span)) in asked {
+    let mut pending: Vec<_> = asked
+        .into_iter()
+        .filter_map(|(i, (call, span))| {
+            let decision = waiting.remove(&call.id)?;
+            Some((i, call, span, decision))
+        })
+        .collect();
+    while !pending.is_empty() {
+        let (k, decided) = std::future::poll_fn(|cx| {
+            for (k, (.., decision)) in pending.iter_mut().enumerate() {
+                if let std::task::Poll::Ready(decided) =
+                    std::future::Future::poll(std::pin::Pin::new(decision), cx)
+                {
+                    return std::task::Poll::Ready((k, decided));
+                }
+            }
+            std::task::Poll::Pending
+        })
+        .await;
+        let (i, call, span, _) = pending.swap_remove(k);
         // A subagent dropped before a decision came is stopped anyway.
-        let decided = match waiting.remove(&call.id) {
-            Some(decision) => decision.await.unwrap_or(Decided {
-                approval_id: String::new(),
-                decision: ApprovalDecision::Withdrawn {
-                    reason: "the run stopped waiting".into(),
-                },
-            }),
-            None => continue,
-        };
+        let decided = decided.unwrap_or(Decided {
+            approval_id: String::new(),
+            decision: ApprovalDecision::Withdrawn {
+                reason: "the run stopped waiting".into(),
+            },
+        });
         out[i] = Some(if decided.decision == ApprovalDecision::Granted {
-            run.one(call, span, true).await
+            run.one(call, span, Some(decided.approval_id)).await
         } else {
             not_run(call, &decided)
         });
@@ -143,14 +160,14 @@ pub(crate) struct BatchRun {
 }
 
 impl BatchRun {
-    /// One call: reported as started (a granted one was, when its grant was logged), run
-    /// within its limit — or, with effects and an intent now unknown, not run.
-    async fn one(&self, call: ToolCall, span: tracing::Span, approved: bool) -> Returned {
+    /// One call: reported as started (a granted one with the grant it uses), run within its
+    /// limit — or, with effects and an intent now unknown, not run.
+    async fn one(&self, call: ToolCall, span: tracing::Span, grant: Option<String>) -> Returned {
         let intent =
             (!self.tools.read_only(&call.name)).then(|| intent_digest(&call.name, &call.arguments));
         let earlier = intent
             .as_ref()
-            .filter(|_| !approved)
+            .filter(|_| grant.is_none())
             .and_then(|digest| self.unknown.get(digest).map(|c| c.value().clone()));
         if let Some(earlier) = earlier {
             (self.report)(super::SubagentReport::ToolCalls {
@@ -160,13 +177,17 @@ impl BatchRun {
             });
             return unknown_first(call, &earlier);
         }
-        if !approved {
-            (self.report)(super::SubagentReport::ToolCalls {
+        (self.report)(match grant {
+            Some(approval_id) => super::SubagentReport::GrantUsed {
+                call_id: call.id.clone(),
+                approval_id,
+            },
+            None => super::SubagentReport::ToolCalls {
                 calls: vec![call.clone()],
                 state: EffectState::Executing,
                 asks: Vec::new(),
-            });
-        }
+            },
+        });
         let id = call.id.clone();
         let (result, timed_out) = run_tool(&self.tools, &self.context, call)
             .instrument(span)

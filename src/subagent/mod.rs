@@ -69,6 +69,11 @@ pub(crate) enum SubagentReport {
         state: crate::checkpoint::EffectState,
         asks: Vec<ApprovalAsk>,
     },
+    /// A call the application approved starts now: its grant is used.
+    GrantUsed {
+        call_id: String,
+        approval_id: String,
+    },
     /// Its window was compacted (or compaction was refused).
     WindowCompacted { note: CompactionNote },
     /// Its tool calls returned.
