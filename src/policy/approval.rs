@@ -176,15 +176,17 @@ fn canonical(value: &Value, out: &mut String) {
 }
 
 /// Why a call needs the application's approval before it runs, if it does (pure): the tool
-/// says so; or one of its consequences has an effect its role reserves for approval; or it has
-/// effects and an earlier call of the same intent has an unknown outcome (`earlier`: that
-/// call's id) — repeating it could do twice what may have been done once.
+/// says so; or one of its consequences has an effect its role reserves for approval (a tool
+/// that does not declare what it touches is taken to touch anything — writing too, unless it
+/// is read-only); or it has effects and an earlier call of the same intent has an unknown
+/// outcome (`earlier`: that call's id) — repeating it could do twice what may have been done
+/// once.
 pub(crate) fn approval_reason(
     tool: &str,
     tool_says: bool,
     role: &str,
     reserved: &[Effect],
-    consequences: &[Consequence],
+    (consequences, read_only): (&[Consequence], bool),
     earlier: Option<&str>,
 ) -> Option<String> {
     if let Some(call) = earlier {
@@ -195,9 +197,13 @@ pub(crate) fn approval_reason(
     if tool_says {
         return Some(format!("the tool `{tool}` asks for approval of this call"));
     }
+    let reserves = |c: &Consequence| match c.effect {
+        Effect::Undeclared => reserved.iter().any(|&r| r != Effect::Write || !read_only),
+        effect => reserved.contains(&effect),
+    };
     consequences
         .iter()
-        .find(|c| reserved.contains(&c.effect))
+        .find(|c| reserves(c))
         .map(|c| format!("the role `{role}` needs approval for {}", c.describe()))
 }
 
@@ -215,7 +221,7 @@ mod tests {
                 says,
                 "r",
                 reserved,
-                &[read.clone(), write.clone()],
+                (&[read.clone(), write.clone()][..], false),
                 earlier,
             )
         };
@@ -230,6 +236,26 @@ mod tests {
         assert!(reason(false, &[], Some("sa1.2"))
             .unwrap()
             .contains("(sa1.2) is unknown"));
+        // A tool that declares nothing is taken to touch anything: writing too, unless it is
+        // read-only.
+        let undeclared = [Consequence {
+            effect: Effect::Undeclared,
+            resource: "t".into(),
+        }];
+        let of = |reserved: &[Effect], read_only| {
+            approval_reason(
+                "t",
+                false,
+                "r",
+                reserved,
+                (&undeclared[..], read_only),
+                None,
+            )
+        };
+        assert!(of(&[Effect::Write], false).is_some());
+        assert!(of(&[Effect::Network], true).is_some());
+        assert!(of(&[Effect::Write], true).is_none());
+        assert!(of(&[], false).is_none());
     }
 
     #[test]

@@ -78,7 +78,7 @@ pub(crate) fn asks(
                 admitted.needs_approval(&call.arguments),
                 oversee.role.as_str(),
                 &oversee.reserved,
-                &admitted.consequences,
+                (&admitted.consequences, admitted.read_only()),
                 earlier.as_deref(),
             )?;
             Some(ApprovalAsk {
