@@ -322,6 +322,15 @@ impl ReportedConstraint {
 
 impl Report {
     /// Counts of subagents by outcome: (handed off, repaired, rejected, failed or cancelled).
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dir = baton::testing::fixture_tree();
+    /// let report = baton::Coordinator::builder().build()
+    ///     .run(baton::Task::explore("where is next_delay defined?", dir.path())).await.unwrap();
+    /// let (handed_off, repaired, rejected, failed) = report.outcome_counts();
+    /// assert_eq!(handed_off + repaired + rejected + failed, report.subagents.len());
+    /// # });
+    /// ```
     pub fn outcome_counts(&self) -> (usize, usize, usize, usize) {
         let count = |f: &dyn Fn(SubagentState) -> bool| {
             self.subagents.iter().filter(|s| f(s.state)).count()
@@ -336,23 +345,57 @@ impl Report {
 
     /// The report as `baton explore` prints it: the run's handoff in its three sections
     /// (markdown).
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dir = baton::testing::fixture_tree();
+    /// let report = baton::Coordinator::builder().build()
+    ///     .run(baton::Task::explore("where is next_delay defined?", dir.path())).await.unwrap();
+    /// let text = report.to_markdown();
+    /// assert!(text.starts_with("## Settled conclusions"));
+    /// assert!(text.contains("src/net/retry.rs"));
+    /// # });
+    /// ```
     pub fn to_markdown(&self) -> String {
         self.handoff.to_markdown()
     }
 
     /// The report as one JSON document (the `--json` wire format: fields may be added, never
     /// renamed), every secret the process holds taken out.
-    pub fn to_json(&self) -> String {
-        let text = serde_json::to_string(self).unwrap_or_default();
-        crate::redact::scrubbed(text)
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dir = baton::testing::fixture_tree();
+    /// let report = baton::Coordinator::builder().build()
+    ///     .run(baton::Task::explore("where is next_delay defined?", dir.path())).await.unwrap();
+    /// let json: baton::Value = baton::serde_json::from_str(&report.to_json().unwrap()).unwrap();
+    /// assert_eq!(json["run_id"], report.run_id.as_str());
+    /// # });
+    /// ```
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string(self).map(crate::redact::scrubbed)
     }
 
     /// Whether no subagent's handoff was accepted.
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dir = baton::testing::fixture_tree();
+    /// let report = baton::Coordinator::builder().build()
+    ///     .run(baton::Task::explore("where is next_delay defined?", dir.path())).await.unwrap();
+    /// assert!(!report.failed(), "a handoff was accepted");
+    /// # });
+    /// ```
     pub fn failed(&self) -> bool {
         !self.subagents.iter().any(|s| s.state.accepted())
     }
 
     /// One line for stderr at the end of a run.
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dir = baton::testing::fixture_tree();
+    /// let report = baton::Coordinator::builder().build()
+    ///     .run(baton::Task::explore("where is next_delay defined?", dir.path())).await.unwrap();
+    /// assert!(report.summary_line().contains("handed off"), "{}", report.summary_line());
+    /// # });
+    /// ```
     pub fn summary_line(&self) -> String {
         let (handed_off, repaired, rejected, failed) = self.outcome_counts();
         let partly = self

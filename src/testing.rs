@@ -17,6 +17,10 @@ pub struct FixtureTree {
 impl FixtureTree {
     /// Writes `files` (root-relative path, content) under a new directory in the system's
     /// temporary directory.
+    /// ```
+    /// let tree = baton::testing::FixtureTree::new(&[("src/lib.rs", "pub fn f() {}\n")]).unwrap();
+    /// assert!(tree.path().join("src/lib.rs").is_file());
+    /// ```
     pub fn new(files: &[(&str, &str)]) -> std::io::Result<FixtureTree> {
         use std::sync::atomic::{AtomicU64, Ordering};
         static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -39,6 +43,10 @@ impl FixtureTree {
     }
 
     /// Its root directory.
+    /// ```
+    /// let tree = baton::testing::fixture_tree();
+    /// assert!(tree.path().join("src/net/retry.rs").is_file());
+    /// ```
     pub fn path(&self) -> &Path {
         &self.root
     }
@@ -55,6 +63,13 @@ impl Drop for FixtureTree {
 ///
 /// # Panics
 /// When the temporary directory cannot be written.
+/// ```
+/// let tree = baton::testing::fixture_tree();
+/// let root = tree.path().to_path_buf();
+/// assert!(root.join("Cargo.toml").is_file());
+/// drop(tree);
+/// assert!(!root.exists(), "removed when dropped");
+/// ```
 pub fn fixture_tree() -> FixtureTree {
     FixtureTree::new(&[
         ("Cargo.toml", "[package]\nname = \"netkit\"\nversion = \"0.1.0\"\n"),

@@ -169,6 +169,8 @@ async fn an_approval_granted_runs_the_call_once_and_a_denied_one_never_runs() {
     assert_eq!(asked.len(), 2);
     assert_eq!(asked[0].tool, "file_ticket");
     assert_ne!(asked[0].arguments_digest, asked[1].arguments_digest);
+    // Unless the time limits say otherwise, a request waits 15 minutes.
+    assert_eq!(asked[0].expires_ms - asked[0].requested_ms, 15 * 60 * 1000);
     let log = store.events(&report.run_id).unwrap();
     let decided: Vec<(String, ApprovalDecision, String)> = kinds(&log, "approval_decided")
         .into_iter()

@@ -127,6 +127,14 @@ fn approval_grants_one_call_and_denies_another() {
     ] {
         assert!(out.lines().any(|l| l.starts_with(line)), "{line} in {out}");
     }
+    // The denied call was never made: one ticket filed, that one.
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with("tickets filed:"))
+            .collect::<Vec<_>>(),
+        ["tickets filed: login times out after the 2.4 upgrade"],
+        "{out}"
+    );
 }
 
 /// Every example is written with baton alone: each path it names starts at `baton`, `std` or

@@ -265,6 +265,82 @@ async fn a_held_run_is_cancelled_and_its_reader_still_reads_every_event() {
     );
 }
 
+/// Issue 22: a TOML role's `model` is connected when the run starts (by the builder's
+/// connector here), its subagents use it and no other, and it is logged and reported under the
+/// role's name.
+#[tokio::test]
+async fn a_toml_role_s_model_is_connected_used_logged_and_reported() {
+    let tree = baton::testing::fixture_tree();
+    let roles = tempfile::tempdir().unwrap();
+    std::fs::write(
+        roles.path().join("reviewer.toml"),
+        r#"name = "reviewer"
+description = "Reviews how delays are capped."
+system = "You review. Cite the lines."
+budget = 6000
+tools = ["grep"]
+mandatory = ["goal", "constraints"]
+model = "openai:gpt-4o-mini"
+"#,
+    )
+    .unwrap();
+    let reviewer_model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::tool("grep", json!({"pattern": "cap_ms"})),
+        ScriptedTurn::text(EMPTY_HANDOFF),
+    ]));
+    let specs = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let connector: baton::Connector = {
+        let (model, specs) = (Arc::clone(&reviewer_model), Arc::clone(&specs));
+        Arc::new(move |spec: &baton::model::ModelSpec| {
+            specs.lock().unwrap().push(spec.model.clone());
+            Ok(Arc::clone(&model) as Arc<dyn Model>)
+        })
+    };
+    let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
+    let report = Coordinator::builder()
+        .roles(roles.path())
+        .connector(connector)
+        .store(Arc::clone(&store))
+        .build()
+        .run(
+            Task::explore("where is the retry delay computed?", tree.path())
+                .roles(["explorer"])
+                .subtask("reviewer", "where is the delay capped?"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(*specs.lock().unwrap(), ["gpt-4o-mini"]);
+    assert_eq!(
+        reviewer_model.requests().len(),
+        2,
+        "the reviewer used its model"
+    );
+    let events = store.events(&report.run_id).unwrap();
+    let configured: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            RunEvent::ModelConfigured { role, .. } => Some(role.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(configured.contains(&"reviewer"), "{configured:?}");
+    let reviewer = report
+        .models
+        .iter()
+        .find(|m| m.role == "reviewer")
+        .unwrap_or_else(|| panic!("{:?}", report.models));
+    assert_eq!(reviewer.model_calls, 2);
+    let subagents = report
+        .models
+        .iter()
+        .find(|m| m.role == "subagents")
+        .unwrap();
+    assert!(
+        subagents.model_calls > 0,
+        "the explorers used the run's model"
+    );
+}
+
 /// An in-memory ticket store, read only.
 struct Tickets;
 

@@ -673,7 +673,8 @@ fn report_error(e: &RunError) -> i32 {
 fn print_report(report: &Report, json: bool) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     if json {
-        writeln!(out, "{}", report.to_json())?;
+        let text = report.to_json().map_err(std::io::Error::other)?;
+        writeln!(out, "{text}")?;
     } else {
         write!(out, "{}", terminal_safe(&report.to_markdown()))?;
     }

@@ -91,6 +91,11 @@ const BUILT_IN: &[(&str, &str)] = &[
 
 impl RoleProfile {
     /// The first tool the profile names that `known` (the run's tools) does not hold.
+    /// ```
+    /// let reviewer = baton::Role::new("reviewer").tools(["grep", "lint"]);
+    /// let known = vec!["grep".to_string(), "read_file".to_string()];
+    /// assert_eq!(reviewer.profile().unknown_tool(&known), Some("lint"));
+    /// ```
     pub fn unknown_tool(&self, known: &[String]) -> Option<&str> {
         self.tools
             .iter()
@@ -99,6 +104,20 @@ impl RoleProfile {
     }
 
     /// Parses and checks one profile; `file` names it in errors.
+    /// ```
+    /// let text = r#"
+    /// name = "auditor"
+    /// description = "Audits what the tree reads from the environment."
+    /// system = "You audit."
+    /// budget = 4000
+    /// tools = ["grep"]
+    /// mandatory = ["goal", "constraints"]
+    /// "#;
+    /// let auditor = baton::RoleProfile::parse("auditor.toml", text).unwrap();
+    /// assert_eq!(auditor.tools, ["grep"]);
+    /// let broken = baton::RoleProfile::parse("broken.toml", "name = \"x\"").unwrap_err();
+    /// assert!(broken.to_string().starts_with("broken.toml"));
+    /// ```
     pub fn parse(file: &str, text: &str) -> Result<RoleProfile, RoleError> {
         let err = |message: String| RoleError {
             file: file.to_string(),
@@ -110,6 +129,12 @@ impl RoleProfile {
     }
 
     /// The profile, checked as a file's is; `file` names it in errors.
+    /// ```
+    /// let mut profile = baton::Role::new("auditor").profile().clone();
+    /// profile.mandatory.clear();
+    /// let refused = profile.checked("auditor").unwrap_err();
+    /// assert!(refused.to_string().contains("constraints"), "{refused}");
+    /// ```
     pub fn checked(self, file: &str) -> Result<RoleProfile, RoleError> {
         let err = |message: String| RoleError {
             file: file.to_string(),
@@ -198,6 +223,11 @@ impl Role {
     /// A role named `name`: a plain system text saying so, no tools, a 6,000-token context
     /// that must hold the goal and the constraints and may hold the evidence, the negative
     /// evidence and the handoffs so far; the run's limits and model.
+    /// ```
+    /// let role = baton::Role::new("summariser");
+    /// assert!(role.profile().tools.is_empty());
+    /// assert_eq!(role.profile().budget, 6000);
+    /// ```
     pub fn new(name: &str) -> Role {
         Role {
             profile: RoleProfile {
@@ -235,6 +265,11 @@ impl Role {
     }
 
     /// A role from a profile (a built-in one, or one read from TOML), checked as a file's is.
+    /// ```
+    /// let explorer = baton::context::load_roles(None).unwrap()[&baton::RoleId::EXPLORER].clone();
+    /// let mine = baton::Role::from_profile(explorer).unwrap().context_budget(3000);
+    /// assert_eq!(mine.name(), &baton::RoleId::EXPLORER);
+    /// ```
     pub fn from_profile(profile: RoleProfile) -> Result<Role, RoleError> {
         let file = format!("role `{}`", profile.name);
         Ok(Role {
@@ -244,33 +279,58 @@ impl Role {
     }
 
     /// The role's name.
+    /// ```
+    /// assert_eq!(baton::Role::new("triager").name().as_str(), "triager");
+    /// ```
     pub fn name(&self) -> &RoleId {
         &self.profile.name
     }
 
     /// Its profile.
+    /// ```
+    /// let role = baton::Role::new("triager").tools(["ticket"]);
+    /// assert_eq!(role.profile().tools, ["ticket"]);
+    /// ```
     pub fn profile(&self) -> &RoleProfile {
         &self.profile
     }
 
     /// Its own model, when it has one.
+    /// ```
+    /// let role = baton::Role::new("triager");
+    /// assert!(role.own_model().is_none());
+    /// let role = role.model(std::sync::Arc::new(baton::OfflineModel::default()));
+    /// assert!(role.own_model().is_some());
+    /// ```
     pub fn own_model(&self) -> Option<&Arc<dyn Model>> {
         self.model.as_ref()
     }
 
     /// One line on what the role is for (a lead model is shown it when it assigns roles).
+    /// ```
+    /// let role = baton::Role::new("triager").description("Sorts tickets by urgency.");
+    /// assert_eq!(role.profile().description, "Sorts tickets by urgency.");
+    /// ```
     pub fn description(mut self, text: impl Into<String>) -> Role {
         self.profile.description = text.into();
         self
     }
 
     /// The system text its context opens with.
+    /// ```
+    /// let role = baton::Role::new("triager").system("You sort tickets. Cite each one.");
+    /// assert!(role.profile().system.starts_with("You sort tickets"));
+    /// ```
     pub fn system(mut self, text: impl Into<String>) -> Role {
         self.profile.system = text.into();
         self
     }
 
     /// The tools its subagents are offered (by name: the run's tools); no others.
+    /// ```
+    /// let role = baton::Role::new("triager").tools(["ticket", "grep"]);
+    /// assert_eq!(role.profile().tools, ["ticket", "grep"]);
+    /// ```
     pub fn tools<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Role {
         self.profile.tools = names.into_iter().map(Into::into).collect();
         self
@@ -278,6 +338,11 @@ impl Role {
 
     /// The checkpoint fields its context must hold whole (`constraints` is always among
     /// them); a context that cannot hold them is refused, never truncated.
+    /// ```
+    /// use baton::Field;
+    /// let role = baton::Role::new("triager").mandatory([Field::Goal, Field::Evidence]);
+    /// assert_eq!(role.profile().mandatory, [Field::Goal, Field::Evidence, Field::Constraints]);
+    /// ```
     pub fn mandatory(mut self, fields: impl IntoIterator<Item = Field>) -> Role {
         self.profile.mandatory = fields.into_iter().collect();
         if !self.profile.mandatory.contains(&Field::Constraints) {
@@ -292,6 +357,12 @@ impl Role {
 
     /// The fields its context may hold while they fit, each with its priority (lower first),
     /// instead of the default ones.
+    /// ```
+    /// use baton::Field;
+    /// let role = baton::Role::new("triager").optional_fields([(Field::Handoffs, 1), (Field::Effects, 2)]);
+    /// let fields: Vec<Field> = role.profile().optional.iter().map(|o| o.field).collect();
+    /// assert_eq!(fields, [Field::Handoffs, Field::Effects]);
+    /// ```
     pub fn optional_fields(mut self, fields: impl IntoIterator<Item = (Field, u32)>) -> Role {
         self.profile.optional.clear();
         for (field, priority) in fields {
@@ -301,6 +372,11 @@ impl Role {
     }
 
     /// One more field its context may hold, while it fits (lower priorities first).
+    /// ```
+    /// use baton::Field;
+    /// let role = baton::Role::new("triager").optional(Field::Denials, 4);
+    /// assert!(role.profile().optional.iter().any(|o| o.field == Field::Denials && o.priority == 4));
+    /// ```
     pub fn optional(mut self, field: Field, priority: u32) -> Role {
         self.profile.optional.retain(|o| o.field != field);
         if !self.profile.mandatory.contains(&field) {
@@ -312,12 +388,20 @@ impl Role {
     }
 
     /// The token budget of its compiled context.
+    /// ```
+    /// assert_eq!(baton::Role::new("triager").context_budget(2500).profile().budget, 2500);
+    /// ```
     pub fn context_budget(mut self, tokens: usize) -> Role {
         self.profile.budget = tokens.max(1);
         self
     }
 
     /// The limits each of its subagents works within, instead of the run's.
+    /// ```
+    /// let limits = baton::Budget { model_turns: 4, tool_calls: 10, tokens: 50_000 };
+    /// let role = baton::Role::new("triager").limits(limits);
+    /// assert_eq!(role.profile().limits, Some(limits));
+    /// ```
     pub fn limits(mut self, limits: Budget) -> Role {
         self.profile.limits = Some(limits);
         self
@@ -325,6 +409,11 @@ impl Role {
 
     /// Calls of its subagents having this effect (a write, reaching a host, starting a
     /// program…) wait for the application's approval.
+    /// ```
+    /// use baton::Effect;
+    /// let role = baton::Role::new("filer").approve(Effect::Write).approve(Effect::Network);
+    /// assert_eq!(role.profile().approve, [Effect::Write, Effect::Network]);
+    /// ```
     pub fn approve(mut self, effect: Effect) -> Role {
         if !self.profile.approve.contains(&effect) {
             self.profile.approve.push(effect);
@@ -334,6 +423,12 @@ impl Role {
 
     /// The model its subagents use, instead of the run's (the lead's own model is the
     /// builder's `lead_model`, never a role's).
+    /// ```
+    /// use std::sync::Arc;
+    /// let cheap = Arc::new(baton::testing::ScriptedModel::new([]));
+    /// let role = baton::Role::new("triager").model(cheap);
+    /// assert_eq!(role.own_model().unwrap().name(), "scripted");
+    /// ```
     pub fn model(mut self, model: Arc<dyn Model>) -> Role {
         self.model = Some(model);
         self
@@ -342,6 +437,12 @@ impl Role {
 
 /// The built-in profiles, plus those of `dir` (`*.toml`), which replace built-ins of the same
 /// name.
+/// ```
+/// let roles = baton::context::load_roles(None).unwrap();
+/// for name in ["explorer", "researcher", "verifier", "lead"] {
+///     assert!(roles.contains_key(&baton::RoleId::from(name)), "{name}");
+/// }
+/// ```
 pub fn load_roles(dir: Option<&Path>) -> Result<BTreeMap<RoleId, RoleProfile>, RoleError> {
     let mut roles = BTreeMap::new();
     for (file, text) in BUILT_IN {

@@ -132,13 +132,41 @@ impl RunHandle {
     /// are withdrawn, the report keeps what was handed off.
     /// ```
     /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let dir = baton::testing::fixture_tree();
-    /// let handle = baton::Coordinator::builder().build()
-    ///     .start(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
-    /// handle.cancel();
+    /// use std::sync::Arc;
+    /// use baton::testing::{ScriptedModel, ScriptedTurn};
+    /// use baton::{async_trait, json, RunEvent, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, Value};
+    /// struct Send;
+    /// #[async_trait]
+    /// impl Tool for Send {
+    ///     fn spec(&self) -> ToolSpec {
+    ///         ToolSpec { name: "send".into(), description: "Send a mail.".into(),
+    ///                    parameters: json!({"type": "object"}) }
+    ///     }
+    ///     fn needs_approval(&self, _: &Value) -> bool { true }
+    ///     async fn call(&self, _: &Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
+    ///         Ok(ToolOutput::new("sent"))
+    ///     }
+    /// }
+    /// let done = "## Settled conclusions\n## Open items\n## Hard constraints\n- none\n";
+    /// let model = ScriptedModel::new([ScriptedTurn::tool("send", json!({})), ScriptedTurn::text(done)]);
+    /// let handle = baton::Coordinator::builder()
+    ///     .model(Arc::new(model))
+    ///     .tool(Send)
+    ///     .role(baton::Role::new("mailer").tools(["send"]))
+    ///     .build()
+    ///     .start(baton::Task::job("mail the team").roles(["mailer"]))
+    ///     .await
+    ///     .unwrap();
+    /// let mut events = handle.events();
+    /// while let Some(event) = events.next().await {
+    ///     if let RunEvent::ApprovalRequested { .. } = event.unwrap().event {
+    ///         handle.cancel();
+    ///     }
+    /// }
     /// let report = handle.report().await.unwrap();
-    /// // Cancelled at once or finished first: either way the report says what was handed off.
-    /// assert!(report.cancelled || report.subagents.iter().all(|s| s.state.ended()));
+    /// assert!(report.cancelled);
+    /// assert_eq!(report.subagents[0].state, baton::SubagentState::Cancelled);
+    /// assert_eq!(report.usage.tool_calls, 0, "the mail was not sent");
     /// # });
     /// ```
     pub fn cancel(&self) {
@@ -185,14 +213,41 @@ impl RunHandle {
     /// The subagents as they stand now; `None` once the run is over.
     /// ```
     /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let dir = baton::testing::fixture_tree();
-    /// let handle = baton::Coordinator::builder().build()
-    ///     .start(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
-    /// // While the run goes, the subagents as they stand; once it is over, none.
-    /// let _now = handle.status().await;
-    /// let id = handle.run_id().to_string();
-    /// let report = handle.report().await.unwrap();
-    /// assert_eq!(report.run_id, id);
+    /// use std::sync::Arc;
+    /// use baton::testing::{ScriptedModel, ScriptedTurn};
+    /// use baton::{async_trait, json, RunEvent, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, Value};
+    /// struct Send;
+    /// #[async_trait]
+    /// impl Tool for Send {
+    ///     fn spec(&self) -> ToolSpec {
+    ///         ToolSpec { name: "send".into(), description: "Send a mail.".into(),
+    ///                    parameters: json!({"type": "object"}) }
+    ///     }
+    ///     fn needs_approval(&self, _: &Value) -> bool { true }
+    ///     async fn call(&self, _: &Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
+    ///         Ok(ToolOutput::new("sent"))
+    ///     }
+    /// }
+    /// let done = "## Settled conclusions\n## Open items\n## Hard constraints\n- none\n";
+    /// let model = ScriptedModel::new([ScriptedTurn::tool("send", json!({})), ScriptedTurn::text(done)]);
+    /// let handle = baton::Coordinator::builder()
+    ///     .model(Arc::new(model))
+    ///     .tool(Send)
+    ///     .role(baton::Role::new("mailer").tools(["send"]))
+    ///     .build()
+    ///     .start(baton::Task::job("mail the team").roles(["mailer"]))
+    ///     .await
+    ///     .unwrap();
+    /// let mut events = handle.events();
+    /// while let Some(event) = events.next().await {
+    ///     if let RunEvent::ApprovalRequested { request } = event.unwrap().event {
+    ///         // The run waits on the mailer: it is running.
+    ///         let now = handle.status().await.unwrap();
+    ///         assert_eq!(now.len(), 1);
+    ///         assert_eq!(now[0].state, baton::SubagentState::Running);
+    ///         handle.deny(&request.id, "not today").await.unwrap();
+    ///     }
+    /// }
     /// # });
     /// ```
     pub async fn status(&self) -> Option<Vec<SubagentSummary>> {
@@ -243,7 +298,9 @@ impl RunHandle {
     }
 
     /// Grants a request: the call it stands for runs, once. Refused when the request is
-    /// unknown, decided already, or expired.
+    /// unknown, decided already, or expired. `Ok` means the grant stands for the run from
+    /// now on; the run then logs it (`approval_decided`) — a process killed before that
+    /// resumes with the request still waiting, to be decided again.
     /// ```
     /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// use std::sync::Arc;
@@ -287,6 +344,7 @@ impl RunHandle {
     }
 
     /// Denies a request: the call does not run, and its subagent's model is told `reason`.
+    /// Logged as a grant is (see [`RunHandle::approve`]).
     /// ```
     /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// use std::sync::Arc;
@@ -347,7 +405,7 @@ impl RunHandle {
     ///     .start(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
     /// let report = handle.report().await.unwrap();
     /// assert!(report.to_markdown().starts_with("## Settled conclusions"));
-    /// assert!(report.to_json().starts_with("{"));
+    /// assert!(report.to_json().unwrap().starts_with("{"));
     /// # });
     /// ```
     pub async fn report(self) -> Result<Report, RunError> {

@@ -107,10 +107,12 @@ impl Task {
         self
     }
 
-    /// One more subtask over part of the tree (exploring): `scope` lists root-relative paths.
+    /// One more subtask over part of the tree (exploring): `scope` lists root-relative paths,
+    /// kept in normal form (`./src/` is `src`, `src/../tests` is `tests`; the root is `.`).
     /// ```
-    /// let task = baton::Task::explore("q", ".").subtask_in("reviewer", "what do the tests check?", ["tests"]);
-    /// assert_eq!(task.subtasks()[0].scope, ["tests"]);
+    /// let task = baton::Task::explore("q", ".")
+    ///     .subtask_in("reviewer", "what do the tests check?", ["./src/../tests/", "."]);
+    /// assert_eq!(task.subtasks()[0].scope, ["tests", "."]);
     /// ```
     pub fn subtask_in<S: Into<String>>(
         mut self,
@@ -121,7 +123,14 @@ impl Task {
         self.subtasks.push(Subtask {
             role: role.into(),
             question: question.into(),
-            scope: scope.into_iter().map(Into::into).collect(),
+            // A path leaving the root is kept as given: the run refuses it by that name.
+            scope: scope
+                .into_iter()
+                .map(|p| {
+                    let p: String = p.into();
+                    crate::text::lexical_path(&p).unwrap_or(p)
+                })
+                .collect(),
         });
         self
     }

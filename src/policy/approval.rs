@@ -68,6 +68,11 @@ pub enum ApprovalDecision {
 
 impl ApprovalDecision {
     /// One word for it: granted, denied, expired, withdrawn.
+    /// ```
+    /// use baton::ApprovalDecision;
+    /// assert_eq!(ApprovalDecision::Granted.word(), "granted");
+    /// assert_eq!(ApprovalDecision::Denied { reason: "no".into() }.word(), "denied");
+    /// ```
     pub fn word(&self) -> &'static str {
         match self {
             ApprovalDecision::Granted => "granted",

@@ -258,6 +258,21 @@ impl Observation {
     /// `order:2024-001`) and quote it; a kind or id of another form cannot be cited. The call id
     /// is set by the registry when the call returns; a text over [`MAX_OBSERVED_TEXT`] bytes is
     /// kept as its digest only.
+    /// ```
+    /// use baton::{validate, Check, Observation, ObservationLog};
+    /// let mut log = ObservationLog::default();
+    /// log.record([Observation::record("ticket", "T-2", "[open] login times out").made_by("sa1.1")]);
+    /// let handoff = "## Settled conclusions
+    /// - T-2 is `[open]` [ticket:T-2]
+    /// - T-3 is closed [ticket:T-3]
+    /// ## Open items
+    /// ## Hard constraints
+    /// - none
+    /// ";
+    /// let checked = validate(handoff, &Check { observations: Some(&log), ..Check::default() });
+    /// let codes: Vec<&str> = checked.violations.iter().map(|v| v.code.as_str()).collect();
+    /// assert_eq!(codes, ["record_not_observed"]);
+    /// ```
     pub fn record(kind: &str, id: &str, text: &str) -> Observation {
         Observation::Record {
             call_id: String::new(),
@@ -271,6 +286,10 @@ impl Observation {
 
     /// A URL a tool fetched, and the content it showed — cited as the URL, quoted from that
     /// content.
+    /// ```
+    /// let seen = baton::Observation::url("https://example.com/status", "all systems normal");
+    /// assert_eq!(seen.content().unwrap().0, Some("all systems normal"));
+    /// ```
     pub fn url(url: &str, text: &str) -> Observation {
         Observation::Url {
             call_id: String::new(),
@@ -283,6 +302,12 @@ impl Observation {
 
     /// A document (or a span of it: `span`) a tool showed, and its text — cited as
     /// `doc:ID` or `doc:ID#SPAN`, quoted from that text.
+    /// ```
+    /// let seen = baton::Observation::document("handbook", Some("ch2"), "Leave is booked a week ahead.");
+    /// let mut log = baton::ObservationLog::default();
+    /// log.record([seen]);
+    /// assert!(log.saw_document("handbook", Some("ch2")));
+    /// ```
     pub fn document(doc: &str, span: Option<&str>, text: &str) -> Observation {
         Observation::Document {
             call_id: String::new(),
@@ -296,6 +321,12 @@ impl Observation {
 
     /// The text shown with it and its digest, for what keeps text (a document, a URL, a
     /// record).
+    /// ```
+    /// let long = "x".repeat(baton::MAX_OBSERVED_TEXT + 1);
+    /// let seen = baton::Observation::record("log", "1", &long);
+    /// let (text, digest) = seen.content().unwrap();
+    /// assert!(text.is_none() && digest.is_some(), "too long to keep: its digest only");
+    /// ```
     pub fn content(&self) -> Option<(Option<&str>, Option<&str>)> {
         match self {
             Observation::Document { text, digest, .. }
@@ -322,6 +353,10 @@ impl Observation {
 
     /// The same observation made by `call`: the registry stamps what a tool returned with
     /// the call it answers, whatever id the tool wrote (a test builds a log this way).
+    /// ```
+    /// let seen = baton::Observation::record("ticket", "T-2", "open").made_by("sa1.4");
+    /// assert_eq!(seen.call_id(), "sa1.4");
+    /// ```
     pub fn made_by(mut self, call: &str) -> Observation {
         match &mut self {
             Observation::Lines { call_id, .. }
@@ -338,6 +373,9 @@ impl Observation {
     }
 
     /// The call that made this observation.
+    /// ```
+    /// assert_eq!(baton::Observation::url("https://a.example", "").call_id(), "", "not stamped yet");
+    /// ```
     pub fn call_id(&self) -> &str {
         match self {
             Observation::Lines { call_id, .. }
@@ -370,6 +408,19 @@ impl Shown {
 
 /// Everything one subagent's tool calls showed it, in order. A citation of something that is
 /// not in here was never observed, and is not evidence.
+/// ```
+/// use baton::{Observation, ObservationLog};
+/// let mut log = ObservationLog::default();
+/// log.record([
+///     Observation::Lines { call_id: "sa1.1".into(), path: "src/a.rs".into(), start: 1, end: 40 },
+///     Observation::record("ticket", "T-2", "[open] login times out").made_by("sa1.2"),
+/// ]);
+/// assert!(log.saw_lines("src/a.rs", 3, 9));
+/// assert!(!log.saw_lines("src/a.rs", 30, 50));
+/// assert!(log.shown("src/a.rs", 3, 9).unwrap().is_whole(3, 9));
+/// assert!(log.saw_record("ticket", "T-2"));
+/// assert_eq!(log.entries().len(), 2);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObservationLog {
     entries: Vec<Observation>,

@@ -55,6 +55,12 @@ impl ToolContext {
     }
 
     /// The same context with a workspace: its policy is the one calls are judged by.
+    /// ```
+    /// let dir = baton::testing::fixture_tree();
+    /// let workspace = baton::Workspace::open(dir.path()).unwrap();
+    /// let cx = baton::ToolContext::new("r", "sa1", "sa1.1").with_workspace(workspace);
+    /// assert!(cx.workspace().is_some());
+    /// ```
     pub fn with_workspace(mut self, workspace: Workspace) -> ToolContext {
         self.policy = Arc::new(workspace.policy().clone());
         self.workspace = Some(workspace);
@@ -62,6 +68,11 @@ impl ToolContext {
     }
 
     /// The same context with another time limit.
+    /// ```
+    /// use std::time::Duration;
+    /// let cx = baton::ToolContext::new("r", "sa1", "sa1.1").with_time_limit(Duration::from_secs(5));
+    /// assert_eq!(cx.time_limit(), Duration::from_secs(5));
+    /// ```
     pub fn with_time_limit(mut self, limit: std::time::Duration) -> ToolContext {
         self.time_limit = limit;
         self
@@ -86,28 +97,45 @@ impl ToolContext {
     }
 
     /// The run.
+    /// ```
+    /// assert_eq!(baton::ToolContext::new("run-7", "sa1", "sa1.1").run_id(), "run-7");
+    /// ```
     pub fn run_id(&self) -> &str {
         &self.run_id
     }
 
     /// The subagent calling.
+    /// ```
+    /// assert_eq!(baton::ToolContext::new("r", "sa2", "sa2.4").subagent(), "sa2");
+    /// ```
     pub fn subagent(&self) -> &str {
         &self.subagent
     }
 
     /// The call's id (`sa1.3`): what a handoff cites as `call:sa1.3`.
+    /// ```
+    /// assert_eq!(baton::ToolContext::new("r", "sa2", "sa2.4").call_id(), "sa2.4");
+    /// ```
     pub fn call_id(&self) -> &str {
         &self.call_id
     }
 
     /// The job's workspace, when it has one (an explore job's tree; none for a job over the
     /// application's own tools).
+    /// ```
+    /// // A job over the application's own tools has no tree.
+    /// assert!(baton::ToolContext::new("r", "sa1", "sa1.1").workspace().is_none());
+    /// ```
     pub fn workspace(&self) -> Option<&Workspace> {
         self.workspace.as_ref()
     }
 
     /// How long the call may take: past it the call is abandoned, the model is told, and its
     /// effect is `outcome_unknown`.
+    /// ```
+    /// let cx = baton::ToolContext::new("r", "sa1", "sa1.1");
+    /// assert_eq!(cx.time_limit(), baton::TimeLimits::default().tool_call);
+    /// ```
     pub fn time_limit(&self) -> std::time::Duration {
         self.time_limit
     }
@@ -115,6 +143,12 @@ impl ToolContext {
     /// Cancelled when the call is abandoned — its time limit passed, or its subagent was
     /// stopped (the run cancelled) while it ran — and ended when the call returned: work a tool
     /// started elsewhere can stop here, and its watcher ends either way.
+    /// ```
+    /// let cx = baton::ToolContext::new("r", "sa1", "sa1.1");
+    /// assert!(!cx.cancellation().is_cancelled());
+    /// cx.cancellation().cancel();
+    /// assert!(cx.cancellation().is_cancelled());
+    /// ```
     pub fn cancellation(&self) -> &Cancellation {
         &self.cancellation
     }
@@ -151,6 +185,11 @@ impl std::fmt::Debug for Cancellation {
 
 impl Cancellation {
     /// Cancels the call, unless it has ended.
+    /// ```
+    /// let cancellation = baton::Cancellation::default();
+    /// cancellation.cancel();
+    /// assert!(cancellation.is_cancelled());
+    /// ```
     pub fn cancel(&self) {
         self.settle(CANCELLED);
     }
@@ -171,6 +210,9 @@ impl Cancellation {
     }
 
     /// Whether the call was cancelled.
+    /// ```
+    /// assert!(!baton::Cancellation::default().is_cancelled());
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         *self.0.borrow() == CANCELLED
     }

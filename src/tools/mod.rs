@@ -33,6 +33,11 @@ pub struct ToolOutput {
 
 impl ToolOutput {
     /// Output the model sees, with no observation yet.
+    /// ```
+    /// let out = baton::ToolOutput::new("3 tickets open");
+    /// assert_eq!(out.content, "3 tickets open");
+    /// assert!(out.observations.is_empty());
+    /// ```
     pub fn new(content: impl Into<String>) -> ToolOutput {
         ToolOutput {
             content: content.into(),
@@ -41,6 +46,12 @@ impl ToolOutput {
     }
 
     /// The same output with one more observation (e.g. [`Observation::record`]).
+    /// ```
+    /// use baton::{Observation, ToolOutput};
+    /// let out = ToolOutput::new("T-2: [open] the login page times out")
+    ///     .observed(Observation::record("ticket", "T-2", "[open] the login page times out"));
+    /// assert_eq!(out.observations.len(), 1);
+    /// ```
     pub fn observed(mut self, observation: Observation) -> ToolOutput {
         self.observations.push(observation);
         self
@@ -63,6 +74,11 @@ pub struct ToolError {
 impl ToolError {
     /// A failed call the model is told of: one line it can act on, not worth repeating
     /// unchanged.
+    /// ```
+    /// let error = baton::ToolError::new("no ticket `T-9`");
+    /// assert_eq!(error.to_string(), "no ticket `T-9`");
+    /// assert!(!error.retryable);
+    /// ```
     pub fn new(message: impl Into<String>) -> ToolError {
         ToolError {
             message: message.into(),
@@ -72,6 +88,9 @@ impl ToolError {
     }
 
     /// A failed call that may succeed if made again unchanged (a busy service).
+    /// ```
+    /// assert!(baton::ToolError::retryable("the ticket service is busy").retryable);
+    /// ```
     pub fn retryable(message: impl Into<String>) -> ToolError {
         ToolError {
             retryable: true,
@@ -361,6 +380,9 @@ impl Admitted<'_> {
 
 impl ToolRegistry {
     /// The read-only workspace tools: list_dir, glob, grep, read_file.
+    /// ```
+    /// assert_eq!(baton::ToolRegistry::workspace().names(), ["list_dir", "glob", "grep", "read_file"]);
+    /// ```
     pub fn workspace() -> ToolRegistry {
         ToolRegistry::of(vec![
             Registered::built_in(Arc::new(fs::ListDir)),
@@ -376,6 +398,10 @@ impl ToolRegistry {
     }
 
     /// The tools of this registry that `names` lists (a role profile's tool set).
+    /// ```
+    /// let only = baton::ToolRegistry::workspace().only(&["grep".to_string()]);
+    /// assert_eq!(only.names(), ["grep"]);
+    /// ```
     pub fn only(&self, names: &[String]) -> ToolRegistry {
         if self.tools.iter().all(|t| names.contains(&t.spec.name)) {
             return self.clone();
@@ -390,11 +416,30 @@ impl ToolRegistry {
     }
 
     /// An empty registry.
+    /// ```
+    /// assert!(baton::ToolRegistry::empty().names().is_empty());
+    /// ```
     pub fn empty() -> ToolRegistry {
         ToolRegistry::of(Vec::new())
     }
 
     /// Adds a tool, replacing one of the same name.
+    /// ```
+    /// use std::sync::Arc;
+    /// use baton::{async_trait, json, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolSpec, Value};
+    /// struct Now;
+    /// #[async_trait]
+    /// impl Tool for Now {
+    ///     fn spec(&self) -> ToolSpec {
+    ///         ToolSpec { name: "now".into(), description: "The time.".into(), parameters: json!({"type": "object"}) }
+    ///     }
+    ///     async fn call(&self, _: &Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
+    ///         Ok(ToolOutput::new("noon"))
+    ///     }
+    /// }
+    /// let tools = ToolRegistry::empty().with(Arc::new(Now)).with(Arc::new(Now));
+    /// assert_eq!(tools.names(), ["now"], "one of a name");
+    /// ```
     pub fn with(mut self, tool: Arc<dyn Tool>) -> ToolRegistry {
         let tool = Registered::new(tool);
         self.tools.retain(|t| t.spec.name != tool.spec.name);
@@ -403,11 +448,19 @@ impl ToolRegistry {
     }
 
     /// The tools' names, in registration order.
+    /// ```
+    /// assert_eq!(baton::ToolRegistry::workspace().names()[0], "list_dir");
+    /// ```
     pub fn names(&self) -> Vec<String> {
         self.tools.iter().map(|t| t.spec.name.clone()).collect()
     }
 
     /// Whether the tool of that name declares it only reads (an unknown name does not).
+    /// ```
+    /// let tools = baton::ToolRegistry::workspace();
+    /// assert!(tools.read_only("grep"));
+    /// assert!(!tools.read_only("rm"));
+    /// ```
     pub fn read_only(&self, name: &str) -> bool {
         self.tools
             .iter()
@@ -415,6 +468,10 @@ impl ToolRegistry {
     }
 
     /// Every tool's spec, for a model request.
+    /// ```
+    /// let specs = baton::ToolRegistry::workspace().specs();
+    /// assert!(specs.iter().any(|s| s.name == "read_file" && s.parameters["type"] == "object"));
+    /// ```
     pub fn specs(&self) -> Arc<[ToolSpec]> {
         Arc::clone(&self.specs)
     }
@@ -465,6 +522,18 @@ impl ToolRegistry {
     /// [`Denial`]. An unknown tool or a failed call comes back as an error result, never a
     /// panic or an `Err`. What the tool observed is stamped with the call's id; its output is
     /// cut at [`MAX_TOOL_OUTPUT`] bytes.
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use baton::{json, ToolCall, ToolContext, ToolRegistry, Workspace};
+    /// let dir = baton::testing::fixture_tree();
+    /// let cx = ToolContext::new("r", "sa1", "sa1.1").with_workspace(Workspace::open(dir.path()).unwrap());
+    /// let call = ToolCall { id: "sa1.1".into(), name: "read_file".into(), arguments: json!({"path": "src/net/retry.rs"}) };
+    /// let result = ToolRegistry::workspace().execute(&call, &cx).await;
+    /// assert!(!result.is_error && result.content.contains("next_delay"));
+    /// let unknown = ToolCall { name: "rm".into(), ..call };
+    /// assert!(ToolRegistry::workspace().execute(&unknown, &cx).await.is_error);
+    /// # });
+    /// ```
     pub async fn execute(&self, call: &ToolCall, context: &ToolContext) -> ToolResult {
         let outcome = match self.admit(call, context.policy()) {
             Ok(admitted) => admitted.tool.tool.call(&call.arguments, context).await,
