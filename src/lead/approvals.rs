@@ -443,6 +443,15 @@ impl LeadState {
     /// The calls of an ending subagent still awaiting approval will not be made: their effects
     /// are stopped.
     fn stop_awaiting(&mut self, subagent: &str) {
+        // Only a call that asked for approval awaits it.
+        if !self
+            .approvals
+            .entries
+            .iter()
+            .any(|e| e.request.subagent == subagent)
+        {
+            return;
+        }
         let events: Vec<RunEvent> = self
             .contexts
             .projector
