@@ -57,6 +57,11 @@ async fn on_message(
     message: LeadMsg,
     state: &mut LeadState,
 ) -> Result<(), ActorProcessingErr> {
+    // The run has ended: what its subagents, timers or the application still send changes
+    // nothing, and nothing is logged after `run_finished`.
+    if state.finished && !matches!(message, LeadMsg::Status(_) | LeadMsg::LogFailed(_)) {
+        return Ok(());
+    }
     match message {
         LeadMsg::Run(reply) => state.start(reply, &myself).await,
         LeadMsg::Planned(planned) => state.on_planned(&myself, planned).await,
