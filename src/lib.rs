@@ -254,7 +254,9 @@
 //! [`checkpoint::RunLog`]; `checkpoint/feed.rs`: a run's stream — the `Feed` the lead
 //! publishes each durable event to, and the [`EventStream`] a reader follows: it joins the
 //! feed when made, reads from the store what was published before (a page at a time, each
-//! page chained), then what was published since, skipping nothing and nothing twice;
+//! page chained), then what was published since, skipping nothing and nothing twice — what
+//! its queue had no room for once the run was cancelled (released: it then waits for no
+//! reader) it reads from the store;
 //! `checkpoint/store.rs`: the [`EventStore`] trait (`events_after` pages through a log), sealing and
 //! verifying the chain, the in-memory store of [`testing`] (also the log of a run started
 //! without a store), [`StoreError`] (reads, writes and a poisoned lock apart) and
@@ -308,9 +310,9 @@
 //! reporter it is spawned with: it imports nothing of the lead); a tool's output stays with
 //! it, the lead gets its digest; every model call and tool call has a time limit.
 //! `subagent/batch.rs`: a batch of tool calls — which must wait for the application's
-//! approval and why, each waiting call run only once granted (denied, expired or withdrawn:
-//! not run, the model told), a call with effects past its limit leaving its intent unknown
-//! for the whole run. The
+//! approval and why, each waiting call run as its own decision comes and only once granted
+//! (its grant reported used as it starts; denied, expired or withdrawn: not run, the model
+//! told), a call with effects past its limit leaving its intent unknown for the whole run. The
 //! sans-IO `subagent/agent_loop.rs` (`start` / `on_model` / `on_tools` / `on_repair` →
 //! `Step`) feeds its pinned ledger each message as it arrives and compacts its window before
 //! a request would fill the model's context window, as estimated at about four bytes a token.
@@ -361,9 +363,10 @@
 //! partly accepted without them); a subagent that panics or stops without a handoff is
 //! recorded as failed and the run still reports; the lead never awaits a subagent; no role may
 //! spawn subagents; no report is given as if logged when an append failed; acknowledgements
-//! and published events go through bounded channels, so a slow reader slows the run and none
-//! is dropped; a subagent is offered only its role's tools; a call waiting for approval runs
-//! only once the application granted it, and a grant is used once.
+//! and published events go through bounded channels, so a slow reader slows the run (until
+//! it is cancelled) and none is dropped; nothing is logged after `run_finished`; a subagent is
+//! offered only its role's tools; a call waiting for approval runs only once the application
+//! granted it, and a grant is used once.
 //!
 //! ## Layer 13: `coordinator`
 //! The public [`Coordinator`] and [`RunError`]; `coordinator/builder.rs`:
