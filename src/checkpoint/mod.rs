@@ -214,6 +214,10 @@ pub struct EffectEntry {
     pub allowed_recovery: String,
     /// Whether repeating it is prohibited.
     pub prohibited_repetition: bool,
+    /// For a call with effects, its intent: the digest of its tool and arguments (a repeat of
+    /// an effect whose outcome is unknown is recognised by it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub intent: String,
 }
 
 impl EffectEntry {

@@ -173,10 +173,19 @@ impl Projector {
                 subagent,
                 call_id,
                 tool,
+                arguments,
                 effect,
                 read_only,
-                ..
-            } => self.tool_called(subagent, call_id, tool, *effect, *read_only, at),
+                intent,
+            } => {
+                // The intent as logged (the arguments may have been scrubbed since).
+                let intent = match (*read_only, intent.is_empty()) {
+                    (true, _) => String::new(),
+                    (false, false) => intent.clone(),
+                    (false, true) => crate::policy::intent_digest(tool, arguments),
+                };
+                self.tool_called(subagent, call_id, tool, (*effect, intent), *read_only, at)
+            }
             RunEvent::ToolReturned {
                 subagent,
                 call_id,
@@ -305,7 +314,7 @@ impl Projector {
         subagent: &str,
         call_id: &str,
         tool: &str,
-        effect: super::EffectState,
+        (effect, intent): (super::EffectState, String),
         read_only: bool,
         at: u64,
     ) {
@@ -342,6 +351,7 @@ impl Projector {
                         "has effects: reconcile what happened before any retry".into()
                     },
                     prohibited_repetition: !read_only,
+                    intent,
                 });
             }
         }

@@ -78,7 +78,7 @@ pub(crate) struct Resumption {
     /// again and ask anew (the request itself waits on).
     pub(crate) awaiting: Vec<String>,
     /// The intents of calls with effects whose outcome is unknown (cut off, or past their
-    /// limit), each with the call's id.
+    /// limit), each with its effect's intent id (the call id, `CALL#N` for a restarted attempt).
     pub(crate) unknown: Vec<(String, String)>,
     /// The log's events about approvals, from which the run's requests are rebuilt.
     pub(crate) approval_events: Vec<LoggedEvent>,
@@ -346,52 +346,6 @@ fn restore_subagent(subagents: &mut BTreeMap<String, Restored>, event: &RunEvent
     }
 }
 
-/// The intents of the calls with effects whose outcome is unknown — returned past their time
-/// limit, or in `unknown` (cut off by this crash or an earlier one) — each with its call id (the intent: the tool and the
-/// digest of its arguments).
-fn unknown_intents(events: &[LoggedEvent], unknown: &[String]) -> Vec<(String, String)> {
-    let mut called: BTreeMap<&str, String> = BTreeMap::new();
-    let mut out = Vec::new();
-    for logged in events {
-        match &logged.event {
-            RunEvent::ToolCalled {
-                call_id,
-                tool,
-                arguments,
-                read_only: false,
-                intent,
-                ..
-            } => {
-                // The intent as logged (the arguments may have been scrubbed since).
-                let intent = if intent.is_empty() {
-                    crate::policy::intent_digest(tool, arguments)
-                } else {
-                    intent.clone()
-                };
-                called.insert(call_id, intent);
-            }
-            RunEvent::ToolReturned {
-                call_id,
-                effect: EffectState::OutcomeUnknown,
-                ..
-            } => out.extend(
-                called
-                    .get(call_id.as_str())
-                    .map(|d| (d.clone(), call_id.clone())),
-            ),
-            _ => {}
-        }
-    }
-    // A restarted attempt's intent id is `CALL#N`; its call id is what was logged.
-    for intent in unknown {
-        let call = intent.split('#').next().unwrap_or(intent);
-        out.extend(called.get(call).map(|d| (d.clone(), call.to_string())));
-    }
-    out.sort();
-    out.dedup();
-    out
-}
-
 /// A logged plan's subagents as shards.
 fn planned_shards(planned: &[crate::checkpoint::PlannedSubagent]) -> Vec<(String, Shard)> {
     planned
@@ -423,12 +377,27 @@ fn effect_states(events: &[LoggedEvent]) -> (Vec<String>, Vec<String>, Vec<(Stri
             .map(|e| e.intent_id.clone())
             .collect::<Vec<_>>()
     };
-    let cut_off = in_state(EffectState::Executing);
-    let unknown = unknown_intents(
-        events,
-        &[cut_off.clone(), in_state(EffectState::OutcomeUnknown)].concat(),
-    );
-    (cut_off, in_state(EffectState::AwaitingApproval), unknown)
+    // A call with effects cut off now is unknown from this resume on, as is one a crash
+    // before cut off or that ran past its limit — each effect by the intent it was logged
+    // with, whatever call id a restarted attempt reused.
+    let mut unknown: Vec<(String, String)> = effects
+        .iter()
+        .filter(|e| {
+            !e.intent.is_empty()
+                && matches!(
+                    e.state,
+                    EffectState::Executing | EffectState::OutcomeUnknown
+                )
+        })
+        .map(|e| (e.intent.clone(), e.intent_id.clone()))
+        .collect();
+    unknown.sort();
+    unknown.dedup();
+    (
+        in_state(EffectState::Executing),
+        in_state(EffectState::AwaitingApproval),
+        unknown,
+    )
 }
 
 /// Reads a run's events back into what a resume needs.
@@ -675,8 +644,7 @@ mod tests {
         let first = restore(&logged).unwrap();
         let expected = vec![("intent-a1".to_string(), "sa1.1".to_string())];
         assert_eq!(first.unknown, expected);
-        // The first resume logs the cut-off call unknown; the run dies again before anything
-        // else happens.
+        // The first resume logs the cut-off call unknown.
         let mut after = journal::cut_off(&first.cut_off);
         after.insert(
             0,
@@ -684,9 +652,37 @@ mod tests {
                 after_seq: first.after_seq,
             },
         );
-        let logged = append(after);
+        append(after);
+        // The restarted subagent numbers its calls from 1 again: its `sa1.1` charges another
+        // order, and completes.
+        let logged = append(vec![
+            RunEvent::SubagentSpawned {
+                subagent: "sa1".into(),
+                role: RoleId::EXPLORER,
+                scope: vec![],
+                manifest: manifest(),
+            },
+            RunEvent::ToolCalled {
+                subagent: "sa1".into(),
+                call_id: "sa1.1".into(),
+                tool: "charge".into(),
+                arguments: serde_json::json!({"order": "B-2"}),
+                effect: EffectState::Executing,
+                read_only: false,
+                intent: "intent-b2".into(),
+            },
+            RunEvent::ToolReturned {
+                subagent: "sa1".into(),
+                call_id: "sa1.1".into(),
+                is_error: false,
+                content_digest: String::new(),
+                observations: vec![],
+                effect: EffectState::Completed,
+            },
+        ]);
         let second = restore(&logged).unwrap();
         assert!(second.cut_off.is_empty());
-        assert_eq!(second.unknown, expected);
+        // The run dies again: A-1's charge is still unknown, B-2's is not.
+        assert_eq!(second.unknown, expected, "A-1's charge, not B-2's");
     }
 }
