@@ -940,3 +940,183 @@ async fn a_repeat_in_the_same_batch_of_a_call_past_its_limit_is_not_made() {
         ]
     );
 }
+
+/// A store whose writer takes 300 ms over every append that starts a call with effects or
+/// uses a grant — or, `failing`, refuses it: what is durable lags what the lead has logged.
+struct SlowStore {
+    inner: Arc<MemoryStore>,
+    writer: std::sync::Mutex<std::sync::mpsc::Sender<Append>>,
+}
+
+type Append = (
+    String,
+    Vec<(u64, RunEvent)>,
+    tokio::sync::oneshot::Sender<Result<Vec<LoggedEvent>, baton::StoreError>>,
+);
+
+impl SlowStore {
+    fn new(inner: Arc<MemoryStore>, failing: bool) -> SlowStore {
+        let (writer, appends) = std::sync::mpsc::channel::<Append>();
+        let store = Arc::clone(&inner);
+        std::thread::spawn(move || {
+            for (run_id, events, ack) in appends {
+                let slow = events.iter().any(|(_, e)| {
+                    matches!(
+                        e,
+                        RunEvent::ApprovalConsumed { .. }
+                            | RunEvent::ToolCalled {
+                                read_only: false,
+                                effect: baton::EffectState::Executing,
+                                ..
+                            }
+                    )
+                });
+                if slow {
+                    std::thread::sleep(Duration::from_millis(300));
+                    if failing {
+                        let full = baton::StoreError::Write("/state: the disk is full".into());
+                        let _ = ack.send(Err(full));
+                        continue;
+                    }
+                }
+                let logged = store.append(&run_id, events);
+                let _ = ack.send(logged.blocking_recv().unwrap());
+            }
+        });
+        SlowStore {
+            inner,
+            writer: std::sync::Mutex::new(writer),
+        }
+    }
+}
+
+impl EventStore for SlowStore {
+    fn append(
+        &self,
+        run_id: &str,
+        events: Vec<(u64, RunEvent)>,
+    ) -> tokio::sync::oneshot::Receiver<Result<Vec<LoggedEvent>, baton::StoreError>> {
+        let (ack, acked) = tokio::sync::oneshot::channel();
+        let writer = self.writer.lock().unwrap();
+        writer.send((run_id.to_string(), events, ack)).unwrap();
+        acked
+    }
+    fn events(&self, run_id: &str) -> Result<Vec<LoggedEvent>, baton::StoreError> {
+        self.inner.events(run_id)
+    }
+    fn runs(&self) -> Result<Vec<baton::checkpoint::RunRow>, baton::StoreError> {
+        self.inner.runs()
+    }
+    fn put_checkpoint(&self, checkpoint: &baton::Checkpoint) -> Result<(), baton::StoreError> {
+        self.inner.put_checkpoint(checkpoint)
+    }
+    fn latest_checkpoint(
+        &self,
+        run_id: &str,
+    ) -> Result<Option<baton::Checkpoint>, baton::StoreError> {
+        self.inner.latest_checkpoint(run_id)
+    }
+}
+
+/// Writes a note (asking for approval when told to), and records, as it runs, whether the
+/// store already holds its start: the call logged executing, or its grant logged used.
+struct DurableNote {
+    store: Arc<MemoryStore>,
+    seen: Arc<std::sync::Mutex<Vec<(String, bool)>>>,
+}
+
+#[async_trait]
+impl Tool for DurableNote {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "note".into(),
+            description: "Write a note.".into(),
+            parameters: json!({"type": "object", "properties": {"ask": {"type": "boolean"}}}),
+        }
+    }
+    fn consequences(&self, _: &Value) -> Vec<Consequence> {
+        vec![Consequence {
+            effect: Effect::Write,
+            resource: "notes".into(),
+        }]
+    }
+    fn needs_approval(&self, arguments: &Value) -> bool {
+        arguments["ask"] == json!(true)
+    }
+    async fn call(
+        &self,
+        arguments: &Value,
+        context: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let call = context.call_id();
+        let durable = self
+            .store
+            .events(context.run_id())
+            .unwrap()
+            .iter()
+            .any(|e| match (&e.event, arguments["ask"] == json!(true)) {
+                (RunEvent::ApprovalConsumed { call_id, .. }, true) => call_id == call,
+                (
+                    RunEvent::ToolCalled {
+                        call_id,
+                        effect: baton::EffectState::Executing,
+                        ..
+                    },
+                    false,
+                ) => call_id == call,
+                _ => false,
+            });
+        self.seen.lock().unwrap().push((call.to_string(), durable));
+        Ok(ToolOutput::new("written"))
+    }
+}
+
+/// Issue 22: a call with effects runs only once the log holds, durably, that it started —
+/// logged executing, or its grant logged used — so a crash while it runs is read back as an
+/// unknown outcome, never as a call not made or a grant still unused; a store slow to
+/// acknowledge delays the call, it does not race it, and one that refuses the start stops
+/// the run before the call is made.
+#[tokio::test]
+async fn a_call_with_effects_runs_only_once_its_start_is_durable() {
+    let (ran, made) = durable_notes(false).await;
+    ran.unwrap();
+    assert_eq!(
+        made,
+        [("sa1.1".to_string(), true), ("sa1.2".to_string(), true)]
+    );
+    let (ran, made) = durable_notes(true).await;
+    match ran {
+        Err(baton::RunError::Store(e)) => assert!(e.to_string().contains("disk is full"), "{e}"),
+        other => panic!("the run went on past a failed append: {other:?}"),
+    }
+    assert_eq!(made, [], "no call is made whose start was not logged");
+}
+
+/// The notes run (one plain, one asking for approval, granted) over a slow or failing store:
+/// each call made, with whether its start was durable when it ran.
+async fn durable_notes(failing: bool) -> (Result<(), baton::RunError>, Vec<(String, bool)>) {
+    let memory = Arc::new(MemoryStore::new());
+    let store: Arc<dyn EventStore> = Arc::new(SlowStore::new(Arc::clone(&memory), failing));
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let model = Arc::new(ScriptedModel::new(vec![
+        ScriptedTurn::tool("note", json!({"ask": false})),
+        ScriptedTurn::tool("note", json!({"ask": true})),
+        ScriptedTurn::text(EMPTY_HANDOFF),
+    ]));
+    let note = DurableNote {
+        store: Arc::clone(&memory),
+        seen: Arc::clone(&seen),
+    };
+    let ran = Coordinator::builder()
+        .model(model as Arc<dyn Model>)
+        .tools(ToolRegistry::empty().with(Arc::new(note)))
+        .role(Role::new("writer").tools(["note"]))
+        .approver(Arc::new(GrantAll))
+        .store(store)
+        .build()
+        .run(Task::job("Write the notes.").subtask("writer", "Write two."))
+        .await
+        .map(|_| ());
+    let made = seen.lock().unwrap().clone();
+    (ran, made)
+}

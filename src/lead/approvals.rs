@@ -410,13 +410,14 @@ impl LeadState {
         });
     }
 
-    /// A granted call starts: its grant is used (logged once), its effect executing.
-    pub(super) fn grant_used(&mut self, subagent: &str, call_id: &str, approval_id: &str) {
+    /// A granted call starts: its grant is used (logged once), its effect executing. False
+    /// for a grant this run did not give this subagent: the call is not made.
+    pub(super) fn grant_used(&mut self, subagent: &str, call_id: &str, approval_id: &str) -> bool {
         let Some(index) = self.approvals.index(approval_id) else {
-            return;
+            return false;
         };
         if self.approvals.entries[index].request.subagent != subagent {
-            return;
+            return false;
         }
         let intent = self
             .contexts
@@ -438,6 +439,7 @@ impl LeadState {
                 note: "approved by the application".into(),
             },
         ]);
+        true
     }
 
     /// The calls of an ending subagent still awaiting approval will not be made: their effects

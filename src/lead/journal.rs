@@ -262,6 +262,8 @@ pub(super) enum Logged {
     /// A checkpoint of everything logged before it: stored once every earlier append is
     /// acknowledged, so it never covers an event that is not durable.
     Checkpoint(Box<Checkpoint>),
+    /// Answered once every earlier append is durable; dropped unanswered after a failure.
+    Durable(crate::subagent::Durable),
 }
 
 /// Whether a checkpoint is on its way to the store, and how long the last took: the lead
@@ -351,6 +353,12 @@ pub(super) fn watch_acks(
                         store.location()
                     )),
                 },
+                Logged::Durable(durable) => {
+                    if first.is_none() {
+                        let _ = durable.send(());
+                    }
+                    continue;
+                }
                 Logged::Checkpoint(_) if first.is_some() => continue,
                 // A projection that fails its check is not stored: the previous one stays.
                 Logged::Checkpoint(checkpoint) if checkpoint.check().is_err() => {
@@ -418,6 +426,22 @@ impl LeadState {
         if let Some(log) = &self.config.log {
             let ack = log.append(events);
             self.watch(Logged::Ack(ack));
+        }
+    }
+
+    /// Answers `durable` once what was logged so far is durable: at once without a log, after
+    /// the watcher has checked every earlier append with one, never once the log failed or
+    /// the run's end took the watcher (the call waiting on it is then not made).
+    pub(super) fn when_durable(&mut self, durable: crate::subagent::Durable) {
+        if self.journal.log_failed.is_some() {
+            return;
+        }
+        match (&self.config.log, &self.journal.acks) {
+            (None, _) => {
+                let _ = durable.send(());
+            }
+            (Some(_), Some(_)) => self.journal.pending.push(Logged::Durable(durable)),
+            (Some(_), None) => {}
         }
     }
 

@@ -131,13 +131,21 @@ impl LeadState {
             SubagentReport::WindowCompacted { note } => {
                 self.log(vec![journal::window_compacted(id, note)]);
             }
-            SubagentReport::ToolCalls { calls, state, asks } => {
+            SubagentReport::ToolCalls {
+                calls,
+                state,
+                asks,
+                durable,
+            } => {
                 let tools = &self.config.tools;
                 let events = calls
                     .iter()
                     .map(|c| journal::tool_called(&id, c, tools.read_only(&c.name), state))
                     .collect();
                 self.log(events);
+                if let Some(durable) = durable {
+                    self.when_durable(durable);
+                }
                 if !asks.is_empty() {
                     self.on_asks(&id, asks, myself);
                 }
@@ -145,7 +153,12 @@ impl LeadState {
             SubagentReport::GrantUsed {
                 call_id,
                 approval_id,
-            } => self.grant_used(&id, &call_id, &approval_id),
+                durable,
+            } => {
+                if self.grant_used(&id, &call_id, &approval_id) {
+                    self.when_durable(durable);
+                }
+            }
             SubagentReport::ToolsFinished { returned } => {
                 let events = returned
                     .into_iter()

@@ -174,20 +174,37 @@ impl BatchRun {
                 calls: vec![call.clone()],
                 state: EffectState::Proposed,
                 asks: Vec::new(),
+                durable: None,
             });
             return unknown_first(call, &earlier);
         }
-        (self.report)(match grant {
-            Some(approval_id) => super::SubagentReport::GrantUsed {
+        // A call with effects runs only once its start is durable: a crash while it runs is
+        // then always read back as an unknown outcome, never as a call not made.
+        let (durable, logged) = match intent.is_some() || grant.is_some() {
+            true => {
+                let (send, receive) = oneshot::channel();
+                (Some(send), Some(receive))
+            }
+            false => (None, None),
+        };
+        (self.report)(match (grant, durable) {
+            (Some(approval_id), Some(durable)) => super::SubagentReport::GrantUsed {
                 call_id: call.id.clone(),
                 approval_id,
+                durable,
             },
-            None => super::SubagentReport::ToolCalls {
+            (_, durable) => super::SubagentReport::ToolCalls {
                 calls: vec![call.clone()],
                 state: EffectState::Executing,
                 asks: Vec::new(),
+                durable,
             },
         });
+        if let Some(logged) = logged {
+            if logged.await.is_err() {
+                return not_logged(call);
+            }
+        }
         let id = call.id.clone();
         let (result, timed_out) = run_tool(&self.tools, &self.context, call)
             .instrument(span)
@@ -213,6 +230,23 @@ fn unknown_first(call: ToolCall, earlier: &str) -> Returned {
             content: format!(
                 "error: not run: the outcome of an earlier call with the same arguments ({earlier}) is unknown, and repeating it could do it twice; call it again to ask the application's approval"
             ),
+            is_error: true,
+            observations: Vec::new(),
+            denial: None,
+        },
+        timed_out: false,
+        refused: Some(EffectState::Stopped),
+    }
+}
+
+/// A call with effects not made because its start could not be logged durably (the run's log
+/// failed, or the run ended).
+fn not_logged(call: ToolCall) -> Returned {
+    Returned {
+        result: ToolResult {
+            call_id: call.id,
+            name: call.name,
+            content: "error: not run: the run could not record the call before making it".into(),
             is_error: true,
             observations: Vec::new(),
             denial: None,

@@ -63,16 +63,21 @@ pub(crate) enum SubagentReport {
     ModelConfigured { config: ModelConfig },
     /// These tool calls start now (`executing`), wait for the application's approval
     /// (`awaiting_approval`: `asks` says why), or are not made (`proposed`: an earlier call of
-    /// their intent has an unknown outcome).
+    /// their intent has an unknown outcome). With `durable`, the lead answers on it once what
+    /// it logged of them is durable (a call with effects runs only then); dropped unanswered,
+    /// the calls are not made.
     ToolCalls {
         calls: Vec<ToolCall>,
         state: crate::checkpoint::EffectState,
         asks: Vec<ApprovalAsk>,
+        durable: Option<Durable>,
     },
-    /// A call the application approved starts now: its grant is used.
+    /// A call the application approved starts now: its grant is used. It runs once the lead
+    /// answers on `durable` (the grant's use is durable), and not at all if it is dropped.
     GrantUsed {
         call_id: String,
         approval_id: String,
+        durable: Durable,
     },
     /// Its window was compacted (or compaction was refused).
     WindowCompacted { note: CompactionNote },
@@ -122,6 +127,9 @@ impl ToolReturn {
         }
     }
 }
+
+/// Answered once what the lead logged of a report is durable.
+pub(crate) type Durable = tokio::sync::oneshot::Sender<()>;
 
 /// Where a subagent's reports go (the lead wraps them in its own message).
 pub(crate) type Reporter = Arc<dyn Fn(SubagentReport) + Send + Sync>;
@@ -300,6 +308,7 @@ impl SubagentRun {
                         calls: asked,
                         state: crate::checkpoint::EffectState::AwaitingApproval,
                         asks,
+                        durable: None,
                     });
                 }
                 let run = batch::BatchRun {
