@@ -900,6 +900,40 @@ fn a_request_waiting_at_a_kill_goes_to_the_resuming_approver() {
     });
 }
 
+/// A request granted through the handle the moment the run is resumed — before the resumed
+/// run has logged anything — is logged decided after `run_resumed`, never before it, and its
+/// call runs once.
+#[test]
+fn a_request_decided_as_the_run_resumes_is_logged_after_the_resume() {
+    let state = tempfile::tempdir().unwrap();
+    let run_id = kill_while_waiting(state.path(), None);
+    runtime().block_on(async {
+        let store: Arc<dyn EventStore> = Arc::new(baton::SqliteStore::open(state.path()).unwrap());
+        let before = store.events(&run_id).unwrap().len();
+        let ran = Arc::new(AtomicU32::new(0));
+        let (builder, _) = filer(
+            vec![
+                ScriptedTurn::tool("file_ticket", json!({"title": "a"})),
+                ScriptedTurn::text(FILED),
+            ],
+            &ran,
+            &store,
+        );
+        let handle = builder.build().resume(&run_id).await.unwrap();
+        handle.approve("ap1").await.unwrap();
+        handle.report().await.unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1, "the call ran once");
+        let log = store.events(&run_id).unwrap();
+        let after: Vec<&str> = log[before..].iter().map(|e| e.event.kind()).collect();
+        assert_eq!(after[0], "run_resumed", "{after:?}");
+        assert_eq!(
+            after.iter().filter(|k| **k == "approval_decided").count(),
+            1,
+            "{after:?}"
+        );
+    });
+}
+
 /// Issue 22: within one batch, a call with effects whose earlier call of the same intent just
 /// ran past its limit is not made: the model is told to call it again to ask for approval.
 #[tokio::test]

@@ -32,6 +32,10 @@ pub(crate) struct Feed {
 struct FeedState {
     /// The last event published (every event up to it is durable).
     published: u64,
+    /// The last event of the batch being published (durable; not every reader has it yet):
+    /// a reader that joins meanwhile is not handed that batch live, so it reads it from the
+    /// store.
+    publishing: u64,
     /// Set once the run has ended here: nothing more is published.
     closed: bool,
     /// Set when the run's log could not be written: the run stopped there.
@@ -125,7 +129,10 @@ impl Feed {
                 self.moved.notify_waiters();
                 return;
             }
-            Ok(state) => state.readers.clone(),
+            Ok(mut state) => {
+                state.publishing = state.publishing.max(last.seq);
+                state.readers.clone()
+            }
             Err(_) => return,
         };
         let mut gone = false;
@@ -240,7 +247,8 @@ impl Feed {
     }
 
     /// A live queue of what is published from now on, and the last event published before
-    /// it (which the store holds); none once the run has ended here.
+    /// it or in the batch being published (which the store holds); none once the run has
+    /// ended here.
     fn follow(&self) -> Option<(mpsc::Receiver<LoggedEvent>, u64)> {
         let mut state = self.state.lock().ok()?;
         if state.closed {
@@ -248,7 +256,7 @@ impl Feed {
         }
         let (sender, receiver) = mpsc::channel(EVENTS_BUFFER);
         state.readers.push(sender);
-        Some((receiver, state.published))
+        Some((receiver, state.published.max(state.publishing)))
     }
 }
 

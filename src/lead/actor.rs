@@ -41,14 +41,10 @@ impl Actor for LeadActor {
         &self,
         myself: ActorRef<LeadMsg>,
         message: SupervisionEvent,
-        state: &mut LeadState,
+        _state: &mut LeadState,
     ) -> Result<(), ActorProcessingErr> {
-        let span = state.outside.span.clone();
-        let handled = on_supervision(myself, message, state)
-            .instrument(span.clone())
-            .await;
-        state.flush().instrument(span).await;
-        handled
+        on_supervision(&myself, message);
+        Ok(())
     }
 }
 
@@ -66,6 +62,7 @@ async fn on_message(
         LeadMsg::Run(reply) => state.start(reply, &myself).await,
         LeadMsg::Planned(planned) => state.on_planned(&myself, planned).await,
         LeadMsg::Subagent { id, report } => state.on_report(&myself, id, report),
+        LeadMsg::Stopped { actor, failure } => state.on_stopped(&myself, actor, failure).await,
         LeadMsg::HandoffChecked {
             id,
             parsed,
@@ -83,21 +80,20 @@ async fn on_message(
     Ok(())
 }
 
-async fn on_supervision(
-    myself: ActorRef<LeadMsg>,
-    message: SupervisionEvent,
-    state: &mut LeadState,
-) -> Result<(), ActorProcessingErr> {
-    match message {
-        SupervisionEvent::ActorTerminated(cell, _, _) => {
-            state.on_stopped(&myself, cell.get_id(), None).await
-        }
-        SupervisionEvent::ActorFailed(cell, error) => {
-            state
-                .on_stopped(&myself, cell.get_id(), Some(error.to_string()))
-                .await
-        }
-        _ => {}
-    }
-    Ok(())
+/// A supervision event overtakes the messages already queued (ractor gives it priority): a
+/// subagent's stop is queued behind the reports it sent before it stopped.
+fn on_supervision(myself: &ActorRef<LeadMsg>, message: SupervisionEvent) {
+    let stopped = match message {
+        SupervisionEvent::ActorTerminated(cell, _, _) => LeadMsg::Stopped {
+            actor: cell.get_id(),
+            failure: None,
+        },
+        SupervisionEvent::ActorFailed(cell, error) => LeadMsg::Stopped {
+            actor: cell.get_id(),
+            failure: Some(error.to_string()),
+        },
+        _ => return,
+    };
+    // The lead is stopping when this fails: nothing waits on the stop.
+    let _ = myself.cast(stopped);
 }

@@ -356,8 +356,12 @@ impl LeadState {
 
     /// A request was settled in the shared map (by the handle, the approver, its expiry, a
     /// withdrawal): the lead logs the decision that stands, once, takes the request off its
-    /// timer, and tells the call waiting on it.
+    /// timer, and tells the call waiting on it. A resumed run that has not started yet logs
+    /// nothing before `run_resumed`: its start picks the decision up.
     pub(super) fn sync(&mut self, id: &str) {
+        if self.resume.is_some() {
+            return;
+        }
         let Some(index) = self.approvals.index(id) else {
             return;
         };

@@ -125,6 +125,12 @@ pub(crate) enum LeadMsg {
     Planned(Result<report::Planned, String>),
     /// A subagent reported.
     Subagent { id: String, report: SubagentReport },
+    /// A subagent's actor stopped (failed, with why). Its supervision event is turned into
+    /// this message, so it is handled after every report the subagent sent before it.
+    Stopped {
+        actor: ractor::ActorId,
+        failure: Option<String>,
+    },
     /// A handoff was checked against the contract (off the actor).
     HandoffChecked {
         id: String,

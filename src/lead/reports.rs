@@ -118,6 +118,22 @@ impl LeadState {
         id: String,
         report: SubagentReport,
     ) {
+        // A call with effects or a request for approval reported by a subagent the lead has
+        // ended already (its time or budget ran out, the run was cancelled) is not made:
+        // nothing is logged of it, nothing is asked, and the answer it waits on is dropped.
+        let gone = self
+            .index_of(&id)
+            .is_none_or(|i| self.fleet.records[i].summary.state.ended());
+        let waits = match &report {
+            SubagentReport::ToolCalls { asks, durable, .. } => {
+                !asks.is_empty() || durable.is_some()
+            }
+            SubagentReport::GrantUsed { .. } => true,
+            _ => false,
+        };
+        if gone && waits {
+            return;
+        }
         match report {
             SubagentReport::ModelConfigured { config } => {
                 // Logged under the role whose own model it is, or as the run's.
