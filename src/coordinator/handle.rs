@@ -103,8 +103,8 @@ impl RunHandle {
     /// when the run has. A reader that stops and comes back with the last sequence number it
     /// read misses nothing and reads nothing twice. Bounded: the run waits while a reader is
     /// [`crate::EVENTS_BUFFER`] events behind what it published (a reader that stops reading
-    /// holds the run within twice that of where it stopped, and the few events of the step in
-    /// hand) — nothing is dropped, and nothing grows without bound. A reader that is dropped is
+    /// holds the run within twice that, and the few events of the step in hand, past the later
+    /// of where it joined and where it stopped) — nothing is dropped, and nothing grows without bound. A reader that is dropped is
     /// let go; `report` and `status` wait for a held run, `approve`, `deny` and `cancel` do
     /// not: a cancelled run waits for no reader, and a reader it did not wait for reads what it
     /// missed from the store.
