@@ -144,7 +144,27 @@ fn records_with_numeric_ids(parsed: &mut Parsed, log: &ObservationLog) {
                     |o| matches!(o, Observation::Record { record_kind, .. } if record_kind == kind),
                 )
             };
-            if log.saw_record(kind, &id) || (of_kind() && log.shown_file(kind).is_none()) {
+            // As written when a record was seen so; else as a tool spelled one that reads as
+            // these lines (`007`, `12-12`); else as written, when records of the kind were
+            // seen and no file of its name was shown.
+            let spelled = || {
+                log.entries().iter().find_map(|o| match o {
+                    Observation::Record {
+                        record_kind, id, ..
+                    } if record_kind == kind
+                        && SourceId::parse(&format!("{kind}:{id}")).as_ref() == Ok(&*source) =>
+                    {
+                        Some(id.clone())
+                    }
+                    _ => None,
+                })
+            };
+            let record = match log.saw_record(kind, &id) {
+                true => Some(id),
+                false => spelled()
+                    .or_else(|| (of_kind() && log.shown_file(kind).is_none()).then_some(id)),
+            };
+            if let Some(id) = record {
                 *source = SourceId::Record {
                     kind: kind.to_string(),
                     id,
@@ -687,6 +707,7 @@ mod tests {
             Observation::record("ticket", "12", "[open] the login page times out").made_by("sa1.1"),
             Observation::record("order", "2024-001", "paid in full").made_by("sa1.2"),
             Observation::record("ticket", "1a", "[closed] fixed").made_by("sa1.3"),
+            Observation::record("ticket", "007", "[open] spelled with zeros").made_by("sa1.4"),
         ]);
         let files = MemoryFiles::new();
         let check = Check {
@@ -698,19 +719,22 @@ mod tests {
 - T12: `the login page times out` [ticket:12]
 - The order was `paid in full` [order:2024-001]
 - 1a is `[closed] fixed` [ticket:1a]
+- Ticket 007 is `spelled with zeros` [ticket:007]
 ## Open items
 ## Hard constraints
 - none
 ";
         let parsed = validate(text, &check);
         assert!(parsed.violations.is_empty(), "{:?}", parsed.violations);
-        assert_eq!(
-            parsed.handoff.settled_conclusions[0].sources,
+        let record = |id: &str| {
             vec![SourceId::Record {
                 kind: "ticket".into(),
-                id: "12".into()
+                id: id.into(),
             }]
-        );
+        };
+        assert_eq!(parsed.handoff.settled_conclusions[0].sources, record("12"));
+        // Kept as the tool spelled it, not as the line number it also reads as.
+        assert_eq!(parsed.handoff.settled_conclusions[3].sources, record("007"));
         let codes = |text: &str| -> Vec<&'static str> {
             validate(text, &check)
                 .violations
