@@ -1154,3 +1154,140 @@ async fn durable_notes(failing: bool) -> (Result<(), baton::RunError>, Vec<(Stri
     let made = seen.lock().unwrap().clone();
     (ran, made)
 }
+
+/// Files a ticket slowly (600 ms), asking for approval of every call.
+struct SlowTicket(Arc<AtomicU32>);
+
+#[async_trait]
+impl Tool for SlowTicket {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "slow_ticket".into(),
+            description: "File a ticket, slowly.".into(),
+            parameters: json!({"type": "object", "properties": {"title": {"type": "string"}}}),
+        }
+    }
+    fn consequences(&self, _: &Value) -> Vec<Consequence> {
+        vec![Consequence {
+            effect: Effect::Write,
+            resource: "tickets".into(),
+        }]
+    }
+    fn needs_approval(&self, _: &Value) -> bool {
+        true
+    }
+    async fn call(&self, _: &Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        Ok(ToolOutput::new("filed"))
+    }
+}
+
+/// Issue 22: a grant whose request expires while its call waits its turn behind another call
+/// of the batch is history, not permission: that call is not made (its effect stopped, the
+/// model told it expired), and only the grant used in time is logged used.
+#[tokio::test]
+async fn a_grant_that_expires_while_its_call_waits_its_turn_is_not_used() {
+    let ran = Arc::new(AtomicU32::new(0));
+    let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
+    let model = Arc::new(ScriptedModel::new(vec![
+        ScriptedTurn::Tools(vec![
+            ("slow_ticket".into(), json!({"title": "a"})),
+            ("slow_ticket".into(), json!({"title": "b"})),
+        ]),
+        ScriptedTurn::text(EMPTY_HANDOFF),
+    ]));
+    let report = Coordinator::builder()
+        .model(Arc::clone(&model) as Arc<dyn Model>)
+        .tools(ToolRegistry::empty().with(Arc::new(SlowTicket(Arc::clone(&ran)))))
+        .role(Role::new("filer").tools(["slow_ticket"]))
+        .approver(Arc::new(GrantAll))
+        .time_limits(TimeLimits {
+            approval: Duration::from_millis(300),
+            ..TimeLimits::default()
+        })
+        .store(Arc::clone(&store))
+        .build()
+        .run(file_task())
+        .await
+        .unwrap();
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "one call made");
+    let results = tool_results(&model);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(
+        results.iter().filter(|r| r.contains("expired")).count(),
+        1,
+        "{results:?}"
+    );
+    let log = store.events(&report.run_id).unwrap();
+    assert_eq!(handle_consumed(&log).len(), 1);
+    let cp = store.latest_checkpoint(&report.run_id).unwrap().unwrap();
+    let mut states: Vec<_> = cp.effects.iter().map(|e| e.state).collect();
+    states.sort_by_key(|s| format!("{s:?}"));
+    assert_eq!(
+        states,
+        [baton::EffectState::Completed, baton::EffectState::Stopped]
+    );
+}
+
+/// The charge tool, asking for approval of every call.
+struct AskedCharge(Charge);
+
+#[async_trait]
+impl Tool for AskedCharge {
+    fn spec(&self) -> ToolSpec {
+        self.0.spec()
+    }
+    fn consequences(&self, arguments: &Value) -> Vec<Consequence> {
+        self.0.consequences(arguments)
+    }
+    fn needs_approval(&self, _: &Value) -> bool {
+        true
+    }
+    async fn call(
+        &self,
+        arguments: &Value,
+        context: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        self.0.call(arguments, context).await
+    }
+}
+
+/// Issue 22: a grant asked for another reason (the tool asks for every call) does not cover
+/// repeating an intent whose outcome became unknown while the request waited: the repeat is
+/// not made, and the model is told to call it again to ask about the unknown outcome.
+#[tokio::test]
+async fn a_grant_asked_for_another_reason_does_not_cover_an_unknown_outcome() {
+    let started = Arc::new(AtomicU32::new(0));
+    let model = Arc::new(ScriptedModel::new(vec![
+        ScriptedTurn::Tools(vec![
+            ("charge".into(), json!({"order": "A-1"})),
+            ("charge".into(), json!({"order": "A-1"})),
+        ]),
+        ScriptedTurn::text(EMPTY_HANDOFF),
+    ]));
+    let charge = AskedCharge(Charge(Arc::clone(&started)));
+    Coordinator::builder()
+        .model(Arc::clone(&model) as Arc<dyn Model>)
+        .tools(ToolRegistry::empty().with(Arc::new(charge)))
+        .role(Role::new("biller").tools(["charge"]))
+        .approver(Arc::new(GrantAll))
+        .time_limits(TimeLimits {
+            tool_call: Duration::from_millis(200),
+            ..TimeLimits::default()
+        })
+        .build()
+        .run(Task::job("Charge the order.").subtask("biller", "Charge A-1."))
+        .await
+        .unwrap();
+    assert_eq!(started.load(Ordering::SeqCst), 1, "the repeat was not made");
+    let results = tool_results(&model);
+    assert_eq!(
+        results
+            .iter()
+            .filter(|r| r.contains("with the same arguments (sa1.") && r.contains(") is unknown"))
+            .count(),
+        1,
+        "{results:?}"
+    );
+}

@@ -73,6 +73,43 @@ fn interned(scopes: &mut HashSet<Arc<[String]>>, scope: &[String]) -> Arc<[Strin
     held
 }
 
+/// An effect moves on, named by its intent id (`sa1.1`, or `sa1.1#2` for a restarted
+/// attempt's), when the transition is allowed.
+fn effect_changed(
+    cp: &mut Checkpoint,
+    intent_id: &str,
+    to: super::EffectState,
+    evidence: Option<&str>,
+    at: u64,
+) {
+    if let Some(e) = cp
+        .effects
+        .iter_mut()
+        .rev()
+        .find(|e| e.intent_id == intent_id)
+    {
+        if let Ok(next) = transition(e.state, to, evidence) {
+            e.state = next;
+            e.receipts.push(at);
+        }
+    }
+}
+
+/// A call's intent as logged (its arguments may have been scrubbed since; an old log has
+/// none, and it is their digest): none for a read-only call.
+fn logged_intent(
+    tool: &str,
+    arguments: &serde_json::Value,
+    intent: &str,
+    read_only: bool,
+) -> String {
+    match (read_only, intent.is_empty()) {
+        (true, _) => String::new(),
+        (false, false) => intent.to_string(),
+        (false, true) => crate::policy::intent_digest(tool, arguments),
+    }
+}
+
 impl Projector {
     /// The checkpoint of a run with no events yet.
     pub fn new(run_id: &str) -> Projector {
@@ -178,12 +215,7 @@ impl Projector {
                 read_only,
                 intent,
             } => {
-                // The intent as logged (the arguments may have been scrubbed since).
-                let intent = match (*read_only, intent.is_empty()) {
-                    (true, _) => String::new(),
-                    (false, false) => intent.clone(),
-                    (false, true) => crate::policy::intent_digest(tool, arguments),
-                };
+                let intent = logged_intent(tool, arguments, intent, *read_only);
                 self.tool_called(subagent, call_id, tool, (*effect, intent), *read_only, at)
             }
             RunEvent::ToolReturned {
@@ -201,20 +233,7 @@ impl Projector {
                 to,
                 evidence,
                 ..
-            } => {
-                // Named by intent id (`sa1.1`, or `sa1.1#2` for a restarted attempt's).
-                if let Some(e) = cp
-                    .effects
-                    .iter_mut()
-                    .rev()
-                    .find(|e| &e.intent_id == call_id)
-                {
-                    if let Ok(next) = transition(e.state, *to, evidence.as_deref()) {
-                        e.state = next;
-                        e.receipts.push(at);
-                    }
-                }
-            }
+            } => effect_changed(cp, call_id, *to, evidence.as_deref(), at),
             RunEvent::HandoffAccepted {
                 subagent,
                 handoff,

@@ -391,7 +391,11 @@ impl LeadState {
         let (Some(call_id), Some(decision)) = (entry.waiting.take(), entry.decision.clone()) else {
             return;
         };
-        let (approval_id, subagent) = (entry.request.id.clone(), entry.request.subagent.clone());
+        let (approval_id, subagent, expires_ms) = (
+            entry.request.id.clone(),
+            entry.request.subagent.clone(),
+            entry.request.expires_ms,
+        );
         let decision = match decision {
             ApprovalDecision::Granted if entry.consumed => ApprovalDecision::Withdrawn {
                 reason: "the grant was used already".into(),
@@ -410,6 +414,7 @@ impl LeadState {
             decided: Decided {
                 approval_id,
                 decision,
+                expires_ms,
             },
         });
     }

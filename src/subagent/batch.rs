@@ -35,6 +35,9 @@ pub(crate) struct ApprovalAsk {
     pub(crate) arguments: Value,
     pub(crate) consequences: Vec<Consequence>,
     pub(crate) reason: String,
+    /// The request names an earlier call of the same intent whose outcome is unknown: its
+    /// grant covers repeating it.
+    pub(crate) names_unknown: bool,
 }
 
 /// The decision a waiting call gets.
@@ -42,6 +45,8 @@ pub(crate) struct ApprovalAsk {
 pub(crate) struct Decided {
     pub(crate) approval_id: String,
     pub(crate) decision: ApprovalDecision,
+    /// When the request expires (ms since the epoch): a grant is not used from then on.
+    pub(crate) expires_ms: u64,
 }
 
 /// One call's return: its result, whether it ran past its limit, and — when it did not run
@@ -87,6 +92,7 @@ pub(crate) fn asks(
                 arguments: call.arguments.clone(),
                 consequences: admitted.consequences,
                 reason,
+                names_unknown: earlier.is_some(),
             })
         })
         .collect()
@@ -94,6 +100,7 @@ pub(crate) fn asks(
 
 /// Runs a batch: the calls that wait for no approval first, in order, then each waiting call
 /// as its decision comes (granted: it runs; otherwise not); the results in the batch's order.
+/// `waiting`: each waiting call's decision, and whether its request named an unknown outcome.
 /// Each call is reported as it starts (`report`; a granted one with the grant it uses), so the
 /// log never says a call is executing, or a grant used, before it is. A call with effects
 /// whose intent became unknown since the batch was planned — an earlier call of it, here or
@@ -103,7 +110,7 @@ pub(crate) async fn run_batch(
     run: BatchRun,
     calls: Vec<ToolCall>,
     spans: Vec<tracing::Span>,
-    mut waiting: HashMap<String, oneshot::Receiver<Decided>>,
+    mut waiting: HashMap<String, (oneshot::Receiver<Decided>, bool)>,
 ) -> Vec<Returned> {
     let mut out: Vec<Option<Returned>> = vec![None; calls.len()];
     let (asked, free): (Vec<_>, Vec<_>) = calls
@@ -117,8 +124,8 @@ pub(crate) async fn run_batch(
     let mut pending: Vec<_> = asked
         .into_iter()
         .filter_map(|(i, (call, span))| {
-            let decision = waiting.remove(&call.id)?;
-            Some((i, call, span, decision))
+            let (decision, names_unknown) = waiting.remove(&call.id)?;
+            Some((i, (call, names_unknown), span, decision))
         })
         .collect();
     while !pending.is_empty() {
@@ -133,16 +140,24 @@ pub(crate) async fn run_batch(
             std::task::Poll::Pending
         })
         .await;
-        let (i, call, span, _) = pending.swap_remove(k);
+        let (i, (call, names_unknown), span, _) = pending.swap_remove(k);
         // A subagent dropped before a decision came is stopped anyway.
-        let decided = decided.unwrap_or(Decided {
+        let mut decided = decided.unwrap_or(Decided {
             approval_id: String::new(),
             decision: ApprovalDecision::Withdrawn {
                 reason: "the run stopped waiting".into(),
             },
+            expires_ms: 0,
         });
+        // A grant whose request expired while the call waited its turn is history.
+        if decided.decision == ApprovalDecision::Granted
+            && crate::checkpoint::now_ms() >= decided.expires_ms
+        {
+            decided.decision = ApprovalDecision::Expired;
+        }
         out[i] = Some(if decided.decision == ApprovalDecision::Granted {
-            run.one(call, span, Some(decided.approval_id)).await
+            run.one(call, span, Some((decided.approval_id, names_unknown)))
+                .await
         } else {
             not_run(call, &decided)
         });
@@ -161,21 +176,33 @@ pub(crate) struct BatchRun {
 
 impl BatchRun {
     /// One call: reported as started (a granted one with the grant it uses), run within its
-    /// limit — or, with effects and an intent now unknown, not run.
-    async fn one(&self, call: ToolCall, span: tracing::Span, grant: Option<String>) -> Returned {
+    /// limit — or, with effects and an intent now unknown, not run unless its grant was asked
+    /// for that (`grant`: the approval id, and whether its request named an unknown outcome).
+    async fn one(
+        &self,
+        call: ToolCall,
+        span: tracing::Span,
+        grant: Option<(String, bool)>,
+    ) -> Returned {
         let intent =
             (!self.tools.read_only(&call.name)).then(|| intent_digest(&call.name, &call.arguments));
+        let covered = grant
+            .as_ref()
+            .is_some_and(|(_, names_unknown)| *names_unknown);
         let earlier = intent
             .as_ref()
-            .filter(|_| grant.is_none())
+            .filter(|_| !covered)
             .and_then(|digest| self.unknown.get(digest).map(|c| c.value().clone()));
         if let Some(earlier) = earlier {
-            (self.report)(super::SubagentReport::ToolCalls {
-                calls: vec![call.clone()],
-                state: EffectState::Proposed,
-                asks: Vec::new(),
-                durable: None,
-            });
+            // A granted call was logged already, awaiting approval.
+            if grant.is_none() {
+                (self.report)(super::SubagentReport::ToolCalls {
+                    calls: vec![call.clone()],
+                    state: EffectState::Proposed,
+                    asks: Vec::new(),
+                    durable: None,
+                });
+            }
             return unknown_first(call, &earlier);
         }
         // A call with effects runs only once its start is durable: a crash while it runs is
@@ -188,7 +215,7 @@ impl BatchRun {
             false => (None, None),
         };
         (self.report)(match (grant, durable) {
-            (Some(approval_id), Some(durable)) => super::SubagentReport::GrantUsed {
+            (Some((approval_id, _)), Some(durable)) => super::SubagentReport::GrantUsed {
                 call_id: call.id.clone(),
                 approval_id,
                 durable,
