@@ -18,8 +18,8 @@ use baton::{
 const EMPTY_HANDOFF: &str = "## Settled conclusions\n## Open items\n## Hard constraints\n- none\n";
 
 /// Files a ticket: a tool with effects that asks for approval of every call, counting the
-/// calls it really ran.
-struct FileTicket(Arc<AtomicU32>);
+/// calls it really ran; each call takes the given time.
+struct FileTicket(Arc<AtomicU32>, Duration);
 
 #[async_trait]
 impl Tool for FileTicket {
@@ -41,6 +41,7 @@ impl Tool for FileTicket {
     }
     async fn call(&self, arguments: &Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
         let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
+        tokio::time::sleep(self.1).await;
         let id = format!("T-{n}");
         let text = format!("[open] {}", arguments["title"].as_str().unwrap_or_default());
         Ok(ToolOutput::new(format!("filed {id}"))
@@ -64,7 +65,7 @@ fn filer(
     let model = Arc::new(ScriptedModel::new(turns));
     let builder = Coordinator::builder()
         .model(Arc::clone(&model) as Arc<dyn Model>)
-        .tools(ToolRegistry::empty().with(Arc::new(FileTicket(Arc::clone(ran)))))
+        .tools(ToolRegistry::empty().with(Arc::new(FileTicket(Arc::clone(ran), Duration::ZERO))))
         .role(Role::new("filer").tools(["file_ticket"]))
         .repairs(0)
         .store(Arc::clone(store));
@@ -1155,34 +1156,6 @@ async fn durable_notes(failing: bool) -> (Result<(), baton::RunError>, Vec<(Stri
     (ran, made)
 }
 
-/// Files a ticket slowly (600 ms), asking for approval of every call.
-struct SlowTicket(Arc<AtomicU32>);
-
-#[async_trait]
-impl Tool for SlowTicket {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "slow_ticket".into(),
-            description: "File a ticket, slowly.".into(),
-            parameters: json!({"type": "object", "properties": {"title": {"type": "string"}}}),
-        }
-    }
-    fn consequences(&self, _: &Value) -> Vec<Consequence> {
-        vec![Consequence {
-            effect: Effect::Write,
-            resource: "tickets".into(),
-        }]
-    }
-    fn needs_approval(&self, _: &Value) -> bool {
-        true
-    }
-    async fn call(&self, _: &Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
-        self.0.fetch_add(1, Ordering::SeqCst);
-        tokio::time::sleep(Duration::from_millis(600)).await;
-        Ok(ToolOutput::new("filed"))
-    }
-}
-
 /// Issue 22: a grant whose request expires while its call waits its turn behind another call
 /// of the batch is history, not permission: that call is not made (its effect stopped, the
 /// model told it expired), and only the grant used in time is logged used.
@@ -1192,15 +1165,18 @@ async fn a_grant_that_expires_while_its_call_waits_its_turn_is_not_used() {
     let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
     let model = Arc::new(ScriptedModel::new(vec![
         ScriptedTurn::Tools(vec![
-            ("slow_ticket".into(), json!({"title": "a"})),
-            ("slow_ticket".into(), json!({"title": "b"})),
+            ("file_ticket".into(), json!({"title": "a"})),
+            ("file_ticket".into(), json!({"title": "b"})),
         ]),
         ScriptedTurn::text(EMPTY_HANDOFF),
     ]));
     let report = Coordinator::builder()
         .model(Arc::clone(&model) as Arc<dyn Model>)
-        .tools(ToolRegistry::empty().with(Arc::new(SlowTicket(Arc::clone(&ran)))))
-        .role(Role::new("filer").tools(["slow_ticket"]))
+        .tools(ToolRegistry::empty().with(Arc::new(FileTicket(
+            Arc::clone(&ran),
+            Duration::from_millis(600),
+        ))))
+        .role(Role::new("filer").tools(["file_ticket"]))
         .approver(Arc::new(GrantAll))
         .time_limits(TimeLimits {
             approval: Duration::from_millis(300),

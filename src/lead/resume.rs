@@ -612,24 +612,28 @@ mod tests {
     /// not only the first: it is never repeated without approval.
     #[test]
     fn an_intent_cut_off_by_an_earlier_crash_stays_unknown() {
-        let events = vec![
-            started(),
-            RunEvent::SubagentSpawned {
-                subagent: "sa1".into(),
-                role: RoleId::EXPLORER,
-                scope: vec![],
-                manifest: manifest(),
-            },
-            RunEvent::ToolCalled {
-                subagent: "sa1".into(),
-                call_id: "sa1.1".into(),
-                tool: "charge".into(),
-                arguments: serde_json::json!({"order": "A-1"}),
-                effect: EffectState::Executing,
-                read_only: false,
-                intent: "intent-a1".into(),
-            },
-        ];
+        // sa1 starts and charges an order (its first call, `sa1.1`).
+        let charging = |order: &str, intent: &str| {
+            vec![
+                RunEvent::SubagentSpawned {
+                    subagent: "sa1".into(),
+                    role: RoleId::EXPLORER,
+                    scope: vec![],
+                    manifest: manifest(),
+                },
+                RunEvent::ToolCalled {
+                    subagent: "sa1".into(),
+                    call_id: "sa1.1".into(),
+                    tool: "charge".into(),
+                    arguments: serde_json::json!({ "order": order }),
+                    effect: EffectState::Executing,
+                    read_only: false,
+                    intent: intent.into(),
+                },
+            ]
+        };
+        let mut events = vec![started()];
+        events.extend(charging("A-1", "intent-a1"));
         let store = MemoryStore::new();
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
@@ -655,31 +659,16 @@ mod tests {
         append(after);
         // The restarted subagent numbers its calls from 1 again: its `sa1.1` charges another
         // order, and completes.
-        let logged = append(vec![
-            RunEvent::SubagentSpawned {
-                subagent: "sa1".into(),
-                role: RoleId::EXPLORER,
-                scope: vec![],
-                manifest: manifest(),
-            },
-            RunEvent::ToolCalled {
-                subagent: "sa1".into(),
-                call_id: "sa1.1".into(),
-                tool: "charge".into(),
-                arguments: serde_json::json!({"order": "B-2"}),
-                effect: EffectState::Executing,
-                read_only: false,
-                intent: "intent-b2".into(),
-            },
-            RunEvent::ToolReturned {
-                subagent: "sa1".into(),
-                call_id: "sa1.1".into(),
-                is_error: false,
-                content_digest: String::new(),
-                observations: vec![],
-                effect: EffectState::Completed,
-            },
-        ]);
+        let mut again = charging("B-2", "intent-b2");
+        again.push(RunEvent::ToolReturned {
+            subagent: "sa1".into(),
+            call_id: "sa1.1".into(),
+            is_error: false,
+            content_digest: String::new(),
+            observations: vec![],
+            effect: EffectState::Completed,
+        });
+        let logged = append(again);
         let second = restore(&logged).unwrap();
         assert!(second.cut_off.is_empty());
         // The run dies again: A-1's charge is still unknown, B-2's is not.
