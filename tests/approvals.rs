@@ -1267,3 +1267,44 @@ async fn a_grant_asked_for_another_reason_does_not_cover_an_unknown_outcome() {
         "{results:?}"
     );
 }
+
+/// Issue 22: a call with effects running when its subagent is stopped (the run cancelled)
+/// never returns: its effect is logged `outcome_unknown`, never left `executing`, and never
+/// read as failed.
+#[tokio::test]
+async fn a_call_cut_off_by_a_cancel_is_an_unknown_outcome() {
+    let started = Arc::new(AtomicU32::new(0));
+    let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
+    let model = Arc::new(ScriptedModel::new(vec![
+        ScriptedTurn::tool("charge", json!({"order": "A-1"})),
+        ScriptedTurn::text(EMPTY_HANDOFF),
+    ]));
+    let handle = Coordinator::builder()
+        .model(model as Arc<dyn Model>)
+        .tools(ToolRegistry::empty().with(Arc::new(Charge(Arc::clone(&started)))))
+        .role(Role::new("biller").tools(["charge"]))
+        .store(Arc::clone(&store))
+        .build()
+        .start(Task::job("Charge the order.").subtask("biller", "Charge A-1."))
+        .await
+        .unwrap();
+    let mut events = handle.events();
+    while let Some(event) = events.next().await {
+        if let RunEvent::ToolCalled { effect, .. } = event.unwrap().event {
+            assert_eq!(effect, baton::EffectState::Executing);
+            break;
+        }
+    }
+    while started.load(Ordering::SeqCst) == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    handle.cancel();
+    let report = handle.report().await.unwrap();
+    let cp = store.latest_checkpoint(&report.run_id).unwrap().unwrap();
+    let states: Vec<_> = cp.effects.iter().map(|e| e.state).collect();
+    assert_eq!(states, [baton::EffectState::OutcomeUnknown]);
+    let log = store.events(&report.run_id).unwrap();
+    assert!(log.iter().any(|e| matches!(&e.event,
+        RunEvent::EffectChanged { to: baton::EffectState::OutcomeUnknown, note, .. }
+            if note.contains("ended while it ran"))));
+}

@@ -154,10 +154,14 @@ impl Projector {
     /// The intent id of the latest effect of a call id (a restarted attempt's calls reuse
     /// their ids: its effects' intent ids are `CALL#N`).
     pub fn intent_of(&self, call_id: &str) -> Option<&str> {
+        self.effect_of(call_id).map(|e| e.intent_id.as_str())
+    }
+
+    /// The effect of the latest call logged with this id.
+    pub fn effect_of(&self, call_id: &str) -> Option<&EffectEntry> {
         self.effect_index
             .get(call_id)
             .and_then(|&i| self.cp.effects.get(i))
-            .map(|e| e.intent_id.as_str())
     }
 
     /// The checkpoint, taken.

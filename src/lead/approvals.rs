@@ -134,10 +134,30 @@ pub(super) struct Entry {
     timer: Option<tokio::task::JoinHandle<()>>,
 }
 
+impl Entry {
+    /// Whether a call of `subagent` with this intent (`digest`) may wait on this request
+    /// rather than ask anew: it is undecided, or granted and neither used nor expired — and,
+    /// when the call repeats an unknown outcome (`repeats_unknown`), it was asked for that: a
+    /// request asked for another reason does not cover the repeat.
+    fn stands_for(&self, subagent: &str, digest: &str, repeats_unknown: bool, now: u64) -> bool {
+        let request = &self.request;
+        request.subagent == subagent
+            && request.arguments_digest == digest
+            && (request.repeats_unknown || !repeats_unknown)
+            && match &self.decision {
+                None => true,
+                Some(ApprovalDecision::Granted) => !self.consumed && request.expires_ms > now,
+                Some(_) => false,
+            }
+    }
+}
+
 /// The run's requests, in the order they were asked.
 #[derive(Default)]
 pub(super) struct Book {
     entries: Vec<Entry>,
+    /// Each subagent's calls with effects that started and have not returned.
+    running: std::collections::HashMap<String, Vec<String>>,
 }
 
 impl Book {
@@ -230,16 +250,7 @@ impl LeadState {
             // A request no call waits on: one asked before a resume (a call of this batch
             // with the same arguments asks for its own).
             let standing = self.approvals.entries.iter().position(|e| {
-                e.request.subagent == subagent
-                    && e.request.arguments_digest == digest
-                    && e.waiting.is_none()
-                    && match &e.decision {
-                        None => true,
-                        Some(ApprovalDecision::Granted) => {
-                            !e.consumed && e.request.expires_ms > now
-                        }
-                        Some(_) => false,
-                    }
+                e.waiting.is_none() && e.stands_for(subagent, &digest, ask.names_unknown, now)
             });
             match standing {
                 Some(index) => {
@@ -279,6 +290,7 @@ impl LeadState {
             reason: ask.reason,
             requested_ms: now,
             expires_ms: now.saturating_add(limit),
+            repeats_unknown: ask.names_unknown,
         };
         self.log(vec![RunEvent::ApprovalRequested {
             request: request.clone(),
@@ -349,6 +361,7 @@ impl LeadState {
         }
         if let Some(subagent) = subagent {
             self.stop_awaiting(subagent);
+            self.cut_off_running(subagent);
         } else {
             self.config.oversight.end();
         }
@@ -391,10 +404,11 @@ impl LeadState {
         let (Some(call_id), Some(decision)) = (entry.waiting.take(), entry.decision.clone()) else {
             return;
         };
-        let (approval_id, subagent, expires_ms) = (
+        let (approval_id, subagent, expires_ms, covers_unknown) = (
             entry.request.id.clone(),
             entry.request.subagent.clone(),
             entry.request.expires_ms,
+            entry.request.repeats_unknown,
         );
         let decision = match decision {
             ApprovalDecision::Granted if entry.consumed => ApprovalDecision::Withdrawn {
@@ -415,6 +429,7 @@ impl LeadState {
                 approval_id,
                 decision,
                 expires_ms,
+                covers_unknown,
             },
         });
     }
@@ -451,6 +466,50 @@ impl LeadState {
         true
     }
 
+    /// Calls with effects of `subagent` start, or return (`returned`).
+    pub(super) fn track_running(&mut self, subagent: &str, calls: Vec<String>, returned: bool) {
+        if returned {
+            if let Some(running) = self.approvals.running.get_mut(subagent) {
+                running.retain(|c| !calls.contains(c));
+            }
+        } else if !calls.is_empty() {
+            let running = self.approvals.running.entry(subagent.to_string());
+            running.or_default().extend(calls);
+        }
+    }
+
+    /// The calls with effects an ending subagent started and that never returned (it was
+    /// stopped, or failed, while they ran) may have taken effect: their outcome is unknown,
+    /// and no call repeats their intent without the application's say.
+    fn cut_off_running(&mut self, subagent: &str) {
+        let Some(running) = self.approvals.running.remove(subagent) else {
+            return;
+        };
+        let mut events = Vec::new();
+        for call in running {
+            let Some(e) = self.contexts.projector.effect_of(&call) else {
+                continue;
+            };
+            if e.state != EffectState::Executing || e.subagent != subagent {
+                continue;
+            }
+            if !e.intent.is_empty() {
+                let unknown = &self.config.oversight.unknown;
+                unknown.insert(e.intent.clone(), e.intent_id.clone());
+            }
+            events.push(RunEvent::EffectChanged {
+                call_id: e.intent_id.clone(),
+                from: EffectState::Executing,
+                to: EffectState::OutcomeUnknown,
+                evidence: None,
+                note: "its subagent ended while it ran".into(),
+            });
+        }
+        if !events.is_empty() {
+            self.log(events);
+        }
+    }
+
     /// The calls of an ending subagent still awaiting approval will not be made: their effects
     /// are stopped.
     fn stop_awaiting(&mut self, subagent: &str) {
@@ -481,5 +540,62 @@ impl LeadState {
         if !events.is_empty() {
             self.log(events);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(repeats_unknown: bool, decision: Option<ApprovalDecision>, consumed: bool) -> Entry {
+        Entry {
+            request: ApprovalRequest {
+                id: "ap1".into(),
+                subagent: "sa1".into(),
+                call_id: "sa1.1".into(),
+                tool: "charge".into(),
+                arguments: serde_json::json!({"order": "A-1"}),
+                arguments_digest: "d1".into(),
+                consequences: vec![],
+                reason: "the tool `charge` asks for approval of this call".into(),
+                requested_ms: 1_000,
+                expires_ms: 2_000,
+                repeats_unknown,
+            },
+            decision,
+            consumed,
+            waiting: None,
+            timer: None,
+        }
+    }
+
+    /// A call waits on a standing request of its subagent and intent — undecided, or granted
+    /// and unused and unexpired — unless it repeats an unknown outcome and the request was
+    /// asked for another reason (a resumed run's restarted call, say).
+    #[test]
+    fn a_request_stands_for_a_call_only_for_what_it_was_asked() {
+        let undecided = entry(false, None, false);
+        assert!(undecided.stands_for("sa1", "d1", false, 1_500));
+        assert!(
+            !undecided.stands_for("sa2", "d1", false, 1_500),
+            "another subagent"
+        );
+        assert!(
+            !undecided.stands_for("sa1", "d2", false, 1_500),
+            "another intent"
+        );
+        assert!(
+            !undecided.stands_for("sa1", "d1", true, 1_500),
+            "asked for another reason: no cover for an unknown outcome"
+        );
+        assert!(entry(true, None, false).stands_for("sa1", "d1", true, 1_500));
+        let granted = Some(ApprovalDecision::Granted);
+        assert!(entry(false, granted.clone(), false).stands_for("sa1", "d1", false, 1_500));
+        assert!(!entry(false, granted.clone(), true).stands_for("sa1", "d1", false, 1_500));
+        assert!(!entry(false, granted, false).stands_for("sa1", "d1", false, 2_000));
+        let denied = Some(ApprovalDecision::Denied {
+            reason: "no".into(),
+        });
+        assert!(!entry(false, denied, false).stands_for("sa1", "d1", false, 1_500));
     }
 }

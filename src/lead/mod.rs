@@ -4,9 +4,10 @@
 //! # Guarantees
 //! - The lead never blocks on a subagent: planning runs on a blocking thread and comes back as
 //!   `Planned`; subagents report by message; a resume's log is projected and its evidence
-//!   rechecked before the lead starts. Status and cancel stay responsive. It waits for the disk
-//!   only when 8,192 appends are already queued for the writer (backpressure: it cannot get
-//!   further ahead of what is durable).
+//!   rechecked before the lead starts. It waits for the disk only when 8,192 appends are
+//!   already queued for the writer (backpressure: it cannot get further ahead of what is
+//!   durable), and for a reader of the run's events that fell [`crate::EVENTS_BUFFER`] behind
+//!   (status waits with it; cancel does not: it releases the run from its readers).
 //! - At most `agents` subagents run at once and at most `max_subagents` exist per run.
 //! - A subagent that panics, errors or stops without a handoff is recorded as failed; the run
 //!   still reports what the others handed off.

@@ -11,7 +11,7 @@ use super::plan::Shard;
 use super::report::{evidence_digests, Planned};
 use super::state::LeadState;
 use super::{journal, LeadMsg};
-use crate::checkpoint::{RunEvent, StoreError};
+use crate::checkpoint::{EffectState, RunEvent, StoreError};
 use crate::handoff::{validate, Check};
 use crate::report::SubagentState;
 use crate::subagent::SubagentReport;
@@ -118,20 +118,17 @@ impl LeadState {
         id: String,
         report: SubagentReport,
     ) {
-        // A call with effects or a request for approval reported by a subagent the lead has
-        // ended already (its time or budget ran out, the run was cancelled) is not made:
-        // nothing is logged of it, nothing is asked, and the answer it waits on is dropped.
+        // A call reported by a subagent the lead has ended already (its time or budget ran
+        // out, the run was cancelled: its calls were stopped with it) is not made: nothing is
+        // logged of it, nothing is asked, and the answer it waits on is dropped.
         let gone = self
             .index_of(&id)
             .is_none_or(|i| self.fleet.records[i].summary.state.ended());
-        let waits = match &report {
-            SubagentReport::ToolCalls { asks, durable, .. } => {
-                !asks.is_empty() || durable.is_some()
-            }
-            SubagentReport::GrantUsed { .. } => true,
-            _ => false,
-        };
-        if gone && waits {
+        let call = matches!(
+            report,
+            SubagentReport::ToolCalls { .. } | SubagentReport::GrantUsed { .. }
+        );
+        if gone && call {
             return;
         }
         match report {
@@ -158,7 +155,13 @@ impl LeadState {
                     .iter()
                     .map(|c| journal::tool_called(&id, c, tools.read_only(&c.name), state))
                     .collect();
+                let started: Vec<String> = calls
+                    .iter()
+                    .filter(|c| state == EffectState::Executing && !tools.read_only(&c.name))
+                    .map(|c| c.id.clone())
+                    .collect();
                 self.log(events);
+                self.track_running(&id, started, false);
                 if let Some(durable) = durable {
                     self.when_durable(durable);
                 }
@@ -172,10 +175,13 @@ impl LeadState {
                 durable,
             } => {
                 if self.grant_used(&id, &call_id, &approval_id) {
+                    self.track_running(&id, vec![call_id], false);
                     self.when_durable(durable);
                 }
             }
             SubagentReport::ToolsFinished { returned } => {
+                let calls = returned.iter().map(|r| r.call_id.clone()).collect();
+                self.track_running(&id, calls, true);
                 let events = returned
                     .into_iter()
                     .flat_map(|r| journal::tool_returned(&id, r))

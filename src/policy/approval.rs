@@ -35,6 +35,10 @@ pub struct ApprovalRequest {
     /// When it expires unanswered (ms since the Unix epoch): after that it is history, not
     /// permission.
     pub expires_ms: u64,
+    /// The call repeats an intent whose outcome is unknown (the reason says which call): only
+    /// a grant of such a request lets it run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub repeats_unknown: bool,
 }
 
 /// What the application says of a request.

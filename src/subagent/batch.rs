@@ -47,6 +47,9 @@ pub(crate) struct Decided {
     pub(crate) decision: ApprovalDecision,
     /// When the request expires (ms since the epoch): a grant is not used from then on.
     pub(crate) expires_ms: u64,
+    /// The request named an unknown outcome of the call's intent: its grant covers repeating
+    /// it.
+    pub(crate) covers_unknown: bool,
 }
 
 /// One call's return: its result, whether it ran past its limit, and — when it did not run
@@ -100,7 +103,6 @@ pub(crate) fn asks(
 
 /// Runs a batch: the calls that wait for no approval first, in order, then each waiting call
 /// as its decision comes (granted: it runs; otherwise not); the results in the batch's order.
-/// `waiting`: each waiting call's decision, and whether its request named an unknown outcome.
 /// Each call is reported as it starts (`report`; a granted one with the grant it uses), so the
 /// log never says a call is executing, or a grant used, before it is. A call with effects
 /// whose intent became unknown since the batch was planned — an earlier call of it, here or
@@ -110,7 +112,7 @@ pub(crate) async fn run_batch(
     run: BatchRun,
     calls: Vec<ToolCall>,
     spans: Vec<tracing::Span>,
-    mut waiting: HashMap<String, (oneshot::Receiver<Decided>, bool)>,
+    mut waiting: HashMap<String, oneshot::Receiver<Decided>>,
 ) -> Vec<Returned> {
     let mut out: Vec<Option<Returned>> = vec![None; calls.len()];
     let (asked, free): (Vec<_>, Vec<_>) = calls
@@ -124,8 +126,8 @@ pub(crate) async fn run_batch(
     let mut pending: Vec<_> = asked
         .into_iter()
         .filter_map(|(i, (call, span))| {
-            let (decision, names_unknown) = waiting.remove(&call.id)?;
-            Some((i, (call, names_unknown), span, decision))
+            let decision = waiting.remove(&call.id)?;
+            Some((i, call, span, decision))
         })
         .collect();
     while !pending.is_empty() {
@@ -140,7 +142,7 @@ pub(crate) async fn run_batch(
             std::task::Poll::Pending
         })
         .await;
-        let (i, (call, names_unknown), span, _) = pending.swap_remove(k);
+        let (i, call, span, _) = pending.swap_remove(k);
         // A subagent dropped before a decision came is stopped anyway.
         let mut decided = decided.unwrap_or(Decided {
             approval_id: String::new(),
@@ -148,6 +150,7 @@ pub(crate) async fn run_batch(
                 reason: "the run stopped waiting".into(),
             },
             expires_ms: 0,
+            covers_unknown: false,
         });
         // A grant whose request expired while the call waited its turn is history.
         if decided.decision == ApprovalDecision::Granted
@@ -156,8 +159,8 @@ pub(crate) async fn run_batch(
             decided.decision = ApprovalDecision::Expired;
         }
         out[i] = Some(if decided.decision == ApprovalDecision::Granted {
-            run.one(call, span, Some((decided.approval_id, names_unknown)))
-                .await
+            let grant = (decided.approval_id, decided.covers_unknown);
+            run.one(call, span, Some(grant)).await
         } else {
             not_run(call, &decided)
         });
@@ -184,6 +187,21 @@ impl BatchRun {
         span: tracing::Span,
         grant: Option<(String, bool)>,
     ) -> Returned {
+        // A call the gate refuses never starts: logged proposed, it ends denied or stopped.
+        if let Some(result) = self.tools.refusal(&call, self.context.policy()) {
+            if grant.is_none() {
+                self.proposed(&call);
+            }
+            let state = match result.denial {
+                Some(_) => EffectState::Denied,
+                None => EffectState::Stopped,
+            };
+            return Returned {
+                result,
+                timed_out: false,
+                refused: Some(state),
+            };
+        }
         let intent =
             (!self.tools.read_only(&call.name)).then(|| intent_digest(&call.name, &call.arguments));
         let covered = grant
@@ -196,12 +214,7 @@ impl BatchRun {
         if let Some(earlier) = earlier {
             // A granted call was logged already, awaiting approval.
             if grant.is_none() {
-                (self.report)(super::SubagentReport::ToolCalls {
-                    calls: vec![call.clone()],
-                    state: EffectState::Proposed,
-                    asks: Vec::new(),
-                    durable: None,
-                });
+                self.proposed(&call);
             }
             return unknown_first(call, &earlier);
         }
@@ -244,6 +257,18 @@ impl BatchRun {
             timed_out,
             refused: None,
         }
+    }
+}
+
+impl BatchRun {
+    /// A call that will not be made is logged as proposed.
+    fn proposed(&self, call: &ToolCall) {
+        (self.report)(super::SubagentReport::ToolCalls {
+            calls: vec![call.clone()],
+            state: EffectState::Proposed,
+            asks: Vec::new(),
+            durable: None,
+        });
     }
 }
 

@@ -294,7 +294,7 @@ impl SubagentRun {
                 for ask in &asks {
                     let (send, receive) = tokio::sync::oneshot::channel();
                     self.waiting.insert(ask.call_id.clone(), send);
-                    waiting.insert(ask.call_id.clone(), (receive, ask.names_unknown));
+                    waiting.insert(ask.call_id.clone(), receive);
                 }
                 // The calls that wait for approval are logged waiting now; the others as
                 // each starts.

@@ -542,6 +542,15 @@ impl ToolRegistry {
         finish(call, outcome)
     }
 
+    /// The result of a call the gate does not let through (no such tool, arguments that are
+    /// not an object, a constraint's denial) — what running it would return, without running
+    /// it; `None` for a call that would run.
+    pub(crate) fn refusal(&self, call: &ToolCall, policy: &Policy) -> Option<ToolResult> {
+        self.admit(call, policy)
+            .err()
+            .map(|refused| finish(call, Err(refused)))
+    }
+
     /// Runs one call within its context's time limit, as a subagent does: past it the call is
     /// abandoned — its cancellation set, its future dropped — and comes back as a tool error
     /// the model sees, the second value true (its effect is then unknown). A built-in tool's
