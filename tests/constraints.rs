@@ -235,7 +235,8 @@ fn a_glob_or_a_file_name_in_another_letter_case_keeps_the_file_out() {
 }
 
 /// A tool a constraint denies is not offered to the subagents' model: the offline explorer,
-/// which searches with grep, makes no call only to be denied and says why it settled nothing.
+/// which searches with grep, makes no call only to be denied and says why it settled nothing;
+/// each subagent's logged manifest lists the tools it was given, without grep.
 #[test]
 fn a_denied_tool_is_not_offered_and_the_explorer_says_why_it_did_not_search() {
     let root = docs_tree();
@@ -260,6 +261,19 @@ fn a_denied_tool_is_not_offered_and_the_explorer_says_why_it_did_not_search() {
         );
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(" 0 tool calls"), "{constraint}: {err}");
+        let store = baton::SqliteStore::open(state.path()).unwrap();
+        let events = baton::checkpoint::EventStore::events(&store, &r.run_id).unwrap();
+        let manifests: Vec<Vec<String>> = events
+            .iter()
+            .filter_map(|e| match &e.event {
+                baton::RunEvent::SubagentSpawned { manifest, .. } => Some(manifest.tools.clone()),
+                _ => None,
+            })
+            .collect();
+        assert!(!manifests.is_empty());
+        for tools in manifests {
+            assert!(!tools.is_empty() && !tools.contains(&"grep".to_string()), "{tools:?}");
+        }
     }
 }
 

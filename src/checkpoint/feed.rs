@@ -255,6 +255,9 @@ impl Feed {
             return None;
         }
         let (sender, receiver) = mpsc::channel(EVENTS_BUFFER);
+        // Readers dropped since the last publish are let go here too: a client reconnecting
+        // while nothing is published does not pile them up.
+        state.readers.retain(|r| !r.is_closed());
         state.readers.push(sender);
         Some((receiver, state.published.max(state.publishing)))
     }

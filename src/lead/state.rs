@@ -326,6 +326,9 @@ impl LeadState {
             if role.name == RoleId::VERIFIER {
                 role.tools = self.verifier_tools();
             }
+            // Only the tools the policy offers: what its context and manifest list is what
+            // it is given.
+            role.tools.retain(|t| self.policy.offers_tool(t));
             let scope = self.fleet.records[index].shard.paths.clone();
             let (context, orientation) = match self.context_for(&id, &scope, &role) {
                 Ok(c) => c,
@@ -414,15 +417,7 @@ impl LeadState {
             denied,
             budget,
             model: self.model_of(&role.name),
-            tools: {
-                let offered: Vec<String> = role
-                    .tools
-                    .iter()
-                    .filter(|t| self.policy.offers_tool(t))
-                    .cloned()
-                    .collect();
-                self.config.tools.only(&offered)
-            },
+            tools: self.config.tools.only(&role.tools),
             tool_context: {
                 let cx =
                     crate::tools::ToolContext::new(&self.config.run_id, &record.summary.id, "");
