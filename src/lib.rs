@@ -399,11 +399,10 @@
 //!   ([`RunError`], [`StoreError`], [`ToolError`], [`ModelError`], [`model::ConnectError`],
 //!   [`model::SpecError`], [`model::PriceTableError`], [`model::CostLimitError`],
 //!   [`policy::RuleError`], [`context::RoleError`]); no public function returns a bare
-//!   `String` error. Where the cause is one of the crate's own errors, or a TOML parse error,
-//!   it is kept as the `source` ([`RunError::Store`], [`RunError::Roles`],
-//!   [`RunError::Constraint`], [`model::ConnectError::BaseUrl`],
-//!   [`model::PriceTableError::Toml`]); causes from SQLite, I/O, serde and the actor runtime
-//!   are carried as their message. Tool failures and contract violations are values the model
+//!   `String` error. Where the cause is one of the crate's own errors it is kept as the
+//!   `source` ([`RunError::Store`], [`RunError::Roles`], [`RunError::Constraint`],
+//!   [`model::ConnectError::BaseUrl`]); causes from TOML, SQLite, I/O, serde and the actor
+//!   runtime are carried as their message (no public type names another crate's error). Tool failures and contract violations are values the model
 //!   sees as text.
 //! - Untrusted data: model output, tool results and file contents never change a tool set, a
 //!   budget or a permission: the gate's rules come from `constraint_stated` events only.

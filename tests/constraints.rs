@@ -272,7 +272,10 @@ fn a_denied_tool_is_not_offered_and_the_explorer_says_why_it_did_not_search() {
             .collect();
         assert!(!manifests.is_empty());
         for tools in manifests {
-            assert!(!tools.is_empty() && !tools.contains(&"grep".to_string()), "{tools:?}");
+            assert!(
+                !tools.is_empty() && !tools.contains(&"grep".to_string()),
+                "{tools:?}"
+            );
         }
     }
 }

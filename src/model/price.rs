@@ -11,9 +11,9 @@ use super::{ModelRequest, Usage};
 /// Why a prices file cannot be used (one line).
 #[derive(Debug, thiserror::Error)]
 pub enum PriceTableError {
-    /// It is not the TOML table it should be.
-    #[error("{}", crate::text::one_line(&.0.to_string()))]
-    Toml(#[source] toml::de::Error),
+    /// It is not the TOML table it should be: the parser's message, on one line.
+    #[error("{0}")]
+    Toml(String),
     /// An entry's value is out of range.
     #[error("{0}")]
     Invalid(String),
@@ -177,8 +177,8 @@ pub struct PriceTable {
 impl PriceTable {
     /// Parses a prices file; the error names what is wrong in one line.
     pub fn parse(text: &str) -> Result<PriceTable, PriceTableError> {
-        let entries: HashMap<String, Entry> =
-            toml::from_str(text).map_err(PriceTableError::Toml)?;
+        let entries: HashMap<String, Entry> = toml::from_str(text)
+            .map_err(|e| PriceTableError::Toml(crate::text::one_line(&e.to_string())))?;
         for (name, entry) in &entries {
             let price = p(
                 entry.input,
