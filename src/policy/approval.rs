@@ -276,4 +276,20 @@ mod tests {
         let c: Value = serde_json::from_str(r#"{"a": [2, 1], "b": 1}"#).unwrap();
         assert_ne!(intent_digest("t", &a), intent_digest("t", &c));
     }
+
+    /// The digest is the documented formula, computed elsewhere: SHA-256 of the tool's name,
+    /// a newline and the arguments' compact JSON with every object's keys sorted (Python's
+    /// `hashlib.sha256(("charge\n" + json.dumps(a, sort_keys=True, separators=(",", ":"),
+    /// ensure_ascii=False)).encode())`).
+    #[test]
+    fn an_intent_digest_is_the_documented_formula() {
+        let a: Value = serde_json::from_str(
+            r#"{"z": {"b": 1, "a": [2, {"y": 1, "x": "é"}]}, "order": "A-1", "amount": 5}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            intent_digest("charge", &a),
+            "bc7b6abbd5018861e2a1fbfee9c08bf367c5fef42c8abecc43493f3d8edafc4c"
+        );
+    }
 }
