@@ -395,6 +395,25 @@ async fn a_truncated_log_is_reported_with_the_last_intact_seq() {
         "{err}"
     );
     assert!(err.to_string().contains("missing"), "{err}");
+    // Paged, as a reader of the logged run reads it: at most the ten intact events, then the
+    // same error (the page that reaches the cut is refused whole).
+    let store: Arc<dyn baton::checkpoint::EventStore> = Arc::new(store);
+    let coordinator = baton::Coordinator::builder().store(store).build();
+    let mut events = coordinator.logged_events(&run_id, 0).unwrap();
+    let mut read = 0;
+    let end = loop {
+        match events.next().await {
+            Some(Ok(_)) => read += 1,
+            other => break other,
+        }
+    };
+    assert!(read <= 10, "{read}");
+    match end {
+        Some(Err(StoreError::Damaged {
+            last_intact: 10, ..
+        })) => {}
+        other => panic!("a cut log read to its cut as if whole: {other:?}"),
+    }
 }
 
 /// A truncated database is one clear error, never a panic. SQLite only fails on the pages it

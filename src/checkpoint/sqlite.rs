@@ -515,9 +515,10 @@ impl EventStore for SqliteStore {
             return Err(StoreError::UnknownRun(run_id.to_string()));
         }
         let conn = self.reader.lock().map_err(|_| StoreError::Poisoned)?;
-        if load_head(&conn, run_id).ok().flatten().is_none() {
+        // The head is read first: rows appended meanwhile only lengthen the page.
+        let Some(head) = load_head(&conn, run_id).ok().flatten() else {
             return Err(StoreError::UnknownRun(run_id.to_string()));
-        }
+        };
         let damaged = |detail: String| StoreError::Damaged {
             run_id: run_id.to_string(),
             last_intact: after_seq,
@@ -538,11 +539,12 @@ impl EventStore for SqliteStore {
                 stored_row,
             )
             .map_err(|e| damaged(format!("the event table is unreadable: {e}")))?;
-        verify_page(
+        let page = verify_page(
             run_id,
             after_seq,
             rows.map(|r| r.map_err(|e| e.to_string())),
-        )
+        )?;
+        super::store::tail_checked(run_id, page, (after_seq, limit), &head)
     }
 
     fn runs(&self) -> Result<Vec<RunRow>, StoreError> {

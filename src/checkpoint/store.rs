@@ -328,6 +328,41 @@ pub(crate) fn verify_page(
     Ok(out)
 }
 
+/// A page of `limit` that came back short reached the log's end: that end must be the head
+/// the run recorded (read before the page), or the log was cut.
+pub(crate) fn tail_checked(
+    run_id: &str,
+    page: Vec<LoggedEvent>,
+    (after, limit): (u64, usize),
+    head: &Head,
+) -> Result<Vec<LoggedEvent>, StoreError> {
+    if page.len() >= limit {
+        return Ok(page);
+    }
+    let last = page.last().map_or(after, |e| e.seq);
+    let damaged = |detail: String| StoreError::Damaged {
+        run_id: run_id.to_string(),
+        last_intact: last,
+        detail,
+    };
+    if last < head.seq {
+        return Err(damaged(format!(
+            "the log ends at event {last}, and the run recorded event {} as its last",
+            head.seq
+        )));
+    }
+    if let Some(e) = page
+        .last()
+        .filter(|e| e.seq == head.seq && e.digest != head.digest)
+    {
+        return Err(damaged(format!(
+            "event {} is not the last event the run recorded",
+            e.seq
+        )));
+    }
+    Ok(page)
+}
+
 /// Events held in memory: the same contract as the SQLite store — a run's log for as long as
 /// the store lives (a run started without a store keeps its log in one), and tests.
 #[derive(Debug, Default)]
@@ -421,9 +456,9 @@ impl EventStore for MemoryStore {
         limit: usize,
     ) -> Result<Vec<LoggedEvent>, StoreError> {
         let inner = self.inner.lock().map_err(|_| StoreError::Poisoned)?;
-        if !inner.heads.contains_key(run_id) {
+        let Some(head) = inner.heads.get(run_id) else {
             return Err(StoreError::UnknownRun(run_id.to_string()));
-        }
+        };
         let rows = inner
             .rows
             .get(run_id)
@@ -435,7 +470,8 @@ impl EventStore for MemoryStore {
             .iter()
             .skip(from)
             .take(limit.saturating_add(usize::from(after_seq > 0)));
-        verify_page(run_id, after_seq, page.map(|row| Ok(row.clone())))
+        let page = verify_page(run_id, after_seq, page.map(|row| Ok(row.clone())))?;
+        tail_checked(run_id, page, (after_seq, limit), head)
     }
 
     fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
