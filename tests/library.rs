@@ -219,6 +219,120 @@ async fn a_reader_that_never_reads_holds_the_run_and_memory_stays_bounded() {
     assert!(held_at < total / 4, "held at {held_at} of {total} events");
 }
 
+/// A model that calls the `noop` tool until it has seen `turns` results, then hands off;
+/// counting its calls, each taking 2 ms (a real model takes far longer).
+struct Busy {
+    turns: usize,
+    calls: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+#[async_trait]
+impl Model for Busy {
+    fn name(&self) -> String {
+        "busy".into()
+    }
+    async fn complete(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        let seen = request
+            .messages
+            .iter()
+            .filter(|m| matches!(m, baton::Message::Tool { .. }))
+            .count();
+        let (text, calls) = if seen < self.turns {
+            let call = baton::ToolCall {
+                id: format!("c{seen}"),
+                name: "noop".into(),
+                arguments: json!({}),
+            };
+            (String::new(), vec![call])
+        } else {
+            (EMPTY_HANDOFF.to_string(), Vec::new())
+        };
+        Ok(ModelResponse::new(text, calls, Usage::default()))
+    }
+}
+
+/// A read-only tool that does nothing.
+struct Noop;
+
+#[async_trait]
+impl Tool for Noop {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "noop".into(),
+            description: "Do nothing.".into(),
+            parameters: json!({"type": "object"}),
+        }
+    }
+    fn read_only(&self) -> bool {
+        true
+    }
+    fn consequences(&self, _: &Value) -> Vec<Consequence> {
+        Vec::new()
+    }
+    async fn call(&self, _: &Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::new("ok"))
+    }
+}
+
+/// Issue 22: a run held by a reader that stopped reading spends nothing more: its running
+/// subagents make no further model call until the reader reads (they would otherwise run to
+/// their ends while the lead waits), and then the run goes on to its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_run_s_subagents_make_no_model_call_until_it_is_read() {
+    let (n, turns) = (6, 300);
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let limits = baton::Budget {
+        model_turns: 1000,
+        tool_calls: 1000,
+        tokens: 10_000_000,
+    };
+    let model = Busy {
+        turns,
+        calls: Arc::clone(&calls),
+    };
+    let handle = Coordinator::builder()
+        .model(Arc::new(model))
+        .tools(ToolRegistry::empty().with(Arc::new(Noop)))
+        .role(Role::new("worker").tools(["noop"]).limits(limits))
+        .agents(n)
+        .store(Arc::new(MemoryStore::new()))
+        .build()
+        .start(parts(n))
+        .await
+        .unwrap();
+    let mut stream = handle.events();
+    stream.next().await.unwrap().unwrap();
+    // Wait until the model calls stop: half a second without one.
+    let count = || calls.load(std::sync::atomic::Ordering::SeqCst);
+    let mut last = 0;
+    for _ in 0..200 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        if count() == last && last > 0 {
+            break;
+        }
+        last = count();
+    }
+    let held = count();
+    let all = n * (turns + 1);
+    assert!(
+        held < all / 2,
+        "{held} of {all} model calls made while held"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(count(), held, "model calls went on while the run was held");
+    while let Some(event) = stream.next().await {
+        event.unwrap();
+    }
+    let report = handle.report().await.unwrap();
+    assert!(report
+        .subagents
+        .iter()
+        .all(|s| s.state == SubagentState::HandedOff));
+    assert_eq!(count(), all);
+}
+
 /// Issue 22: a run held by a reader that stopped reading is cancelled at once — the
 /// cancellation waits for no reader — and that reader, when it reads again, still reads every
 /// event once, in order: what its queue had no room for comes from the store.

@@ -26,6 +26,8 @@ pub(crate) struct Feed {
     state: Mutex<FeedState>,
     /// Notified each time what was published moves on, a reader goes, or the feed closes.
     moved: tokio::sync::Notify,
+    /// The last event the run has logged, as it last said when it waited for room.
+    logged: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Default)]
@@ -65,6 +67,7 @@ impl Feed {
                 ..FeedState::default()
             }),
             moved: tokio::sync::Notify::new(),
+            logged: std::sync::atomic::AtomicU64::new(published),
         }
     }
 
@@ -75,6 +78,8 @@ impl Feed {
     /// where it stopped, and the few events of the step the run is taking. Once the run is
     /// released (cancelled), it never waits.
     pub(crate) async fn room(&self, logged: u64) {
+        self.logged
+            .fetch_max(logged, std::sync::atomic::Ordering::Relaxed);
         loop {
             let moved = self.moved.notified();
             tokio::pin!(moved);
@@ -84,6 +89,13 @@ impl Feed {
             }
             moved.await;
         }
+    }
+
+    /// Waits while the run is held by a reader (see [`Feed::room`]): a subagent waits here
+    /// before each model call, so a held run spends nothing more.
+    pub(crate) async fn unheld(&self) {
+        let logged = self.logged.load(std::sync::atomic::Ordering::Relaxed);
+        self.room(logged).await;
     }
 
     /// Whether the run, having logged up to `logged`, must wait for a reader (see

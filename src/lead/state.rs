@@ -446,6 +446,7 @@ impl LeadState {
             cost: Arc::clone(&self.config.cost),
             cost_cap: self.config.subagent_cost_cap,
             run_id: self.config.run_id.clone(),
+            feed: self.journal.feed.clone(),
             // Its spawn is the next event logged.
             span: tracing::info_span!(
                 parent: &self.outside.span,

@@ -160,6 +160,8 @@ pub(crate) struct SubagentArgs {
     pub(crate) cost_cap: Option<u64>,
     /// Its run.
     pub(crate) run_id: String,
+    /// The run's readers: a model call waits while one holds the run.
+    pub(crate) feed: Option<Arc<crate::checkpoint::Feed>>,
     /// Its span (a child of the run's, carrying its `subagent_spawned` seq): its model and
     /// tool calls are spans under it.
     pub(crate) span: tracing::Span,
@@ -180,6 +182,7 @@ pub(crate) struct SubagentRun {
     work: Option<Work>,
     finished: bool,
     run_id: String,
+    feed: Option<Arc<crate::checkpoint::Feed>>,
     span: tracing::Span,
 }
 
@@ -266,6 +269,7 @@ impl SubagentRun {
                 // No call goes out that could take the run past its cost limit.
                 let cost = Arc::clone(&self.cost);
                 let report = Arc::clone(&self.report);
+                let feed = self.feed.clone();
                 let span = tracing::info_span!(
                     parent: &self.span,
                     "model_call",
@@ -276,6 +280,10 @@ impl SubagentRun {
                 self.work = Some(spawn_work(
                     myself,
                     async move {
+                        // A run held by a reader spends nothing more until it reads.
+                        if let Some(feed) = feed {
+                            feed.unheld().await;
+                        }
                         let call =
                             crate::model::call_metered(model.as_ref(), &cost, request, limit);
                         let reply = call.instrument(span).await;
@@ -396,6 +404,7 @@ impl Actor for SubagentActor {
             work: None,
             finished: false,
             run_id: args.run_id,
+            feed: args.feed,
             span: args.span,
         })
     }
