@@ -87,8 +87,13 @@ pub fn brief(cp: &Checkpoint) -> Brief {
         .filter(|e| e.state.is_unresolved())
         .map(|e| BriefItem {
             text: format!(
-                "{} ({} by {}): {:?} after {} attempt(s); {}",
-                e.intent_id, e.tool, e.subagent, e.state, e.attempts, e.allowed_recovery
+                "{} ({} by {}): {} after {} attempt(s); {}",
+                e.intent_id,
+                e.tool,
+                e.subagent,
+                e.state.name(),
+                e.attempts,
+                e.allowed_recovery
             ),
             event: e.receipts.last().copied().unwrap_or(0),
         })
@@ -238,7 +243,11 @@ impl Brief {
     pub fn render(&self) -> String {
         let mut out = format!(
             "# Brief of {} (events {}..{})\n\nGoal: {} [event {}]\n",
-            self.run_id, self.events.0, self.events.1, self.goal.text, self.goal.event
+            self.run_id,
+            self.events.0,
+            self.events.1,
+            line(&self.goal.text),
+            self.goal.event
         );
         let section = |out: &mut String, title: &str, items: &[BriefItem]| {
             let _ = writeln!(out, "\n## {title}");
@@ -246,10 +255,11 @@ impl Brief {
                 out.push_str("- none\n");
             }
             for item in items {
+                let text = line(&item.text);
                 if item.event > 0 {
-                    let _ = writeln!(out, "- {} [event {}]", item.text, item.event);
+                    let _ = writeln!(out, "- {text} [event {}]", item.event);
                 } else {
-                    let _ = writeln!(out, "- {}", item.text);
+                    let _ = writeln!(out, "- {text}");
                 }
             }
         };
@@ -266,4 +276,13 @@ impl Brief {
         let _ = writeln!(out, "\n## Next step\n{}", self.next_step);
         out
     }
+}
+
+/// An item on one line: a line break in a path, a question or a reason is written as its
+/// `\u{..}` escape, so nothing a run holds can start a line — or a heading — of the brief.
+fn line(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['\n', '\r']) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(text.replace('\n', "\\u{a}").replace('\r', "\\u{d}"))
 }

@@ -48,6 +48,26 @@ impl EffectState {
         EffectState::Superseded,
     ];
 
+    /// Its name as the log writes it (`outcome_unknown`).
+    /// ```
+    /// assert_eq!(baton::EffectState::OutcomeUnknown.name(), "outcome_unknown");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            EffectState::Proposed => "proposed",
+            EffectState::Denied => "denied",
+            EffectState::AwaitingApproval => "awaiting_approval",
+            EffectState::Executing => "executing",
+            EffectState::Observed => "observed",
+            EffectState::OutcomeUnknown => "outcome_unknown",
+            EffectState::Reconciled => "reconciled",
+            EffectState::Completed => "completed",
+            EffectState::Failed => "failed",
+            EffectState::Stopped => "stopped",
+            EffectState::Superseded => "superseded",
+        }
+    }
+
     /// Whether what happened is not settled yet: it may still run, may have run, or waits.
     pub fn is_unresolved(self) -> bool {
         matches!(

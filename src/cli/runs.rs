@@ -7,7 +7,9 @@ use baton::checkpoint::{brief as make_brief, project, EventStore, StoreError};
 use baton::HandoffCounts;
 use serde_json::json;
 
-use super::{store_error, terminal_safe, StateArg, EXIT_DONE, EXIT_FAILED, EXIT_USAGE};
+use super::{
+    store_error, terminal_line, terminal_safe, StateArg, EXIT_DONE, EXIT_FAILED, EXIT_USAGE,
+};
 
 /// A question on one line: line breaks shown as spaces, so a listing stays one line per run.
 fn one_line(text: &str) -> String {
@@ -135,13 +137,13 @@ pub(crate) fn list(args: RunsArgs) -> i32 {
         for (row, state, accepted, rejected, tokens) in &listed {
             text.push_str(&format!(
                 "{}  {:<12} accepted {} rejected {}  {} tokens  {}  {}\n",
-                terminal_safe(&row.run_id),
+                terminal_line(&row.run_id),
                 state,
                 accepted,
                 rejected,
                 tokens,
-                terminal_safe(&row.root),
-                terminal_safe(&one_line(&row.question))
+                terminal_line(&row.root),
+                terminal_line(&one_line(&row.question))
             ));
         }
         text
