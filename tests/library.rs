@@ -915,3 +915,53 @@ async fn urls_and_documents_a_tool_returned_are_quoted_and_kept_as_evidence() {
         Some(hex("Retries back off exponentially."))
     );
 }
+
+/// A tool with effects whose call panics.
+struct Explodes;
+
+#[async_trait]
+impl Tool for Explodes {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "explode".into(),
+            description: "Panics.".into(),
+            parameters: json!({"type": "object"}),
+        }
+    }
+    fn consequences(&self, _: &Value) -> Vec<Consequence> {
+        Vec::new()
+    }
+    async fn call(&self, _: &Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
+        panic!("the tool blew up");
+    }
+}
+
+/// Issue 22: an application's tool that panics fails its subagent (the run still reports),
+/// and the call's effect — it started, and may have done something — is unknown, not failed.
+#[tokio::test]
+async fn a_tool_that_panics_fails_its_subagent_and_its_effect_is_unknown() {
+    let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
+    let model = ScriptedModel::new(vec![ScriptedTurn::tool("explode", json!({}))]);
+    let report = Coordinator::builder()
+        .model(Arc::new(model))
+        .tools(ToolRegistry::empty().with(Arc::new(Explodes)))
+        .role(Role::new("worker").tools(["explode"]))
+        .store(Arc::clone(&store))
+        .build()
+        .run(Task::job("Blow up.").subtask("worker", "Call it."))
+        .await
+        .unwrap();
+    let sub = &report.subagents[0];
+    assert_eq!(sub.state, SubagentState::Failed);
+    assert!(
+        sub.error
+            .as_deref()
+            .unwrap_or("")
+            .contains("the tool blew up"),
+        "{:?}",
+        sub.error
+    );
+    let cp = store.latest_checkpoint(&report.run_id).unwrap().unwrap();
+    let states: Vec<_> = cp.effects.iter().map(|e| e.state).collect();
+    assert_eq!(states, [baton::EffectState::OutcomeUnknown]);
+}

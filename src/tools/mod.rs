@@ -203,8 +203,10 @@ pub trait Tool: Send + Sync {
         let _ = arguments;
         false
     }
-    /// Runs one call. Past the context's time limit the call is abandoned (its future
-    /// dropped, its cancellation set).
+    /// Runs one call, on a task of its own. Past the context's time limit the call is
+    /// abandoned (its task aborted, its cancellation set) and its effect is unknown — also
+    /// when it blocks its thread, though that thread stays taken until it returns: put
+    /// blocking work in `tokio::task::spawn_blocking`.
     async fn call(&self, arguments: &Value, context: &ToolContext)
         -> Result<ToolOutput, ToolError>;
 }
@@ -568,15 +570,7 @@ impl ToolRegistry {
             Err(refused) => (Err(refused), false),
             Ok(admitted) => match &admitted.tool.blocking {
                 Some(tool) => blocking_call(tool, &call.arguments, context).await,
-                None => match tokio::time::timeout(
-                    limit,
-                    admitted.tool.tool.call(&call.arguments, context),
-                )
-                .await
-                {
-                    Ok(outcome) => (outcome, false),
-                    Err(_) => (Err(past_limit(limit)), true),
-                },
+                None => own_call(&admitted.tool.tool, &call.arguments, context, limit).await,
             },
         };
         if timed_out {
@@ -586,7 +580,43 @@ impl ToolRegistry {
         }
         (finish(call, outcome), timed_out)
     }
+}
 
+/// An application's tool's call, on its own task: its limit holds even when the call blocks
+/// its thread (the task is abandoned at the limit, aborted when this future is dropped). A
+/// panic in it is this future's panic, as if the call had run here.
+async fn own_call(
+    tool: &Arc<dyn Tool>,
+    arguments: &Value,
+    context: &ToolContext,
+    limit: std::time::Duration,
+) -> (Result<ToolOutput, ToolError>, bool) {
+    let (tool, arguments, cx) = (Arc::clone(tool), arguments.clone(), context.clone());
+    let task = tokio::spawn(async move { tool.call(&arguments, &cx).await });
+    let _abort = AbortOnDrop(task.abort_handle());
+    match tokio::time::timeout(limit, task).await {
+        Ok(Ok(outcome)) => (outcome, false),
+        Ok(Err(join)) if join.is_panic() => std::panic::resume_unwind(join.into_panic()),
+        Ok(Err(_)) => (
+            Err(ToolError::new(
+                "the call was stopped before it returned; whether it took effect is unknown",
+            )),
+            true,
+        ),
+        Err(_) => (Err(past_limit(limit)), true),
+    }
+}
+
+/// Aborts a task when dropped (a no-op once it has ended).
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl ToolRegistry {
     /// Runs a built-in workspace tool's call on this thread (blocking), through the same
     /// gate: how a resume reruns a search. Any other tool is an error result.
     pub(crate) fn execute_blocking(&self, call: &ToolCall, workspace: &Workspace) -> ToolResult {
@@ -709,7 +739,8 @@ mod tests {
     use std::time::{Duration, Instant};
 
     /// A tool that sleeps `ms`, then answers.
-    struct Nap(u64);
+    /// Sleeps for its milliseconds — blocking its thread, with `true`.
+    struct Nap(u64, bool);
 
     #[async_trait::async_trait]
     impl Tool for Nap {
@@ -724,7 +755,10 @@ mod tests {
             Vec::new()
         }
         async fn call(&self, _: &Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
-            tokio::time::sleep(Duration::from_millis(self.0)).await;
+            match self.1 {
+                true => std::thread::sleep(Duration::from_millis(self.0)),
+                false => tokio::time::sleep(Duration::from_millis(self.0)).await,
+            }
             Ok(ToolOutput::new("rested"))
         }
     }
@@ -744,14 +778,14 @@ mod tests {
     async fn a_call_s_cancellation_is_ended_or_cancelled_never_left_running() {
         let cx =
             |ms| ToolContext::new("r", "sa1", "sa1.1").with_time_limit(Duration::from_millis(ms));
-        let quick = ToolRegistry::empty().with(Arc::new(Nap(10)));
+        let quick = ToolRegistry::empty().with(Arc::new(Nap(10, false)));
         let ended = cx(5_000);
         let watch = ended.cancellation().clone();
         let watcher = tokio::spawn(async move { watch.cancelled().await });
         let (result, timed_out) = quick.execute_within(&nap_call(), &ended).await;
         assert!(!result.is_error && !timed_out);
         assert!(!watcher.await.unwrap(), "ended, not cancelled");
-        let slow = ToolRegistry::empty().with(Arc::new(Nap(5_000)));
+        let slow = ToolRegistry::empty().with(Arc::new(Nap(5_000, false)));
         let late = cx(50);
         let (result, timed_out) = slow.execute_within(&nap_call(), &late).await;
         assert!(result.is_error && timed_out);
@@ -766,6 +800,22 @@ mod tests {
             .await
             .is_err());
         assert!(watch.cancelled().await, "cancelled when dropped");
+    }
+
+    /// An application's tool that blocks its thread (a synchronous sleep inside its async
+    /// call) is still cut off at its limit: the call is a tool error, its effect unknown.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_call_that_blocks_its_thread_is_cut_off_at_its_limit() {
+        let stuck = ToolRegistry::empty().with(Arc::new(Nap(3_000, true)));
+        let cx = ToolContext::new("r", "sa1", "sa1.1").with_time_limit(Duration::from_millis(200));
+        let started = Instant::now();
+        let (result, timed_out) = stuck.execute_within(&nap_call(), &cx).await;
+        assert!(result.is_error && timed_out, "{result:?}");
+        assert!(
+            started.elapsed() < Duration::from_millis(1500),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     /// Work stuck past its limit gives its slot back: with every slot taken by stuck work,
