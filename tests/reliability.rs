@@ -508,6 +508,17 @@ fn read_only_commands_on_a_missing_state_create_nothing() {
     let out = runs_of(&dir.path().join("two\nlines"));
     assert_eq!(out.status.code(), Some(2));
     assert!(one_line(&out).contains("two\\u{a}lines"));
+    // A state that is a file is said to be one, for a run too.
+    let file = dir.path().join("statefile");
+    std::fs::write(&file, "").unwrap();
+    let tree = rust_tree();
+    let out = baton()
+        .args(["explore", &tree.path().display().to_string(), "q?", "--state"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(one_line(&out).contains("not a directory"), "{out:?}");
 }
 
 /// A question holding escape sequences (a window title, a colour, a cursor move) is printed by

@@ -278,6 +278,11 @@ impl SqliteStore {
         std::fs::create_dir_all(dir).map_err(|e| match e.kind() {
             // The state cannot be written: a failed write, not bad input.
             std::io::ErrorKind::StorageFull => StoreError::Write(format!("{}: {e}", dir.display())),
+            // Something that is not a directory (a file, a device, a link to itself).
+            _ if dir.exists() || dir.is_symlink() => StoreError::Open {
+                path: dir.display().to_string(),
+                reason: "it is not a directory".into(),
+            },
             _ => StoreError::Open {
                 path: dir.display().to_string(),
                 reason: e.to_string(),
