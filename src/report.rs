@@ -242,6 +242,17 @@ impl HandoffCounts {
 }
 
 /// The result of a run.
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dir = baton::testing::fixture_tree();
+/// let report = baton::Coordinator::builder().build()
+///     .run(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+/// assert!(!report.failed());
+/// assert!(report.to_markdown().contains("## Settled conclusions"));
+/// let json: baton::Value = baton::serde_json::from_str(&report.to_json().unwrap()).unwrap();
+/// assert_eq!(json["run_id"], report.run_id.as_str());
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     /// The run's id.

@@ -513,7 +513,12 @@ fn read_only_commands_on_a_missing_state_create_nothing() {
     std::fs::write(&file, "").unwrap();
     let tree = rust_tree();
     let out = baton()
-        .args(["explore", &tree.path().display().to_string(), "q?", "--state"])
+        .args([
+            "explore",
+            &tree.path().display().to_string(),
+            "q?",
+            "--state",
+        ])
         .arg(&file)
         .output()
         .unwrap();

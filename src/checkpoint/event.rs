@@ -471,6 +471,17 @@ impl RunEvent {
 
 /// An event as stored: its run, sequence number (from 1), time, and its digest chained to the
 /// previous event's.
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use baton::EventStore;
+/// let store = baton::testing::MemoryStore::new();
+/// let event = baton::RunEvent::RunFinished { cancelled: true };
+/// store.append("r1", vec![(1, event.clone())]).await.unwrap().unwrap();
+/// let logged = &store.events("r1").unwrap()[0];
+/// assert_eq!((logged.run_id.as_str(), logged.seq, &logged.event), ("r1", 1, &event));
+/// assert_eq!(logged.digest.len(), 64, "a SHA-256, chained to the event before");
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoggedEvent {
     /// The run.

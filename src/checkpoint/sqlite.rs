@@ -71,6 +71,18 @@ pub(super) struct Queue {
 }
 
 /// The on-disk store at `DIR/baton.db`.
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use std::sync::Arc;
+/// let state = tempfile::tempdir().unwrap();
+/// let store = Arc::new(baton::SqliteStore::open(state.path()).unwrap());
+/// let dir = baton::testing::fixture_tree();
+/// let report = baton::Coordinator::builder().store(store.clone()).build()
+///     .run(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+/// use baton::EventStore;
+/// assert_eq!(store.runs().unwrap()[0].run_id, report.run_id);
+/// # });
+/// ```
 pub struct SqliteStore {
     path: PathBuf,
     writer: Mutex<Option<mpsc::SyncSender<Append>>>,
@@ -274,6 +286,13 @@ fn cut_short(path: &Path) -> Option<String> {
 
 impl SqliteStore {
     /// Opens (creating if needed) the store in `dir`.
+    /// ```
+    /// let state = tempfile::tempdir().unwrap();
+    /// let store = baton::SqliteStore::open(state.path()).unwrap();
+    /// assert!(state.path().join("baton.db").exists());
+    /// use baton::EventStore;
+    /// assert!(store.runs().unwrap().is_empty());
+    /// ```
     pub fn open(dir: &Path) -> Result<SqliteStore, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| match e.kind() {
             // The state cannot be written: a failed write, not bad input.

@@ -10,6 +10,13 @@ use super::event::{chain_digest, LoggedEvent, RunEvent};
 use super::Checkpoint;
 
 /// Why the store could not do what was asked.
+/// ```
+/// use baton::EventStore;
+/// let store = baton::testing::MemoryStore::new();
+/// let err = store.events("no-such-run").unwrap_err();
+/// assert!(matches!(err, baton::StoreError::UnknownRun(_)));
+/// assert!(!err.to_string().contains('\n'), "one line");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
@@ -66,6 +73,18 @@ pub enum StoreError {
 }
 
 /// One run as listed by `baton runs`.
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use baton::EventStore;
+/// let store = std::sync::Arc::new(baton::testing::MemoryStore::new());
+/// let dir = baton::testing::fixture_tree();
+/// let report = baton::Coordinator::builder().store(store.clone()).build()
+///     .run(baton::Task::explore("q", dir.path())).await.unwrap();
+/// let row = &store.runs().unwrap()[0];
+/// assert_eq!(row.run_id, report.run_id);
+/// assert_eq!(row.last_seq as usize, store.events(&row.run_id).unwrap().len());
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunRow {
     /// Its id.
@@ -81,6 +100,16 @@ pub struct RunRow {
 }
 
 /// A store of run events and checkpoints.
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use baton::EventStore;
+/// let store = baton::testing::MemoryStore::new();
+/// let ack = store.append("r1", vec![(1, baton::RunEvent::RunFinished { cancelled: false })]);
+/// let logged = ack.await.unwrap().unwrap();
+/// assert_eq!(logged[0].seq, 1);
+/// assert_eq!(store.events("r1").unwrap(), logged);
+/// # });
+/// ```
 pub trait EventStore: Send + Sync {
     /// Appends events to a run, in order; the receiver fires once they are durable (group
     /// commit: concurrent appends share one commit).

@@ -12,6 +12,18 @@ use crate::model::{
 /// Builds the model a spec names. `offline_latency` slows the offline model (demos, tests);
 /// `window` overrides the model's context window; a missing key or a bad base URL is an
 /// error naming the variable.
+/// ```
+/// use baton::model::{HttpOptions, ModelSpec, PriceTable};
+/// let spec = ModelSpec::parse("offline").unwrap();
+/// let no_env = |_: &str| None;
+/// let model = baton::connect(&spec, &no_env, &PriceTable::default(), None, HttpOptions::default(),
+///     std::time::Duration::ZERO).unwrap();
+/// assert_eq!(model.name(), "offline");
+/// let spec = ModelSpec::parse("anthropic:claude-sonnet-4-5").unwrap();
+/// let Err(err) = baton::connect(&spec, &no_env, &PriceTable::default(), None,
+///     HttpOptions::default(), std::time::Duration::ZERO) else { panic!("connected without a key") };
+/// assert!(err.to_string().contains("ANTHROPIC_API_KEY"), "{err}");
+/// ```
 pub fn connect(
     spec: &ModelSpec,
     env: Env<'_>,

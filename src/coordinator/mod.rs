@@ -32,6 +32,15 @@ pub use handle::{Canceller, RunHandle};
 pub use task::{Job, Task};
 
 /// Why a run could not start or finish. Bad input is told apart from a failed run.
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dir = baton::testing::fixture_tree();
+/// let err = baton::Coordinator::builder().build()
+///     .run(baton::Task::explore("  ", dir.path())).await.unwrap_err();
+/// assert!(matches!(err, baton::RunError::EmptyQuestion));
+/// assert_eq!(err.to_string(), "the question is empty");
+/// # });
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RunError {

@@ -7,6 +7,12 @@ use crate::checkpoint::{Subtask, TaskSpec};
 use crate::contracts::RoleId;
 
 /// A job's kind and its source.
+/// ```
+/// let dir = baton::testing::fixture_tree();
+/// let task = baton::Task::explore("where is next_delay?", dir.path());
+/// assert!(matches!(task.kind(), baton::Job::Explore { root } if root == dir.path()));
+/// assert_eq!(baton::Task::job("triage").kind(), &baton::Job::Custom);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Job {
     /// Explore the tree at this root: the tree is sharded among explorer subagents (and each

@@ -13,6 +13,14 @@ use crate::source::{quote_path, Observation, ObservationLog, Shown, SourceId};
 
 /// What a handoff is checked against. Each layer runs only when what it needs is given:
 /// resolution and quotation need `files`, observation needs `observations`.
+/// ```
+/// let files = baton::testing::MemoryFiles::new();
+/// // Structure and resolution against these files; no observation log: nothing is checked
+/// // against what a tool showed.
+/// let check = baton::Check { files: Some(&files), observations: None, docs: None };
+/// let parsed = baton::validate("## Settled conclusions\n## Open items\n## Hard constraints\n- none\n", &check);
+/// assert!(parsed.violations.is_empty());
+/// ```
 #[derive(Default, Clone, Copy)]
 pub struct Check<'a> {
     /// Where cited files are read.
@@ -70,6 +78,16 @@ impl Quotable {
 
 /// Parses and validates a handoff text in every layer `check` allows; `violations` of the
 /// result holds them all, structure first, each tied to its conclusion where it has one.
+/// ```
+/// let mut files = baton::testing::MemoryFiles::new();
+/// files.insert("src/a.rs", "fn main() {}\n");
+/// let check = baton::Check { files: Some(&files), observations: None, docs: None };
+/// let good = "## Settled conclusions\n- main is `fn main()` [src/a.rs:1]\n## Open items\n## Hard constraints\n- none\n";
+/// assert!(baton::validate(good, &check).violations.is_empty());
+/// let made_up = good.replace("fn main()", "fn start()");
+/// let codes: Vec<_> = baton::validate(&made_up, &check).violations.iter().map(|v| v.code.as_str()).collect();
+/// assert_eq!(codes, ["quote_not_found"]);
+/// ```
 pub fn validate(text: &str, check: &Check<'_>) -> Parsed {
     let mut parsed = parse(text);
     if let Some(log) = check.observations {

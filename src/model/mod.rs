@@ -77,6 +77,16 @@ pub struct ModelRequest {
 impl ModelRequest {
     /// A request with the provider's defaults: no temperature, tool choice `auto`, a text
     /// answer that is not a handoff.
+    /// ```
+    /// let request = baton::ModelRequest::new(
+    ///     "You answer briefly.".into(),
+    ///     vec![baton::Message::User { text: "Where is main?".into() }],
+    ///     Vec::new().into(),
+    ///     256,
+    /// );
+    /// assert!(!request.handoff && request.temperature.is_none());
+    /// assert!(request.estimated_tokens() > 0);
+    /// ```
     pub fn new(
         system: String,
         messages: Vec<Message>,
@@ -126,6 +136,11 @@ pub struct Usage {
 
 impl Usage {
     /// Every input token (uncached, read from and written to the cache) plus output.
+    /// ```
+    /// let usage = baton::Usage { input_tokens: 100, output_tokens: 20, cache_read_tokens: 50, ..Default::default() };
+    /// assert_eq!(usage.total(), 170);
+    /// assert_eq!(usage.all_input(), 150);
+    /// ```
     pub fn total(&self) -> u64 {
         self.all_input().saturating_add(self.output_tokens)
     }
@@ -169,6 +184,11 @@ pub struct ModelResponse {
 
 impl ModelResponse {
     /// A finished answer: `text`, these tool calls (`tool_use` when there are any), `usage`.
+    /// ```
+    /// let call = baton::ToolCall { id: "c1".into(), name: "grep".into(), arguments: baton::json!({}) };
+    /// let response = baton::ModelResponse::new(String::new(), vec![call], baton::Usage::default());
+    /// assert_eq!(response.stop, baton::model::StopReason::ToolUse);
+    /// ```
     pub fn new(text: String, tool_calls: Vec<ToolCall>, usage: Usage) -> ModelResponse {
         let stop = if tool_calls.is_empty() {
             StopReason::End
@@ -245,6 +265,12 @@ pub struct ModelError {
 
 impl ModelError {
     /// An error of `kind` with `message` and nothing else known.
+    /// ```
+    /// use baton::model::ErrorKind;
+    /// let error = baton::ModelError::new(ErrorKind::RateLimited, "slow down");
+    /// assert!(error.retryable());
+    /// assert!(error.to_string().contains("slow down"));
+    /// ```
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> ModelError {
         ModelError {
             kind,

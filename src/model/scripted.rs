@@ -12,6 +12,11 @@ use crate::tokens::estimate_tokens;
 use crate::transcript::ToolCall;
 
 /// One scripted turn.
+/// ```
+/// use baton::testing::ScriptedTurn;
+/// let grep = ScriptedTurn::tool("grep", baton::json!({"pattern": "fn main"}));
+/// assert_eq!(grep, ScriptedTurn::Tools(vec![("grep".into(), baton::json!({"pattern": "fn main"}))]));
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum ScriptedTurn {
     /// Answer with this text (a handoff, when there are no tool calls).
@@ -26,17 +31,43 @@ pub enum ScriptedTurn {
 
 impl ScriptedTurn {
     /// A turn calling one tool.
+    /// ```
+    /// let turn = baton::testing::ScriptedTurn::tool("read_file", baton::json!({"path": "a.rs"}));
+    /// assert!(matches!(turn, baton::testing::ScriptedTurn::Tools(calls) if calls.len() == 1));
+    /// ```
     pub fn tool(name: &str, arguments: Value) -> ScriptedTurn {
         ScriptedTurn::Tools(vec![(name.to_string(), arguments)])
     }
 
     /// A turn answering with text.
+    /// ```
+    /// let turn = baton::testing::ScriptedTurn::text("done");
+    /// assert_eq!(turn, baton::testing::ScriptedTurn::Text("done".into()));
+    /// ```
     pub fn text(text: impl Into<String>) -> ScriptedTurn {
         ScriptedTurn::Text(text.into())
     }
 }
 
-/// A model that plays a script, shared by every subagent that calls it.
+/// A model that plays a script, shared by every subagent that calls it: a test of one's own
+/// roles and tools runs offline with it.
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use std::sync::Arc;
+/// use baton::testing::{ScriptedModel, ScriptedTurn};
+/// let handoff = "## Settled conclusions\n## Open items\n## Hard constraints\n- none\n";
+/// let model = Arc::new(ScriptedModel::new([ScriptedTurn::text(handoff)]));
+/// let report = baton::Coordinator::builder()
+///     .model(Arc::clone(&model) as Arc<dyn baton::Model>)
+///     .role(baton::Role::new("worker"))
+///     .build()
+///     .run(baton::Task::job("Say nothing.").subtask("worker", "Nothing."))
+///     .await
+///     .unwrap();
+/// assert_eq!(report.subagents[0].state, baton::SubagentState::HandedOff);
+/// assert_eq!(model.requests().len(), 1);
+/// # });
+/// ```
 #[derive(Debug, Default)]
 pub struct ScriptedModel {
     turns: Mutex<VecDeque<ScriptedTurn>>,
@@ -46,6 +77,10 @@ pub struct ScriptedModel {
 
 impl ScriptedModel {
     /// A model that will play `turns` in order.
+    /// ```
+    /// let model = baton::testing::ScriptedModel::new([baton::testing::ScriptedTurn::text("a")]);
+    /// assert_eq!(model.remaining(), 1);
+    /// ```
     pub fn new(turns: impl IntoIterator<Item = ScriptedTurn>) -> ScriptedModel {
         ScriptedModel {
             turns: Mutex::new(turns.into_iter().collect()),
@@ -55,17 +90,41 @@ impl ScriptedModel {
     }
 
     /// The same model with a context window of `tokens` (to exercise compaction).
+    /// ```
+    /// use baton::Model;
+    /// let model = baton::testing::ScriptedModel::new([]).with_window(4096);
+    /// assert_eq!(model.context_window(), 4096);
+    /// ```
     pub fn with_window(mut self, tokens: usize) -> ScriptedModel {
         self.window = Some(tokens);
         self
     }
 
     /// Every request sent so far, in order.
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use baton::Model;
+    /// let model = baton::testing::ScriptedModel::new([baton::testing::ScriptedTurn::text("hi")]);
+    /// let request = baton::ModelRequest::new("Be brief.".into(), vec![], Vec::new().into(), 64);
+    /// model.complete(request.clone()).await.unwrap();
+    /// assert_eq!(model.requests(), vec![request]);
+    /// # });
+    /// ```
     pub fn requests(&self) -> Vec<ModelRequest> {
         self.requests.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
     /// Turns not played yet.
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use baton::Model;
+    /// let model = baton::testing::ScriptedModel::new([baton::testing::ScriptedTurn::text("hi")]);
+    /// let request = baton::ModelRequest::new(String::new(), vec![], Vec::new().into(), 64);
+    /// assert_eq!(model.complete(request.clone()).await.unwrap().text, "hi");
+    /// assert_eq!(model.remaining(), 0);
+    /// assert!(model.complete(request).await.is_err(), "the script ran out");
+    /// # });
+    /// ```
     pub fn remaining(&self) -> usize {
         self.turns.lock().map(|t| t.len()).unwrap_or(0)
     }

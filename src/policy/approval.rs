@@ -10,6 +10,41 @@ use super::gate::{Consequence, Effect};
 
 /// A tool call waiting for the application's approval: the exact object, why it waits, and
 /// until when.
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// // A tool asking for approval of every call; the request is what the handle lists.
+/// # struct Ticket;
+/// # #[baton::async_trait]
+/// # impl baton::Tool for Ticket {
+/// #     fn spec(&self) -> baton::ToolSpec { baton::ToolSpec { name: "file_ticket".into(), description: "File.".into(), parameters: baton::json!({"type": "object"}) } }
+/// #     fn consequences(&self, _: &baton::Value) -> Vec<baton::Consequence> { vec![] }
+/// #     fn needs_approval(&self, _: &baton::Value) -> bool { true }
+/// #     async fn call(&self, _: &baton::Value, _: &baton::ToolContext) -> Result<baton::ToolOutput, baton::ToolError> { Ok(baton::ToolOutput::new("filed")) }
+/// # }
+/// use baton::testing::{ScriptedModel, ScriptedTurn};
+/// let model = ScriptedModel::new([
+///     ScriptedTurn::tool("file_ticket", baton::json!({"title": "a"})),
+///     ScriptedTurn::text("## Settled conclusions\n## Open items\n## Hard constraints\n- none\n"),
+/// ]);
+/// let handle = baton::Coordinator::builder()
+///     .model(std::sync::Arc::new(model))
+///     .tools(baton::ToolRegistry::empty().with(std::sync::Arc::new(Ticket)))
+///     .role(baton::Role::new("filer").tools(["file_ticket"]))
+///     .build()
+///     .start(baton::Task::job("File it.").subtask("filer", "File a ticket."))
+///     .await
+///     .unwrap();
+/// let mut events = handle.events();
+/// while let Some(event) = events.next().await {
+///     if let baton::RunEvent::ApprovalRequested { request } = event.unwrap().event {
+///         assert_eq!((request.tool.as_str(), request.call_id.as_str()), ("file_ticket", "sa1.1"));
+///         assert!(request.expires_ms > request.requested_ms);
+///         handle.deny(&request.id, "not today").await.unwrap();
+///     }
+/// }
+/// assert!(handle.report().await.is_ok());
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRequest {
     /// Its id in the run (`ap1`, `ap2`, …): what [`Approval`]s are given for.
@@ -42,6 +77,20 @@ pub struct ApprovalRequest {
 }
 
 /// What the application says of a request.
+/// ```
+/// struct WritesUnderOut;
+/// #[baton::async_trait]
+/// impl baton::Approver for WritesUnderOut {
+///     async fn decide(&self, request: &baton::ApprovalRequest) -> baton::Approval {
+///         if request.consequences.iter().all(|c| c.resource.starts_with("out/")) {
+///             baton::Approval::Grant
+///         } else {
+///             baton::Approval::Deny("only out/ may be written".into())
+///         }
+///     }
+/// }
+/// let _coordinator = baton::Coordinator::builder().approver(std::sync::Arc::new(WritesUnderOut)).build();
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Approval {
     /// The call may run, once.
