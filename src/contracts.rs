@@ -22,6 +22,12 @@ pub const CONDITIONS_END: &str = "=== END STANDING CONDITIONS ===";
 /// A role's identifier: a built-in role's ([`RoleId::EXPLORER`], [`RoleId::VERIFIER`],
 /// [`RoleId::LEAD`], [`RoleId::RESEARCHER`]) or the name a user's profile
 /// gives (`--roles DIR`). Written as its name, in the log and the report alike.
+/// ```
+/// let reviewer = baton::RoleId::new("reviewer");
+/// assert_eq!(reviewer.as_str(), "reviewer");
+/// assert_eq!(baton::RoleId::EXPLORER.as_str(), "explorer");
+/// assert_eq!(baton::RoleId::from("reviewer"), reviewer);
+/// ```
 #[derive(
     Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
 )]

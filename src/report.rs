@@ -10,6 +10,17 @@ use crate::policy::ConstraintEntry;
 pub use crate::policy::Enforcement;
 
 /// One subagent in the report.
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dir = baton::testing::fixture_tree();
+/// let report = baton::Coordinator::builder().build()
+///     .run(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+/// let first = &report.subagents[0];
+/// assert_eq!(first.id, "sa1");
+/// assert_eq!(first.role, baton::RoleId::EXPLORER);
+/// assert!(first.model_turns >= 1);
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SubagentSummary {
     /// Its id, e.g. `sa2`.

@@ -5,6 +5,13 @@
 use serde::{Deserialize, Serialize};
 
 /// Where an effect (a tool call's consequence) stands.
+/// ```
+/// use baton::EffectState;
+/// assert_eq!(baton::transition(EffectState::Executing, EffectState::Completed, None), Ok(EffectState::Completed));
+/// // An unknown outcome is left only with a reconciling observation.
+/// assert!(baton::transition(EffectState::OutcomeUnknown, EffectState::Reconciled, None).is_err());
+/// assert!(baton::transition(EffectState::OutcomeUnknown, EffectState::Reconciled, Some("sa1.4")).is_ok());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EffectState {
@@ -126,6 +133,11 @@ pub enum EffectError {
 }
 
 /// Checks one transition; `evidence` names the observation behind it (required to reconcile).
+/// ```
+/// use baton::EffectState;
+/// assert!(baton::transition(EffectState::Proposed, EffectState::Executing, None).is_ok());
+/// assert!(baton::transition(EffectState::Completed, EffectState::Executing, None).is_err(), "no way back");
+/// ```
 pub fn transition(
     from: EffectState,
     to: EffectState,

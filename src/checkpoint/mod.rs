@@ -91,6 +91,11 @@ pub fn policy_of_log(events: &[LoggedEvent]) -> crate::policy::Policy {
 }
 
 /// How a subagent ended (or where it is).
+/// ```
+/// use baton::SubagentState;
+/// assert_eq!(SubagentState::HandedOff.label(), "handed off");
+/// assert!(SubagentState::Failed.ended() && !SubagentState::Running.ended());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SubagentState {
@@ -375,6 +380,20 @@ pub struct Handoffs {
 
 /// The typed state of a run, projected from its events (contracts/checkpoint.schema.json).
 /// Every field is mandatory: a stored checkpoint missing one does not load.
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use baton::EventStore;
+/// let store = std::sync::Arc::new(baton::testing::MemoryStore::new());
+/// let dir = baton::testing::fixture_tree();
+/// let report = baton::Coordinator::builder().store(store.clone()).build()
+///     .run(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+/// let events = store.events(&report.run_id).unwrap();
+/// let checkpoint = baton::project(&report.run_id, &events);
+/// assert_eq!(checkpoint.last_seq, events.len() as u64);
+/// assert_eq!(checkpoint.finished, Some(false), "finished, not cancelled");
+/// assert!(checkpoint.check().is_ok());
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Checkpoint {
     /// Format version.

@@ -578,6 +578,15 @@ fn spend(budgets: &mut Budgets, subagent: &str, spent: &Spent) {
 }
 
 /// Folds a run's events (in order) into its checkpoint.
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use baton::EventStore;
+/// let store = baton::testing::MemoryStore::new();
+/// store.append("r1", vec![(1, baton::RunEvent::RunFinished { cancelled: true })]).await.unwrap().unwrap();
+/// let checkpoint = baton::project("r1", &store.events("r1").unwrap());
+/// assert_eq!((checkpoint.run_id.as_str(), checkpoint.finished), ("r1", Some(true)));
+/// # });
+/// ```
 pub fn project(run_id: &str, events: &[LoggedEvent]) -> Checkpoint {
     let mut projector = Projector::new(run_id);
     for logged in events {

@@ -420,6 +420,18 @@ impl RunHandle {
 
 /// Cancels a run: no more subagents start, running ones stop, the report keeps what was
 /// handed off.
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dir = baton::testing::fixture_tree();
+/// let handle = baton::Coordinator::builder().build()
+///     .start(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+/// // Another thread (a signal handler, say) may hold it.
+/// let canceller = handle.canceller();
+/// std::thread::spawn(move || canceller.cancel()).join().unwrap();
+/// let report = handle.report().await.unwrap();
+/// assert_eq!(report.run_id.is_empty(), false);
+/// # });
+/// ```
 #[derive(Clone)]
 pub struct Canceller {
     feed: Arc<Feed>,

@@ -119,6 +119,16 @@ impl RunError {
 }
 
 /// How a role's model spec (`model = "…"` in a role's TOML) becomes a model.
+/// ```
+/// use std::sync::Arc;
+/// // Every spec played by the offline explorer (a test's stand-in for real providers).
+/// let connector: baton::Connector = Arc::new(|_spec: &baton::model::ModelSpec| {
+///     Ok(Arc::new(baton::OfflineModel::new()) as Arc<dyn baton::Model>)
+/// });
+/// let spec = baton::model::ModelSpec::parse("openai:gpt-4o-mini").unwrap();
+/// assert_eq!(connector(&spec).unwrap().name(), "offline");
+/// let _coordinator = baton::Coordinator::builder().connector(connector).build();
+/// ```
 pub type Connector = Arc<dyn Fn(&ModelSpec) -> Result<Arc<dyn Model>, ConnectError> + Send + Sync>;
 
 /// Runs tasks: the models, tools, roles and limits every run works within, and where runs are

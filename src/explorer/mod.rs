@@ -42,6 +42,17 @@ const MIN_COVERAGE: f64 = 0.30;
 const RELATIVE_SCORE: f64 = 0.45;
 
 /// The deterministic local explorer. Needs no key and no network.
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use baton::Model;
+/// let model = std::sync::Arc::new(baton::OfflineModel::new());
+/// assert_eq!(model.name(), "offline");
+/// let dir = baton::testing::fixture_tree();
+/// let report = baton::Coordinator::builder().model(model).build()
+///     .run(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+/// assert!(report.handoff.settled_conclusions[0].claim.contains("next_delay"));
+/// # });
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct OfflineModel {
     latency: Duration,

@@ -20,6 +20,11 @@ pub enum Layer {
 macro_rules! codes {
     ($($variant:ident = $text:literal, $layer:ident, $doc:literal;)*) => {
         /// A stable violation code.
+        /// ```
+        /// let code = baton::ViolationCode::QuoteNotFound;
+        /// assert_eq!(code.as_str(), "quote_not_found");
+        /// assert_eq!(code.layer(), baton::Layer::Quotation);
+        /// ```
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
         #[serde(rename_all = "snake_case")]
         #[non_exhaustive]

@@ -30,6 +30,13 @@ pub use validate::{
 pub const MAX_HANDOFF_BYTES: usize = 1024 * 1024;
 
 /// A subagent's (or the lead's) report: settled conclusions, open items, hard constraints.
+/// ```
+/// let text = "## Settled conclusions\n- The delay doubles `doubled` [src/retry.rs:14]\n## Open items\n- is the cap configurable? (stuck on: no config file found)\n## Hard constraints\n- none\n";
+/// let handoff = baton::parse_handoff(text).handoff;
+/// assert_eq!(handoff.settled_conclusions[0].sources[0].to_string(), "src/retry.rs:14");
+/// assert_eq!(handoff.open_items.len(), 1);
+/// assert!(handoff.hard_constraints.is_empty());
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Handoff {
@@ -111,6 +118,13 @@ pub struct HardConstraint {
 
 /// One way a handoff breaks the contract: a stable code, the 1-based line of the handoff text
 /// (0 when not tied to a line) and a message a model can act on.
+/// ```
+/// let parsed = baton::parse_handoff("## Open items\n## Hard constraints\n- none\n");
+/// let v = &parsed.violations[0];
+/// assert_eq!(v.code.as_str(), "section_missing");
+/// assert_eq!(v.code.layer(), baton::Layer::Structure);
+/// assert!(!v.message.is_empty());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Violation {
     /// Stable code, e.g. `source_missing`.
@@ -213,6 +227,11 @@ pub(crate) struct ItemLines {
 }
 
 /// A handoff text read as far as it goes: what it says, and its structural violations.
+/// ```
+/// let parsed = baton::parse_handoff("## Settled conclusions\n- a claim with no source\n## Open items\n## Hard constraints\n- none\n");
+/// let codes: Vec<_> = parsed.violations.iter().map(|v| v.code.as_str()).collect();
+/// assert_eq!(codes, ["source_missing"]);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Parsed {
     /// What the text says (best effort when there are violations).

@@ -98,6 +98,16 @@ pub(crate) struct Unexplored<'a> {
 /// conclusions ordered by the rarity of what they match, negative evidence derived from the
 /// searches each observation log holds. Each entry is a handoff, its subagent's shard (its
 /// paths) and its observation log, in shard order.
+/// ```
+/// let parse = |t: &str| baton::parse_handoff(t).handoff;
+/// let a = parse("## Settled conclusions\n- f is `fn f()` [a.rs:1]\n## Open items\n## Hard constraints\n- none\n");
+/// let b = parse("## Settled conclusions\n- g is `fn g()` [b.rs:1]\n## Open items\n## Hard constraints\n- none\n");
+/// let merged = baton::merge_handoffs(&[
+///     (a, vec!["a.rs".into()], baton::ObservationLog::default()),
+///     (b, vec!["b.rs".into()], baton::ObservationLog::default()),
+/// ]);
+/// assert_eq!(merged.settled_conclusions.len(), 2);
+/// ```
 pub fn merge_handoffs(accepted: &[(Handoff, Vec<String>, ObservationLog)]) -> Handoff {
     let searches: Vec<Vec<Search>> = accepted
         .iter()

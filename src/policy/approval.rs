@@ -100,6 +100,12 @@ pub enum Approval {
 }
 
 /// How a request ended, as the log records it.
+/// ```
+/// let denied: baton::ApprovalDecision =
+///     baton::serde_json::from_str(r#"{"decision": "denied", "reason": "not today"}"#).unwrap();
+/// assert_eq!(denied, baton::ApprovalDecision::Denied { reason: "not today".into() });
+/// assert_eq!(denied.word(), "denied");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
 pub enum ApprovalDecision {
@@ -137,6 +143,15 @@ impl ApprovalDecision {
 }
 
 /// Why a decision was not taken.
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dir = baton::testing::fixture_tree();
+/// let handle = baton::Coordinator::builder().build()
+///     .start(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+/// assert_eq!(handle.approve("ap9").await, Err(baton::ApprovalError::Unknown("ap9".into())));
+/// handle.report().await.unwrap();
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ApprovalError {

@@ -13,6 +13,11 @@ use super::ConstraintEntry;
 use crate::text::{lexical_path, within};
 
 /// What a call does to a resource.
+/// ```
+/// use baton::Effect;
+/// let reads = baton::Consequence::on_path(Effect::Read, "src/lib.rs");
+/// assert_ne!(reads.effect, Effect::Write);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Effect {
@@ -34,6 +39,12 @@ pub enum Effect {
 
 /// One thing a call would do: an effect on a resource (a root-relative path in normal form, a
 /// host, a program, or for [`Effect::Undeclared`] the tool's name).
+/// ```
+/// use baton::{Consequence, Effect};
+/// let write = Consequence::on_path(Effect::Write, "./out/../out/a.txt");
+/// assert_eq!(write.resource, "out/a.txt", "in normal form");
+/// assert_eq!(write.effect, Effect::Write);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Consequence {
     /// What it does.
@@ -355,6 +366,10 @@ impl Compiled {
 
 /// The run's typed constraints, as the gate applies them. Built only from the checkpoint's
 /// constraints (`constraint_stated` events): nothing else can add, change or lift one.
+/// ```
+/// let policy = baton::Policy::default();
+/// assert!(policy.is_empty(), "no rule in force: nothing is denied");
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
     bound: Vec<Bound>,

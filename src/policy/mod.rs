@@ -26,6 +26,11 @@ pub fn denied_too_often(count: u32) -> bool {
 }
 
 /// Per-subagent limits.
+/// ```
+/// let budget = baton::Budget { model_turns: 20, ..baton::Budget::default() };
+/// let _coordinator = baton::Coordinator::builder().budget(budget).build();
+/// assert!(budget.tool_calls > 0 && budget.tokens > 0);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Budget {
     /// Most model turns (calls).
@@ -49,6 +54,12 @@ impl Default for Budget {
 /// How long one call may take: a model call past its limit is a failed call; a tool call past
 /// its limit is a tool error the model sees (its effect unknown); a request for approval not
 /// decided within its limit expires (the call does not run).
+/// ```
+/// let limits = baton::TimeLimits::default();
+/// assert_eq!(limits.approval, std::time::Duration::from_secs(15 * 60));
+/// let quick = baton::TimeLimits { tool_call: std::time::Duration::from_secs(5), ..limits };
+/// let _coordinator = baton::Coordinator::builder().time_limits(quick).build();
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimeLimits {
     /// Most time for one model call.
@@ -70,6 +81,10 @@ impl Default for TimeLimits {
 }
 
 /// What one subagent has spent so far.
+/// ```
+/// let spent = baton::Spent { model_turns: 2, tool_calls: 3, ..Default::default() };
+/// assert_eq!(spent.tokens_in + spent.tokens_out, 0);
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Spent {
     /// Model turns taken.

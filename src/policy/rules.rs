@@ -8,6 +8,11 @@ use serde::{Deserialize, Serialize};
 /// One rule the gate checks. Paths are root-relative (a leading `/` means the root), a
 /// directory or file and everything below it, or a glob (`**/*.lock`; one without `/`
 /// matches a name at any depth).
+/// ```
+/// let rules = baton::policy::rules_from_json(r#"{"rule": "read_scope", "only_under": ["/src/"]}"#).unwrap();
+/// assert_eq!(rules[0], baton::Rule::ReadScope { only_under: vec!["src".into()], never_under: vec![] });
+/// assert!(baton::policy::rules_from_json(r#"{"rule": "read_scope", "only_under": ["../x"]}"#).is_err());
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "rule", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Rule {

@@ -61,6 +61,10 @@ pub enum SourceId {
 }
 
 /// Why a text is not a source identifier.
+/// ```
+/// let err = baton::SourceId::parse("").unwrap_err();
+/// assert!(err.to_string().contains("empty"), "{err}");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`{text}` is not a source identifier: {why}")]
 pub struct SourceParseError {

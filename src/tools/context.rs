@@ -161,6 +161,10 @@ impl ToolContext {
 
 /// Where a tool call stands, for work it started elsewhere: running, then either ended (it
 /// returned) or cancelled (it was abandoned). Settled once.
+/// ```
+/// let context = baton::ToolContext::new("r1", "sa1", "sa1.1");
+/// assert!(!context.cancellation().is_cancelled());
+/// ```
 #[derive(Clone)]
 pub struct Cancellation(Arc<tokio::sync::watch::Sender<u8>>);
 

@@ -22,6 +22,11 @@ pub(crate) use workspace::SandboxError;
 pub use workspace::Workspace;
 
 /// What a tool gave back on success.
+/// ```
+/// let output = baton::ToolOutput::new("[open] login times out")
+///     .observed(baton::Observation::record("ticket", "T-12", "[open] login times out"));
+/// assert_eq!(output.observations.len(), 1);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
     /// The text the model sees.
@@ -59,6 +64,12 @@ impl ToolOutput {
 }
 
 /// A failed call: a value, not a crash. The message is what the model sees.
+/// ```
+/// let error = baton::ToolError::new("no such ticket");
+/// assert_eq!(error.message, "no such ticket");
+/// assert!(!error.retryable);
+/// assert!(baton::ToolError::retryable("busy").retryable);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct ToolError {
@@ -118,6 +129,14 @@ impl From<SandboxError> for ToolError {
 }
 
 /// The result of one call as it goes back to the model and into the log.
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let registry = baton::ToolRegistry::empty();
+/// let call = baton::ToolCall { id: "sa1.1".into(), name: "nope".into(), arguments: baton::json!({}) };
+/// let result = registry.execute(&call, &baton::ToolContext::new("r", "sa1", "sa1.1")).await;
+/// assert!(result.is_error && result.content.contains("no tool named `nope`"));
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResult {
     /// The id of the call this answers.

@@ -27,6 +27,12 @@ pub(crate) enum SandboxError {
 /// The explored tree: an absolute, canonical root. Every path a tool touches is resolved here.
 /// A subagent's workspace carries the run's [`Policy`]: the gate judges every call by it, and
 /// no file it forbids is opened or walked, wherever the path that led there pointed.
+/// ```
+/// let dir = baton::testing::fixture_tree();
+/// let workspace = baton::Workspace::open(dir.path()).unwrap();
+/// assert!(workspace.root().is_absolute());
+/// assert!(workspace.read_to_string("../outside").is_err(), "nothing outside the root");
+/// ```
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,

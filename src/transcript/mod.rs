@@ -7,6 +7,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// One message of a conversation.
+/// ```
+/// let message = baton::Message::User { text: "Where is main?".into() };
+/// let json = baton::serde_json::to_value(&message).unwrap();
+/// assert_eq!(json, baton::json!({"role": "user", "text": "Where is main?"}));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum Message {
@@ -104,6 +109,14 @@ impl Compaction {
 }
 
 /// What a model is told about a tool: its name, what it does and its JSON Schema parameters.
+/// ```
+/// let spec = baton::ToolSpec {
+///     name: "lookup_ticket".into(),
+///     description: "Look a ticket up by id.".into(),
+///     parameters: baton::json!({"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}),
+/// };
+/// assert_eq!(spec.parameters["required"][0], "id");
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
     /// The name the model calls it by.
@@ -139,6 +152,10 @@ impl ToolSpec {
 }
 
 /// One call a model asked for.
+/// ```
+/// let call = baton::ToolCall { id: "sa1.1".into(), name: "grep".into(), arguments: baton::json!({"pattern": "fn main"}) };
+/// assert_eq!(call.arguments["pattern"], "fn main");
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
     /// Unique within its run; cited by negative evidence as `call:ID`.
