@@ -58,6 +58,20 @@ fn is_zero(n: &u32) -> bool {
 }
 
 /// One of the run's constraints as the report shows it.
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dir = baton::testing::fixture_tree();
+/// let report = baton::Coordinator::builder()
+///     .constraint("Never use grep.")
+///     .build()
+///     .run(baton::Task::explore("where is next_delay?", dir.path()))
+///     .await
+///     .unwrap();
+/// let constraint = &report.constraints[0];
+/// assert_eq!(constraint.text, "Never use grep.");
+/// assert_eq!(constraint.enforcement, baton::Enforcement::Enforced);
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConstraintReport {
     /// Verbatim.
@@ -144,6 +158,15 @@ impl ConstraintReport {
 }
 
 /// What the run spent, over all subagents.
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dir = baton::testing::fixture_tree();
+/// let report = baton::Coordinator::builder().build()
+///     .run(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+/// assert!(report.usage.model_calls >= 1 && report.usage.tool_calls >= 1);
+/// assert_eq!(report.models[0].model, "offline");
+/// # });
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunUsage {
     /// Model calls.
@@ -171,6 +194,14 @@ pub struct RunUsage {
 
 /// What one model of the run spent: the subagents' and, with `--lead-model`, the lead's, each
 /// shown apart.
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dir = baton::testing::fixture_tree();
+/// let report = baton::Coordinator::builder().build()
+///     .run(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+/// assert!(report.models.iter().any(|m| m.role == "subagents" && m.model == "offline"));
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelUsage {
     /// `subagents` or `lead`.
@@ -226,6 +257,11 @@ impl ModelUsage {
 }
 
 /// How the run's handoffs fared against the contract.
+/// ```
+/// use baton::SubagentState;
+/// let counts = baton::HandoffCounts::of(&[SubagentState::HandedOff, SubagentState::Rejected]);
+/// assert_eq!((counts.accepted, counts.rejected), (1, 1));
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HandoffCounts {
     /// Accepted at the first attempt.

@@ -40,6 +40,12 @@ fn explorer() -> RoleId {
 
 /// One piece of work the task hands a subagent: its role, its own question, and (exploring)
 /// the part of the tree it covers.
+/// ```
+/// let task = baton::Task::job("Triage.").subtask("triager", "Which tickets are urgent?");
+/// let subtask = &task.subtasks()[0];
+/// assert_eq!((subtask.role.as_str(), subtask.question.as_str()), ("triager", "Which tickets are urgent?"));
+/// assert!(subtask.scope.is_empty());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Subtask {
     /// The role its subagent plays.

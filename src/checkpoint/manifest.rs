@@ -4,6 +4,11 @@
 use serde::{Deserialize, Serialize};
 
 /// A checkpoint field a context can hold.
+/// ```
+/// let role = baton::Role::new("reviewer").mandatory([baton::Field::Goal, baton::Field::Evidence]);
+/// let _ = role;
+/// assert_eq!(baton::serde_json::to_value(baton::Field::NegativeEvidence).unwrap(), "negative_evidence");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Field {

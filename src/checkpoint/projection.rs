@@ -19,6 +19,17 @@ use crate::source::Observation;
 const EXCERPT_CHARS: usize = 300;
 
 /// The events after a checkpoint, to be layered on top of it.
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use baton::EventStore;
+/// let store = baton::testing::MemoryStore::new();
+/// store.append("r1", vec![(1, baton::RunEvent::RunFinished { cancelled: false })]).await.unwrap().unwrap();
+/// let events = store.events("r1").unwrap();
+/// let empty = baton::project("r1", &[]);
+/// let delta = baton::delta(&empty, &events);
+/// assert_eq!((delta.after_seq, delta.events.len()), (0, 1));
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delta {
     /// The checkpoint's last event.
@@ -28,6 +39,16 @@ pub struct Delta {
 }
 
 /// The events of `events` that come after `checkpoint`.
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use baton::EventStore;
+/// let store = baton::testing::MemoryStore::new();
+/// store.append("r1", vec![(1, baton::RunEvent::RunFinished { cancelled: false })]).await.unwrap().unwrap();
+/// let events = store.events("r1").unwrap();
+/// let checkpoint = baton::project("r1", &events);
+/// assert!(baton::delta(&checkpoint, &events).events.is_empty(), "nothing after the checkpoint");
+/// # });
+/// ```
 pub fn delta(checkpoint: &Checkpoint, events: &[LoggedEvent]) -> Delta {
     Delta {
         after_seq: checkpoint.last_seq,

@@ -4,6 +4,10 @@
 use serde::{Deserialize, Serialize};
 
 /// Which layer of validation a code belongs to, in the order they run.
+/// ```
+/// use baton::Layer;
+/// assert!(Layer::Structure < Layer::Resolution && Layer::Observation < Layer::Quotation, "in the order they run");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Layer {

@@ -9,6 +9,11 @@ use crate::fsio::read_text_file;
 use crate::tools::{SandboxError, Workspace};
 
 /// A file's text with its line starts, for cheap line ranges.
+/// ```
+/// let text = baton::FileText::new("one\ntwo\nthree\n".into());
+/// assert_eq!(text.line_count(), 3);
+/// assert_eq!(text.lines(2, 3), "two\nthree\n");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileText {
     text: String,
@@ -55,6 +60,11 @@ impl FileText {
 }
 
 /// Why a cited file cannot be used.
+/// ```
+/// use baton::Files;
+/// let files = baton::testing::MemoryFiles::new();
+/// assert_eq!(files.text("src/none.rs").unwrap_err(), baton::FileProblem::NotFound);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileProblem {
     /// No such file.
@@ -68,6 +78,12 @@ pub enum FileProblem {
 }
 
 /// Where cited files are read from.
+/// ```
+/// use baton::Files;
+/// let mut files = baton::testing::MemoryFiles::new();
+/// files.insert("src/a.rs", "fn a() {}\n");
+/// assert_eq!(files.text("src/a.rs").unwrap().text(), "fn a() {}\n");
+/// ```
 pub trait Files: Send + Sync {
     /// The text of a root-relative file.
     fn text(&self, path: &str) -> Result<Arc<FileText>, FileProblem>;
@@ -107,6 +123,13 @@ pub const FILE_CACHE_BYTES: usize = 64 * 1024 * 1024;
 /// The files of a workspace, read through its sandbox and cached for the life of the value —
 /// at most [`FILE_CACHE_BYTES`] of text: past that the cache starts over (a file is then read
 /// again), so a run citing a thousand files holds no more.
+/// ```
+/// use baton::Files;
+/// let dir = baton::testing::fixture_tree();
+/// let files = baton::WorkspaceFiles::new(baton::Workspace::open(dir.path()).unwrap());
+/// assert!(files.text("src/net/retry.rs").is_ok());
+/// assert!(matches!(files.text("../etc/passwd"), Err(baton::FileProblem::OutsideRoot(_))));
+/// ```
 #[derive(Debug)]
 pub struct WorkspaceFiles {
     workspace: Option<Workspace>,

@@ -49,6 +49,11 @@ pub struct Handoff {
 }
 
 /// What kind of fact a conclusion states.
+/// ```
+/// assert_eq!(baton::ConclusionKind::default(), baton::ConclusionKind::Finding);
+/// let kind: baton::ConclusionKind = baton::serde_json::from_str("\"negative_evidence\"").unwrap();
+/// assert_eq!(kind, baton::ConclusionKind::NegativeEvidence);
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ConclusionKind {
@@ -67,6 +72,12 @@ impl ConclusionKind {
 }
 
 /// One settled conclusion.
+/// ```
+/// let handoff = baton::parse_handoff("## Settled conclusions\n- main starts it `fn main()` [src/main.rs:3]\n## Open items\n## Hard constraints\n- none\n").handoff;
+/// let conclusion = &handoff.settled_conclusions[0];
+/// assert!(conclusion.claim.starts_with("main starts it"));
+/// assert_eq!(conclusion.kind, baton::ConclusionKind::Finding);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Conclusion {
@@ -96,6 +107,10 @@ impl Conclusion {
 }
 
 /// One open item.
+/// ```
+/// let handoff = baton::parse_handoff("## Settled conclusions\n## Open items\n- is the cap configurable? (stuck on: no config file found)\n## Hard constraints\n- none\n").handoff;
+/// assert_eq!(handoff.open_items[0].stuck_on, "no config file found");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OpenItem {
@@ -106,6 +121,10 @@ pub struct OpenItem {
 }
 
 /// One hard constraint.
+/// ```
+/// let handoff = baton::parse_handoff("## Settled conclusions\n## Open items\n## Hard constraints\n- none\n").handoff;
+/// assert!(handoff.hard_constraints.is_empty(), "`none`: there are none");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HardConstraint {
@@ -209,6 +228,10 @@ impl std::fmt::Display for Violation {
 }
 
 /// Which form a handoff text was written in.
+/// ```
+/// let parsed = baton::parse_handoff("## Settled conclusions\n## Open items\n## Hard constraints\n- none\n");
+/// assert_eq!(parsed.form, baton::Form::Markdown);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Form {
@@ -446,6 +469,11 @@ impl Handoff {
 
 /// The repair turn the lead sends back: every violation with its code and line, and what to
 /// send instead.
+/// ```
+/// let parsed = baton::parse_handoff("## Settled conclusions\n- a claim with no source\n## Open items\n## Hard constraints\n- none\n");
+/// let prompt = baton::repair_prompt(&parsed.violations);
+/// assert!(prompt.contains("source_missing"), "{prompt}");
+/// ```
 pub fn repair_prompt(violations: &[Violation]) -> String {
     let mut text = String::from(
         "Your handoff does not meet the contract. Fix every point below and send the whole \

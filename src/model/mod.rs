@@ -51,6 +51,11 @@ pub enum ToolChoice {
 }
 
 /// What is sent to a model for one turn.
+/// ```
+/// let request = baton::ModelRequest::new("Be brief.".into(), vec![], Vec::new().into(), 128);
+/// assert_eq!(request.max_tokens, 128);
+/// assert!(request.tools.is_empty(), "no tools: it must answer in text");
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelRequest {
     /// System text for the role.
@@ -120,6 +125,10 @@ impl ModelRequest {
 }
 
 /// Tokens used by one call, as the provider reported them (or estimated, where it did not).
+/// ```
+/// let usage = baton::Usage { input_tokens: 10, output_tokens: 5, ..Default::default() };
+/// assert_eq!(usage.total(), 15);
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Input (prompt) tokens not read from or written to a cache.
@@ -169,6 +178,10 @@ pub enum StopReason {
 }
 
 /// A model's answer for one turn.
+/// ```
+/// let response = baton::ModelResponse::new("done".into(), vec![], baton::Usage::default());
+/// assert_eq!(response.stop, baton::model::StopReason::End);
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelResponse {
     /// Text, possibly empty.
@@ -246,6 +259,10 @@ impl ErrorKind {
 
 /// A failed model call: the provider's message, never hidden, with what the provider said
 /// about it.
+/// ```
+/// let error = baton::ModelError::new(baton::model::ErrorKind::Auth, "bad key");
+/// assert!(!error.retryable(), "a wrong key stays wrong");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", self.describe())]
 pub struct ModelError {

@@ -172,6 +172,18 @@ impl ConstraintEntry {
 }
 
 /// Whether the gate enforces a constraint.
+/// ```
+/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dir = baton::testing::fixture_tree();
+/// let report = baton::Coordinator::builder()
+///     .constraint("Never use grep.")
+///     .build()
+///     .run(baton::Task::explore("where is next_delay?", dir.path()))
+///     .await
+///     .unwrap();
+/// assert!(report.constraints.iter().all(|c| c.enforcement == baton::Enforcement::Enforced));
+/// # });
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Enforcement {

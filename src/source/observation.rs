@@ -42,6 +42,12 @@ impl SearchKind {
 }
 
 /// One thing a tool call let its caller see.
+/// ```
+/// let observed = baton::Observation::record("ticket", "T-12", "[open] login times out");
+/// let mut log = baton::ObservationLog::default();
+/// log.record([observed]);
+/// assert_eq!(log.entries().len(), 1);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Observation {

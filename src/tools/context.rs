@@ -9,6 +9,12 @@ use crate::policy::Policy;
 
 /// What a tool call is given besides its arguments: the run, the subagent and the call it
 /// serves, the workspace when the job has one, its time limit and its cancellation.
+/// ```
+/// let context = baton::ToolContext::new("r1", "sa1", "sa1.3")
+///     .with_time_limit(std::time::Duration::from_secs(5));
+/// assert_eq!((context.run_id(), context.subagent(), context.call_id()), ("r1", "sa1", "sa1.3"));
+/// assert!(context.workspace().is_none(), "a job with no workspace");
+/// ```
 #[derive(Clone)]
 pub struct ToolContext {
     run_id: Arc<str>,

@@ -367,6 +367,12 @@ impl Registered {
 pub const MAX_TOOL_OUTPUT: usize = 256 * 1024;
 
 /// The set of tools one subagent may call.
+/// ```
+/// let registry = baton::ToolRegistry::workspace();
+/// assert!(registry.names().contains(&"read_file".to_string()));
+/// assert!(registry.read_only("grep"));
+/// assert!(baton::ToolRegistry::empty().names().is_empty());
+/// ```
 #[derive(Clone)]
 pub struct ToolRegistry {
     tools: Vec<Arc<Registered>>,
