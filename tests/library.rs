@@ -253,25 +253,28 @@ impl Model for Busy {
     }
 }
 
-/// A read-only tool that does nothing.
-struct Noop;
+/// A stub tool: `noop` does nothing, read-only; `explode` has effects and panics.
+struct Stub(&'static str);
 
 #[async_trait]
-impl Tool for Noop {
+impl Tool for Stub {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "noop".into(),
-            description: "Do nothing.".into(),
+            name: self.0.into(),
+            description: "A stub.".into(),
             parameters: json!({"type": "object"}),
         }
     }
     fn read_only(&self) -> bool {
-        true
+        self.0 == "noop"
     }
     fn consequences(&self, _: &Value) -> Vec<Consequence> {
         Vec::new()
     }
     async fn call(&self, _: &Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
+        if self.0 == "explode" {
+            panic!("the tool blew up");
+        }
         Ok(ToolOutput::new("ok"))
     }
 }
@@ -294,7 +297,7 @@ async fn a_held_run_s_subagents_make_no_model_call_until_it_is_read() {
     };
     let handle = Coordinator::builder()
         .model(Arc::new(model))
-        .tools(ToolRegistry::empty().with(Arc::new(Noop)))
+        .tools(ToolRegistry::empty().with(Arc::new(Stub("noop"))))
         .role(Role::new("worker").tools(["noop"]).limits(limits))
         .agents(n)
         .store(Arc::new(MemoryStore::new()))
@@ -916,26 +919,6 @@ async fn urls_and_documents_a_tool_returned_are_quoted_and_kept_as_evidence() {
     );
 }
 
-/// A tool with effects whose call panics.
-struct Explodes;
-
-#[async_trait]
-impl Tool for Explodes {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "explode".into(),
-            description: "Panics.".into(),
-            parameters: json!({"type": "object"}),
-        }
-    }
-    fn consequences(&self, _: &Value) -> Vec<Consequence> {
-        Vec::new()
-    }
-    async fn call(&self, _: &Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
-        panic!("the tool blew up");
-    }
-}
-
 /// Issue 22: an application's tool that panics fails its subagent (the run still reports),
 /// and the call's effect — it started, and may have done something — is unknown, not failed.
 #[tokio::test]
@@ -944,7 +927,7 @@ async fn a_tool_that_panics_fails_its_subagent_and_its_effect_is_unknown() {
     let model = ScriptedModel::new(vec![ScriptedTurn::tool("explode", json!({}))]);
     let report = Coordinator::builder()
         .model(Arc::new(model))
-        .tools(ToolRegistry::empty().with(Arc::new(Explodes)))
+        .tools(ToolRegistry::empty().with(Arc::new(Stub("explode"))))
         .role(Role::new("worker").tools(["explode"]))
         .store(Arc::clone(&store))
         .build()
