@@ -908,7 +908,12 @@ fn a_request_waiting_at_a_kill_goes_to_the_resuming_approver() {
 fn a_request_decided_as_the_run_resumes_is_logged_after_the_resume() {
     let state = tempfile::tempdir().unwrap();
     let run_id = kill_while_waiting(state.path(), None);
-    runtime().block_on(async {
+    // One thread: the decision is sent before the spawned task that starts the run is polled.
+    let one_thread = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    one_thread.block_on(async {
         let store: Arc<dyn EventStore> = Arc::new(baton::SqliteStore::open(state.path()).unwrap());
         let before = store.events(&run_id).unwrap().len();
         let ran = Arc::new(AtomicU32::new(0));

@@ -490,7 +490,11 @@ impl LeadState {
             let Some(e) = self.contexts.projector.effect_of(&call) else {
                 continue;
             };
-            if e.state != EffectState::Executing || e.subagent != subagent {
+            // A read-only call may run again: only effects are unknown.
+            if e.state != EffectState::Executing
+                || e.subagent != subagent
+                || self.config.tools.read_only(&e.tool)
+            {
                 continue;
             }
             if !e.intent.is_empty() {

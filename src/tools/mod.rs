@@ -223,9 +223,10 @@ pub trait Tool: Send + Sync {
         false
     }
     /// Runs one call, on a task of its own. Past the context's time limit the call is
-    /// abandoned (its task aborted, its cancellation set) and its effect is unknown — also
-    /// when it blocks its thread, though that thread stays taken until it returns: put
-    /// blocking work in `tokio::task::spawn_blocking`.
+    /// abandoned (its task aborted, its cancellation set) and its effect is unknown — on a
+    /// multi-thread runtime also when it blocks its thread (that thread stays taken until it
+    /// returns; on a current-thread runtime nothing runs meanwhile): put blocking work in
+    /// `tokio::task::spawn_blocking`.
     async fn call(&self, arguments: &Value, context: &ToolContext)
         -> Result<ToolOutput, ToolError>;
 }
