@@ -72,6 +72,14 @@ fn filer(
     (builder, model)
 }
 
+/// One batch of two calls of `tool` (arguments `a`, then `b`), then an empty handoff.
+fn two_calls(tool: &str, a: Value, b: Value) -> Vec<ScriptedTurn> {
+    vec![
+        ScriptedTurn::Tools(vec![(tool.into(), a), (tool.into(), b)]),
+        ScriptedTurn::text(EMPTY_HANDOFF),
+    ]
+}
+
 fn file_task() -> Task {
     Task::job("File the tickets.").subtask("filer", "File them.")
 }
@@ -712,13 +720,7 @@ async fn a_call_runs_as_its_own_grant_comes() {
     let ran = Arc::new(AtomicU32::new(0));
     let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
     let (builder, _) = filer(
-        vec![
-            ScriptedTurn::Tools(vec![
-                ("file_ticket".into(), json!({"title": "a"})),
-                ("file_ticket".into(), json!({"title": "b"})),
-            ]),
-            ScriptedTurn::text(EMPTY_HANDOFF),
-        ],
+        two_calls("file_ticket", json!({"title": "a"}), json!({"title": "b"})),
         &ran,
         &store,
     );
@@ -761,13 +763,7 @@ async fn two_calls_of_one_intent_in_a_batch_each_get_a_request() {
     let ran = Arc::new(AtomicU32::new(0));
     let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
     let (builder, _) = filer(
-        vec![
-            ScriptedTurn::Tools(vec![
-                ("file_ticket".into(), json!({"title": "a"})),
-                ("file_ticket".into(), json!({"title": "a"})),
-            ]),
-            ScriptedTurn::text(EMPTY_HANDOFF),
-        ],
+        two_calls("file_ticket", json!({"title": "a"}), json!({"title": "a"})),
         &ran,
         &store,
     );
@@ -947,13 +943,7 @@ async fn a_repeat_in_the_same_batch_of_a_call_past_its_limit_is_not_made() {
     let started = Arc::new(AtomicU32::new(0));
     let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
     let (builder, model) = biller(
-        vec![
-            ScriptedTurn::Tools(vec![
-                ("charge".into(), json!({"order": "A-1"})),
-                ("charge".into(), json!({"order": "A-1"})),
-            ]),
-            ScriptedTurn::text(EMPTY_HANDOFF),
-        ],
+        two_calls("charge", json!({"order": "A-1"}), json!({"order": "A-1"})),
         &started,
         &store,
     );
@@ -1168,13 +1158,11 @@ async fn durable_notes(failing: bool) -> (Result<(), baton::RunError>, Vec<(Stri
 async fn a_grant_that_expires_while_its_call_waits_its_turn_is_not_used() {
     let ran = Arc::new(AtomicU32::new(0));
     let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
-    let model = Arc::new(ScriptedModel::new(vec![
-        ScriptedTurn::Tools(vec![
-            ("file_ticket".into(), json!({"title": "a"})),
-            ("file_ticket".into(), json!({"title": "b"})),
-        ]),
-        ScriptedTurn::text(EMPTY_HANDOFF),
-    ]));
+    let model = Arc::new(ScriptedModel::new(two_calls(
+        "file_ticket",
+        json!({"title": "a"}),
+        json!({"title": "b"}),
+    )));
     let report = Coordinator::builder()
         .model(Arc::clone(&model) as Arc<dyn Model>)
         .tools(ToolRegistry::empty().with(Arc::new(FileTicket(
@@ -1240,13 +1228,11 @@ impl Tool for AskedCharge {
 #[tokio::test]
 async fn a_grant_asked_for_another_reason_does_not_cover_an_unknown_outcome() {
     let started = Arc::new(AtomicU32::new(0));
-    let model = Arc::new(ScriptedModel::new(vec![
-        ScriptedTurn::Tools(vec![
-            ("charge".into(), json!({"order": "A-1"})),
-            ("charge".into(), json!({"order": "A-1"})),
-        ]),
-        ScriptedTurn::text(EMPTY_HANDOFF),
-    ]));
+    let model = Arc::new(ScriptedModel::new(two_calls(
+        "charge",
+        json!({"order": "A-1"}),
+        json!({"order": "A-1"}),
+    )));
     let charge = AskedCharge(Charge(Arc::clone(&started)));
     Coordinator::builder()
         .model(Arc::clone(&model) as Arc<dyn Model>)

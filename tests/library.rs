@@ -15,6 +15,13 @@ use baton::{
 
 const EMPTY_HANDOFF: &str = "## Settled conclusions\n## Open items\n## Hard constraints\n- none\n";
 
+/// Where the retry delay is computed, explored, and a reviewer's own question beside it.
+fn reviewed(root: &std::path::Path) -> Task {
+    Task::explore("where is the retry delay computed?", root)
+        .roles(["explorer"])
+        .subtask("reviewer", "where is the delay capped?")
+}
+
 /// A model that hands off at once, after `delay_us` microseconds: a fan-out of many quick
 /// subagents.
 struct Quick {
@@ -419,11 +426,7 @@ model = "openai:gpt-4o-mini"
         .connector(connector)
         .store(Arc::clone(&store))
         .build()
-        .run(
-            Task::explore("where is the retry delay computed?", tree.path())
-                .roles(["explorer"])
-                .subtask("reviewer", "where is the delay capped?"),
-        )
+        .run(reviewed(tree.path()))
         .await
         .unwrap();
     assert_eq!(*specs.lock().unwrap(), ["gpt-4o-mini"]);
@@ -605,11 +608,7 @@ async fn a_custom_role_is_spawned_with_its_tools_its_model_and_its_limits_only()
         .role(reviewer)
         .store(Arc::clone(&store))
         .build()
-        .run(
-            Task::explore("where is the retry delay computed?", tree.path())
-                .roles(["explorer"])
-                .subtask("reviewer", "where is the delay capped?"),
-        )
+        .run(reviewed(tree.path()))
         .await
         .unwrap();
     let reviewers: Vec<_> = report

@@ -9,7 +9,6 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
-use super::run_tool;
 use crate::checkpoint::EffectState;
 use crate::contracts::RoleId;
 use crate::policy::{
@@ -188,22 +187,25 @@ impl BatchRun {
         grant: Option<(String, bool)>,
     ) -> Returned {
         // A call the gate refuses never starts: logged proposed, it ends denied or stopped.
-        if let Some(result) = self.tools.refusal(&call, self.context.policy()) {
-            if grant.is_none() {
-                self.proposed(&call);
+        let admitted = match self.tools.admit(&call, self.context.policy()) {
+            Ok(admitted) => admitted,
+            Err(refused) => {
+                if grant.is_none() {
+                    self.proposed(&call);
+                }
+                let result = crate::tools::refused_result(&call, refused);
+                let state = match result.denial {
+                    Some(_) => EffectState::Denied,
+                    None => EffectState::Stopped,
+                };
+                return Returned {
+                    result,
+                    timed_out: false,
+                    refused: Some(state),
+                };
             }
-            let state = match result.denial {
-                Some(_) => EffectState::Denied,
-                None => EffectState::Stopped,
-            };
-            return Returned {
-                result,
-                timed_out: false,
-                refused: Some(state),
-            };
-        }
-        let intent =
-            (!self.tools.read_only(&call.name)).then(|| intent_digest(&call.name, &call.arguments));
+        };
+        let intent = (!admitted.read_only()).then(|| intent_digest(&call.name, &call.arguments));
         let covered = grant
             .as_ref()
             .is_some_and(|(_, names_unknown)| *names_unknown);
@@ -245,12 +247,15 @@ impl BatchRun {
                 return not_logged(call);
             }
         }
-        let id = call.id.clone();
-        let (result, timed_out) = run_tool(&self.tools, &self.context, call)
+        // A panicking tool panics here, so the subagent's supervision sees it.
+        let cx = self.context.for_call(&call.id);
+        let (result, timed_out) = self
+            .tools
+            .run_admitted(&admitted, &call, &cx)
             .instrument(span)
             .await;
         if let (true, Some(digest)) = (timed_out, intent) {
-            self.unknown.insert(digest, id);
+            self.unknown.insert(digest, call.id);
         }
         Returned {
             result,

@@ -32,7 +32,7 @@ use crate::handoff::Violation;
 use crate::model::{CostMeter, Model, ModelConfig, ModelError, ModelResponse};
 use crate::policy::{Budget, Spent, TimeLimits};
 use crate::source::{Observation, ObservationLog};
-use crate::tools::{ToolContext, ToolRegistry, ToolResult};
+use crate::tools::{ToolContext, ToolRegistry};
 
 use crate::transcript::ToolCall;
 
@@ -187,19 +187,6 @@ pub(crate) struct SubagentRun {
 }
 
 pub(crate) struct SubagentActor;
-
-/// Runs one tool call through the registry (the gate first) in `context`, for the call's id,
-/// within its time limit ([`ToolRegistry::execute_within`]): its result, and whether it ran
-/// past the limit (its effect is then unknown). A panicking tool panics here, so the
-/// subagent's supervision sees it.
-pub(crate) async fn run_tool(
-    tools: &ToolRegistry,
-    context: &ToolContext,
-    call: ToolCall,
-) -> (ToolResult, bool) {
-    let cx = context.for_call(&call.id);
-    tools.execute_within(&call, &cx).await
-}
 
 /// Runs `work` on the runtime; its value comes back as a message, a panic as `WorkPanicked`.
 fn spawn_work<T, F>(myself: &ActorRef<SubagentMsg>, work: F, into_msg: fn(T) -> SubagentMsg) -> Work
@@ -519,7 +506,7 @@ mod tests {
                 .with_time_limit(std::time::Duration::from_millis(ms))
         };
         let began = std::time::Instant::now();
-        let (late, timed_out) = run_tool(&tools, &cx(100), call()).await;
+        let (late, timed_out) = tools.execute_within(&call(), &cx(100)).await;
         assert!(began.elapsed() < std::time::Duration::from_millis(400));
         assert!(late.is_error && timed_out);
         assert!(
@@ -530,7 +517,7 @@ mod tests {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         assert!(told.load(std::sync::atomic::Ordering::SeqCst), "cancelled");
         told.store(false, std::sync::atomic::Ordering::SeqCst);
-        let (timely, timed_out) = run_tool(&tools, &cx(10_000), call()).await;
+        let (timely, timed_out) = tools.execute_within(&call(), &cx(10_000)).await;
         assert!(!timely.is_error && !timed_out);
         assert_eq!(timely.content, "done at last");
         assert!(!told.load(std::sync::atomic::Ordering::SeqCst));

@@ -570,34 +570,40 @@ impl ToolRegistry {
         finish(call, outcome)
     }
 
-    /// The result of a call the gate does not let through (no such tool, arguments that are
-    /// not an object, a constraint's denial) — what running it would return, without running
-    /// it; `None` for a call that would run.
-    pub(crate) fn refusal(&self, call: &ToolCall, policy: &Policy) -> Option<ToolResult> {
-        self.admit(call, policy)
-            .err()
-            .map(|refused| finish(call, Err(refused)))
-    }
-
-    /// Runs one call within its context's time limit, as a subagent does: past it the call is
-    /// abandoned — its cancellation set, its future dropped — and comes back as a tool error
-    /// the model sees, the second value true (its effect is then unknown). A built-in tool's
-    /// limit runs from when its call gets a blocking slot, not while it waits for one. The
-    /// call's cancellation is settled either way: ended, or cancelled (also when this future
-    /// is dropped, the subagent stopped).
+    /// A call as a subagent makes it: [`ToolRegistry::admit`], then
+    /// [`ToolRegistry::run_admitted`] (a refused call's cancellation is ended).
+    #[cfg(test)]
     pub(crate) async fn execute_within(
         &self,
         call: &ToolCall,
         context: &ToolContext,
     ) -> (ToolResult, bool) {
+        match self.admit(call, context.policy()) {
+            Err(refused) => {
+                context.cancellation().end();
+                (refused_result(call, refused), false)
+            }
+            Ok(admitted) => self.run_admitted(&admitted, call, context).await,
+        }
+    }
+
+    /// Runs a call the gate admitted ([`ToolRegistry::admit`]) within its context's time
+    /// limit, as a subagent does: past it the call is abandoned — its cancellation set, its
+    /// future dropped — and comes back as a tool error the model sees, the second value true
+    /// (its effect is then unknown). A built-in tool's limit runs from when its call gets a
+    /// blocking slot, not while it waits for one. The call's cancellation is settled either
+    /// way: ended, or cancelled (also when this future is dropped, the subagent stopped).
+    pub(crate) async fn run_admitted(
+        &self,
+        admitted: &Admitted<'_>,
+        call: &ToolCall,
+        context: &ToolContext,
+    ) -> (ToolResult, bool) {
         let settled = CancelOnDrop(context.cancellation().clone());
         let limit = context.time_limit();
-        let (outcome, timed_out) = match self.admit(call, context.policy()) {
-            Err(refused) => (Err(refused), false),
-            Ok(admitted) => match &admitted.tool.blocking {
-                Some(tool) => blocking_call(tool, &call.arguments, context).await,
-                None => own_call(&admitted.tool.tool, &call.arguments, context, limit).await,
-            },
+        let (outcome, timed_out) = match &admitted.tool.blocking {
+            Some(tool) => blocking_call(tool, &call.arguments, context).await,
+            None => own_call(&admitted.tool.tool, &call.arguments, context, limit).await,
         };
         if timed_out {
             settled.0.cancel();
@@ -606,6 +612,12 @@ impl ToolRegistry {
         }
         (finish(call, outcome), timed_out)
     }
+}
+
+/// The result of a call the gate refused (no such tool, arguments that are not an object, a
+/// constraint's denial): what the model is shown; the call did not run.
+pub(crate) fn refused_result(call: &ToolCall, refused: ToolError) -> ToolResult {
+    finish(call, Err(refused))
 }
 
 /// An application's tool's call, on its own task: its limit holds even when the call blocks
