@@ -435,6 +435,7 @@ pub mod compaction;
 pub mod context;
 mod contracts;
 mod coordinator;
+mod corpus;
 mod digest;
 mod explorer;
 mod fsio;
@@ -468,6 +469,7 @@ pub use checkpoint::{
 };
 pub use context::{Field, Role, RoleProfile};
 pub use contracts::RoleId;
+pub use corpus::{Corpus, CorpusError, IndexStats};
 pub use coordinator::{
     connect, Canceller, Connector, Coordinator, CoordinatorBuilder, Job, RunError, RunHandle, Task,
 };

@@ -1,0 +1,224 @@
+//! The search index on tantivy: one entry per chunk (its document's path, its line span, its
+//! text and its headings indexed with positions, English stemming), BM25 with headings
+//! boosted; one writer at a time.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use tantivy::collector::TopDocs;
+use tantivy::query::QueryParser;
+use tantivy::schema::{
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, STORED, STRING,
+};
+use tantivy::snippet::SnippetGenerator;
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+use super::CorpusError;
+
+/// How much more a match in a chunk's headings (or its document's name) weighs than one in
+/// its text.
+pub(crate) const HEADING_BOOST: f32 = 2.0;
+/// How long to wait for another process's writer before giving up.
+const WRITER_WAIT: Duration = Duration::from_secs(30);
+
+/// The fields of the index.
+#[derive(Clone, Copy)]
+pub(crate) struct Fields {
+    pub(crate) path: Field,
+    pub(crate) start: Field,
+    pub(crate) end: Field,
+    pub(crate) text: Field,
+    pub(crate) heading: Field,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let stemmed = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer("en_stem")
+            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+    );
+    let fields = Fields {
+        path: b.add_text_field("path", STRING | STORED),
+        start: b.add_u64_field("start", STORED),
+        end: b.add_u64_field("end", STORED),
+        text: b.add_text_field("text", stemmed.clone()),
+        heading: b.add_text_field("heading", stemmed),
+    };
+    (b.build(), fields)
+}
+
+/// The index: on disk under the state directory, or in memory.
+pub(crate) struct SearchIndex {
+    index: Index,
+    reader: IndexReader,
+    pub(crate) fields: Fields,
+}
+
+/// One chunk to index.
+pub(crate) struct NewChunk<'a> {
+    pub(crate) path: &'a str,
+    pub(crate) start: u32,
+    pub(crate) end: u32,
+    pub(crate) text: &'a str,
+    pub(crate) heading: &'a str,
+}
+
+/// One search hit.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RawHit {
+    pub(crate) path: String,
+    pub(crate) start: u32,
+    pub(crate) end: u32,
+    pub(crate) score: f32,
+}
+
+fn failed(what: &str) -> impl Fn(tantivy::TantivyError) -> CorpusError + '_ {
+    move |e| CorpusError::Index(format!("{what}: {e}"))
+}
+
+impl SearchIndex {
+    /// Opens the index in `dir` (created when missing or of another schema), or one in
+    /// memory.
+    pub(crate) fn open(dir: Option<&Path>) -> Result<(SearchIndex, bool), CorpusError> {
+        let (schema, fields) = schema();
+        let (index, fresh) = match dir {
+            None => (Index::create_in_ram(schema), true),
+            Some(dir) => {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    CorpusError::Index(format!("{}: could not be created: {e}", dir.display()))
+                })?;
+                match Index::open_in_dir(dir) {
+                    Ok(index) if index.schema() == schema => (index, false),
+                    _ => {
+                        // Missing or of another layout: started again.
+                        clear_dir(dir)?;
+                        let index = Index::create_in_dir(dir, schema)
+                            .map_err(failed("creating the index"))?;
+                        (index, true)
+                    }
+                }
+            }
+        };
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(failed("opening the index"))?;
+        Ok((
+            SearchIndex {
+                index,
+                reader,
+                fields,
+            },
+            fresh,
+        ))
+    }
+
+    /// The one writer, waiting up to 30 s for another process's to finish.
+    pub(crate) fn writer(&self) -> Result<IndexWriter, CorpusError> {
+        let started = Instant::now();
+        loop {
+            match self.index.writer_with_num_threads(2, 64_000_000) {
+                Ok(w) => return Ok(w),
+                Err(tantivy::TantivyError::LockFailure(..)) if started.elapsed() < WRITER_WAIT => {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                Err(e) => return Err(failed("taking the index's writer")(e)),
+            }
+        }
+    }
+
+    /// Removes every chunk of a document.
+    pub(crate) fn delete(&self, writer: &IndexWriter, path: &str) {
+        writer.delete_term(Term::from_field_text(self.fields.path, path));
+    }
+
+    /// Adds one chunk.
+    pub(crate) fn add(&self, writer: &IndexWriter, chunk: &NewChunk<'_>) -> Result<(), CorpusError> {
+        let mut doc = TantivyDocument::default();
+        doc.add_text(self.fields.path, chunk.path);
+        doc.add_u64(self.fields.start, u64::from(chunk.start));
+        doc.add_u64(self.fields.end, u64::from(chunk.end));
+        doc.add_text(self.fields.text, chunk.text);
+        doc.add_text(self.fields.heading, chunk.heading);
+        writer.add_document(doc).map_err(failed("adding a chunk"))?;
+        Ok(())
+    }
+
+    /// Commits what the writer holds and reloads the reader.
+    pub(crate) fn commit(&self, mut writer: IndexWriter) -> Result<(), CorpusError> {
+        writer.commit().map_err(failed("committing the index"))?;
+        writer
+            .wait_merging_threads()
+            .map_err(failed("merging the index"))?;
+        self.reader.reload().map_err(failed("reloading the index"))
+    }
+
+    /// The best `limit` chunks for a query (BM25; phrases in double quotes; headings
+    /// boosted), each kept only when `keep` says so, and a snippet maker for them.
+    pub(crate) fn search(
+        &self,
+        query: &str,
+        limit: usize,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> Result<(Vec<RawHit>, Option<SnippetGenerator>), CorpusError> {
+        let mut parser =
+            QueryParser::for_index(&self.index, vec![self.fields.text, self.fields.heading]);
+        parser.set_field_boost(self.fields.heading, HEADING_BOOST);
+        let (parsed, _) = parser.parse_query_lenient(query);
+        let searcher = self.reader.searcher();
+        // Pages that repeat others are left out after ranking: ask for more.
+        let top = searcher
+            .search(
+                &*parsed,
+                &TopDocs::with_limit((limit * 4).max(40)).order_by_score(),
+            )
+            .map_err(failed("searching"))?;
+        let mut out = Vec::new();
+        for (score, address) in top {
+            let doc: TantivyDocument = searcher.doc(address).map_err(failed("reading a hit"))?;
+            let text = |f| doc.get_first(f).and_then(|v| v.as_str()).unwrap_or("").to_string();
+            let num = |f| doc.get_first(f).and_then(|v| v.as_u64()).unwrap_or(0) as u32;
+            let path = text(self.fields.path);
+            if !keep(&path) {
+                continue;
+            }
+            out.push(RawHit {
+                start: num(self.fields.start),
+                end: num(self.fields.end),
+                path,
+                score,
+            });
+            if out.len() == limit {
+                break;
+            }
+        }
+        let snippets = SnippetGenerator::create(&searcher, &*parsed, self.fields.text)
+            .ok()
+            .map(|mut g| {
+                g.set_max_num_chars(180);
+                g
+            });
+        Ok((out, snippets))
+    }
+
+    /// How many chunks the index holds.
+    pub(crate) fn chunks(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+}
+
+/// Empties an index directory of tantivy's files (a stale layout), leaving other files.
+fn clear_dir(dir: &Path) -> Result<(), CorpusError> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| CorpusError::Index(format!("{}: {e}", dir.display())))?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_file() {
+            std::fs::remove_file(&path)
+                .map_err(|e| CorpusError::Index(format!("{}: {e}", path.display())))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,379 @@
+//! The research corpus: a folder of documents (HTML, Markdown, plain text) converted to text,
+//! chunked, and indexed for search; what the `search` and `read` tools show.
+//!
+//! A chunk's id is `doc:PATH#Lstart-end`: PATH relative to the corpus folder (`/`
+//! separators), the span in lines of the document's text as [`Corpus::read`] shows it (not
+//! of the file's bytes). The index is updated by content digest: a document whose digest
+//! changed has its chunks deleted and added again; an unchanged document is not read twice.
+
+mod chunk;
+mod convert;
+mod index;
+mod manifest;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+pub(crate) use chunk::{Chunk, Layout};
+pub(crate) use convert::Format;
+use index::{NewChunk, SearchIndex};
+pub(crate) use manifest::{DocEntry, Manifest};
+
+/// Why a corpus could not be opened, indexed or searched (one line).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CorpusError {
+    /// The folder is missing or not a folder.
+    #[error("{path}: {reason}")]
+    BadRoot {
+        /// The folder as given.
+        path: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
+    /// The index could not be built, written or read.
+    #[error("the search index: {0}")]
+    Index(String),
+}
+
+/// What building or refreshing the index did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct IndexStats {
+    /// Documents in the corpus (indexed now or before).
+    pub documents: usize,
+    /// Of them, read and indexed now (new or changed).
+    pub indexed: usize,
+    /// Documents gone since the last index, their chunks removed.
+    pub removed: usize,
+    /// Chunks in the index.
+    pub chunks: u64,
+    /// Bytes of the documents' files.
+    pub bytes: u64,
+    /// Pages kept out of search results as repeating other pages (a print-all page, an
+    /// alias of another page), tables of contents, and redirects.
+    pub repeats: usize,
+    /// Files that are not documents or could not be read, by reason.
+    pub skipped: BTreeMap<String, usize>,
+    /// Milliseconds taken.
+    pub millis: u64,
+}
+
+/// One search hit as the `search` tool shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Hit {
+    pub(crate) path: String,
+    pub(crate) start: u32,
+    pub(crate) end: u32,
+    pub(crate) headings: Vec<String>,
+    pub(crate) snippet: String,
+    pub(crate) score: f32,
+}
+
+impl Hit {
+    /// The chunk's id, `PATH#Lstart-end` (cited as `doc:` and this).
+    pub(crate) fn id(&self) -> String {
+        chunk_id(&self.path, self.start, self.end)
+    }
+}
+
+/// A chunk's id: `PATH#Lstart-end`.
+pub(crate) fn chunk_id(path: &str, start: u32, end: u32) -> String {
+    format!("{path}#L{start}-{end}")
+}
+
+/// A span of a chunk id, `Lstart-end` (or `Lline`).
+pub(crate) fn parse_span(span: &str) -> Option<(u32, u32)> {
+    let rest = span.strip_prefix('L')?;
+    let (a, b) = rest.split_once('-').unwrap_or((rest, rest));
+    let (a, b) = (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?);
+    (a >= 1 && a <= b).then_some((a, b))
+}
+
+/// An open corpus: its folder, its manifest and its search index.
+pub struct Corpus {
+    root: PathBuf,
+    manifest: Manifest,
+    index: SearchIndex,
+    /// Documents laid out, as last read (at most [`LAYOUT_CACHE`]).
+    layouts: Mutex<HashMap<String, Arc<Layout>>>,
+}
+
+impl std::fmt::Debug for Corpus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Corpus")
+            .field("root", &self.root)
+            .field("documents", &self.manifest.docs.len())
+            .finish()
+    }
+}
+
+/// Most documents kept laid out in memory.
+const LAYOUT_CACHE: usize = 256;
+
+/// A document read from disk, converted and laid out.
+pub(crate) struct ReadDoc {
+    pub(crate) entry: DocEntry,
+    pub(crate) layout: Layout,
+}
+
+/// Reads one document: its bytes (a regular file within the byte cap, not binary), its digest,
+/// its text laid out. `Err` names why it is skipped.
+pub(crate) fn read_doc(path: &Path, rel: &str, format: Format) -> Result<ReadDoc, &'static str> {
+    let text = match crate::fsio::read_text_file(path, rel) {
+        Ok(text) => text,
+        Err(crate::fsio::ReadError::Binary(_)) => return Err("binary"),
+        Err(crate::fsio::ReadError::TooLarge { .. }) => return Err("too large"),
+        Err(crate::fsio::ReadError::Unreadable { .. }) => return Err("unreadable"),
+    };
+    let digest = crate::digest::sha256_hex(text.as_bytes());
+    let converted = convert::convert(&text, format);
+    let layout = chunk::layout(&converted.blocks);
+    let chunks = layout
+        .chunks
+        .iter()
+        .map(|c| manifest::ChunkEntry {
+            start: c.start,
+            end: c.end,
+            digest: match chunk_body(&layout, c) {
+                body if body.is_empty() => String::new(),
+                body => crate::digest::sha256_hex(body.as_bytes()),
+            },
+        })
+        .collect();
+    Ok(ReadDoc {
+        entry: DocEntry {
+            digest,
+            bytes: text.len() as u64,
+            chunks,
+            redirect: converted.redirect,
+            navigation: converted.words >= 20 && converted.link_words * 10 >= converted.words * 6,
+            repeat: false,
+        },
+        layout,
+    })
+}
+
+/// A chunk's text without its heading lines, whitespace collapsed: what two pages repeating
+/// each other share (the digest the repeat rule compares; empty for a chunk of headings only).
+fn chunk_body(layout: &Layout, c: &Chunk) -> String {
+    let text = layout.text(c.start, c.end);
+    text.lines()
+        .filter(|l| !is_heading_line(l))
+        .flat_map(str::split_whitespace)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A heading as laid out: `#` to `######` and a space.
+pub(crate) fn is_heading_line(line: &str) -> bool {
+    let hashes = line.bytes().take_while(|b| *b == b'#').count();
+    (1..=6).contains(&hashes) && line[hashes..].starts_with(' ')
+}
+
+impl Corpus {
+    /// Opens a corpus folder, building its index in `index_dir` (none: in memory) or bringing
+    /// it up to date; `progress` is told (done, total) as documents are read.
+    pub fn open(
+        root: &Path,
+        index_dir: Option<&Path>,
+        progress: &dyn Fn(usize, usize),
+    ) -> Result<(Corpus, IndexStats), CorpusError> {
+        let started = Instant::now();
+        let meta = std::fs::metadata(root).map_err(|e| CorpusError::BadRoot {
+            path: root.display().to_string(),
+            reason: match e.kind() {
+                std::io::ErrorKind::NotFound => "no such directory".into(),
+                _ => e.to_string(),
+            },
+        })?;
+        if !meta.is_dir() {
+            return Err(CorpusError::BadRoot {
+                path: root.display().to_string(),
+                reason: "not a directory".into(),
+            });
+        }
+        let root = root.canonicalize().map_err(|e| CorpusError::BadRoot {
+            path: root.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        let (index, fresh) = SearchIndex::open(index_dir.map(|d| d.join("tantivy")).as_deref())?;
+        let manifest_path = index_dir.map(|d| d.join("manifest.json"));
+        let old = match (&manifest_path, fresh) {
+            (Some(p), false) => Manifest::load(p).unwrap_or_default(),
+            _ => Manifest::default(),
+        };
+        let walked = manifest::walk(&root);
+        let mut stats = IndexStats {
+            skipped: walked.skipped.clone(),
+            ..IndexStats::default()
+        };
+        let mut manifest = Manifest::default();
+        let writer = index.writer()?;
+        let total = walked.docs.len();
+        let mut changed = false;
+        for (n, (rel, format)) in walked.docs.iter().enumerate() {
+            progress(n, total);
+            let doc = match read_doc(&root.join(rel), rel, *format) {
+                Ok(doc) => doc,
+                Err(why) => {
+                    *stats.skipped.entry(why.to_string()).or_default() += 1;
+                    continue;
+                }
+            };
+            stats.bytes += doc.entry.bytes;
+            let kept = old.docs.get(rel).filter(|e| e.digest == doc.entry.digest);
+            if kept.is_none() {
+                changed = true;
+                stats.indexed += 1;
+                index.delete(&writer, rel);
+                let name = rel.replace(['/', '-', '_', '.'], " ");
+                for c in &doc.layout.chunks {
+                    let heading = format!("{} {name}", c.headings.join(" "));
+                    index.add(
+                        &writer,
+                        &NewChunk {
+                            path: rel,
+                            start: c.start,
+                            end: c.end,
+                            text: &doc.layout.text(c.start, c.end),
+                            heading: &heading,
+                        },
+                    )?;
+                }
+            }
+            manifest.docs.insert(rel.clone(), doc.entry);
+        }
+        progress(total, total);
+        for gone in old.docs.keys().filter(|k| !manifest.docs.contains_key(*k)) {
+            index.delete(&writer, gone);
+            stats.removed += 1;
+            changed = true;
+        }
+        if changed || fresh {
+            index.commit(writer)?;
+        } else {
+            drop(writer);
+        }
+        manifest.mark_repeats();
+        if let Some(p) = &manifest_path {
+            manifest.save(p)?;
+        }
+        stats.documents = manifest.docs.len();
+        stats.repeats = manifest.docs.values().filter(|d| d.hidden()).count();
+        stats.chunks = index.chunks();
+        stats.millis = started.elapsed().as_millis() as u64;
+        Ok((
+            Corpus {
+                root,
+                manifest,
+                index,
+                layouts: Mutex::new(HashMap::new()),
+            },
+            stats,
+        ))
+    }
+
+    /// The corpus folder (canonical).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// How many documents it holds.
+    pub fn documents(&self) -> usize {
+        self.manifest.docs.len()
+    }
+
+    /// The documents' paths, each a `doc:` id.
+    pub(crate) fn ids(&self) -> HashSet<String> {
+        self.manifest.docs.keys().cloned().collect()
+    }
+
+    /// Whether a document is searchable (not a repeat, a table of contents or a redirect).
+    pub(crate) fn searchable(&self, path: &str) -> bool {
+        self.manifest.docs.get(path).is_some_and(|d| !d.hidden())
+    }
+
+    /// The best chunks for a query among the searchable documents under `paths` (none:
+    /// all), with their snippets.
+    pub(crate) fn search(
+        &self,
+        query: &str,
+        paths: &[String],
+        limit: usize,
+    ) -> Result<Vec<Hit>, CorpusError> {
+        let keep = |p: &str| {
+            self.searchable(p) && (paths.is_empty() || paths.iter().any(|s| crate::text::within(p, s)))
+        };
+        let (raw, snippets) = self.index.search(query, limit, &keep)?;
+        let mut out = Vec::new();
+        for hit in raw {
+            let layout = self.layout(&hit.path).ok();
+            let text = layout
+                .as_ref()
+                .map(|l| l.text(hit.start, hit.end))
+                .unwrap_or_default();
+            let snippet = snippets
+                .as_ref()
+                .map(|g| g.snippet(&text).fragment().to_string())
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| text.chars().take(180).collect());
+            let headings = layout
+                .as_ref()
+                .and_then(|l| l.chunks.iter().find(|c| c.start == hit.start))
+                .map(|c| c.headings.clone())
+                .unwrap_or_default();
+            out.push(Hit {
+                snippet: crate::text::one_line(&snippet),
+                headings,
+                path: hit.path,
+                start: hit.start,
+                end: hit.end,
+                score: hit.score,
+            });
+        }
+        Ok(out)
+    }
+
+    /// A document as it reads now, laid out; an error when it is not in the corpus, no longer
+    /// reads, or changed since it was indexed.
+    pub(crate) fn layout(&self, path: &str) -> Result<Arc<Layout>, String> {
+        let Some(entry) = self.manifest.docs.get(path) else {
+            return Err(format!("`{path}` is not a document of the corpus"));
+        };
+        if let Some(l) = self.layouts.lock().ok().and_then(|m| m.get(path).cloned()) {
+            return Ok(l);
+        }
+        let format = Format::of(path).ok_or_else(|| format!("`{path}` is not a document"))?;
+        let doc = read_doc(&self.root.join(path), path, format)
+            .map_err(|why| format!("`{path}` no longer reads ({why})"))?;
+        if doc.entry.digest != entry.digest {
+            return Err(format!(
+                "`{path}` changed since the corpus was indexed: run the research again to refresh it"
+            ));
+        }
+        let layout = Arc::new(doc.layout);
+        if let Ok(mut m) = self.layouts.lock() {
+            if m.len() >= LAYOUT_CACHE {
+                m.clear();
+            }
+            m.insert(path.to_string(), Arc::clone(&layout));
+        }
+        Ok(layout)
+    }
+
+    /// The digest of a cited span's text as the document reads now on disk (none: it no
+    /// longer reads). Used to find evidence gone stale.
+    pub(crate) fn current_digest(root: &Path, path: &str, span: Option<&str>) -> Option<String> {
+        let format = Format::of(path)?;
+        let doc = read_doc(&root.join(path), path, format).ok()?;
+        let text = match span.and_then(parse_span) {
+            Some((a, b)) => doc.layout.text(a, b),
+            None => doc.layout.lines.join("\n"),
+        };
+        Some(crate::digest::sha256_hex(text.as_bytes()))
+    }
+}
+
+#[cfg(test)]
+mod tests;

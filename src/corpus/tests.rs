@@ -1,0 +1,73 @@
+//! Tests of the corpus: indexing, repeats left out of search, incremental updates.
+
+use super::*;
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<html><head><title>{title}</title></head><body><nav><a href=\"a.html\">Home</a></nav><main><h1>{title}</h1>{body}</main></body></html>"
+    )
+}
+
+fn write(dir: &Path, rel: &str, text: &str) {
+    let path = dir.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn a_corpus_is_indexed_searched_and_refreshed_by_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let a = "<p>The gizmo spins clockwise when warm.</p><p>Other words here.</p>";
+    let b = "<p>The widget hums at night.</p><p>More text again.</p>";
+    write(dir.path(), "a.html", &page("Gizmo", a));
+    write(dir.path(), "b/b.html", &page("Widget", b));
+    write(dir.path(), "print.html", &page("All", &format!("<h1>Gizmo</h1>{a}<h1>Widget</h1>{b}")));
+    write(dir.path(), "notes.md", "# Notes\n\nThe sprocket is blue.\n");
+    write(dir.path(), "logo.png", "\u{0}png");
+    let (corpus, stats) = Corpus::open(dir.path(), Some(state.path()), &|_, _| {}).unwrap();
+    assert_eq!(stats.documents, 4);
+    assert_eq!(stats.indexed, 4);
+    assert_eq!(stats.skipped.get("not a document"), Some(&1));
+    assert_eq!(stats.repeats, 1, "print.html repeats the chapters");
+    let hits = corpus.search("gizmo spins", &[], 5).unwrap();
+    assert_eq!(hits[0].path, "a.html");
+    assert!(hits.iter().all(|h| h.path != "print.html"));
+    assert_eq!(hits[0].headings, vec!["Gizmo"]);
+    let layout = corpus.layout("a.html").unwrap();
+    assert!(layout.text(hits[0].start, hits[0].end).contains("spins clockwise"));
+    assert_eq!(corpus.search("sprocket", &["b".to_string()], 5).unwrap(), vec![]);
+    assert_eq!(corpus.search("hums", &["b".to_string()], 5).unwrap()[0].path, "b/b.html");
+    drop(corpus);
+    // Unchanged: nothing read again. Changed: that document only.
+    let (_, again) = Corpus::open(dir.path(), Some(state.path()), &|_, _| {}).unwrap();
+    assert_eq!(again.indexed, 0);
+    write(dir.path(), "notes.md", "# Notes\n\nThe sprocket is green.\n");
+    std::fs::remove_file(dir.path().join("b/b.html")).unwrap();
+    let (corpus, changed) = Corpus::open(dir.path(), Some(state.path()), &|_, _| {}).unwrap();
+    assert_eq!((changed.indexed, changed.removed), (1, 1));
+    // The removed page's chunks are gone (print.html, no longer repeating both chapters,
+    // is searched again).
+    let hums = corpus.search("hums", &[], 5).unwrap();
+    assert!(hums.iter().all(|h| h.path == "print.html"), "{hums:?}");
+    assert_eq!(corpus.search("green sprocket", &[], 5).unwrap()[0].path, "notes.md");
+}
+
+#[test]
+fn a_missing_folder_and_a_file_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Corpus::open(&dir.path().join("nope"), None, &|_, _| {}).unwrap_err();
+    assert!(e.to_string().ends_with("no such directory"), "{e}");
+    write(dir.path(), "f.md", "x");
+    let e = Corpus::open(&dir.path().join("f.md"), None, &|_, _| {}).unwrap_err();
+    assert!(e.to_string().ends_with("not a directory"), "{e}");
+}
+
+#[test]
+fn spans_parse() {
+    assert_eq!(parse_span("L3-9"), Some((3, 9)));
+    assert_eq!(parse_span("L4"), Some((4, 4)));
+    assert_eq!(parse_span("L9-3"), None);
+    assert_eq!(parse_span("L0-3"), None);
+    assert_eq!(parse_span("x"), None);
+}
