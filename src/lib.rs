@@ -499,7 +499,7 @@ pub use source::{
     Observation, ObservationLog, Shown, SourceId, SourceParseError, MAX_OBSERVED_TEXT,
 };
 pub use tools::{
-    Cancellation, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolResult, Workspace,
+    CorpusRead, CorpusSearch, Cancellation, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolResult, Workspace,
     MAX_TOOL_OUTPUT,
 };
 pub use transcript::{Message, ToolCall, ToolSpec};

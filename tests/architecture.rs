@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// layer do not import each other. Keep in step with the code map in src/lib.rs.
 const LAYERS: &[&[&str]] = &[
     &["redact", "text", "tokens", "digest", "fsio", "contracts"],
-    &["source", "transcript", "telemetry"],
+    &["source", "transcript", "telemetry", "corpus"],
     &["policy"],
     &["tools"],
     &["handoff"],

@@ -63,6 +63,9 @@ pub struct TaskSpec {
     /// A custom job (no workspace); false: exploring a tree.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub custom: bool,
+    /// A research task's corpus folder (as given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corpus: Option<String>,
     /// The roles fanned out (none: an explore task's `explorer`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub roles: Vec<RoleId>,

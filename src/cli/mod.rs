@@ -14,6 +14,7 @@ macro_rules! say {
 
 mod compact;
 mod progress;
+mod research;
 mod runs;
 mod validate;
 
@@ -58,6 +59,11 @@ enum LogFormatArg {
 enum Command {
     /// Explore a codebase in parallel and answer a question with cited lines.
     Explore(ExploreArgs),
+    /// Research a folder of documents (HTML, Markdown, text) and answer a question with cited
+    /// passages (the same flags as explore; ROOT is the corpus folder).
+    Research(ExploreArgs),
+    /// Build or refresh the search index of a folder of documents.
+    Index(research::IndexArgs),
     /// Check a handoff file against the contract and a workspace (exit 0 valid, 1 invalid,
     /// 2 unusable input).
     Validate(validate::ValidateArgs),
@@ -355,7 +361,9 @@ pub(crate) fn main() -> i32 {
         Command::Brief(args) => return runs::brief(args),
         Command::Context(args) => return runs::context(args),
         Command::Compact(args) => return compact::run(args),
+        Command::Index(args) => return research::index(args),
         Command::Explore(args) => Job::Explore(args),
+        Command::Research(args) => Job::Research(args),
         Command::Resume(args) => Job::Resume(args),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -370,7 +378,11 @@ pub(crate) fn main() -> i32 {
     };
     let code = runtime.block_on(async move {
         match job {
-            Job::Explore(args) => explore(args).await,
+            Job::Explore(args) => explore(args, None).await,
+            Job::Research(args) => match research::open(&args.root, &args.state, !args.model.no_progress) {
+                Ok(corpus) => explore(args, Some(corpus)).await,
+                Err(code) => code,
+            },
             Job::Resume(args) => resume(args).await,
         }
     });
@@ -382,6 +394,7 @@ pub(crate) fn main() -> i32 {
 
 enum Job {
     Explore(ExploreArgs),
+    Research(ExploreArgs),
     Resume(ResumeArgs),
 }
 
@@ -520,7 +533,8 @@ async fn resume(args: ResumeArgs) -> i32 {
     .await
 }
 
-async fn explore(args: ExploreArgs) -> i32 {
+/// Explores a tree — or, given its opened corpus, researches a folder of documents.
+async fn explore(args: ExploreArgs, corpus: Option<std::sync::Arc<baton::Corpus>>) -> i32 {
     if args.question.trim().is_empty() {
         say!("the question is empty");
         return EXIT_USAGE;
@@ -570,7 +584,13 @@ async fn explore(args: ExploreArgs) -> i32 {
     }
     coordinator = coordinator.allow_unenforced(args.allow_unenforced);
     // The task is checked — its constraints against the tree too — before any state is made.
-    let task = Task::explore(args.question.clone(), &args.root);
+    let task = match corpus {
+        Some(corpus) => {
+            coordinator = coordinator.corpus(corpus);
+            Task::research(args.question.clone(), &args.root)
+        }
+        None => Task::explore(args.question.clone(), &args.root),
+    };
     match coordinator.clone().build().check(&task) {
         Ok(warnings) => {
             for warning in warnings {
@@ -602,7 +622,11 @@ async fn explore(args: ExploreArgs) -> i32 {
 /// command line could decide a request, and each call would wait until it expired.
 fn approvals_undecidable(dir: &std::path::Path) -> Result<(), String> {
     let roles = baton::context::load_roles(Some(dir)).map_err(|e| e.to_string())?;
-    for name in [baton::RoleId::EXPLORER, baton::RoleId::VERIFIER] {
+    for name in [
+        baton::RoleId::EXPLORER,
+        baton::RoleId::VERIFIER,
+        baton::RoleId::RESEARCHER,
+    ] {
         if let Some(role) = roles.get(&name).filter(|r| !r.approve.is_empty()) {
             return Err(format!(
                 "--roles: role `{}`: field `approve`: the command line cannot decide requests for approval; use the library (RunHandle::approve, an Approver) or leave `approve` out",

@@ -349,6 +349,20 @@ impl CoordinatorBuilder {
         self
     }
 
+    /// A research corpus opened already ([`crate::Corpus::open`]): a research task naming
+    /// its folder searches it as it is, without indexing it again.
+    pub fn corpus(mut self, corpus: Arc<crate::Corpus>) -> CoordinatorBuilder {
+        self.inner.corpus = Some(corpus);
+        self
+    }
+
+    /// Where a research task's corpus index is kept and brought up to date (none: built in
+    /// memory for each run).
+    pub fn index_dir(mut self, dir: impl Into<std::path::PathBuf>) -> CoordinatorBuilder {
+        self.inner.index_dir = Some(dir.into());
+        self
+    }
+
     /// Logs every run to `store` (an append-only, digest-chained event log) so it can be
     /// listed, briefed, resumed and replayed by another process. Without one, each run's log
     /// is kept in memory for as long as its handle lives (large fan-outs: give a

@@ -17,6 +17,7 @@ use crate::lead::{LeadArgs, LeadError, LeadHandle, Resumption, RunConfig, Stated
 use crate::model::{ConnectError, Model, ModelSpec};
 use crate::policy::{Approver, Budget, Rule, TimeLimits};
 use crate::report::Report;
+use crate::corpus::Corpus;
 use crate::tools::{Tool, ToolRegistry, Workspace};
 
 mod builder;
@@ -85,6 +86,9 @@ pub enum RunError {
     /// The run's log could not be read or written.
     #[error("{0}")]
     Store(#[source] StoreError),
+    /// A research corpus could not be indexed or read.
+    #[error("{0}")]
+    Corpus(#[source] crate::corpus::CorpusError),
     /// Resuming needs a store to resume from.
     #[error("resuming needs the run's state (a store)")]
     NoStore,
@@ -174,6 +178,10 @@ pub struct Coordinator {
     approver: Option<Arc<dyn Approver>>,
     /// Connects a role's model spec.
     connector: Option<Connector>,
+    /// A research corpus opened already (a task naming its folder uses it).
+    corpus: Option<Arc<Corpus>>,
+    /// Where a research corpus's index is kept (none: in memory, built for each run).
+    index_dir: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -197,6 +205,8 @@ impl std::fmt::Debug for Coordinator {
             .field("logged", &self.store.is_some())
             .field("approver", &self.approver.is_some())
             .field("connector", &self.connector.is_some())
+            .field("corpus", &self.corpus.as_ref().map(|c| c.root().to_path_buf()))
+            .field("index_dir", &self.index_dir)
             .finish()
     }
 }
@@ -222,6 +232,8 @@ impl Default for Coordinator {
             allow_unenforced: false,
             approver: None,
             connector: None,
+            corpus: None,
+            index_dir: None,
         }
     }
 }
@@ -235,6 +247,10 @@ type RoleModels = BTreeMap<RoleId, Arc<dyn Model>>;
 struct Prepared {
     question: String,
     workspace: Option<Workspace>,
+    /// The run's tools: the coordinator's, and a research task's corpus tools.
+    tools: ToolRegistry,
+    /// A research task's documents, by id.
+    doc_ids: Option<Arc<std::collections::HashSet<String>>>,
     constraints: Vec<Stated>,
     roles: Roles,
     role_models: RoleModels,
@@ -257,7 +273,7 @@ impl Coordinator {
     /// The roles a run may use: the built-in profiles, those of the role directory, those
     /// given in code (each replacing one of its name), with the models of those that have
     /// one. The task's roles must be among them, each naming only the run's tools.
-    fn role_profiles(&self, task: &Task) -> Result<(Roles, RoleModels), RunError> {
+    fn role_profiles(&self, task: &Task, known: &[String]) -> Result<(Roles, RoleModels), RunError> {
         let mut roles = crate::context::load_roles(self.role_dir.as_deref())?;
         let mut models = BTreeMap::new();
         for role in &self.roles {
@@ -273,7 +289,6 @@ impl Coordinator {
         }
         // The lead's model is the builder's lead model, never a role's.
         models.remove(&RoleId::LEAD);
-        let known = self.tools.names();
         let mut used = task.named_roles();
         if self.lead_model.is_some() {
             used.push(RoleId::LEAD);
@@ -289,7 +304,7 @@ impl Coordinator {
                         .join(", ")
                 )));
             };
-            if let Some(tool) = role.unknown_tool(&known) {
+            if let Some(tool) = role.unknown_tool(known) {
                 return Err(RunError::BadSetting(format!(
                     "role `{}`: field `tools`: unknown tool `{tool}` (the run's tools: {})",
                     role.name,
@@ -360,10 +375,11 @@ impl Coordinator {
             run_id,
             question: prepared.question,
             workspace: prepared.workspace,
+            doc_ids: prepared.doc_ids,
             task: spec,
             model: Arc::clone(&self.model),
             lead_model: self.lead_model.clone(),
-            tools: self.tools.clone(),
+            tools: prepared.tools,
             agents: self.agents,
             max_subagents: self.max_subagents,
             budget: self.budget,
@@ -462,14 +478,51 @@ impl Coordinator {
         check_fan_out(task, workspace.as_ref(), self.max_subagents)?;
         let root = workspace.as_ref().map(Workspace::root);
         let constraints = self.stated_constraints(&question, root)?;
-        let (roles, role_models) = self.role_profiles(task)?;
+        let (tools, doc_ids) = self.run_tools(task)?;
+        let (roles, role_models) = self.role_profiles(task, &tools.names())?;
         Ok(Prepared {
             question,
             workspace,
+            tools,
+            doc_ids,
             constraints,
             roles,
             role_models,
         })
+    }
+
+    /// The run's tools: the coordinator's, with a research task's corpus tools (`search`,
+    /// `read`) over its corpus — the one given to the builder when it is that folder, else
+    /// the folder indexed now — and the corpus's document ids.
+    #[allow(clippy::type_complexity)]
+    fn run_tools(
+        &self,
+        task: &Task,
+    ) -> Result<(ToolRegistry, Option<Arc<std::collections::HashSet<String>>>), RunError> {
+        let Some(folder) = task.corpus() else {
+            return Ok((self.tools.clone(), None));
+        };
+        let same = |c: &&Arc<Corpus>| folder.canonicalize().is_ok_and(|f| f == c.root());
+        let corpus = match self.corpus.as_ref().filter(same) {
+            Some(c) => Arc::clone(c),
+            None => {
+                let (corpus, _) = Corpus::open(folder, self.index_dir.as_deref(), &|_, _| {})
+                    .map_err(|e| match e {
+                        crate::corpus::CorpusError::BadRoot { path, reason } => {
+                            RunError::BadRoot { path, reason }
+                        }
+                        other => RunError::Corpus(other),
+                    })?;
+                Arc::new(corpus)
+            }
+        };
+        let ids = Arc::new(corpus.ids());
+        let tools = self
+            .tools
+            .clone()
+            .with(Arc::new(crate::tools::CorpusSearch(Arc::clone(&corpus))))
+            .with(Arc::new(crate::tools::CorpusRead(corpus)));
+        Ok((tools, Some(ids)))
     }
 
     /// Spawns the lead for a run whose log goes to the coordinator's store — or, with none,

@@ -40,10 +40,11 @@ impl Coordinator {
             run_id: run_id.to_string(),
             question: settings.question,
             workspace: read.workspace,
+            doc_ids: read.doc_ids,
             task: settings.task,
             model: Arc::clone(&self.model),
             lead_model: self.lead_model.clone(),
-            tools: self.tools.clone(),
+            tools: read.tools,
             agents: settings.agents,
             max_subagents: settings.max_subagents,
             budget: settings.budget,
@@ -96,12 +97,20 @@ impl Coordinator {
         let cost = crate::model::CostMeter::new(self.max_cost);
         cost.settle(0, logged_cost(&logged));
         let mut resumption = resumption;
-        resumption.prepare(workspace.as_ref().map(|w| w.under(policy)), run_id);
-        let (roles, role_models) = self.role_profiles(&task)?;
+        // A research run's corpus is brought up to date, and its cited passages rechecked.
+        let (tools, doc_ids) = self.run_tools(&task)?;
+        resumption.prepare(
+            workspace.as_ref().map(|w| w.under(policy)),
+            task.corpus(),
+            run_id,
+        );
+        let (roles, role_models) = self.role_profiles(&task, &tools.names())?;
         Ok(ResumeRead {
             claim,
             resumption,
             workspace,
+            tools,
+            doc_ids,
             cost,
             roles,
             role_models,
@@ -114,6 +123,8 @@ struct ResumeRead {
     claim: Option<Arc<crate::checkpoint::RunClaim>>,
     resumption: Resumption,
     workspace: Option<Workspace>,
+    tools: crate::tools::ToolRegistry,
+    doc_ids: Option<Arc<std::collections::HashSet<String>>>,
     cost: crate::model::CostMeter,
     roles: Roles,
     role_models: RoleModels,

@@ -24,6 +24,11 @@ pub enum Job {
     /// A job over the application's own tools, with no workspace: each subtask is one
     /// subagent of its role.
     Custom,
+    /// Research a folder of documents: researchers search and read its corpus index.
+    Research {
+        /// The folder.
+        corpus: PathBuf,
+    },
 }
 
 /// A job for a run: its question, its kind and source, and the roles it fans out.
@@ -61,6 +66,33 @@ impl Task {
             },
             roles: Vec::new(),
             subtasks: Vec::new(),
+        }
+    }
+
+    /// Research a question over a folder of documents (HTML, Markdown, plain text): the lead
+    /// splits it into sub-questions, one researcher each, with the corpus tools `search` and
+    /// `read`.
+    /// ```
+    /// let task = baton::Task::research("what do docs say?", "/srv/docs");
+    /// assert_eq!(task.corpus(), Some(std::path::Path::new("/srv/docs")));
+    /// assert_eq!(task.root(), None, "no workspace");
+    /// ```
+    pub fn research(question: impl Into<String>, corpus: impl AsRef<Path>) -> Task {
+        Task {
+            question: question.into(),
+            job: Job::Research {
+                corpus: corpus.as_ref().to_path_buf(),
+            },
+            roles: Vec::new(),
+            subtasks: Vec::new(),
+        }
+    }
+
+    /// The corpus folder of a research task.
+    pub fn corpus(&self) -> Option<&Path> {
+        match &self.job {
+            Job::Research { corpus } => Some(corpus),
+            _ => None,
         }
     }
 
@@ -164,7 +196,7 @@ impl Task {
     pub fn root(&self) -> Option<&Path> {
         match &self.job {
             Job::Explore { root } => Some(root),
-            Job::Custom => None,
+            Job::Custom | Job::Research { .. } => None,
         }
     }
 
@@ -176,6 +208,8 @@ impl Task {
     pub fn fan_out(&self) -> Vec<RoleId> {
         if self.roles.is_empty() && self.subtasks.is_empty() && self.root().is_some() {
             vec![RoleId::EXPLORER]
+        } else if self.roles.is_empty() && self.subtasks.is_empty() && self.corpus().is_some() {
+            vec![RoleId::RESEARCHER]
         } else {
             self.roles.clone()
         }
@@ -204,7 +238,8 @@ impl Task {
     /// resume).
     pub(crate) fn spec(&self) -> TaskSpec {
         TaskSpec {
-            custom: matches!(self.job, Job::Custom),
+            custom: !matches!(self.job, Job::Explore { .. }),
+            corpus: self.corpus().map(|c| c.display().to_string()),
             roles: self.roles.clone(),
             subtasks: self.subtasks.clone(),
         }
@@ -212,7 +247,9 @@ impl Task {
 
     /// The task a log's `run_started` describes.
     pub(crate) fn from_spec(question: &str, root: &str, spec: &TaskSpec) -> Task {
-        let task = if spec.custom {
+        let task = if let Some(corpus) = &spec.corpus {
+            Task::research(question, corpus)
+        } else if spec.custom {
             Task::job(question)
         } else {
             Task::explore(question, root)

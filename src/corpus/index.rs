@@ -203,10 +203,43 @@ impl SearchIndex {
         Ok((out, snippets))
     }
 
+    /// How many chunks hold each stemmed term of a query, in the query's order, each once.
+    pub(crate) fn term_counts(&self, query: &str) -> Vec<(String, u64)> {
+        let searcher = self.reader.searcher();
+        let mut out: Vec<(String, u64)> = Vec::new();
+        for term in stems(query) {
+            if out.iter().any(|(t, _)| *t == term) {
+                continue;
+            }
+            let n = searcher
+                .doc_freq(&Term::from_field_text(self.fields.text, &term))
+                .unwrap_or(0);
+            out.push((term, n));
+        }
+        out
+    }
+
     /// How many chunks the index holds.
     pub(crate) fn chunks(&self) -> u64 {
         self.reader.searcher().num_docs()
     }
+}
+
+/// A text's words as the index holds them: split at anything not a letter or digit, lower
+/// case, English stems (tantivy's `en_stem`).
+pub(crate) fn stems(text: &str) -> Vec<String> {
+    use tantivy::tokenizer::{Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer};
+    let mut analyzer = tantivy::tokenizer::TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(40))
+        .filter(LowerCaser)
+        .filter(Stemmer::new(Language::English))
+        .build();
+    let mut stream = analyzer.token_stream(text);
+    let mut out = Vec::new();
+    while stream.advance() {
+        out.push(stream.token().text.clone());
+    }
+    out
 }
 
 /// Empties an index directory of tantivy's files (a stale layout), leaving other files.

@@ -18,6 +18,7 @@ use std::time::Instant;
 
 pub(crate) use chunk::{Chunk, Layout};
 pub(crate) use convert::Format;
+pub(crate) use index::stems;
 use index::{NewChunk, SearchIndex};
 pub(crate) use manifest::{DocEntry, Manifest};
 
@@ -274,6 +275,14 @@ impl Corpus {
         ))
     }
 
+    /// Where the index of the folder `root` is kept under a state directory:
+    /// `STATE/corpus/KEY`, KEY taken from the digest of the folder's canonical path.
+    pub fn index_dir_in(state: &Path, root: &Path) -> PathBuf {
+        let canonical = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        let digest = crate::digest::sha256_hex(canonical.to_string_lossy().as_bytes());
+        state.join("corpus").join(&digest[..16])
+    }
+
     /// The corpus folder (canonical).
     pub fn root(&self) -> &Path {
         &self.root
@@ -292,6 +301,42 @@ impl Corpus {
     /// Whether a document is searchable (not a repeat, a table of contents or a redirect).
     pub(crate) fn searchable(&self, path: &str) -> bool {
         self.manifest.docs.get(path).is_some_and(|d| !d.hidden())
+    }
+
+    /// A search as the `search` tool prints it.
+    pub fn search_text(&self, query: &str, limit: usize) -> Result<String, CorpusError> {
+        let hits = self.search(query, &[], limit)?;
+        let (counts, chunks) = self.term_counts(query);
+        let mut out = String::new();
+        let list: Vec<String> = counts.iter().map(|(t, n)| format!("{t} {n}")).collect();
+        out.push_str(&format!("terms (chunks holding each, of {chunks}): {}\n", list.join(", ")));
+        for (i, h) in hits.iter().enumerate() {
+            out.push_str(&format!(
+                "{}. doc:{} ({:.2}) — {}\n   {}\n",
+                i + 1,
+                h.id(),
+                h.score,
+                h.headings.join(" > "),
+                h.snippet
+            ));
+        }
+        Ok(out)
+    }
+
+    /// How many searchable documents lie under `paths` (none: the whole corpus).
+    pub(crate) fn searchable_under(&self, paths: &[String]) -> usize {
+        self.manifest
+            .docs
+            .iter()
+            .filter(|(p, d)| {
+                !d.hidden() && (paths.is_empty() || paths.iter().any(|s| crate::text::within(p, s)))
+            })
+            .count()
+    }
+
+    /// How many chunks hold each stemmed word of a query, and how many chunks there are.
+    pub(crate) fn term_counts(&self, query: &str) -> (Vec<(String, u64)>, u64) {
+        (self.index.term_counts(query), self.index.chunks())
     }
 
     /// The best chunks for a query among the searchable documents under `paths` (none:

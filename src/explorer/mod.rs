@@ -7,6 +7,7 @@
 mod conclude;
 mod follow;
 mod rank;
+mod research;
 mod survey;
 mod terms;
 
@@ -113,6 +114,8 @@ impl Model for OfflineModel {
 /// The task as the lead wrote it in the first user message.
 pub(super) struct Task {
     pub(super) question: String,
+    /// The whole question, when this subagent answers a subtask of it.
+    pub(super) whole: Option<String>,
     pub(super) scope: Vec<String>,
     /// The lead asked for an orientation first (a resumed run).
     pub(super) orienting: bool,
@@ -290,8 +293,10 @@ fn read_task(request: &ModelRequest) -> Option<Task> {
             }
         }
     }
+    let whole = subtask.as_ref().and(question.clone());
     question = subtask.or(question);
     Some(Task {
+        whole,
         question: question.filter(|q| !q.is_empty())?,
         scope,
         orienting: first.contains("Orientation: this run was resumed"),
@@ -550,6 +555,10 @@ fn early_turn(request: &ModelRequest) -> Result<Task, (String, Vec<ToolCall>)> {
         return Err(verify_turn(&task, &done, may_read));
     }
     let may_call = |name: &str| request.tools.iter().any(|t| t.name == name);
+    // A researcher: the corpus tools and no workspace search.
+    if may_call("search") && may_call("read") && !may_call("grep") {
+        return Err(research::turn(&task, &exchanges(&request.messages)));
+    }
     // The explorer finds its places by searching: without grep (a constraint took it) it
     // settles nothing, and says why, rather than guess.
     if !may_call("grep") {

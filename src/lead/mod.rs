@@ -29,6 +29,7 @@ mod merge;
 pub use merge::merge_handoffs;
 mod parts;
 mod plan;
+mod questions;
 mod relevance;
 mod report;
 mod reports;
@@ -79,6 +80,8 @@ pub(crate) struct RunConfig {
     pub(crate) question: String,
     /// The tree explored (none: a job over the application's own tools).
     pub(crate) workspace: Option<Workspace>,
+    /// A research run's document ids: a `doc:` citation of another is unknown.
+    pub(crate) doc_ids: Option<Arc<std::collections::HashSet<String>>>,
     /// The task's kind, the roles it fans out and its subtasks.
     pub(crate) task: crate::checkpoint::TaskSpec,
     pub(crate) model: Arc<dyn Model>,

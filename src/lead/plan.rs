@@ -45,6 +45,7 @@ pub(crate) fn shard_count(
 /// explorers' shards (empty when it did not).
 pub(crate) fn task_shards(
     task: &crate::checkpoint::TaskSpec,
+    question: &str,
     explored: Vec<Shard>,
     whole: &[String],
     max: usize,
@@ -52,6 +53,24 @@ pub(crate) fn task_shards(
     let plain = task.roles.is_empty() && task.subtasks.is_empty() && !task.custom;
     if plain {
         return (explored, String::new());
+    }
+    // A research task with neither roles nor subtasks: one researcher per sub-question.
+    if task.corpus.is_some() && task.roles.is_empty() && task.subtasks.is_empty() {
+        let mut shards: Vec<Shard> = super::questions::sub_questions(question)
+            .into_iter()
+            .map(|q| Shard {
+                paths: Vec::new(),
+                bytes: 0,
+                role: RoleId::RESEARCHER,
+                question: Some(q),
+            })
+            .collect();
+        shards.truncate(max);
+        let reason = format!(
+            "the question split into {} sub-question(s) by its clauses and named things, one researcher each",
+            shards.len()
+        );
+        return (shards, reason);
     }
     let mut shards = Vec::new();
     let mut said = Vec::new();
@@ -215,12 +234,27 @@ pub(crate) use crate::text::within;
 
 /// The first message a subagent gets: its question and its scope (the contract is in its
 /// system text: [`with_contract`]).
-pub(crate) fn brief(question: &str, shard: &Shard) -> String {
+pub(crate) fn brief(question: &str, shard: &Shard, others: &[&str]) -> String {
     let scope = serde_json::to_string(&shard.paths).unwrap_or_else(|_| "[\".\"]".into());
     let question = match &shard.question {
         Some(sub) => format!("{}\nSubtask: {}", one_line(question), one_line(sub)),
         None => one_line(question),
     };
+    if shard.role == RoleId::RESEARCHER && shard.paths.is_empty() {
+        let others = if others.is_empty() {
+            String::new()
+        } else {
+            let list: Vec<String> = others.iter().map(|o| format!("- {}", one_line(o))).collect();
+            format!("\nOther researchers cover (do not search for these):\n{}", list.join("\n"))
+        };
+        return format!(
+            "Question: {question}{others}\n\nSearch the corpus for your part of the question, read \
+             the passages that answer it, and hand off: cite each conclusion by the chunk you \
+             read (doc:PATH#Lstart-end) and quote only text it showed. If no passage answers, \
+             say which queries found nothing over how many documents (cite the searches as \
+             call:ID) — never that the thing does not exist."
+        );
+    }
     // A job with no workspace: the subagent works with the application's tools.
     if shard.paths.is_empty() {
         return format!(

@@ -524,6 +524,7 @@ pub(crate) struct Planned {
 pub(super) fn plan_task(
     workspace: Option<&Workspace>,
     task: &crate::checkpoint::TaskSpec,
+    question: &str,
     roots: Option<&[String]>,
     (agents, max_subagents, shards): (usize, usize, Option<usize>),
 ) -> Result<Planned, String> {
@@ -548,6 +549,7 @@ pub(super) fn plan_task(
     };
     let (shards, reason) = plan::task_shards(
         task,
+        question,
         std::mem::take(&mut planned.shards),
         &whole,
         max_subagents,

@@ -227,12 +227,13 @@ impl LeadState {
         log: crate::source::ObservationLog,
     ) {
         let files = Arc::clone(&self.contexts.files);
+        let docs = self.config.doc_ids.clone();
         let me = myself.clone();
         let validate_off = move || {
             let check = Check {
                 files: Some(files.as_ref()),
                 observations: Some(&log),
-                docs: None,
+                docs: docs.as_deref(),
             };
             let parsed = validate(&text, &check);
             // A handoff that may be accepted, whole or without the conclusions that broke the

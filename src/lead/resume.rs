@@ -113,9 +113,17 @@ impl Resumption {
     /// The heavy work of a resume, done before the lead starts (blocking: call it off the
     /// runtime): the evidence rechecked ([`Resumption::recheck`]), the log applied to the
     /// projector the lead continues (then let go), the tokenizer's vocabulary loaded.
-    pub(crate) fn prepare(&mut self, workspace: Option<Workspace>, run_id: &str) {
+    pub(crate) fn prepare(
+        &mut self,
+        workspace: Option<Workspace>,
+        corpus: Option<&std::path::Path>,
+        run_id: &str,
+    ) {
         if let Some(workspace) = &workspace {
             self.recheck(workspace);
+        }
+        if let Some(corpus) = corpus {
+            self.recheck_docs(corpus);
         }
         let mut projector = crate::checkpoint::Projector::new(run_id);
         for logged in std::mem::take(&mut self.events) {
@@ -138,66 +146,106 @@ impl Resumption {
                 continue;
             };
             let now = super::report::evidence_digests(handoff, &files, &restored.observations);
-            let mut changed: Vec<String> = restored
+            let changed: Vec<String> = restored
                 .evidence_digests
                 .iter()
                 .filter(|(source, digest)| now.get(*source) != Some(*digest))
                 .map(|(source, _)| source.clone())
                 .collect();
             let found_now = searches_gone_stale(&restored.observations, &tools, workspace);
-            if changed.is_empty() && found_now.is_empty() {
-                continue;
+            if let Some(stale) = mark_stale(id, restored, changed, found_now) {
+                self.stale.push(stale);
             }
-            restored.observations.retain(|o| {
-                !found_now.iter().any(|(call, _, _)| {
-                    call == o.call_id() && matches!(o, Observation::Searched { .. })
-                })
-            });
-            changed.extend(found_now.iter().map(|(call, _, _)| format!("call:{call}")));
-            let (stale, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut handoff.settled_conclusions)
-                .into_iter()
-                .partition(|c| c.sources.iter().any(|s| changed.contains(&s.to_string())));
-            handoff.settled_conclusions = kept;
-            for c in &stale {
-                let cited: Vec<String> = c
-                    .sources
-                    .iter()
-                    .map(|s| s.to_string())
-                    .filter(|s| changed.contains(s))
-                    .collect();
-                handoff.open_items.push(OpenItem {
-                    item: format!("Stale since the resume: {}", c.claim),
-                    stuck_on: format!(
-                        "{} changed after the handoff was accepted; reread it before relying on this",
-                        cited.join(", ")
-                    ),
-                });
-            }
-            let mut claims: Vec<String> = Vec::new();
-            for (call, label, why) in &found_now {
-                // One open item per search: the handoff's own conclusion on it, if it had one.
-                let source = format!("call:{call}");
-                if stale
-                    .iter()
-                    .any(|c| c.sources.iter().any(|s| s.to_string() == source))
-                {
-                    continue;
-                }
-                let claim = format!("nothing matched {label} (search {source})");
-                handoff.open_items.push(OpenItem {
-                    item: format!("Stale since the resume: {claim}"),
-                    stuck_on: why.clone(),
-                });
-                claims.push(claim);
-            }
-            claims.splice(0..0, stale.into_iter().map(|c| c.claim));
-            self.stale.push(Stale {
-                subagent: id.clone(),
-                sources: changed,
-                claims,
-            });
         }
     }
+
+    /// Rechecks the cited passages of a research run's accepted handoffs against the corpus
+    /// as it reads now: a passage whose text changed, or whose document no longer reads,
+    /// leaves the settled conclusions for the open items, marked stale.
+    pub(crate) fn recheck_docs(&mut self, corpus: &std::path::Path) {
+        for (id, restored) in &mut self.subagents {
+            if restored.handoff.is_none() {
+                continue;
+            }
+            let changed: Vec<String> = restored
+                .evidence_digests
+                .iter()
+                .filter(|(source, digest)| match crate::source::SourceId::parse(source) {
+                    Ok(crate::source::SourceId::Doc { id, span }) => {
+                        crate::corpus::Corpus::current_digest(corpus, &id, span.as_deref()).as_ref()
+                            != Some(*digest)
+                    }
+                    _ => false,
+                })
+                .map(|(source, _)| source.clone())
+                .collect();
+            if let Some(stale) = mark_stale(id, restored, changed, Vec::new()) {
+                self.stale.push(stale);
+            }
+        }
+    }
+}
+
+/// Moves a handoff's conclusions citing a changed source, or a search that finds something
+/// now, to its open items, marked stale; what was moved, for the log.
+fn mark_stale(
+    id: &str,
+    restored: &mut Restored,
+    mut changed: Vec<String>,
+    found_now: Vec<(String, String, String)>,
+) -> Option<Stale> {
+    if restored.handoff.is_none() || (changed.is_empty() && found_now.is_empty()) {
+        return None;
+    }
+    restored.observations.retain(|o| {
+        !found_now.iter().any(|(call, _, _)| {
+            call == o.call_id() && matches!(o, Observation::Searched { .. })
+        })
+    });
+    let handoff = restored.handoff.as_mut()?;
+    changed.extend(found_now.iter().map(|(call, _, _)| format!("call:{call}")));
+    let (stale, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut handoff.settled_conclusions)
+        .into_iter()
+        .partition(|c| c.sources.iter().any(|s| changed.contains(&s.to_string())));
+    handoff.settled_conclusions = kept;
+    for c in &stale {
+        let cited: Vec<String> = c
+            .sources
+            .iter()
+            .map(|s| s.to_string())
+            .filter(|s| changed.contains(s))
+            .collect();
+        handoff.open_items.push(OpenItem {
+            item: format!("Stale since the resume: {}", c.claim),
+            stuck_on: format!(
+                "{} changed after the handoff was accepted; reread it before relying on this",
+                cited.join(", ")
+            ),
+        });
+    }
+    let mut claims: Vec<String> = Vec::new();
+    for (call, label, why) in &found_now {
+        // One open item per search: the handoff's own conclusion on it, if it had one.
+        let source = format!("call:{call}");
+        if stale
+            .iter()
+            .any(|c| c.sources.iter().any(|s| s.to_string() == source))
+        {
+            continue;
+        }
+        let claim = format!("nothing matched {label} (search {source})");
+        handoff.open_items.push(OpenItem {
+            item: format!("Stale since the resume: {claim}"),
+            stuck_on: why.clone(),
+        });
+        claims.push(claim);
+    }
+    claims.splice(0..0, stale.into_iter().map(|c| c.claim));
+    Some(Stale {
+        subagent: id.to_string(),
+        sources: changed,
+        claims,
+    })
 }
 
 /// The searches of `observations` that found nothing and no longer stand, as (call id, label,

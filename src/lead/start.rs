@@ -115,13 +115,20 @@ impl LeadState {
         let limits = self.config.limits;
         let question = self.contexts.search_question.clone();
         let roles = self.assignable_roles();
+        let planned_question = question.clone();
         let planning = async move {
             let roots_for_plan = roots.clone();
             let planned = tokio::task::spawn_blocking(move || {
                 // The BPE vocabulary loads once (~0.2 s): here, not in a handler.
                 let _ = crate::tokens::Tokenizer::count(tokenizer.as_ref(), "warm");
                 let limits = (agents, max, shards);
-                plan_task(workspace.as_ref(), &task, roots_for_plan.as_deref(), limits)
+                plan_task(
+                    workspace.as_ref(),
+                    &task,
+                    &planned_question,
+                    roots_for_plan.as_deref(),
+                    limits,
+                )
             })
             .await
             .unwrap_or_else(|e| Err(format!("planning failed: {e}")));

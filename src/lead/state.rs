@@ -345,7 +345,15 @@ impl LeadState {
             let brief = if role.name == RoleId::VERIFIER {
                 plan::verify_brief(&self.contexts.search_question, &record.shard)
             } else {
-                plan::brief(&self.contexts.search_question, &record.shard)
+                // A researcher is told what the others cover, so no query is run twice.
+                let others: Vec<&str> = self
+                    .fleet
+                    .records
+                    .iter()
+                    .filter(|r| r.summary.id != record.summary.id && r.shard.role == role.name)
+                    .filter_map(|r| r.shard.question.as_deref())
+                    .collect();
+                plan::brief(&self.contexts.search_question, &record.shard, &others)
             };
             let system = plan::with_contract(&context.text);
             let model = self.model_of(&role.name);

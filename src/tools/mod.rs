@@ -2,6 +2,7 @@
 //! observations it made (which files, which lines), recorded in the caller's observation log.
 
 mod context;
+mod corpus;
 mod fs;
 mod walk;
 mod workspace;
@@ -17,6 +18,8 @@ use crate::source::Observation;
 use crate::transcript::{ToolCall, ToolSpec};
 use context::CancelOnDrop;
 pub use context::{Cancellation, ToolContext};
+pub use corpus::{CorpusRead, CorpusSearch};
+pub(crate) use corpus::TERMS_LINE;
 pub(crate) use walk::walk_files;
 pub(crate) use workspace::SandboxError;
 pub use workspace::Workspace;
