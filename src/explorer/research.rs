@@ -19,7 +19,9 @@ const READS_PER_DOC: usize = 2;
 /// Most conclusions one researcher settles.
 const MOST_CONCLUSIONS: usize = 2;
 /// A sentence must hold this share of the question's word weight to answer it.
-const MIN_COVERAGE: f64 = 0.42;
+const MIN_COVERAGE: f64 = 0.25;
+/// The share needed when the question names a thing no chunk mentions.
+const NAMED_UNSEEN_COVERAGE: f64 = 0.5;
 /// ... and score at least this share of the best sentence.
 const RELATIVE: f64 = 0.8;
 
@@ -242,6 +244,19 @@ fn question_words(question: &str) -> Vec<(String, bool)> {
     out
 }
 
+/// Whether the question names a thing (see [`question_words`]) that no chunk holds.
+fn unseen_named(task: &Task, searches: &[&Exchange<'_>]) -> bool {
+    let mut counts = BTreeMap::new();
+    for ex in searches {
+        counts.extend(parse_search(ex.content).1);
+    }
+    question_words(&task.question)
+        .iter()
+        .filter(|(_, named)| *named)
+        .flat_map(|(w, _)| crate::corpus::stems(w))
+        .any(|s| counts.get(&s).copied() == Some(0))
+}
+
 /// The searches that test an absence: every word the question names and the corpus never
 /// mentions, alone; else the question's three rarest words, all required.
 fn absence_queries(task: &Task, searches: &[&Exchange<'_>]) -> Vec<String> {
@@ -278,6 +293,14 @@ fn conclude(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) ->
         let Some((id, lines)) = read_chunk(ex) else {
             continue;
         };
+        // The chunk's headings (the header's path) count half for every sentence under them.
+        let heading: HashSet<String> = ex
+            .content
+            .lines()
+            .next()
+            .and_then(|h| h.split_once(" — "))
+            .map(|(_, h)| crate::corpus::stems(h).into_iter().collect())
+            .unwrap_or_default();
         for line in lines {
             if crate::corpus::is_heading_line(line) || line.starts_with("```") {
                 continue;
@@ -286,8 +309,15 @@ fn conclude(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) ->
                 let stems: HashSet<String> = crate::corpus::stems(sentence).into_iter().collect();
                 let score: f64 = weights
                     .iter()
-                    .filter(|(s, _)| stems.contains(s))
-                    .map(|(_, w)| w)
+                    .map(|(s, w)| {
+                        if stems.contains(s) {
+                            *w
+                        } else if heading.contains(s) {
+                            w / 2.0
+                        } else {
+                            0.0
+                        }
+                    })
                     .sum();
                 if sentence.contains('`') || sentence.split_whitespace().count() < 4 {
                     continue;
@@ -299,7 +329,13 @@ fn conclude(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) ->
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
     let best = scored.first().map_or(0.0, |s| s.0);
     let mut handoff = Handoff::default();
-    if whole > 0.0 && best / whole >= MIN_COVERAGE {
+    // A thing the question names that the corpus never mentions raises the bar.
+    let bar = if unseen_named(task, searches) {
+        NAMED_UNSEEN_COVERAGE
+    } else {
+        MIN_COVERAGE
+    };
+    if whole > 0.0 && best / whole >= bar {
         for (score, id, sentence) in &scored {
             if handoff.settled_conclusions.len() == MOST_CONCLUSIONS || *score < RELATIVE * best {
                 break;
