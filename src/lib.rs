@@ -41,7 +41,8 @@
 //!   [`telemetry`], [`text`], [`tokens`], [`transcript`]) are the binary's and the tests' way
 //!   in; the rest is `pub(crate)`. `examples/` shows each use (embed, custom_tool, custom_role,
 //!   custom_model, approval); `tests/examples.rs` runs each and checks its output.
-//! - Binary: `src/main.rs` → `cli` (`baton explore ROOT QUESTION`, `baton validate FILE`,
+//! - Binary: `src/main.rs` → `cli` (`baton explore ROOT QUESTION`, `baton research CORPUS
+//!   QUESTION`, `baton index CORPUS`, `baton validate FILE`,
 //!   `baton runs`, `baton brief RUN`, `baton resume RUN`, `baton context RUN --role ROLE`,
 //!   `baton compact TRANSCRIPT`).
 //!
@@ -55,7 +56,7 @@
 //! | layer | modules |
 //! |---|---|
 //! | 0 | `redact`, [`text`], [`tokens`], `digest`, `fsio`, `contracts` |
-//! | 1 | `source`, [`transcript`], [`telemetry`] |
+//! | 1 | `source`, [`transcript`], [`telemetry`], `corpus` |
 //! | 2 | [`policy`] |
 //! | 3 | `tools` |
 //! | 4 | `handoff` |
@@ -127,6 +128,24 @@
 //!   the call id grammar (`SUBAGENT.N`), and `transcript/chat.rs`: the OpenAI chat JSONL
 //!   format read and written (a compaction's message is recognised there by its opening
 //!   mark, as compaction writes it).
+//! - `corpus` — the research corpus ([`Corpus`]): `corpus/convert.rs` turns HTML (only
+//!   `<main>` when a page has one; navigation, headers, footers, asides, scripts, styles and
+//!   hidden elements dropped; a `<meta http-equiv="refresh">` page is a redirect), Markdown
+//!   and plain text into blocks (headings, paragraphs, list items, code); `corpus/chunk.rs`
+//!   lays a document out as numbered lines and cuts chunks under one heading path of at most
+//!   160 words, only between blocks or sentences; `corpus/index.rs` is the tantivy index (a
+//!   chunk's path, span, text and headings with the document's name; English stems,
+//!   positions for phrases, BM25 with headings boosted ×2; one writer at a time, waiting up
+//!   to 30 s for another process's); `corpus/manifest.rs` keeps each document's content
+//!   digest and chunk digests (a changed document's chunks deleted and added again, an
+//!   unchanged one not read twice) and marks the pages search leaves out: redirects, pages
+//!   mostly of links (tables of contents), and pages whose chunks are at least 80% chunks of
+//!   smaller pages or of a preferred copy (a print-all page, an `index` copy of a chapter);
+//!   it walks the folder leaving out and counting hidden entries, links, special files,
+//!   names a citation could not write and files that are not documents. A chunk's id is
+//!   `doc:PATH#Lstart-end`, in lines of the document as laid out. **Invariant:** a cited
+//!   span's digest can be recomputed from the document on disk ([`Corpus`] refuses to show
+//!   a document whose digest changed since it was indexed).
 //! - [`telemetry`] — tracing: spans for the run, each subagent (its `subagent_spawned` seq),
 //!   each model call (its turn) and each tool call (its call id), and a `logged` event per
 //!   logged event (seq, kind), so a trace joins the event log; [`telemetry::init`] reads
@@ -174,6 +193,10 @@
 //! `tools/workspace.rs`: [`Workspace`] (the sandbox, carrying the run's [`Policy`]: it opens
 //! no file and walks no entry a constraint forbids, judged where the file really lies), and
 //! `tools/fs.rs`: the read-only workspace tools list_dir, glob, grep, read_file;
+//! `tools/corpus.rs`: the corpus tools [`CorpusSearch`] (`search`: ranked chunk ids, headings,
+//! snippets, and how many chunks hold each word; logged as a search with its matches) and
+//! [`CorpusRead`] (`read`: a chunk, a span, or the chunks around one; each whole chunk shown
+//! logged as a document span with its text and digest);
 //! `tools/walk.rs`: the walk they share (what it leaves out is named);
 //! `tools::run_blocking` runs tool calls and validations in at most four blocking slots a
 //! core, giving a slot back when its work passes its time limit. **Invariant:** every path is
@@ -299,7 +322,11 @@
 //! function of the request: `explorer/terms.rs` (question → identifiers, compounds, literals,
 //! stems, abbreviations, examples), `explorer/survey.rs` (count greps → line-based rarity of
 //! each term, files to read), `explorer/rank.rs` (definitions, scoring hit lines, block ends),
-//! `explorer/follow.rs` (callers of what was found), `explorer/conclude.rs` (claims citing only
+//! `explorer/follow.rs` (callers of what was found), `explorer/research.rs` (as a researcher,
+//! offered `search` and `read`: searches its sub-question's words, reads the best chunks,
+//! settles verbatim sentences holding enough of the question's rarer words — weighted by how
+//! many chunks hold each —, else tests the absence with searches that must find nothing and
+//! cites them as negative evidence), `explorer/conclude.rs` (claims citing only
 //! lines it read, their quotes only bytes of those lines; negative evidence); as a verifier it reads the doubted claims from its context's data
 //! section and confirms one only when the reread lines hold its quotes and symbols; without
 //! grep it settles nothing and says why. **Invariant:** it cites nothing its own tool calls did
@@ -336,7 +363,8 @@
 //! `LeadWork`: the lead model's work; `Outside`: the reply, the span) — the
 //! parts hold data grouped by the decision that reads them, and the decisions are
 //! `LeadState`'s methods in the file of each decision — with the spawning, ending and
-//! second-wave decisions; `lead/reports.rs`: what the lead does with a plan and
+//! second-wave decisions; `lead/questions.rs`: a research question split into sub-questions
+//! by its clauses and by two named things joined by `and` (pure); `lead/reports.rs`: what the lead does with a plan and
 //! each subagent report (the events it logs, the handoff check it starts off the actor);
 //! `lead/verdict.rs`: accept / repair / reject on a checked handoff (pure) and its event;
 //! `lead/journal.rs`: the events of planning, spawning and tools, the acknowledgement watcher
@@ -372,7 +400,8 @@
 //! The public [`Coordinator`] and [`RunError`]; `coordinator/builder.rs`:
 //! [`CoordinatorBuilder`]; `coordinator/task.rs`: [`Task`] and [`Job`];
 //! `coordinator/handle.rs`: [`RunHandle`] and [`Canceller`]; `coordinator/resume.rs`:
-//! `Coordinator::resume` (the log read back, rechecked and counted, off the runtime);
+//! `Coordinator::resume` (the log read back, rechecked and counted, off the runtime; a
+//! research run's corpus brought up to date and its cited passages rechecked);
 //! `coordinator/connect.rs`:
 //! [`connect`]; `coordinator/constraints.rs`:
 //! the run's constraints checked against the tree (places respelled as the tree spells them,
@@ -387,8 +416,9 @@
 //! store, files in memory, and a small tree on disk ([`testing::fixture_tree`]).
 //!
 //! ## The binary: `cli`
-//! Argument parsing, `explore` / `resume` with the progress display (`cli/progress.rs`, drawn
+//! Argument parsing, `explore` / `research` / `resume` with the progress display (`cli/progress.rs`, drawn
 //! from the run's event stream alone),
+//! `index` and the corpus `research` opens under the state directory (`cli/research.rs`),
 //! `validate` (`cli/validate.rs`), `runs` / `brief` / `context` (`cli/runs.rs`), `compact`
 //! (`cli/compact.rs`: kept lines passed through byte for byte), the `--state` directory,
 //! bounded input reads, one-line usage errors, text from runs made terminal-safe and scrubbed
@@ -469,10 +499,10 @@ pub use checkpoint::{
 };
 pub use context::{Field, Role, RoleProfile};
 pub use contracts::RoleId;
-pub use corpus::{Corpus, CorpusError, IndexStats};
 pub use coordinator::{
     connect, Canceller, Connector, Coordinator, CoordinatorBuilder, Job, RunError, RunHandle, Task,
 };
+pub use corpus::{Corpus, CorpusError, IndexStats};
 pub use explorer::OfflineModel;
 /// For the binary: bounded reads of the files it is given.
 #[doc(hidden)]
@@ -499,7 +529,7 @@ pub use source::{
     Observation, ObservationLog, Shown, SourceId, SourceParseError, MAX_OBSERVED_TEXT,
 };
 pub use tools::{
-    CorpusRead, CorpusSearch, Cancellation, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolResult, Workspace,
-    MAX_TOOL_OUTPUT,
+    Cancellation, CorpusRead, CorpusSearch, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
+    ToolResult, Workspace, MAX_TOOL_OUTPUT,
 };
 pub use transcript::{Message, ToolCall, ToolSpec};

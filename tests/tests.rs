@@ -27,6 +27,7 @@ mod properties;
 mod readme;
 mod reliability;
 mod repair;
+mod research;
 mod sandbox;
 mod secrets;
 mod supervision;

@@ -379,10 +379,12 @@ pub(crate) fn main() -> i32 {
     let code = runtime.block_on(async move {
         match job {
             Job::Explore(args) => explore(args, None).await,
-            Job::Research(args) => match research::open(&args.root, &args.state, !args.model.no_progress) {
-                Ok(corpus) => explore(args, Some(corpus)).await,
-                Err(code) => code,
-            },
+            Job::Research(args) => {
+                match research::open(&args.root, &args.state, !args.model.no_progress) {
+                    Ok(corpus) => explore(args, Some(corpus)).await,
+                    Err(code) => code,
+                }
+            }
             Job::Resume(args) => resume(args).await,
         }
     });

@@ -118,7 +118,10 @@ pub(crate) fn index(args: IndexArgs) -> i32 {
 pub(crate) fn open(root: &Path, state: &StateArg, show: bool) -> Result<Arc<baton::Corpus>, i32> {
     let (corpus, stats) = open_corpus(root, state, show)?;
     if show {
-        super::to_stderr(&format!("{}\n", super::terminal_line(&summary(root, &stats))));
+        super::to_stderr(&format!(
+            "{}\n",
+            super::terminal_line(&summary(root, &stats))
+        ));
     }
     if stats.documents == 0 {
         say!(

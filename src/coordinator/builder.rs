@@ -349,9 +349,9 @@ impl CoordinatorBuilder {
         self
     }
 
-    /// A research corpus opened already ([`crate::Corpus::open`]): a research task naming
+    /// A research corpus opened already ([`crate::corpus::Corpus::open`]): a research task naming
     /// its folder searches it as it is, without indexing it again.
-    pub fn corpus(mut self, corpus: Arc<crate::Corpus>) -> CoordinatorBuilder {
+    pub fn corpus(mut self, corpus: Arc<crate::corpus::Corpus>) -> CoordinatorBuilder {
         self.inner.corpus = Some(corpus);
         self
     }

@@ -12,12 +12,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::checkpoint::{EventStore, Feed, MemoryStore, RunLog, StoreError};
 use crate::context::{Role, RoleProfile};
 use crate::contracts::RoleId;
+use crate::corpus::Corpus;
 use crate::explorer::OfflineModel;
 use crate::lead::{LeadArgs, LeadError, LeadHandle, Resumption, RunConfig, Stated};
 use crate::model::{ConnectError, Model, ModelSpec};
 use crate::policy::{Approver, Budget, Rule, TimeLimits};
 use crate::report::Report;
-use crate::corpus::Corpus;
 use crate::tools::{Tool, ToolRegistry, Workspace};
 
 mod builder;
@@ -205,7 +205,10 @@ impl std::fmt::Debug for Coordinator {
             .field("logged", &self.store.is_some())
             .field("approver", &self.approver.is_some())
             .field("connector", &self.connector.is_some())
-            .field("corpus", &self.corpus.as_ref().map(|c| c.root().to_path_buf()))
+            .field(
+                "corpus",
+                &self.corpus.as_ref().map(|c| c.root().to_path_buf()),
+            )
             .field("index_dir", &self.index_dir)
             .finish()
     }
@@ -273,7 +276,11 @@ impl Coordinator {
     /// The roles a run may use: the built-in profiles, those of the role directory, those
     /// given in code (each replacing one of its name), with the models of those that have
     /// one. The task's roles must be among them, each naming only the run's tools.
-    fn role_profiles(&self, task: &Task, known: &[String]) -> Result<(Roles, RoleModels), RunError> {
+    fn role_profiles(
+        &self,
+        task: &Task,
+        known: &[String],
+    ) -> Result<(Roles, RoleModels), RunError> {
         let mut roles = crate::context::load_roles(self.role_dir.as_deref())?;
         let mut models = BTreeMap::new();
         for role in &self.roles {

@@ -166,7 +166,9 @@ fn read_tag(s: &str, at: usize) -> Option<(Tag, usize)> {
             ));
         }
         let start = i;
-        while i < s.len() && !matches!(bytes[i], b'=' | b'>' | b'/') && !bytes[i].is_ascii_whitespace()
+        while i < s.len()
+            && !matches!(bytes[i], b'=' | b'>' | b'/')
+            && !bytes[i].is_ascii_whitespace()
         {
             i += 1;
         }
@@ -595,19 +597,34 @@ let b = 1;</code></pre></main><footer>Footer</footer></body></html>"##;
 
     #[test]
     fn a_page_without_main_drops_its_navigation_and_a_redirect_is_seen() {
-        let page = "<html><body><nav>Home | Next</nav><p>Body text.</p><aside>ad</aside></body></html>";
+        let page =
+            "<html><body><nav>Home | Next</nav><p>Body text.</p><aside>ad</aside></body></html>";
         let c = convert(page, Format::Html);
         assert_eq!(c.blocks, vec![Block::Para("Body text.".into())]);
-        let stub = r#"<meta http-equiv="Refresh" content="0; URL=x.html"><p>Redirecting to... x.html</p>"#;
+        let stub =
+            r#"<meta http-equiv="Refresh" content="0; URL=x.html"><p>Redirecting to... x.html</p>"#;
         assert!(convert(stub, Format::Html).redirect);
     }
 
     #[test]
     fn broken_html_is_no_panic() {
-        for page in ["<", "<a", "<a href=\"x", "&#xFFFFFFFF;", "<p>é<", "<!--", "<script>", "&", "<é>"] {
+        for page in [
+            "<",
+            "<a",
+            "<a href=\"x",
+            "&#xFFFFFFFF;",
+            "<p>é<",
+            "<!--",
+            "<script>",
+            "&",
+            "<é>",
+        ] {
             let _ = convert(page, Format::Html);
         }
-        assert_eq!(decode_entities("a &amp b &#38; &#x26; &bogus;"), "a &amp b & & &bogus;");
+        assert_eq!(
+            decode_entities("a &amp b &#38; &#x26; &bogus;"),
+            "a &amp b & & &bogus;"
+        );
     }
 
     #[test]

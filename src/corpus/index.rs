@@ -135,7 +135,11 @@ impl SearchIndex {
     }
 
     /// Adds one chunk.
-    pub(crate) fn add(&self, writer: &IndexWriter, chunk: &NewChunk<'_>) -> Result<(), CorpusError> {
+    pub(crate) fn add(
+        &self,
+        writer: &IndexWriter,
+        chunk: &NewChunk<'_>,
+    ) -> Result<(), CorpusError> {
         let mut doc = TantivyDocument::default();
         doc.add_text(self.fields.path, chunk.path);
         doc.add_u64(self.fields.start, u64::from(chunk.start));
@@ -178,7 +182,12 @@ impl SearchIndex {
         let mut out = Vec::new();
         for (score, address) in top {
             let doc: TantivyDocument = searcher.doc(address).map_err(failed("reading a hit"))?;
-            let text = |f| doc.get_first(f).and_then(|v| v.as_str()).unwrap_or("").to_string();
+            let text = |f| {
+                doc.get_first(f)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("")
+                    .to_string()
+            };
             let num = |f| doc.get_first(f).and_then(|v| v.as_u64()).unwrap_or(0) as u32;
             let path = text(self.fields.path);
             if !keep(&path) {

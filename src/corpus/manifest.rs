@@ -90,9 +90,9 @@ impl Manifest {
             }
         }
         let size = |p: &str| {
-            self.docs
-                .get(p)
-                .map_or(0, |d| d.chunks.iter().filter(|c| !c.digest.is_empty()).count())
+            self.docs.get(p).map_or(0, |d| {
+                d.chunks.iter().filter(|c| !c.digest.is_empty()).count()
+            })
         };
         let rank = |p: &str| {
             let name = p.rsplit('/').next().unwrap_or(p);
@@ -112,8 +112,7 @@ impl Manifest {
                 .filter(|c| {
                     holders.get(c.digest.as_str()).is_some_and(|hs| {
                         hs.iter().any(|h| {
-                            *h != path
-                                && (size(h) < n || (size(h) == n && rank(h) < rank(path)))
+                            *h != path && (size(h) < n || (size(h) == n && rank(h) < rank(path)))
                         })
                     })
                 })
@@ -157,7 +156,8 @@ pub(crate) fn walk(root: &Path) -> Walked {
         };
         for entry in entries.flatten() {
             let name = entry.file_name();
-            let skip = |out: &mut Walked, why: &str| *out.skipped.entry(why.into()).or_default() += 1;
+            let skip =
+                |out: &mut Walked, why: &str| *out.skipped.entry(why.into()).or_default() += 1;
             let Some(name) = name.to_str() else {
                 skip(&mut out, "unwritable name");
                 continue;
@@ -166,7 +166,10 @@ pub(crate) fn walk(root: &Path) -> Walked {
                 skip(&mut out, "hidden");
                 continue;
             }
-            if name.chars().any(|c| c == '#' || c.is_whitespace() || c.is_control()) {
+            if name
+                .chars()
+                .any(|c| c == '#' || c.is_whitespace() || c.is_control())
+            {
                 skip(&mut out, "unwritable name");
                 continue;
             }

@@ -309,7 +309,10 @@ impl Corpus {
         let (counts, chunks) = self.term_counts(query);
         let mut out = String::new();
         let list: Vec<String> = counts.iter().map(|(t, n)| format!("{t} {n}")).collect();
-        out.push_str(&format!("terms (chunks holding each, of {chunks}): {}\n", list.join(", ")));
+        out.push_str(&format!(
+            "terms (chunks holding each, of {chunks}): {}\n",
+            list.join(", ")
+        ));
         for (i, h) in hits.iter().enumerate() {
             out.push_str(&format!(
                 "{}. doc:{} ({:.2}) — {}\n   {}\n",
@@ -348,7 +351,8 @@ impl Corpus {
         limit: usize,
     ) -> Result<Vec<Hit>, CorpusError> {
         let keep = |p: &str| {
-            self.searchable(p) && (paths.is_empty() || paths.iter().any(|s| crate::text::within(p, s)))
+            self.searchable(p)
+                && (paths.is_empty() || paths.iter().any(|s| crate::text::within(p, s)))
         };
         let (raw, snippets) = self.index.search(query, limit, &keep)?;
         let mut out = Vec::new();

@@ -22,7 +22,11 @@ fn a_corpus_is_indexed_searched_and_refreshed_by_digest() {
     let b = "<p>The widget hums at night.</p><p>More text again.</p>";
     write(dir.path(), "a.html", &page("Gizmo", a));
     write(dir.path(), "b/b.html", &page("Widget", b));
-    write(dir.path(), "print.html", &page("All", &format!("<h1>Gizmo</h1>{a}<h1>Widget</h1>{b}")));
+    write(
+        dir.path(),
+        "print.html",
+        &page("All", &format!("<h1>Gizmo</h1>{a}<h1>Widget</h1>{b}")),
+    );
     write(dir.path(), "notes.md", "# Notes\n\nThe sprocket is blue.\n");
     write(dir.path(), "logo.png", "\u{0}png");
     let (corpus, stats) = Corpus::open(dir.path(), Some(state.path()), &|_, _| {}).unwrap();
@@ -35,14 +39,26 @@ fn a_corpus_is_indexed_searched_and_refreshed_by_digest() {
     assert!(hits.iter().all(|h| h.path != "print.html"));
     assert_eq!(hits[0].headings, vec!["Gizmo"]);
     let layout = corpus.layout("a.html").unwrap();
-    assert!(layout.text(hits[0].start, hits[0].end).contains("spins clockwise"));
-    assert_eq!(corpus.search("sprocket", &["b".to_string()], 5).unwrap(), vec![]);
-    assert_eq!(corpus.search("hums", &["b".to_string()], 5).unwrap()[0].path, "b/b.html");
+    assert!(layout
+        .text(hits[0].start, hits[0].end)
+        .contains("spins clockwise"));
+    assert_eq!(
+        corpus.search("sprocket", &["b".to_string()], 5).unwrap(),
+        vec![]
+    );
+    assert_eq!(
+        corpus.search("hums", &["b".to_string()], 5).unwrap()[0].path,
+        "b/b.html"
+    );
     drop(corpus);
     // Unchanged: nothing read again. Changed: that document only.
     let (_, again) = Corpus::open(dir.path(), Some(state.path()), &|_, _| {}).unwrap();
     assert_eq!(again.indexed, 0);
-    write(dir.path(), "notes.md", "# Notes\n\nThe sprocket is green.\n");
+    write(
+        dir.path(),
+        "notes.md",
+        "# Notes\n\nThe sprocket is green.\n",
+    );
     std::fs::remove_file(dir.path().join("b/b.html")).unwrap();
     let (corpus, changed) = Corpus::open(dir.path(), Some(state.path()), &|_, _| {}).unwrap();
     assert_eq!((changed.indexed, changed.removed), (1, 1));
@@ -50,7 +66,10 @@ fn a_corpus_is_indexed_searched_and_refreshed_by_digest() {
     // is searched again).
     let hums = corpus.search("hums", &[], 5).unwrap();
     assert!(hums.iter().all(|h| h.path == "print.html"), "{hums:?}");
-    assert_eq!(corpus.search("green sprocket", &[], 5).unwrap()[0].path, "notes.md");
+    assert_eq!(
+        corpus.search("green sprocket", &[], 5).unwrap()[0].path,
+        "notes.md"
+    );
 }
 
 #[test]

@@ -132,7 +132,10 @@ pub(super) fn turn(task: &Task, done: &[Exchange<'_>]) -> (String, Vec<ToolCall>
         .cloned()
         .collect();
     if !pending.is_empty() {
-        return ("Searching the corpus for the question's words.".into(), pending);
+        return (
+            "Searching the corpus for the question's words.".into(),
+            pending,
+        );
     }
     let ran: Vec<&Exchange<'_>> = searches
         .iter()
@@ -189,7 +192,11 @@ pub(super) fn turn(task: &Task, done: &[Exchange<'_>]) -> (String, Vec<ToolCall>
 fn read_chunk<'a>(ex: &Exchange<'a>) -> Option<(String, Vec<&'a str>)> {
     let mut lines = ex.content.lines();
     let header = lines.next()?.strip_prefix("[doc:")?;
-    let id = header.split(" — ").next()?.trim_end_matches(']').to_string();
+    let id = header
+        .split(" — ")
+        .next()?
+        .trim_end_matches(']')
+        .to_string();
     Some((id, lines.collect()))
 }
 
@@ -230,7 +237,10 @@ fn question_words(question: &str) -> Vec<(String, bool)> {
     for sentence in crate::text::sentences(question) {
         for (i, raw) in sentence.split_whitespace().enumerate() {
             let w = raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '!');
-            let named = (w.len() >= 2 && w.chars().filter(|c| c.is_alphabetic()).all(char::is_uppercase))
+            let named = (w.len() >= 2
+                && w.chars()
+                    .filter(|c| c.is_alphabetic())
+                    .all(char::is_uppercase))
                 || (i > 0 && w.chars().next().is_some_and(char::is_uppercase))
                 || w.contains(['_', '!'])
                 || w.contains("::");
@@ -244,17 +254,22 @@ fn question_words(question: &str) -> Vec<(String, bool)> {
     out
 }
 
-/// Whether the question names a thing (see [`question_words`]) that no chunk holds.
+/// Whether the question is foreign to the corpus: it names a thing (see [`question_words`])
+/// that no chunk holds, or a third of its words are in no chunk.
 fn unseen_named(task: &Task, searches: &[&Exchange<'_>]) -> bool {
     let mut counts = BTreeMap::new();
     for ex in searches {
         counts.extend(parse_search(ex.content).1);
     }
-    question_words(&task.question)
-        .iter()
-        .filter(|(_, named)| *named)
-        .flat_map(|(w, _)| crate::corpus::stems(w))
-        .any(|s| counts.get(&s).copied() == Some(0))
+    let words = question_words(&task.question);
+    let unseen = |w: &str| {
+        crate::corpus::stems(w)
+            .iter()
+            .any(|s| counts.get(s).copied() == Some(0))
+    };
+    let named = words.iter().any(|(w, named)| *named && unseen(w));
+    let share = words.iter().filter(|(w, _)| unseen(w)).count() * 3 >= words.len().max(1);
+    named || share
 }
 
 /// The searches that test an absence: every word the question names and the corpus never
@@ -275,7 +290,11 @@ fn absence_queries(task: &Task, searches: &[&Exchange<'_>]) -> Vec<String> {
     }
     let mut ranked: Vec<&(String, f64)> = weights.iter().filter(|(_, w)| *w > 0.0).collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let rare: Vec<String> = ranked.iter().take(3).map(|(s, _)| format!("+{s}")).collect();
+    let rare: Vec<String> = ranked
+        .iter()
+        .take(3)
+        .map(|(s, _)| format!("+{s}"))
+        .collect();
     if rare.is_empty() {
         Vec::new()
     } else {
@@ -343,7 +362,11 @@ fn conclude(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) ->
             let Ok(source) = SourceId::parse(&format!("doc:{id}")) else {
                 continue;
             };
-            if handoff.settled_conclusions.iter().any(|c| c.sources.contains(&source)) {
+            if handoff
+                .settled_conclusions
+                .iter()
+                .any(|c| c.sources.contains(&source))
+            {
                 continue;
             }
             handoff.settled_conclusions.push(Conclusion {
@@ -356,7 +379,10 @@ fn conclude(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) ->
     if handoff.settled_conclusions.is_empty() {
         if let Some((_, id, _)) = scored.first() {
             handoff.open_items.push(OpenItem {
-                item: format!("The nearest passage read, doc:{id}, does not answer: {}", task.question),
+                item: format!(
+                    "The nearest passage read, doc:{id}, does not answer: {}",
+                    task.question
+                ),
                 stuck_on: "it holds too little of the question's rarer words".into(),
             });
         }
@@ -366,13 +392,24 @@ fn conclude(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) ->
 
 /// Negative evidence: the searches that found nothing (cited), beside the queries run, over
 /// how many documents.
-fn absent(task: &Task, searches: &[&Exchange<'_>], checks: &[&Exchange<'_>], handoff: &mut Handoff) {
+fn absent(
+    task: &Task,
+    searches: &[&Exchange<'_>],
+    checks: &[&Exchange<'_>],
+    handoff: &mut Handoff,
+) {
     let documents = searches
         .iter()
         .filter_map(|e| {
             e.content
                 .split_once(" document(s) searched")
-                .and_then(|(a, _)| a.rsplit(' ').next()?.trim_start_matches('(').parse::<usize>().ok())
+                .and_then(|(a, _)| {
+                    a.rsplit(' ')
+                        .next()?
+                        .trim_start_matches('(')
+                        .parse::<usize>()
+                        .ok()
+                })
         })
         .max()
         .unwrap_or(0);
@@ -391,7 +428,12 @@ fn absent(task: &Task, searches: &[&Exchange<'_>], checks: &[&Exchange<'_>], han
             item: format!("No passage read answers: {}", task.question),
             stuck_on: format!(
                 "the searches {} found passages that share only some of its words",
-                searches.iter().chain(checks).filter_map(quoted).collect::<Vec<_>>().join(", ")
+                searches
+                    .iter()
+                    .chain(checks)
+                    .filter_map(quoted)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         });
         return;

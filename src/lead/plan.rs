@@ -244,8 +244,14 @@ pub(crate) fn brief(question: &str, shard: &Shard, others: &[&str]) -> String {
         let others = if others.is_empty() {
             String::new()
         } else {
-            let list: Vec<String> = others.iter().map(|o| format!("- {}", one_line(o))).collect();
-            format!("\nOther researchers cover (do not search for these):\n{}", list.join("\n"))
+            let list: Vec<String> = others
+                .iter()
+                .map(|o| format!("- {}", one_line(o)))
+                .collect();
+            format!(
+                "\nOther researchers cover (do not search for these):\n{}",
+                list.join("\n")
+            )
         };
         return format!(
             "Question: {question}{others}\n\nSearch the corpus for your part of the question, read \

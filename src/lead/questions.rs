@@ -51,7 +51,11 @@ fn clauses(ask: &str) -> Vec<String> {
             let after = ["and ", "or ", "but ", "also "]
                 .iter()
                 .find_map(|j| after.strip_prefix(j))
-                .unwrap_or(if rest.as_bytes()[at] == b';' { after } else { "" });
+                .unwrap_or(if rest.as_bytes()[at] == b';' {
+                    after
+                } else {
+                    ""
+                });
             let first = after.split_whitespace().next().unwrap_or("").to_lowercase();
             if ASKS.contains(&first.as_str()) {
                 out.push(finish(&rest[..at]));

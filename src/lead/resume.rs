@@ -170,13 +170,16 @@ impl Resumption {
             let changed: Vec<String> = restored
                 .evidence_digests
                 .iter()
-                .filter(|(source, digest)| match crate::source::SourceId::parse(source) {
-                    Ok(crate::source::SourceId::Doc { id, span }) => {
-                        crate::corpus::Corpus::current_digest(corpus, &id, span.as_deref()).as_ref()
-                            != Some(*digest)
-                    }
-                    _ => false,
-                })
+                .filter(
+                    |(source, digest)| match crate::source::SourceId::parse(source) {
+                        Ok(crate::source::SourceId::Doc { id, span }) => {
+                            crate::corpus::Corpus::current_digest(corpus, &id, span.as_deref())
+                                .as_ref()
+                                != Some(*digest)
+                        }
+                        _ => false,
+                    },
+                )
                 .map(|(source, _)| source.clone())
                 .collect();
             if let Some(stale) = mark_stale(id, restored, changed, Vec::new()) {
@@ -198,9 +201,9 @@ fn mark_stale(
         return None;
     }
     restored.observations.retain(|o| {
-        !found_now.iter().any(|(call, _, _)| {
-            call == o.call_id() && matches!(o, Observation::Searched { .. })
-        })
+        !found_now
+            .iter()
+            .any(|(call, _, _)| call == o.call_id() && matches!(o, Observation::Searched { .. }))
     });
     let handoff = restored.handoff.as_mut()?;
     changed.extend(found_now.iter().map(|(call, _, _)| format!("call:{call}")));

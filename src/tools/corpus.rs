@@ -127,10 +127,7 @@ fn search(
     let (counts, chunks) = corpus.term_counts(query);
     if !counts.is_empty() {
         let list: Vec<String> = counts.iter().map(|(t, n)| format!("{t} {n}")).collect();
-        text.push_str(&format!(
-            "{TERMS_LINE}{chunks}): {}\n",
-            list.join(", ")
-        ));
+        text.push_str(&format!("{TERMS_LINE}{chunks}): {}\n", list.join(", ")));
     }
     for (i, hit) in hits.iter().enumerate() {
         text.push_str(&format!(
@@ -208,16 +205,23 @@ fn target(args: &Value) -> Result<(String, Option<(u32, u32)>), ToolError> {
         };
         return Ok((path.to_string(), span));
     }
-    let path = args
-        .get("path")
-        .and_then(Value::as_str)
-        .ok_or_else(|| ToolError::invalid("give a chunk `id`, or a `path` with `start` and `end`"))?;
-    let num = |k: &str| args.get(k).and_then(Value::as_u64).map(|n| n.min(u32::MAX as u64) as u32);
+    let path = args.get("path").and_then(Value::as_str).ok_or_else(|| {
+        ToolError::invalid("give a chunk `id`, or a `path` with `start` and `end`")
+    })?;
+    let num = |k: &str| {
+        args.get(k)
+            .and_then(Value::as_u64)
+            .map(|n| n.min(u32::MAX as u64) as u32)
+    };
     let span = match (num("start"), num("end")) {
         (Some(a), Some(b)) if a >= 1 && a <= b => Some((a, b)),
         (Some(a), None) if a >= 1 => Some((a, a.saturating_add(MOST_LINES - 1))),
         (None, None) => None,
-        _ => return Err(ToolError::invalid("`start` and `end` are lines from 1, start ≤ end")),
+        _ => {
+            return Err(ToolError::invalid(
+                "`start` and `end` are lines from 1, start ≤ end",
+            ))
+        }
     };
     Ok((path.to_string(), span))
 }
@@ -288,7 +292,11 @@ fn read(
         if !aligned {
             text.push_str(&format!("[doc:{}]\n{body}\n", chunk_id(&path, a, b)));
         }
-        out = out.observed(Observation::document(&path, Some(&format!("L{a}-{b}")), &body));
+        out = out.observed(Observation::document(
+            &path,
+            Some(&format!("L{a}-{b}")),
+            &body,
+        ));
     }
     if cut {
         text.push_str(&format!(

@@ -1,0 +1,309 @@
+//! `baton research` on a fixture corpus the tests build: 24 documents, Markdown and HTML, with
+//! navigation chrome, a print-all page and facts planted across documents.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use baton::testing::{MemoryStore, ScriptedModel, ScriptedTurn};
+use baton::{json, ConclusionKind, Coordinator, Role, SourceId, Task, ViolationCode};
+
+const CHROME_TOP: &str = "<html><head><title>Handbook</title><script>var theme = 'dark';</script><style>body{}</style></head><body><nav class=\"sidebar\"><ol><li><a href=\"a.html\">Ferries</a></li><li><a href=\"b.html\">Lighthouses</a></li></ol></nav><div id=\"menu-bar\"><h1 class=\"menu-title\">The Harbour Handbook</h1><button>Theme</button></div><main>";
+const CHROME_END: &str = "</main><nav class=\"nav-wrapper\"><a href=\"next.html\">Next chapter</a></nav><footer>Keyboard shortcuts: press ? to show this help.</footer></body></html>";
+
+/// The chapters: (path, title, paragraphs). Facts are planted in a few; the rest is filler
+/// that shares the harbour's vocabulary.
+fn chapters() -> Vec<(String, String, Vec<String>)> {
+    let mut out = vec![
+        ("ferries/schedule.html".to_string(), "Ferry schedule".to_string(), vec![
+            "The harbour ferry leaves the north pier every forty minutes between dawn and dusk.".to_string(),
+            "In winter the last crossing departs at half past four because the channel ices over after dark.".to_string(),
+        ]),
+        ("lighthouses/beacon.html".to_string(), "The beacon".to_string(), vec![
+            "The beacon on Gull Rock flashes green twice every twelve seconds so that pilots can tell it from the breakwater light.".to_string(),
+            "Its lamp was converted from paraffin to electricity in the year the cable reached the island.".to_string(),
+        ]),
+        ("tides.md".to_string(), "Tides".to_string(), vec![
+            "Spring tides in the harbour rise seven metres, which floods the lower quay twice a month.".to_string(),
+            "Neap tides rise barely three metres.".to_string(),
+        ]),
+    ];
+    let topics = [
+        "moorings",
+        "cranes",
+        "warehouses",
+        "customs",
+        "pilots",
+        "tugboats",
+        "dredging",
+        "buoys",
+        "fishing",
+        "nets",
+        "sailmakers",
+        "ropewalk",
+        "chandlery",
+        "slipway",
+        "drydock",
+        "signals",
+        "weather",
+        "fog",
+        "harbourmaster",
+        "fees",
+    ];
+    for (i, topic) in topics.iter().enumerate() {
+        let ext = if i % 3 == 0 { "md" } else { "html" };
+        out.push((
+            format!("misc/{topic}.{ext}"),
+            format!("About {topic}"),
+            vec![
+                format!("The harbour keeps records about {topic} in the office by the quay."),
+                format!(
+                    "Visitors may ask the staff about {topic} during opening hours on weekdays."
+                ),
+            ],
+        ));
+    }
+    out
+}
+
+fn html(title: &str, paras: &[String]) -> String {
+    let body: String = paras.iter().map(|p| format!("<p>{p}</p>\n")).collect();
+    format!("{CHROME_TOP}<h1 id=\"t\"><a class=\"header\" href=\"#t\">{title}</a></h1>\n{body}{CHROME_END}")
+}
+
+fn markdown(title: &str, paras: &[String]) -> String {
+    format!("# {title}\n\n{}\n", paras.join("\n\n"))
+}
+
+/// The corpus on disk: every chapter, and a print-all page repeating them all.
+fn corpus() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut print = String::new();
+    for (path, title, paras) in chapters() {
+        let text = if path.ends_with(".md") {
+            markdown(&title, &paras)
+        } else {
+            html(&title, &paras)
+        };
+        write(dir.path(), &path, &text);
+        print.push_str(&format!(
+            "<h1>{title}</h1>{}",
+            paras
+                .iter()
+                .map(|p| format!("<p>{p}</p>"))
+                .collect::<String>()
+        ));
+    }
+    write(
+        dir.path(),
+        "print.html",
+        &format!("{CHROME_TOP}{print}{CHROME_END}"),
+    );
+    write(dir.path(), "logo.png", "\u{0}\u{1}png");
+    dir
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn cited_docs(report: &baton::Report) -> Vec<String> {
+    report
+        .handoff
+        .settled_conclusions
+        .iter()
+        .filter(|c| c.kind == ConclusionKind::Finding)
+        .flat_map(|c| c.sources.iter())
+        .filter_map(|s| match s {
+            SourceId::Doc { id, span } => {
+                Some(format!("{id}#{}", span.clone().unwrap_or_default()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_cites_the_chunk_holding_its_fact_and_never_the_print_page() {
+    let dir = corpus();
+    let report = Coordinator::builder()
+        .build()
+        .run(Task::research(
+            "How often does the beacon on Gull Rock flash, and in what colour?",
+            dir.path(),
+        ))
+        .await
+        .unwrap();
+    let cited = cited_docs(&report);
+    assert!(
+        cited
+            .iter()
+            .any(|c| c.starts_with("lighthouses/beacon.html#L")),
+        "{cited:?}"
+    );
+    assert!(
+        cited.iter().all(|c| !c.starts_with("print.html")),
+        "{cited:?}"
+    );
+    let first = &report.handoff.settled_conclusions[0];
+    assert!(
+        first
+            .claim
+            .contains("flashes green twice every twelve seconds"),
+        "{}",
+        first.claim
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_needing_two_documents_cites_both() {
+    let dir = corpus();
+    let report = Coordinator::builder()
+        .build()
+        .run(Task::research(
+            "When does the last winter ferry crossing depart, and how high do spring tides rise in the harbour?",
+            dir.path(),
+        ))
+        .await
+        .unwrap();
+    let cited = cited_docs(&report);
+    assert!(
+        cited.iter().any(|c| c.starts_with("ferries/schedule.html")),
+        "{cited:?}"
+    );
+    assert!(cited.iter().any(|c| c.starts_with("tides.md")), "{cited:?}");
+    assert!(
+        report.subagents.len() >= 2,
+        "one researcher per sub-question"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_with_no_answer_is_negative_evidence_naming_the_queries() {
+    let dir = corpus();
+    let report = Coordinator::builder()
+        .build()
+        .run(Task::research(
+            "Which submarine cable operator maintains the Gull Rock telegraph?",
+            dir.path(),
+        ))
+        .await
+        .unwrap();
+    assert!(cited_docs(&report).is_empty(), "{:?}", report.handoff);
+    let negative: Vec<_> = report
+        .handoff
+        .settled_conclusions
+        .iter()
+        .filter(|c| c.kind == ConclusionKind::NegativeEvidence)
+        .collect();
+    assert_eq!(negative.len(), 1, "{:?}", report.handoff);
+    assert!(
+        negative[0]
+            .claim
+            .starts_with("no passage in this corpus matched \""),
+        "{}",
+        negative[0].claim
+    );
+    assert!(negative[0].claim.contains("documents searched"));
+    assert!(negative[0]
+        .sources
+        .iter()
+        .all(|s| matches!(s, SourceId::Record { kind, .. } if kind == "call")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_document_marks_its_evidence_stale_on_resume() {
+    let dir = corpus();
+    let store = Arc::new(MemoryStore::new());
+    let coordinator = Coordinator::builder().store(store).build();
+    let first = coordinator
+        .run(Task::research(
+            "How often does the beacon on Gull Rock flash?",
+            dir.path(),
+        ))
+        .await
+        .unwrap();
+    assert!(!cited_docs(&first).is_empty());
+    let (path, title, mut paras) = chapters().into_iter().nth(1).unwrap();
+    paras[0] = "The beacon on Gull Rock now flashes white once every five seconds.".into();
+    write(dir.path(), &path, &html(&title, &paras));
+    let again = coordinator
+        .resume(&first.run_id)
+        .await
+        .unwrap()
+        .report()
+        .await
+        .unwrap();
+    assert!(
+        cited_docs(&again)
+            .iter()
+            .all(|c| !c.starts_with("lighthouses/")),
+        "{:?}",
+        again.handoff
+    );
+    assert!(
+        again
+            .handoff
+            .open_items
+            .iter()
+            .any(|o| o.item.starts_with("Stale since the resume")),
+        "{:?}",
+        again.handoff.open_items
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_passage_never_read_and_a_quote_not_in_the_passage_are_rejected() {
+    let dir = corpus();
+    // The beacon page's one chunk, as the corpus lays it out: its heading, its paragraphs.
+    let chunk = "doc:lighthouses/beacon.html#L1-5";
+    let never_read = "doc:tides.md#L1-5";
+    let handoff = format!(
+        "## Settled conclusions\n- The beacon `flashes red` [{chunk}]\n- Spring tides rise seven metres [{never_read}]\n## Open items\n## Hard constraints\n- none\n"
+    );
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::tool("read", json!({"id": chunk})),
+        ScriptedTurn::text(handoff),
+    ]));
+    let report = Coordinator::builder()
+        .role(
+            Role::new("researcher")
+                .tools(["search", "read"])
+                .model(model),
+        )
+        .repairs(0)
+        .build()
+        .run(Task::research("How does the beacon flash?", dir.path()))
+        .await
+        .unwrap();
+    let codes: Vec<ViolationCode> = report.subagents[0]
+        .violations
+        .iter()
+        .map(|v| v.code)
+        .collect();
+    assert!(codes.contains(&ViolationCode::QuoteNotFound), "{codes:?}");
+    assert!(codes.contains(&ViolationCode::DocNotObserved), "{codes:?}");
+    assert!(cited_docs(&report).is_empty(), "{:?}", report.handoff);
+}
+
+#[test]
+fn the_index_keeps_repeats_out_and_counts_what_it_skipped() {
+    let dir = corpus();
+    let state = tempfile::tempdir().unwrap();
+    let (corpus, stats) = baton::Corpus::open(dir.path(), Some(state.path()), &|_, _| {}).unwrap();
+    assert_eq!(stats.documents, 24);
+    assert_eq!(stats.skipped.get("not a document"), Some(&1));
+    assert!(
+        stats.repeats >= 1,
+        "the print-all page repeats the chapters"
+    );
+    let text = corpus.search_text("beacon flashes green", 5).unwrap();
+    assert!(text.contains("doc:lighthouses/beacon.html#L"), "{text}");
+    assert!(!text.contains("doc:print.html"), "{text}");
+    // Chrome is not text: the sidebar, the menu and the footer are never indexed.
+    assert!(!corpus
+        .search_text("keyboard shortcuts", 5)
+        .unwrap()
+        .contains("doc:"));
+}
