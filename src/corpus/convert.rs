@@ -351,7 +351,7 @@ fn html(s: &str) -> Converted {
             skipping = Some((tag.name.clone(), 1));
             continue;
         }
-        if !in_main && !(tag.name == "main" && tag.closing) {
+        if !(in_main || (tag.name == "main" && tag.closing)) {
             continue;
         }
         match tag.name.as_str() {

@@ -202,7 +202,7 @@ fn read_chunk<'a>(ex: &Exchange<'a>) -> Option<(String, Vec<&'a str>)> {
 
 /// Each question word's weight: how rare it is among the corpus's chunks (the search tool's
 /// counts), by its stem.
-fn weights(task: &Task, searches: &[&Exchange<'_>]) -> Vec<(String, f64)> {
+fn weights(task: &Task, searches: &[&Exchange<'_>], foreign: bool) -> Vec<(String, f64)> {
     let mut counts = BTreeMap::new();
     let mut total = 1u64;
     for ex in searches {
@@ -221,7 +221,7 @@ fn weights(task: &Task, searches: &[&Exchange<'_>]) -> Vec<(String, f64)> {
             // the question names (an acronym, a name, an identifier) that the corpus never
             // mentions counts fully against every passage.
             let w = match (df, named) {
-                (0, false) => 0.0,
+                (0, false) if !foreign => 0.0,
                 _ => ((total as f64 + 1.0) / (df as f64 + 1.0)).ln().max(0.1),
             };
             out.push((stem, w));
@@ -275,7 +275,7 @@ fn unseen_named(task: &Task, searches: &[&Exchange<'_>]) -> bool {
 /// The searches that test an absence: every word the question names and the corpus never
 /// mentions, alone; else the question's three rarest words, all required.
 fn absence_queries(task: &Task, searches: &[&Exchange<'_>]) -> Vec<String> {
-    let weights = weights(task, searches);
+    let weights = weights(task, searches, true);
     let mut counts = BTreeMap::new();
     for ex in searches {
         counts.extend(parse_search(ex.content).1);
@@ -304,7 +304,9 @@ fn absence_queries(task: &Task, searches: &[&Exchange<'_>]) -> Vec<String> {
 
 /// The handoff: the best sentences read, or negative evidence.
 fn conclude(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) -> Handoff {
-    let weights = weights(task, searches);
+    // A question foreign to the corpus counts its unseen words against every passage.
+    let foreign = unseen_named(task, searches);
+    let weights = weights(task, searches, foreign);
     let whole: f64 = weights.iter().map(|(_, w)| w).sum();
     // (score, chunk id, sentence)
     let mut scored: Vec<(f64, String, String)> = Vec::new();
@@ -349,7 +351,7 @@ fn conclude(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) ->
     let best = scored.first().map_or(0.0, |s| s.0);
     let mut handoff = Handoff::default();
     // A thing the question names that the corpus never mentions raises the bar.
-    let bar = if unseen_named(task, searches) {
+    let bar = if foreign {
         NAMED_UNSEEN_COVERAGE
     } else {
         MIN_COVERAGE
