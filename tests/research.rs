@@ -1,10 +1,11 @@
 //! `baton research` on a fixture corpus the tests build: 24 documents, Markdown and HTML, with
 //! navigation chrome, a print-all page and facts planted across documents.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use baton::testing::{MemoryStore, ScriptedModel, ScriptedTurn};
+
+use crate::support::{cited_docs, tree};
 use baton::{json, ConclusionKind, Coordinator, Role, SourceId, Task, ViolationCode};
 
 const CHROME_TOP: &str = "<html><head><title>Handbook</title><script>var theme = 'dark';</script><style>body{}</style></head><body><nav class=\"sidebar\"><ol><li><a href=\"a.html\">Ferries</a></li><li><a href=\"b.html\">Lighthouses</a></li></ol></nav><div id=\"menu-bar\"><h1 class=\"menu-title\">The Harbour Handbook</h1><button>Theme</button></div><main>";
@@ -74,9 +75,9 @@ fn markdown(title: &str, paras: &[String]) -> String {
     format!("# {title}\n\n{}\n", paras.join("\n\n"))
 }
 
-/// The corpus on disk: every chapter, and a print-all page repeating them all.
+/// The corpus on disk: every chapter, a print-all page repeating them all, and an image.
 fn corpus() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
+    let mut files: Vec<(String, String)> = Vec::new();
     let mut print = String::new();
     for (path, title, paras) in chapters() {
         let text = if path.ends_with(".md") {
@@ -84,7 +85,6 @@ fn corpus() -> tempfile::TempDir {
         } else {
             html(&title, &paras)
         };
-        write(dir.path(), &path, &text);
         print.push_str(&format!(
             "<h1>{title}</h1>{}",
             paras
@@ -92,36 +92,18 @@ fn corpus() -> tempfile::TempDir {
                 .map(|p| format!("<p>{p}</p>"))
                 .collect::<String>()
         ));
+        files.push((path, text));
     }
-    write(
-        dir.path(),
-        "print.html",
-        &format!("{CHROME_TOP}{print}{CHROME_END}"),
-    );
-    write(dir.path(), "logo.png", "\u{0}\u{1}png");
-    dir
-}
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
-fn cited_docs(report: &baton::Report) -> Vec<String> {
-    report
-        .handoff
-        .settled_conclusions
+    files.push((
+        "print.html".into(),
+        format!("{CHROME_TOP}{print}{CHROME_END}"),
+    ));
+    files.push(("logo.png".into(), "\u{0}\u{1}png".into()));
+    let borrowed: Vec<(&str, &str)> = files
         .iter()
-        .filter(|c| c.kind == ConclusionKind::Finding)
-        .flat_map(|c| c.sources.iter())
-        .filter_map(|s| match s {
-            SourceId::Doc { id, span } => {
-                Some(format!("{id}#{}", span.clone().unwrap_or_default()))
-            }
-            _ => None,
-        })
-        .collect()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    tree(&borrowed)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -230,7 +212,7 @@ async fn a_changed_document_marks_its_evidence_stale_on_resume() {
     assert!(!cited_docs(&first).is_empty());
     let (path, title, mut paras) = chapters().into_iter().nth(1).unwrap();
     paras[0] = "The beacon on Gull Rock now flashes white once every five seconds.".into();
-    write(dir.path(), &path, &html(&title, &paras));
+    std::fs::write(dir.path().join(&path), html(&title, &paras)).unwrap();
     let again = coordinator
         .resume(&first.run_id)
         .await

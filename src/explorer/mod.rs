@@ -168,11 +168,7 @@ fn verify_turn(task: &Task, done: &[Exchange<'_>], may_read: bool) -> (String, V
             )
         })
         .collect();
-    let pending: Vec<ToolCall> = reads
-        .iter()
-        .filter(|c| issued(done, &c.name, &c.arguments).is_none())
-        .cloned()
-        .collect();
+    let pending = not_issued(done, &reads);
     if may_read && !pending.is_empty() {
         return ("Rereading the cited lines.".into(), pending);
     }
@@ -375,6 +371,24 @@ fn issued<'a, 'b>(
 ) -> Option<&'b Exchange<'a>> {
     done.iter()
         .find(|e| e.name == name && e.arguments == arguments)
+}
+
+/// The calls of `calls` not made yet.
+fn not_issued(done: &[Exchange<'_>], calls: &[ToolCall]) -> Vec<ToolCall> {
+    calls
+        .iter()
+        .filter(|c| issued(done, &c.name, &c.arguments).is_none())
+        .cloned()
+        .collect()
+}
+
+/// The exchanges of the calls of `calls` that were made and succeeded, in their order.
+fn succeeded<'a, 'b>(done: &'b [Exchange<'a>], calls: &[ToolCall]) -> Vec<&'b Exchange<'a>> {
+    calls
+        .iter()
+        .filter_map(|c| issued(done, &c.name, &c.arguments))
+        .filter(|e| !e.is_error)
+        .collect()
 }
 
 /// Decides the next turn from the transcript alone. The phases, each done once its calls were

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde_json::json;
 
-use super::{call, issued, Exchange, Task};
+use super::{call, not_issued, succeeded, Exchange, Task};
 use crate::handoff::{Conclusion, ConclusionKind, Handoff, OpenItem};
 use crate::source::SourceId;
 use crate::transcript::ToolCall;
@@ -126,40 +126,24 @@ pub(super) fn turn(task: &Task, done: &[Exchange<'_>]) -> (String, Vec<ToolCall>
         .enumerate()
         .map(|(i, q)| call(i, "search", json!({"query": q, "limit": 8})))
         .collect();
-    let pending: Vec<ToolCall> = searches
-        .iter()
-        .filter(|c| issued(done, &c.name, &c.arguments).is_none())
-        .cloned()
-        .collect();
+    let pending = not_issued(done, &searches);
     if !pending.is_empty() {
         return (
             "Searching the corpus for the question's words.".into(),
             pending,
         );
     }
-    let ran: Vec<&Exchange<'_>> = searches
-        .iter()
-        .filter_map(|c| issued(done, &c.name, &c.arguments))
-        .filter(|e| !e.is_error)
-        .collect();
+    let ran = succeeded(done, &searches);
     let reads: Vec<ToolCall> = to_read(&ran)
         .into_iter()
         .enumerate()
         .map(|(i, id)| call(20 + i, "read", json!({"id": format!("doc:{id}")})))
         .collect();
-    let pending: Vec<ToolCall> = reads
-        .iter()
-        .filter(|c| issued(done, &c.name, &c.arguments).is_none())
-        .cloned()
-        .collect();
+    let pending = not_issued(done, &reads);
     if !pending.is_empty() {
         return ("Reading the best-ranked passages.".into(), pending);
     }
-    let read: Vec<&Exchange<'_>> = reads
-        .iter()
-        .filter_map(|c| issued(done, &c.name, &c.arguments))
-        .filter(|e| !e.is_error)
-        .collect();
+    let read = succeeded(done, &reads);
     let handoff = conclude(task, &ran, &read);
     if !handoff.settled_conclusions.is_empty() {
         return (handoff.to_markdown(), Vec::new());
@@ -170,19 +154,11 @@ pub(super) fn turn(task: &Task, done: &[Exchange<'_>]) -> (String, Vec<ToolCall>
         .enumerate()
         .map(|(i, q)| call(40 + i, "search", json!({"query": q, "limit": 3})))
         .collect();
-    let pending: Vec<ToolCall> = checks
-        .iter()
-        .filter(|c| issued(done, &c.name, &c.arguments).is_none())
-        .cloned()
-        .collect();
+    let pending = not_issued(done, &checks);
     if !pending.is_empty() {
         return ("Checking what the corpus does not hold.".into(), pending);
     }
-    let checked: Vec<&Exchange<'_>> = checks
-        .iter()
-        .filter_map(|c| issued(done, &c.name, &c.arguments))
-        .filter(|e| !e.is_error)
-        .collect();
+    let checked = succeeded(done, &checks);
     let mut handoff = handoff;
     absent(task, &ran, &checked, &mut handoff);
     (handoff.to_markdown(), Vec::new())

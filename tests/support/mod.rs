@@ -175,14 +175,31 @@ pub(crate) fn assert_citations_hold(report: &Report, root: &Path) {
     }
 }
 
-/// The file sources of every settled finding.
-pub(crate) fn cited_files(report: &Report) -> Vec<(String, u32, u32)> {
+/// The sources of every settled finding (negative evidence left out).
+pub(crate) fn finding_sources(report: &Report) -> impl Iterator<Item = &SourceId> {
     report
         .handoff
         .settled_conclusions
         .iter()
         .filter(|c| c.kind == ConclusionKind::Finding)
         .flat_map(|c| c.sources.iter())
+}
+
+/// The document spans every settled finding cites, as `PATH#SPAN`.
+pub(crate) fn cited_docs(report: &Report) -> Vec<String> {
+    finding_sources(report)
+        .filter_map(|s| match s {
+            SourceId::Doc { id, span } => {
+                Some(format!("{id}#{}", span.as_deref().unwrap_or_default()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The file sources of every settled finding.
+pub(crate) fn cited_files(report: &Report) -> Vec<(String, u32, u32)> {
+    finding_sources(report)
         .filter_map(|s| match s {
             SourceId::File {
                 path,
