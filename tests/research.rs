@@ -180,17 +180,15 @@ async fn a_question_with_no_answer_is_negative_evidence_naming_the_queries() {
         .filter(|c| c.kind == ConclusionKind::NegativeEvidence)
         .collect();
     assert_eq!(negative.len(), 1, "{:?}", report.handoff);
-    // The searches that had to find nothing, named (the merge words them as explore does).
+    // What was searched and where, never "it does not exist".
+    let claim = &negative[0].claim;
     assert!(
-        negative[0].claim.contains("submarin"),
-        "{}",
-        negative[0].claim
+        claim.starts_with("no passage in this corpus matched \""),
+        "{claim}"
     );
-    assert!(
-        negative[0].claim.contains("searched"),
-        "{}",
-        negative[0].claim
-    );
+    assert!(claim.contains("submarin"), "{claim}");
+    assert!(claim.ends_with("(23 documents searched)"), "{claim}");
+    assert!(!claim.contains("does not exist"), "{claim}");
     assert!(negative[0]
         .sources
         .iter()
@@ -291,4 +289,46 @@ fn the_index_keeps_repeats_out_and_counts_what_it_skipped() {
         .search_text("keyboard shortcuts", 5)
         .unwrap()
         .contains("doc:"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn negative_evidence_a_new_document_contradicts_is_stale_on_resume() {
+    let dir = corpus();
+    let store = Arc::new(MemoryStore::new());
+    let coordinator = Coordinator::builder().store(store).build();
+    let question = "Which submarine cable operator maintains the Gull Rock telegraph?";
+    let first = coordinator
+        .run(Task::research(question, dir.path()))
+        .await
+        .unwrap();
+    let negative = |r: &baton::Report| {
+        r.handoff
+            .settled_conclusions
+            .iter()
+            .any(|c| c.kind == ConclusionKind::NegativeEvidence)
+    };
+    assert!(negative(&first), "{:?}", first.handoff);
+    std::fs::write(
+        dir.path().join("telegraph.md"),
+        "# Telegraph\n\nThe submarine telegraph cable operator maintains the line to Gull Rock.\n",
+    )
+    .unwrap();
+    let again = coordinator
+        .resume(&first.run_id)
+        .await
+        .unwrap()
+        .report()
+        .await
+        .unwrap();
+    assert!(!negative(&again), "{:?}", again.handoff);
+    assert!(
+        again
+            .handoff
+            .open_items
+            .iter()
+            .any(|o| o.item.starts_with("Stale since the resume")
+                && o.item.contains("no passage in this corpus matched")),
+        "{:?}",
+        again.handoff.open_items
+    );
 }

@@ -241,6 +241,9 @@ impl Default for Coordinator {
     }
 }
 
+/// A research run's document ids.
+type DocIds = Arc<std::collections::HashSet<String>>;
+
 /// The run's roles, by name.
 type Roles = BTreeMap<RoleId, RoleProfile>;
 /// The roles with a model of their own.
@@ -253,7 +256,7 @@ struct Prepared {
     /// The run's tools: the coordinator's, and a research task's corpus tools.
     tools: ToolRegistry,
     /// A research task's documents, by id.
-    doc_ids: Option<Arc<std::collections::HashSet<String>>>,
+    doc_ids: Option<DocIds>,
     constraints: Vec<Stated>,
     roles: Roles,
     role_models: RoleModels,
@@ -485,7 +488,8 @@ impl Coordinator {
         check_fan_out(task, workspace.as_ref(), self.max_subagents)?;
         let root = workspace.as_ref().map(Workspace::root);
         let constraints = self.stated_constraints(&question, root)?;
-        let (tools, doc_ids) = self.run_tools(task)?;
+        let (tools, corpus) = self.run_tools(task)?;
+        let doc_ids = corpus.map(|(ids, _)| ids);
         let (roles, role_models) = self.role_profiles(task, &tools.names())?;
         Ok(Prepared {
             question,
@@ -505,7 +509,7 @@ impl Coordinator {
     fn run_tools(
         &self,
         task: &Task,
-    ) -> Result<(ToolRegistry, Option<Arc<std::collections::HashSet<String>>>), RunError> {
+    ) -> Result<(ToolRegistry, Option<(DocIds, Arc<Corpus>)>), RunError> {
         let Some(folder) = task.corpus() else {
             return Ok((self.tools.clone(), None));
         };
@@ -524,12 +528,13 @@ impl Coordinator {
             }
         };
         let ids = Arc::new(corpus.ids());
+        let opened = Arc::clone(&corpus);
         let tools = self
             .tools
             .clone()
             .with(Arc::new(crate::tools::CorpusSearch(Arc::clone(&corpus))))
             .with(Arc::new(crate::tools::CorpusRead(corpus)));
-        Ok((tools, Some(ids)))
+        Ok((tools, Some((ids, opened))))
     }
 
     /// Spawns the lead for a run whose log goes to the coordinator's store — or, with none,

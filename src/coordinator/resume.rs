@@ -98,12 +98,13 @@ impl Coordinator {
         cost.settle(0, logged_cost(&logged));
         let mut resumption = resumption;
         // A research run's corpus is brought up to date, and its cited passages rechecked.
-        let (tools, doc_ids) = self.run_tools(&task)?;
+        let (tools, corpus) = self.run_tools(&task)?;
         resumption.prepare(
             workspace.as_ref().map(|w| w.under(policy)),
-            task.corpus(),
+            corpus.as_ref().map(|(_, c)| c.as_ref()),
             run_id,
         );
+        let doc_ids = corpus.map(|(ids, _)| ids);
         let (roles, role_models) = self.role_profiles(&task, &tools.names())?;
         Ok(ResumeRead {
             claim,

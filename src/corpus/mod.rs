@@ -413,9 +413,9 @@ impl Corpus {
 
     /// The digest of a cited span's text as the document reads now on disk (none: it no
     /// longer reads). Used to find evidence gone stale.
-    pub(crate) fn current_digest(root: &Path, path: &str, span: Option<&str>) -> Option<String> {
+    pub(crate) fn current_digest(&self, path: &str, span: Option<&str>) -> Option<String> {
         let format = Format::of(path)?;
-        let doc = read_doc(&root.join(path), path, format).ok()?;
+        let doc = read_doc(&self.root.join(path), path, format).ok()?;
         let text = match span.and_then(parse_span) {
             Some((a, b)) => doc.layout.text(a, b),
             None => doc.layout.lines.join("\n"),

@@ -43,7 +43,7 @@ pub(super) fn negative_evidence(
         .map(|((pattern, _, _), _)| *pattern)
         .collect();
     // Patterns that found nothing, grouped by where they were searched and how many files.
-    type Place = (bool, String, usize, String);
+    type Place = (SearchKind, String, usize, String);
     let mut by_place: BTreeMap<Place, (Vec<String>, Vec<String>)> = BTreeMap::new();
     let mut unsearched = Vec::new();
     for ((pattern, insensitive, fixed), g) in groups.iter().filter(|(_, g)| !g.found) {
@@ -69,7 +69,13 @@ pub(super) fn negative_evidence(
             && skipped == 0
             && !explorers.is_empty()
             && explorers.iter().all(|i| g.shards.contains(i));
+        let kind = SearchKind::of(pattern).0;
         let place = match (covered, left_out) {
+            // A corpus search: the corpus, or the paths of it searched.
+            _ if kind == SearchKind::Passages => match scopes.as_slice() {
+                [only] if only == "." => "this corpus".to_string(),
+                _ => format!("the corpus's {}", prose_list(&scopes)),
+            },
             (true, 0) => whole.to_string(),
             // A whole that names what the walk left out says it already (the limits below
             // name what the searches left out).
@@ -91,12 +97,13 @@ pub(super) fn negative_evidence(
                 if left_out > names.len() { ", …" } else { "" }
             ));
         }
-        let (glob, label) = match SearchKind::of(pattern) {
-            (SearchKind::FileNames, glob) => (true, search_label(glob, *insensitive, true)),
-            (SearchKind::Lines, _) => (false, search_label(pattern, *insensitive, *fixed)),
+        let label = match SearchKind::of(pattern) {
+            (SearchKind::FileNames, glob) => search_label(glob, *insensitive, true),
+            (SearchKind::Lines, _) => search_label(pattern, *insensitive, *fixed),
+            (SearchKind::Passages, query) => format!("\"{query}\""),
         };
         let limits = limits.iter().map(|l| format!("; {l}")).collect::<String>();
-        let entry = by_place.entry((glob, place, files, limits)).or_default();
+        let entry = by_place.entry((kind, place, files, limits)).or_default();
         entry.0.push(label);
         entry.1.extend(g.calls.iter().cloned());
     }
@@ -164,22 +171,26 @@ fn group_searches<'a>(accepted: &[Accepted<'a>]) -> BTreeMap<(&'a str, bool, boo
 /// their calls.
 #[allow(clippy::type_complexity)]
 fn absences(
-    by_place: BTreeMap<(bool, String, usize, String), (Vec<String>, Vec<String>)>,
+    by_place: BTreeMap<(SearchKind, String, usize, String), (Vec<String>, Vec<String>)>,
 ) -> Vec<Conclusion> {
     by_place
         .into_iter()
         .map(
-            |((glob, place, files, limits), (labels, calls))| Conclusion {
-                claim: if glob {
-                    format!(
+            |((kind, place, files, limits), (labels, calls))| Conclusion {
+                claim: match kind {
+                    SearchKind::FileNames => format!(
                         "no file name matches the glob {} in {place} ({files} files{limits})",
                         labels.join(", ")
-                    )
-                } else {
-                    format!(
+                    ),
+                    SearchKind::Lines => format!(
                         "no line matches {} in {place} (searched {files} files{limits})",
                         labels.join(", ")
-                    )
+                    ),
+                    // Never "it does not exist": what was searched, and where.
+                    SearchKind::Passages => format!(
+                        "no passage in {place} matched {} ({files} documents searched)",
+                        labels.join(", ")
+                    ),
                 },
                 sources: calls
                     .into_iter()

@@ -116,7 +116,7 @@ impl Resumption {
     pub(crate) fn prepare(
         &mut self,
         workspace: Option<Workspace>,
-        corpus: Option<&std::path::Path>,
+        corpus: Option<&crate::corpus::Corpus>,
         run_id: &str,
     ) {
         if let Some(workspace) = &workspace {
@@ -161,8 +161,9 @@ impl Resumption {
 
     /// Rechecks the cited passages of a research run's accepted handoffs against the corpus
     /// as it reads now: a passage whose text changed, or whose document no longer reads,
-    /// leaves the settled conclusions for the open items, marked stale.
-    pub(crate) fn recheck_docs(&mut self, corpus: &std::path::Path) {
+    /// leaves the settled conclusions for the open items, marked stale; a corpus search that
+    /// found nothing and finds passages now (or searches fewer documents) no longer stands.
+    pub(crate) fn recheck_docs(&mut self, corpus: &crate::corpus::Corpus) {
         for (id, restored) in &mut self.subagents {
             if restored.handoff.is_none() {
                 continue;
@@ -173,16 +174,15 @@ impl Resumption {
                 .filter(
                     |(source, digest)| match crate::source::SourceId::parse(source) {
                         Ok(crate::source::SourceId::Doc { id, span }) => {
-                            crate::corpus::Corpus::current_digest(corpus, &id, span.as_deref())
-                                .as_ref()
-                                != Some(*digest)
+                            corpus.current_digest(&id, span.as_deref()).as_ref() != Some(*digest)
                         }
                         _ => false,
                     },
                 )
                 .map(|(source, _)| source.clone())
                 .collect();
-            if let Some(stale) = mark_stale(id, restored, changed, Vec::new()) {
+            let found_now = passages_gone_stale(&restored.observations, corpus);
+            if let Some(stale) = mark_stale(id, restored, changed, found_now) {
                 self.stale.push(stale);
             }
         }
@@ -251,6 +251,46 @@ fn mark_stale(
     })
 }
 
+/// The corpus searches of `observations` that found nothing and no longer stand, as (call id,
+/// label, why): each is run again over its scope.
+fn passages_gone_stale(
+    observations: &ObservationLog,
+    corpus: &crate::corpus::Corpus,
+) -> Vec<(String, String, String)> {
+    observations
+        .entries()
+        .iter()
+        .filter_map(|o| match o {
+            Observation::Searched {
+                call_id,
+                pattern,
+                scope,
+                matches: 0,
+                files_searched,
+                ..
+            } => {
+                let (SearchKind::Passages, query) = SearchKind::of(pattern) else {
+                    return None;
+                };
+                let paths: Vec<String> = scope.iter().filter(|p| *p != ".").cloned().collect();
+                let why = match corpus.search(query, &paths, 1) {
+                    Err(e) => format!("the corpus can no longer be searched ({e})"),
+                    Ok(hits) if !hits.is_empty() => {
+                        "the search finds passages now: the corpus changed after it ran".into()
+                    }
+                    Ok(_) if corpus.searchable_under(&paths) < *files_searched => format!(
+                        "it searches {} documents now, {files_searched} when it ran: some are gone",
+                        corpus.searchable_under(&paths)
+                    ),
+                    Ok(_) => return None,
+                };
+                Some((call_id.clone(), format!("\"{query}\""), why))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// The searches of `observations` that found nothing and no longer stand, as (call id, label,
 /// why): each is run again — the same pattern, flags and scope — and is stale when it finds
 /// something now, when its scope can no longer be searched (a file or directory gone, or now
@@ -274,8 +314,10 @@ fn searches_gone_stale(
                 fixed_string,
                 ..
             } => {
-                // A glob is rerun as a glob, a pattern as a grep with its flags.
+                // A glob is rerun as a glob, a pattern as a grep with its flags (a corpus
+                // search is rechecked against its corpus: `recheck_docs`).
                 let (name, arguments) = match SearchKind::of(pattern) {
+                    (SearchKind::Passages, _) => return None,
                     (SearchKind::FileNames, glob) => {
                         ("glob", serde_json::json!({"pattern": glob, "paths": scope}))
                     }
@@ -319,6 +361,7 @@ fn searches_gone_stale(
                 };
                 let label = match SearchKind::of(pattern) {
                     (SearchKind::FileNames, glob) => format!("a file name matching `{glob}`"),
+                    (SearchKind::Passages, query) => format!("\"{query}\""),
                     (SearchKind::Lines, _) => {
                         search_label(pattern, *case_insensitive, *fixed_string)
                     }

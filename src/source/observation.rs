@@ -8,26 +8,34 @@ use serde::{Deserialize, Serialize};
 
 use super::SourceId;
 
-/// What a search looked for: lines matching a pattern (grep) or file names matching a glob.
-/// A search's kind is decided here only: the log stores a glob's pattern as `glob:PATTERN`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a search looked for: lines matching a pattern (grep), file names matching a glob, or
+/// a corpus's passages matching a query. A search's kind is decided here only: the log stores
+/// a glob's pattern as `glob:PATTERN` and a corpus query as `passages:QUERY`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum SearchKind {
     /// Lines matching a regex or a fixed string.
     Lines,
     /// File names matching a glob.
     FileNames,
+    /// A corpus's passages (chunks) matching a query.
+    Passages,
 }
 
 /// How the log marks a glob's pattern.
 const GLOB_MARK: &str = "glob:";
+/// How the log marks a corpus query.
+const PASSAGES_MARK: &str = "passages:";
 
 impl SearchKind {
     /// A logged search's kind and what it searched for.
     #[inline]
     pub(crate) fn of(stored: &str) -> (SearchKind, &str) {
-        match stored.strip_prefix(GLOB_MARK) {
-            Some(glob) => (SearchKind::FileNames, glob),
-            None => (SearchKind::Lines, stored),
+        if let Some(glob) = stored.strip_prefix(GLOB_MARK) {
+            (SearchKind::FileNames, glob)
+        } else if let Some(query) = stored.strip_prefix(PASSAGES_MARK) {
+            (SearchKind::Passages, query)
+        } else {
+            (SearchKind::Lines, stored)
         }
     }
 
@@ -37,6 +45,7 @@ impl SearchKind {
         match self {
             SearchKind::Lines => pattern.to_string(),
             SearchKind::FileNames => format!("{GLOB_MARK}{pattern}"),
+            SearchKind::Passages => format!("{PASSAGES_MARK}{pattern}"),
         }
     }
 }

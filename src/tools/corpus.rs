@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 use crate::corpus::{chunk_id, parse_span, Corpus};
 use crate::policy::{Consequence, Effect};
-use crate::source::Observation;
+use crate::source::{Observation, SearchKind};
 use crate::transcript::ToolSpec;
 
 /// How a search's output names how many chunks hold each word of its query.
@@ -143,7 +143,7 @@ fn search(
     }
     Ok(ToolOutput::new(text).observed(Observation::Searched {
         call_id: String::new(),
-        pattern: query.to_string(),
+        pattern: SearchKind::Passages.stored(query),
         scope,
         matches: hits.len(),
         files_searched: searched,
