@@ -33,17 +33,20 @@ pub(crate) struct Fields {
 
 fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
-    let stemmed = TextOptions::default().set_indexing_options(
-        TextFieldIndexing::default()
-            .set_tokenizer("en_stem")
-            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
-    );
+    let stemmed = |record| {
+        TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer("en_stem")
+                .set_index_option(record),
+        )
+    };
     let fields = Fields {
         path: b.add_text_field("path", STRING | STORED),
         start: b.add_u64_field("start", STORED),
         end: b.add_u64_field("end", STORED),
-        text: b.add_text_field("text", stemmed.clone()),
-        heading: b.add_text_field("heading", stemmed),
+        // Positions for phrase queries in the text; a heading is matched by its words.
+        text: b.add_text_field("text", stemmed(IndexRecordOption::WithFreqsAndPositions)),
+        heading: b.add_text_field("heading", stemmed(IndexRecordOption::WithFreqs)),
     };
     (b.build(), fields)
 }
@@ -78,9 +81,12 @@ fn failed(what: &str) -> impl Fn(tantivy::TantivyError) -> CorpusError + '_ {
 }
 
 impl SearchIndex {
-    /// Opens the index in `dir` (created when missing or of another schema), or one in
-    /// memory.
-    pub(crate) fn open(dir: Option<&Path>) -> Result<(SearchIndex, bool), CorpusError> {
+    /// Opens the index in `dir` (created when missing, of another schema, or `scratch`), or
+    /// one in memory; an index whose files fail their checksums is an error.
+    pub(crate) fn open(
+        dir: Option<&Path>,
+        scratch: bool,
+    ) -> Result<(SearchIndex, bool), CorpusError> {
         let (schema, fields) = schema();
         let (index, fresh) = match dir {
             None => (Index::create_in_ram(schema), true),
@@ -88,8 +94,19 @@ impl SearchIndex {
                 std::fs::create_dir_all(dir).map_err(|e| {
                     CorpusError::Index(format!("{}: could not be created: {e}", dir.display()))
                 })?;
-                match Index::open_in_dir(dir) {
-                    Ok(index) if index.schema() == schema => (index, false),
+                match Index::open_in_dir(dir).ok().filter(|_| !scratch) {
+                    Some(index) if index.schema() == schema => {
+                        let damaged = index
+                            .validate_checksum()
+                            .map_err(failed("checking the index"))?;
+                        if !damaged.is_empty() {
+                            return Err(CorpusError::Index(format!(
+                                "{} index file(s) are damaged",
+                                damaged.len()
+                            )));
+                        }
+                        (index, false)
+                    }
                     _ => {
                         // Missing or of another layout: started again.
                         clear_dir(dir)?;
@@ -119,7 +136,7 @@ impl SearchIndex {
     pub(crate) fn writer(&self) -> Result<IndexWriter, CorpusError> {
         let started = Instant::now();
         loop {
-            match self.index.writer_with_num_threads(2, 64_000_000) {
+            match self.index.writer_with_num_threads(2, 160_000_000) {
                 Ok(w) => return Ok(w),
                 Err(tantivy::TantivyError::LockFailure(..)) if started.elapsed() < WRITER_WAIT => {
                     std::thread::sleep(Duration::from_millis(200));

@@ -10,18 +10,11 @@ use serde::{Deserialize, Serialize};
 use super::{CorpusError, Format};
 
 /// The manifest's layout version: another one is rebuilt.
-const VERSION: u32 = 1;
+const VERSION: u32 = 3;
+/// Most bytes of a manifest read.
+const MAX_MANIFEST_BYTES: u64 = 1 << 30;
 /// A page whose chunks are at least this share repeats of other pages' repeats them.
 const REPEAT_SHARE: f64 = 0.8;
-
-/// One chunk as indexed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct ChunkEntry {
-    pub(crate) start: u32,
-    pub(crate) end: u32,
-    /// SHA-256 of its text, heading marks and whitespace runs aside.
-    pub(crate) digest: String,
-}
 
 /// One document as indexed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,7 +22,10 @@ pub(crate) struct DocEntry {
     /// SHA-256 of its text.
     pub(crate) digest: String,
     pub(crate) bytes: u64,
-    pub(crate) chunks: Vec<ChunkEntry>,
+    /// Its chunks' bodies (text without heading lines, whitespace runs as one space), each
+    /// as the first 12 hex digits of its SHA-256 — enough to tell repeated chunks apart; a
+    /// chunk of headings only has none.
+    pub(crate) chunks: Vec<String>,
     /// A page that only redirects to another.
     pub(crate) redirect: bool,
     /// A page that is mostly links: a table of contents.
@@ -57,7 +53,12 @@ pub(crate) struct Manifest {
 impl Manifest {
     /// Reads a manifest; none when missing, unreadable or of another version.
     pub(crate) fn load(path: &Path) -> Option<Manifest> {
-        let text = crate::fsio::read_text_file(path, "manifest.json").ok()?;
+        use std::io::Read as _;
+        let (file, _) = crate::fsio::open_regular_file(path).ok()?;
+        let mut text = String::new();
+        file.take(MAX_MANIFEST_BYTES)
+            .read_to_string(&mut text)
+            .ok()?;
         let m: Manifest = serde_json::from_str(&text).ok()?;
         (m.version == VERSION).then_some(m)
     }
@@ -85,15 +86,11 @@ impl Manifest {
             if doc.redirect {
                 continue;
             }
-            for c in doc.chunks.iter().filter(|c| !c.digest.is_empty()) {
-                holders.entry(c.digest.as_str()).or_default().push(path);
+            for c in &doc.chunks {
+                holders.entry(c.as_str()).or_default().push(path);
             }
         }
-        let size = |p: &str| {
-            self.docs.get(p).map_or(0, |d| {
-                d.chunks.iter().filter(|c| !c.digest.is_empty()).count()
-            })
-        };
+        let size = |p: &str| self.docs.get(p).map_or(0, |d| d.chunks.len());
         let rank = |p: &str| {
             let name = p.rsplit('/').next().unwrap_or(p);
             (name.starts_with("index."), p.len(), p.to_string())
@@ -101,16 +98,15 @@ impl Manifest {
         let mut repeats = Vec::new();
         for (path, doc) in &self.docs {
             // Chunks of headings only say nothing of what a page repeats.
-            let n = doc.chunks.iter().filter(|c| !c.digest.is_empty()).count();
+            let n = doc.chunks.len();
             if n < 2 || doc.redirect {
                 continue;
             }
             let repeated = doc
                 .chunks
                 .iter()
-                .filter(|c| !c.digest.is_empty())
                 .filter(|c| {
-                    holders.get(c.digest.as_str()).is_some_and(|hs| {
+                    holders.get(c.as_str()).is_some_and(|hs| {
                         hs.iter().any(|h| {
                             *h != path && (size(h) < n || (size(h) == n && rank(h) < rank(path)))
                         })

@@ -118,31 +118,29 @@ pub(crate) struct ReadDoc {
     pub(crate) layout: Layout,
 }
 
-/// Reads one document: its bytes (a regular file within the byte cap, not binary), its digest,
-/// its text laid out. `Err` names why it is skipped.
-pub(crate) fn read_doc(path: &Path, rel: &str, format: Format) -> Result<ReadDoc, &'static str> {
-    let text = match crate::fsio::read_text_file(path, rel) {
-        Ok(text) => text,
-        Err(crate::fsio::ReadError::Binary(_)) => return Err("binary"),
-        Err(crate::fsio::ReadError::TooLarge { .. }) => return Err("too large"),
-        Err(crate::fsio::ReadError::Unreadable { .. }) => return Err("unreadable"),
-    };
-    let digest = crate::digest::sha256_hex(text.as_bytes());
-    let converted = convert::convert(&text, format);
+/// Reads one document's text: a regular file within the byte cap, not binary. `Err` names
+/// why it is skipped.
+pub(crate) fn read_text(path: &Path, rel: &str) -> Result<String, &'static str> {
+    match crate::fsio::read_text_file(path, rel) {
+        Ok(text) => Ok(text),
+        Err(crate::fsio::ReadError::Binary(_)) => Err("binary"),
+        Err(crate::fsio::ReadError::TooLarge { .. }) => Err("too large"),
+        Err(crate::fsio::ReadError::Unreadable { .. }) => Err("unreadable"),
+    }
+}
+
+/// A document's text converted and laid out, with its manifest entry (`digest`: its text's).
+pub(crate) fn lay_out(text: &str, digest: String, format: Format) -> ReadDoc {
+    let converted = convert::convert(text, format);
     let layout = chunk::layout(&converted.blocks);
     let chunks = layout
         .chunks
         .iter()
-        .map(|c| manifest::ChunkEntry {
-            start: c.start,
-            end: c.end,
-            digest: match chunk_body(&layout, c) {
-                body if body.is_empty() => String::new(),
-                body => crate::digest::sha256_hex(body.as_bytes()),
-            },
-        })
+        .map(|c| chunk_body(&layout, c))
+        .filter(|body| !body.is_empty())
+        .map(|body| crate::digest::sha256_hex(body.as_bytes())[..12].to_string())
         .collect();
-    Ok(ReadDoc {
+    ReadDoc {
         entry: DocEntry {
             digest,
             bytes: text.len() as u64,
@@ -152,7 +150,55 @@ pub(crate) fn read_doc(path: &Path, rel: &str, format: Format) -> Result<ReadDoc
             repeat: false,
         },
         layout,
+    }
+}
+
+/// Reads one document and lays it out. `Err` names why it is skipped.
+pub(crate) fn read_doc(path: &Path, rel: &str, format: Format) -> Result<ReadDoc, &'static str> {
+    let text = read_text(path, rel)?;
+    let digest = crate::digest::sha256_hex(text.as_bytes());
+    Ok(lay_out(&text, digest, format))
+}
+
+/// The corpus folder, canonical; a folder that is missing or not a folder refused.
+fn checked_root(root: &Path) -> Result<PathBuf, CorpusError> {
+    let bad = |reason: String| CorpusError::BadRoot {
+        path: root.display().to_string(),
+        reason,
+    };
+    let meta = std::fs::metadata(root).map_err(|e| {
+        bad(match e.kind() {
+            std::io::ErrorKind::NotFound => "no such directory".into(),
+            _ => e.to_string(),
+        })
+    })?;
+    if !meta.is_dir() {
+        return Err(bad("not a directory".into()));
+    }
+    root.canonicalize().map_err(|e| bad(e.to_string()))
+}
+
+/// Runs index work, a panic of the index library (damaged files it trusted) made an error.
+fn guarded<T>(work: impl FnOnce() -> Result<T, CorpusError>) -> Result<T, CorpusError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|_| {
+        Err(CorpusError::Index(
+            "the index is damaged: run `baton index` on the folder again".into(),
+        ))
     })
+}
+
+/// Takes the index directory's lock (`DIR/lock`), waiting for another process's.
+fn lock(dir: &Path) -> Result<std::fs::File, CorpusError> {
+    let fail = |e: std::io::Error| CorpusError::Index(format!("{}: {e}", dir.display()));
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("lock"))
+        .map_err(fail)?;
+    file.lock().map_err(fail)?;
+    Ok(file)
 }
 
 /// A chunk's text without its heading lines, whitespace collapsed: what two pages repeating
@@ -174,31 +220,34 @@ pub(crate) fn is_heading_line(line: &str) -> bool {
 
 impl Corpus {
     /// Opens a corpus folder, building its index in `index_dir` (none: in memory) or bringing
-    /// it up to date; `progress` is told (done, total) as documents are read.
+    /// it up to date; `progress` is told (done, total) as documents are read. One process at
+    /// a time works on an index directory (the others wait); an index found damaged — its
+    /// checksums, a file missing, a commit that cannot be made — is rebuilt from nothing.
     pub fn open(
         root: &Path,
         index_dir: Option<&Path>,
         progress: &dyn Fn(usize, usize),
     ) -> Result<(Corpus, IndexStats), CorpusError> {
-        let started = Instant::now();
-        let meta = std::fs::metadata(root).map_err(|e| CorpusError::BadRoot {
-            path: root.display().to_string(),
-            reason: match e.kind() {
-                std::io::ErrorKind::NotFound => "no such directory".into(),
-                _ => e.to_string(),
-            },
-        })?;
-        if !meta.is_dir() {
-            return Err(CorpusError::BadRoot {
-                path: root.display().to_string(),
-                reason: "not a directory".into(),
-            });
+        let root = checked_root(root)?;
+        let _lock = index_dir.map(lock).transpose()?;
+        let build = |scratch| guarded(|| Corpus::build(&root, index_dir, progress, scratch));
+        match build(false) {
+            Err(CorpusError::Index(_)) if index_dir.is_some() => build(true),
+            other => other,
         }
-        let root = root.canonicalize().map_err(|e| CorpusError::BadRoot {
-            path: root.display().to_string(),
-            reason: e.to_string(),
-        })?;
-        let (index, fresh) = SearchIndex::open(index_dir.map(|d| d.join("tantivy")).as_deref())?;
+    }
+
+    /// Indexes `root` into `index_dir`, from nothing when `scratch`.
+    fn build(
+        root: &Path,
+        index_dir: Option<&Path>,
+        progress: &dyn Fn(usize, usize),
+        scratch: bool,
+    ) -> Result<(Corpus, IndexStats), CorpusError> {
+        let started = Instant::now();
+        let root = root.to_path_buf();
+        let (index, fresh) =
+            SearchIndex::open(index_dir.map(|d| d.join("tantivy")).as_deref(), scratch)?;
         let manifest_path = index_dir.map(|d| d.join("manifest.json"));
         let old = match (&manifest_path, fresh) {
             (Some(p), false) => Manifest::load(p).unwrap_or_default(),
@@ -215,33 +264,37 @@ impl Corpus {
         let mut changed = false;
         for (n, (rel, format)) in walked.docs.iter().enumerate() {
             progress(n, total);
-            let doc = match read_doc(&root.join(rel), rel, *format) {
-                Ok(doc) => doc,
+            let text = match read_text(&root.join(rel), rel) {
+                Ok(text) => text,
                 Err(why) => {
                     *stats.skipped.entry(why.to_string()).or_default() += 1;
                     continue;
                 }
             };
-            stats.bytes += doc.entry.bytes;
-            let kept = old.docs.get(rel).filter(|e| e.digest == doc.entry.digest);
-            if kept.is_none() {
-                changed = true;
-                stats.indexed += 1;
-                index.delete(&writer, rel);
-                let name = rel.replace(['/', '-', '_', '.'], " ");
-                for c in &doc.layout.chunks {
-                    let heading = format!("{} {name}", c.headings.join(" "));
-                    index.add(
-                        &writer,
-                        &NewChunk {
-                            path: rel,
-                            start: c.start,
-                            end: c.end,
-                            text: &doc.layout.text(c.start, c.end),
-                            heading: &heading,
-                        },
-                    )?;
-                }
+            stats.bytes += text.len() as u64;
+            let digest = crate::digest::sha256_hex(text.as_bytes());
+            // Unchanged since the last index: its entry stands, its text is not laid out.
+            if let Some(kept) = old.docs.get(rel).filter(|e| e.digest == digest) {
+                manifest.docs.insert(rel.clone(), kept.clone());
+                continue;
+            }
+            let doc = lay_out(&text, digest, *format);
+            changed = true;
+            stats.indexed += 1;
+            index.delete(&writer, rel);
+            let name = rel.replace(['/', '-', '_', '.'], " ");
+            for c in &doc.layout.chunks {
+                let heading = format!("{} {name}", c.headings.join(" "));
+                index.add(
+                    &writer,
+                    &NewChunk {
+                        path: rel,
+                        start: c.start,
+                        end: c.end,
+                        text: &doc.layout.text(c.start, c.end),
+                        heading: &heading,
+                    },
+                )?;
             }
             manifest.docs.insert(rel.clone(), doc.entry);
         }
@@ -339,7 +392,7 @@ impl Corpus {
 
     /// How many chunks hold each stemmed word of a query, and how many chunks there are.
     pub(crate) fn term_counts(&self, query: &str) -> (Vec<(String, u64)>, u64) {
-        (self.index.term_counts(query), self.index.chunks())
+        guarded(|| Ok((self.index.term_counts(query), self.index.chunks()))).unwrap_or_default()
     }
 
     /// The best chunks for a query among the searchable documents under `paths` (none:
@@ -354,7 +407,7 @@ impl Corpus {
             self.searchable(p)
                 && (paths.is_empty() || paths.iter().any(|s| crate::text::within(p, s)))
         };
-        let (raw, snippets) = self.index.search(query, limit, &keep)?;
+        let (raw, snippets) = guarded(|| self.index.search(query, limit, &keep))?;
         let mut out = Vec::new();
         for hit in raw {
             let layout = self.layout(&hit.path).ok();

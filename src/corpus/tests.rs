@@ -90,3 +90,35 @@ fn spans_parse() {
     assert_eq!(parse_span("L0-3"), None);
     assert_eq!(parse_span("x"), None);
 }
+
+#[test]
+fn a_damaged_index_is_rebuilt_not_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    for i in 0..30 {
+        write(
+            dir.path(),
+            &format!("d{i}.md"),
+            &format!("# Doc {i}\n\nThe retry budget of shard {i} is kept here.\n"),
+        );
+    }
+    let (corpus, _) = Corpus::open(dir.path(), Some(state.path()), &|_, _| {}).unwrap();
+    drop(corpus);
+    let tantivy = state.path().join("tantivy");
+    let mut damaged = 0;
+    for entry in std::fs::read_dir(&tantivy).unwrap().flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "idx" || e == "term") {
+            let mut bytes = std::fs::read(&path).unwrap();
+            for b in bytes.iter_mut().take(64) {
+                *b ^= 0xff;
+            }
+            std::fs::write(&path, bytes).unwrap();
+            damaged += 1;
+        }
+    }
+    assert!(damaged > 0);
+    let (corpus, stats) = Corpus::open(dir.path(), Some(state.path()), &|_, _| {}).unwrap();
+    assert_eq!(stats.indexed, 30, "rebuilt from nothing");
+    assert_eq!(corpus.search("retry budget", &[], 3).unwrap().len(), 3);
+}
