@@ -117,6 +117,11 @@ async fn an_answer_cites_the_chunk_holding_its_fact_and_never_the_print_page() {
         ))
         .await
         .unwrap();
+    // The corpus is logged and reported canonical: the run resumes from any directory.
+    assert_eq!(
+        report.root,
+        dir.path().canonicalize().unwrap().display().to_string()
+    );
     let cited = cited_docs(&report);
     assert!(
         cited
@@ -331,4 +336,42 @@ async fn negative_evidence_a_new_document_contradicts_is_stale_on_resume() {
         "{:?}",
         again.handoff.open_items
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn negative_evidence_names_what_the_index_left_out() {
+    let dir = tree(&[
+        ("guide.md", "# Guide\n\nThe harbour opens at dawn.\n"),
+        (
+            "Meeting notes.md",
+            "# Notes\n\nThe regatta launch is on Tuesday.\n",
+        ),
+        (
+            ".hidden/regatta.md",
+            "# Regatta\n\nThe regatta launch is on Tuesday.\n",
+        ),
+    ]);
+    let report = Coordinator::builder()
+        .build()
+        .run(Task::research(
+            "Which day is the regatta launch?",
+            dir.path(),
+        ))
+        .await
+        .unwrap();
+    let negative: Vec<&str> = report
+        .handoff
+        .settled_conclusions
+        .iter()
+        .filter(|c| c.kind == ConclusionKind::NegativeEvidence)
+        .map(|c| c.claim.as_str())
+        .collect();
+    assert_eq!(negative.len(), 1, "{:?}", report.handoff);
+    assert!(
+        negative[0].contains("not searched: 2 entries the index left out"),
+        "{}",
+        negative[0]
+    );
+    assert!(negative[0].contains("Meeting notes.md"), "{}", negative[0]);
+    assert!(negative[0].contains(".hidden"), "{}", negative[0]);
 }

@@ -517,7 +517,8 @@ async fn resume(args: ResumeArgs) -> i32 {
         Err(e) => return store_error(&e),
     };
     let coordinator = match coordinator(&args.model) {
-        Ok(c) => c.store(store),
+        // A research run's corpus index is the one `baton research` keeps in the state.
+        Ok(c) => c.store(store).index_dir(args.state.state.clone()),
         Err(e) => {
             say!("{e}");
             return EXIT_USAGE;
@@ -588,7 +589,9 @@ async fn explore(args: ExploreArgs, corpus: Option<std::sync::Arc<baton::Corpus>
     // The task is checked — its constraints against the tree too — before any state is made.
     let task = match corpus {
         Some(corpus) => {
-            coordinator = coordinator.corpus(corpus);
+            coordinator = coordinator
+                .corpus(corpus)
+                .index_dir(args.state.state.clone());
             Task::research(args.question.clone(), &args.root)
         }
         None => Task::explore(args.question.clone(), &args.root),

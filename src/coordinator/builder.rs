@@ -356,8 +356,9 @@ impl CoordinatorBuilder {
         self
     }
 
-    /// Where a research task's corpus index is kept and brought up to date (none: built in
-    /// memory for each run).
+    /// The directory under which a research task's corpus index is kept and brought up to
+    /// date — each folder's in its own [`crate::Corpus::index_dir_in`] (`DIR/corpus/KEY`, as
+    /// `baton research --state DIR` keeps it); none: built in memory for each run.
     pub fn index_dir(mut self, dir: impl Into<std::path::PathBuf>) -> CoordinatorBuilder {
         self.inner.index_dir = Some(dir.into());
         self

@@ -180,7 +180,8 @@ pub struct Coordinator {
     connector: Option<Connector>,
     /// A research corpus opened already (a task naming its folder uses it).
     corpus: Option<Arc<Corpus>>,
-    /// Where a research corpus's index is kept (none: in memory, built for each run).
+    /// Under which directory research corpora's indexes are kept, each in
+    /// [`Corpus::index_dir_in`] (none: in memory, built for each run).
     index_dir: Option<PathBuf>,
 }
 
@@ -257,6 +258,8 @@ struct Prepared {
     tools: ToolRegistry,
     /// A research task's documents, by id.
     doc_ids: Option<DocIds>,
+    /// A research task's corpus folder, canonical.
+    corpus_root: Option<PathBuf>,
     constraints: Vec<Stated>,
     roles: Roles,
     role_models: RoleModels,
@@ -371,7 +374,7 @@ impl Coordinator {
         // The tree, the constraints, the role files and the run's lock file are file-system
         // work: done off the runtime.
         let this = self.clone();
-        let spec = task.spec();
+        let mut spec = task.spec();
         let (prepared, run_id, claim) = tokio::task::spawn_blocking(move || {
             let prepared = this.prepare(&task)?;
             let run_id = new_run_id();
@@ -381,6 +384,10 @@ impl Coordinator {
         .await
         .map_err(|e| RunError::Runtime(format!("starting the run failed: {e}")))??;
         let warnings = warnings_of(&prepared.constraints);
+        // A research run logs its corpus canonical: it resumes from any directory.
+        if let Some(root) = &prepared.corpus_root {
+            spec.corpus = Some(root.display().to_string());
+        }
         let config = RunConfig {
             run_id,
             question: prepared.question,
@@ -489,6 +496,7 @@ impl Coordinator {
         let root = workspace.as_ref().map(Workspace::root);
         let constraints = self.stated_constraints(&question, root)?;
         let (tools, corpus) = self.run_tools(task)?;
+        let corpus_root = corpus.as_ref().map(|(_, c)| c.root().to_path_buf());
         let doc_ids = corpus.map(|(ids, _)| ids);
         let (roles, role_models) = self.role_profiles(task, &tools.names())?;
         Ok(Prepared {
@@ -496,6 +504,7 @@ impl Coordinator {
             workspace,
             tools,
             doc_ids,
+            corpus_root,
             constraints,
             roles,
             role_models,
@@ -517,8 +526,12 @@ impl Coordinator {
         let corpus = match self.corpus.as_ref().filter(same) {
             Some(c) => Arc::clone(c),
             None => {
-                let (corpus, _) = Corpus::open(folder, self.index_dir.as_deref(), &|_, _| {})
-                    .map_err(|e| match e {
+                let dir = self
+                    .index_dir
+                    .as_deref()
+                    .map(|d| Corpus::index_dir_in(d, folder));
+                let (corpus, _) =
+                    Corpus::open(folder, dir.as_deref(), &|_, _| {}).map_err(|e| match e {
                         crate::corpus::CorpusError::BadRoot { path, reason } => {
                             RunError::BadRoot { path, reason }
                         }

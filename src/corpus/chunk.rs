@@ -56,15 +56,27 @@ fn block_lines(block: &Block) -> Vec<String> {
     }
 }
 
-/// A text as lines of whole sentences, each at most [`CHUNK_WORDS`] words unless one sentence
-/// is longer.
+/// A text as lines of whole sentences, each at most [`CHUNK_WORDS`] words; a "sentence" of
+/// more than [`CHUNK_WORDS`] words (text with no sentence end: a table flattened, a minified
+/// line) is cut between words.
 fn split_words(text: &str) -> Vec<String> {
     if text.split_whitespace().count() <= CHUNK_WORDS {
         return vec![text.to_string()];
     }
     let mut out: Vec<String> = Vec::new();
     let mut words = 0;
-    for sentence in crate::text::sentences(text) {
+    let pieces = crate::text::sentences(text)
+        .into_iter()
+        .flat_map(|sentence| {
+            let all: Vec<&str> = sentence.split_whitespace().collect();
+            if all.len() <= CHUNK_WORDS {
+                vec![sentence.to_string()]
+            } else {
+                all.chunks(CHUNK_WORDS).map(|c| c.join(" ")).collect()
+            }
+        });
+    for sentence in pieces {
+        let sentence = sentence.as_str();
         let n = sentence.split_whitespace().count();
         match out.last_mut() {
             Some(line) if words + n <= CHUNK_WORDS => {
@@ -163,6 +175,11 @@ mod tests {
         let last = l.chunks.last().unwrap();
         assert_eq!(last.headings, vec!["Top", "Other"]);
         assert!(l.text(last.start, last.end).contains("```\na\nb\n```"));
+        // One run of words with no sentence end is cut between words.
+        let run = vec![Block::Para(vec!["word"; 1000].join(" "))];
+        let cut = layout(&run);
+        assert_eq!(cut.lines.len(), 1000usize.div_ceil(CHUNK_WORDS));
+        assert!(cut.chunks.len() > 1);
         for line in &l.lines {
             if line.starts_with("Sentence") {
                 assert!(line.ends_with("here."), "{line}");

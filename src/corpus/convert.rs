@@ -273,7 +273,12 @@ impl Builder {
 /// is the site's chrome); elements a reader never sees are skipped wherever they are.
 fn html(s: &str) -> Converted {
     let lower = s.to_ascii_lowercase();
-    let has_main = lower.contains("<main") || lower.contains("role=\"main\"");
+    let has_main = lower.match_indices("<main").any(|(at, m)| {
+        matches!(
+            lower.as_bytes().get(at + m.len()),
+            Some(b'>' | b' ' | b'\t' | b'\n' | b'\r' | b'/')
+        )
+    });
     let mut b = Builder::default();
     // The element skipped, and how deep in elements of its name we are.
     let mut skipping: Option<(String, usize)> = None;
@@ -335,7 +340,7 @@ fn html(s: &str) -> Converted {
             }
             continue;
         }
-        if has_main && (tag.name == "main" || tag.attr("role") == Some("main")) {
+        if has_main && tag.name == "main" {
             if tag.closing {
                 main_depth = main_depth.saturating_sub(1);
                 in_main = main_depth > 0;
@@ -482,6 +487,9 @@ fn markdown(s: &str) -> Converted {
     };
     for line in s.lines() {
         let trimmed = line.trim_start();
+        if code.is_none() {
+            out.link_words += markdown_link_words(trimmed);
+        }
         if let Some((fence, lines)) = &mut code {
             if trimmed.starts_with(fence.as_str()) {
                 let text = lines.join("\n");
@@ -536,6 +544,21 @@ fn markdown(s: &str) -> Converted {
     }
     flush(&mut out, &mut para, &mut item);
     out
+}
+
+/// Words inside the links of a Markdown line (`[text](target)`).
+fn markdown_link_words(line: &str) -> usize {
+    let mut n = 0;
+    let mut rest = line;
+    while let Some(open) = rest.find('[') {
+        rest = &rest[open + 1..];
+        let Some(close) = rest.find("](") else {
+            break;
+        };
+        n += rest[..close].split_whitespace().count();
+        rest = &rest[close + 2..];
+    }
+    n
 }
 
 /// The text of a list item line (`- `, `* `, `+ `, `1. `, `1) `), if it is one.
@@ -624,6 +647,20 @@ let b = 1;</code></pre></main><footer>Footer</footer></body></html>"##;
         assert_eq!(
             decode_entities("a &amp b &#38; &#x26; &bogus;"),
             "a &amp b & & &bogus;"
+        );
+    }
+
+    #[test]
+    fn a_markdown_page_of_links_counts_its_link_words() {
+        let toc = "# Contents\n\n- [Getting started](start.md)\n- [The config file](config.md)\n";
+        let c = convert(toc, Format::Markdown);
+        assert_eq!(c.link_words, 5);
+        let page = "<main><p>Short <main-content>x</main-content></p></main>";
+        assert_eq!(convert(page, Format::Html).blocks.len(), 1);
+        assert_eq!(
+            convert("<main-content><p>Kept.</p></main-content>", Format::Html).blocks,
+            vec![Block::Para("Kept.".into())],
+            "a tag whose name starts with main is not <main>"
         );
     }
 

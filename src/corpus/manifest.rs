@@ -128,70 +128,87 @@ impl Manifest {
     }
 }
 
+/// Most names of entries left out kept (all are counted).
+pub(crate) const LEFT_OUT_NAMES: usize = 1000;
+
 /// A corpus's documents and what was left out.
+#[derive(Default)]
 pub(crate) struct Walked {
     /// Relative paths (`/` separators), sorted, with their formats.
     pub(crate) docs: Vec<(String, Format)>,
     /// Entries left out, by reason.
     pub(crate) skipped: BTreeMap<String, usize>,
+    /// The first [`LEFT_OUT_NAMES`] entries left out that could hold a document (not files
+    /// of other kinds), relative.
+    pub(crate) left_out: Vec<String>,
+}
+
+impl Walked {
+    /// Counts an entry left out, and keeps its name unless it is a file of another kind.
+    pub(crate) fn skip(&mut self, why: &str, name: &str) {
+        *self.skipped.entry(why.into()).or_default() += 1;
+        if why != "not a document" && self.left_out.len() < LEFT_OUT_NAMES {
+            self.left_out.push(name.to_string());
+        }
+    }
 }
 
 /// Walks a corpus folder: regular files with a document's name. Hidden entries, links,
-/// special files and names a citation could not write (holding `#`, whitespace or control
-/// characters, or not UTF-8) are left out and counted; so are files of other kinds.
+/// special files and names a citation could not write (holding `#`, `,`, brackets,
+/// backticks, whitespace or control characters, or not UTF-8) are left out, counted and
+/// named; files of other kinds are counted.
 pub(crate) fn walk(root: &Path) -> Walked {
-    let mut out = Walked {
-        docs: Vec::new(),
-        skipped: BTreeMap::new(),
-    };
+    let mut out = Walked::default();
     let mut stack = vec![(root.to_path_buf(), String::new())];
     while let Some((dir, rel)) = stack.pop() {
+        let shown = if rel.is_empty() { "." } else { rel.as_str() };
         let Ok(entries) = std::fs::read_dir(&dir) else {
-            *out.skipped.entry("unreadable".into()).or_default() += 1;
+            out.skip("unreadable", shown);
             continue;
         };
         for entry in entries.flatten() {
-            let name = entry.file_name();
-            let skip =
-                |out: &mut Walked, why: &str| *out.skipped.entry(why.into()).or_default() += 1;
-            let Some(name) = name.to_str() else {
-                skip(&mut out, "unwritable name");
+            let raw = entry.file_name();
+            let lossy = raw.to_string_lossy();
+            let path = if rel.is_empty() {
+                lossy.to_string()
+            } else {
+                format!("{rel}/{lossy}")
+            };
+            let Some(name) = raw.to_str() else {
+                out.skip("unwritable name", &path);
                 continue;
             };
             if name.starts_with('.') {
-                skip(&mut out, "hidden");
+                out.skip("hidden", &path);
                 continue;
             }
-            if name
-                .chars()
-                .any(|c| c == '#' || c.is_whitespace() || c.is_control())
-            {
-                skip(&mut out, "unwritable name");
+            // `#` ends a document id; `,`, brackets, backticks and whitespace end a cited
+            // source in a handoff.
+            if name.chars().any(|c| {
+                matches!(c, '#' | ',' | '[' | ']' | '`') || c.is_whitespace() || c.is_control()
+            }) {
+                out.skip("unwritable name", &path);
                 continue;
             }
-            let path = if rel.is_empty() {
-                name.to_string()
-            } else {
-                format!("{rel}/{name}")
-            };
             let Ok(kind) = entry.file_type() else {
-                skip(&mut out, "unreadable");
+                out.skip("unreadable", &path);
                 continue;
             };
             if kind.is_symlink() {
-                skip(&mut out, "link");
+                out.skip("link", &path);
             } else if kind.is_dir() {
                 stack.push((entry.path(), path));
             } else if !kind.is_file() {
-                skip(&mut out, "not a regular file");
+                out.skip("not a regular file", &path);
             } else {
                 match Format::of(name) {
                     Some(f) => out.docs.push((path, f)),
-                    None => skip(&mut out, "not a document"),
+                    None => out.skip("not a document", &path),
                 }
             }
         }
     }
     out.docs.sort();
+    out.left_out.sort();
     out
 }

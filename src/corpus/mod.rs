@@ -56,6 +56,9 @@ pub struct IndexStats {
     pub repeats: usize,
     /// Files that are not documents or could not be read, by reason.
     pub skipped: BTreeMap<String, usize>,
+    /// The first 1,000 entries left out that could hold a document (hidden, links, names a
+    /// citation could not write, binary, too large or unreadable files), relative.
+    pub left_out: Vec<String>,
     /// Milliseconds taken.
     pub millis: u64,
 }
@@ -96,8 +99,19 @@ pub struct Corpus {
     root: PathBuf,
     manifest: Manifest,
     index: SearchIndex,
-    /// Documents laid out, as last read (at most [`LAYOUT_CACHE`]).
-    layouts: Mutex<HashMap<String, Arc<Layout>>>,
+    /// Documents laid out, as last read (at most [`LAYOUT_CACHE`]), with the length and
+    /// modification time of the file they were read from.
+    layouts: Mutex<HashMap<String, (FileStamp, Arc<Layout>)>>,
+    /// Entries left out that could hold a document: how many, and the first names.
+    left_out: (usize, Vec<String>),
+}
+
+/// A file's length and modification time: a cached layout stands while they do.
+type FileStamp = (u64, Option<std::time::SystemTime>);
+
+fn stamp(path: &Path) -> Option<FileStamp> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.len(), meta.modified().ok()))
 }
 
 impl std::fmt::Debug for Corpus {
@@ -253,12 +267,10 @@ impl Corpus {
             (Some(p), false) => Manifest::load(p).unwrap_or_default(),
             _ => Manifest::default(),
         };
-        let walked = manifest::walk(&root);
-        let mut stats = IndexStats {
-            skipped: walked.skipped.clone(),
-            ..IndexStats::default()
-        };
+        let mut walked = manifest::walk(&root);
         let mut manifest = Manifest::default();
+        let mut stats = IndexStats::default();
+        let mut left_out = Vec::new();
         let writer = index.writer()?;
         let total = walked.docs.len();
         let mut changed = false;
@@ -267,7 +279,7 @@ impl Corpus {
             let text = match read_text(&root.join(rel), rel) {
                 Ok(text) => text,
                 Err(why) => {
-                    *stats.skipped.entry(why.to_string()).or_default() += 1;
+                    left_out.push((why, rel.clone()));
                     continue;
                 }
             };
@@ -299,6 +311,12 @@ impl Corpus {
             manifest.docs.insert(rel.clone(), doc.entry);
         }
         progress(total, total);
+        for (why, rel) in left_out {
+            walked.skip(why, &rel);
+        }
+        walked.left_out.sort();
+        stats.skipped = walked.skipped;
+        stats.left_out = walked.left_out;
         for gone in old.docs.keys().filter(|k| !manifest.docs.contains_key(*k)) {
             index.delete(&writer, gone);
             stats.removed += 1;
@@ -323,6 +341,15 @@ impl Corpus {
                 manifest,
                 index,
                 layouts: Mutex::new(HashMap::new()),
+                left_out: (
+                    stats
+                        .skipped
+                        .iter()
+                        .filter(|(why, _)| *why != "not a document")
+                        .map(|(_, n)| n)
+                        .sum(),
+                    stats.left_out.clone(),
+                ),
             },
             stats,
         ))
@@ -377,6 +404,24 @@ impl Corpus {
             ));
         }
         Ok(out)
+    }
+
+    /// The entries left out of the index under `paths` (none: all) that could hold a
+    /// document: how many, and the first twenty names.
+    pub(crate) fn left_out_under(&self, paths: &[String]) -> (usize, Vec<String>) {
+        if paths.is_empty() {
+            return (
+                self.left_out.0,
+                self.left_out.1.iter().take(20).cloned().collect(),
+            );
+        }
+        let under: Vec<&String> = self
+            .left_out
+            .1
+            .iter()
+            .filter(|n| paths.iter().any(|p| crate::text::within(n, p)))
+            .collect();
+        (under.len(), under.into_iter().take(20).cloned().collect())
     }
 
     /// How many searchable documents lie under `paths` (none: the whole corpus).
@@ -443,11 +488,14 @@ impl Corpus {
         let Some(entry) = self.manifest.docs.get(path) else {
             return Err(format!("`{path}` is not a document of the corpus"));
         };
-        if let Some(l) = self.layouts.lock().ok().and_then(|m| m.get(path).cloned()) {
-            return Ok(l);
+        let file = self.root.join(path);
+        let now = stamp(&file);
+        let cached = self.layouts.lock().ok().and_then(|m| m.get(path).cloned());
+        if let Some((_, layout)) = cached.filter(|(at, _)| Some(*at) == now) {
+            return Ok(layout);
         }
         let format = Format::of(path).ok_or_else(|| format!("`{path}` is not a document"))?;
-        let doc = read_doc(&self.root.join(path), path, format)
+        let doc = read_doc(&file, path, format)
             .map_err(|why| format!("`{path}` no longer reads ({why})"))?;
         if doc.entry.digest != entry.digest {
             return Err(format!(
@@ -455,11 +503,11 @@ impl Corpus {
             ));
         }
         let layout = Arc::new(doc.layout);
-        if let Ok(mut m) = self.layouts.lock() {
+        if let (Ok(mut m), Some(now)) = (self.layouts.lock(), now) {
             if m.len() >= LAYOUT_CACHE {
                 m.clear();
             }
-            m.insert(path.to_string(), Arc::clone(&layout));
+            m.insert(path.to_string(), (now, Arc::clone(&layout)));
         }
         Ok(layout)
     }

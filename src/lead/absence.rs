@@ -91,8 +91,13 @@ pub(super) fn negative_evidence(
         }
         if left_out > 0 {
             let names: Vec<String> = g.names.iter().cloned().collect();
+            let what = if kind == SearchKind::Passages {
+                "entries the index left out"
+            } else {
+                "hidden or ignored entries or links"
+            };
             limits.push(format!(
-                "not searched: {left_out} hidden or ignored entries or links ({}{})",
+                "not searched: {left_out} {what} ({}{})",
                 names.join(", "),
                 if left_out > names.len() { ", …" } else { "" }
             ));
@@ -188,7 +193,7 @@ fn absences(
                     ),
                     // Never "it does not exist": what was searched, and where.
                     SearchKind::Passages => format!(
-                        "no passage in {place} matched {} ({files} documents searched)",
+                        "no passage in {place} matched {} ({files} documents searched{limits})",
                         labels.join(", ")
                     ),
                 },

@@ -28,11 +28,7 @@ use super::{LeadMsg, RunConfig, Stated};
 pub(super) fn started(config: &RunConfig) -> RunEvent {
     RunEvent::RunStarted {
         question: config.question.clone(),
-        root: config
-            .workspace
-            .as_ref()
-            .map(|w| w.root().display().to_string())
-            .unwrap_or_default(),
+        root: config.shown_root(),
         model: config.model.name(),
         agents: config.agents,
         max_subagents: config.max_subagents,

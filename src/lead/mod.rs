@@ -118,6 +118,18 @@ pub(crate) struct RunConfig {
     pub(crate) _claim: Option<Arc<crate::checkpoint::RunClaim>>,
 }
 
+impl RunConfig {
+    /// What the run looked into, as logged and reported: the tree's root, a research run's
+    /// corpus folder, or nothing for a job over the application's tools.
+    pub(crate) fn shown_root(&self) -> String {
+        match (&self.workspace, &self.task.corpus) {
+            (Some(w), _) => w.root().display().to_string(),
+            (None, Some(corpus)) => corpus.clone(),
+            (None, None) => String::new(),
+        }
+    }
+}
+
 /// What the lead is told.
 pub(crate) enum LeadMsg {
     /// Start the run; the report comes back on the port (an error when the run's log could

@@ -156,12 +156,7 @@ impl LeadState {
         Report {
             run_id: self.config.run_id.clone(),
             question: self.config.question.clone(),
-            root: self
-                .config
-                .workspace
-                .as_ref()
-                .map(|w| w.root().display().to_string())
-                .unwrap_or_default(),
+            root: self.config.shown_root(),
             handoff,
             subagents: self
                 .fleet

@@ -177,6 +177,10 @@ impl LeadState {
         if names.is_empty() && spec.subtasks.is_empty() && !spec.custom {
             names.push(RoleId::EXPLORER);
         }
+        // A research task's sub-questions go to researchers.
+        if names.is_empty() && spec.subtasks.is_empty() && spec.corpus.is_some() {
+            names.push(RoleId::RESEARCHER);
+        }
         for s in &spec.subtasks {
             if !names.contains(&s.role) {
                 names.push(s.role.clone());

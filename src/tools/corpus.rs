@@ -113,6 +113,7 @@ fn search(
         .search(query, paths, limit)
         .map_err(|e| ToolError::new(e.to_string()))?;
     let searched = corpus.searchable_under(paths);
+    let (left_out, left_out_names) = corpus.left_out_under(paths);
     let scope = if paths.is_empty() {
         vec![".".to_string()]
     } else {
@@ -141,6 +142,11 @@ fn search(
     if hits.is_empty() {
         text.push_str("no passage matched\n");
     }
+    if left_out > 0 {
+        text.push_str(&format!(
+            "not searched: {left_out} entries the index left out (hidden, links, names a citation could not write, binary, too large or unreadable)\n"
+        ));
+    }
     Ok(ToolOutput::new(text).observed(Observation::Searched {
         call_id: String::new(),
         pattern: SearchKind::Passages.stored(query),
@@ -150,8 +156,8 @@ fn search(
         files_skipped: 0,
         case_insensitive: true,
         fixed_string: false,
-        not_searched: 0,
-        not_searched_names: Vec::new(),
+        not_searched: left_out,
+        not_searched_names: left_out_names,
     }))
 }
 
