@@ -375,3 +375,78 @@ async fn negative_evidence_names_what_the_index_left_out() {
     assert!(negative[0].contains("Meeting notes.md"), "{}", negative[0]);
     assert!(negative[0].contains(".hidden"), "{}", negative[0]);
 }
+
+fn baton() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+}
+
+#[test]
+fn baton_index_prints_its_figures_and_its_search_as_json() {
+    let dir = corpus();
+    let state = tempfile::tempdir().unwrap();
+    let out = baton()
+        .args(["index", "--json", "--no-progress", "--state"])
+        .arg(state.path())
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stats: baton::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stats["documents"], 24);
+    let out = baton()
+        .args([
+            "index",
+            "--json",
+            "--no-progress",
+            "--search",
+            "beacon flashes green",
+            "--state",
+        ])
+        .arg(state.path())
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let found: baton::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let first = found["hits"][0]["id"].as_str().unwrap();
+    assert!(
+        first.starts_with("doc:lighthouses/beacon.html#L"),
+        "{first}"
+    );
+}
+
+#[test]
+fn research_on_a_folder_with_nothing_to_index_exits_2_saying_so() {
+    let state = tempfile::tempdir().unwrap();
+    let missing = baton()
+        .args(["research", "/no/such/folder", "what?", "--state"])
+        .arg(state.path())
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert_eq!(err.trim(), "baton: /no/such/folder: no such directory");
+    // Only a binary file, an image and a FIFO named like a document: nothing indexed, no hang.
+    let dir = tree(&[("a.md", "\u{0}binary"), ("logo.png", "png")]);
+    #[cfg(unix)]
+    {
+        let status = std::process::Command::new("mkfifo")
+            .arg(dir.path().join("pipe.md"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let out = baton()
+        .args(["research", "--no-progress", "--json", "--state"])
+        .arg(state.path())
+        .arg(dir.path())
+        .arg("what is here?")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nothing indexed"), "{err}");
+    assert!(err.contains("1 binary"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

@@ -93,7 +93,13 @@ pub(crate) fn index(args: IndexArgs) -> i32 {
         Err(code) => return code,
     };
     let text = if let Some(query) = &args.search {
-        match corpus.search_text(query, 10) {
+        let found = if args.json {
+            corpus.search_json(query, 10).map(|v| v.to_string())
+        } else {
+            corpus.search_text(query, 10)
+        };
+        match found {
+            Ok(text) if args.json => text,
             Ok(text) => super::terminal_safe(&text).trim_end().to_string(),
             Err(e) => {
                 say!("{e}");

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use tantivy::collector::TopDocs;
-use tantivy::query::QueryParser;
+use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, RegexQuery, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, STORED, STRING,
 };
@@ -177,17 +177,27 @@ impl SearchIndex {
     }
 
     /// The best `limit` chunks for a query (BM25; phrases in double quotes; headings
-    /// boosted), each kept only when `keep` says so, and a snippet maker for them.
+    /// boosted) among the documents under `paths` (none: all) — the scope is part of the
+    /// query, so ranking never pushes a chunk of it out —, each kept only when `keep` says
+    /// so, and a snippet maker for them.
     pub(crate) fn search(
         &self,
         query: &str,
+        paths: &[String],
         limit: usize,
         keep: &dyn Fn(&str) -> bool,
     ) -> Result<(Vec<RawHit>, Option<SnippetGenerator>), CorpusError> {
         let mut parser =
             QueryParser::for_index(&self.index, vec![self.fields.text, self.fields.heading]);
         parser.set_field_boost(self.fields.heading, HEADING_BOOST);
-        let (parsed, _) = parser.parse_query_lenient(query);
+        let (words, _) = parser.parse_query_lenient(query);
+        let parsed: Box<dyn Query> = match self.scope(paths)? {
+            Some(scope) => Box::new(BooleanQuery::new(vec![
+                (Occur::Must, words.box_clone()),
+                (Occur::Must, scope),
+            ])),
+            None => words.box_clone(),
+        };
         let searcher = self.reader.searcher();
         // Pages that repeat others are left out after ranking: ask for more.
         let top = searcher
@@ -220,13 +230,36 @@ impl SearchIndex {
                 break;
             }
         }
-        let snippets = SnippetGenerator::create(&searcher, &*parsed, self.fields.text)
+        let snippets = SnippetGenerator::create(&searcher, &*words, self.fields.text)
             .ok()
             .map(|mut g| {
                 g.set_max_num_chars(180);
                 g
             });
         Ok((out, snippets))
+    }
+
+    /// A query matching the documents under `paths` (a document itself, or any below it);
+    /// none for no paths or `.`.
+    fn scope(&self, paths: &[String]) -> Result<Option<Box<dyn Query>>, CorpusError> {
+        if paths.is_empty() || paths.iter().any(|p| p == ".") {
+            return Ok(None);
+        }
+        let mut any: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for p in paths {
+            any.push((
+                Occur::Should,
+                Box::new(TermQuery::new(
+                    Term::from_field_text(self.fields.path, p),
+                    IndexRecordOption::Basic,
+                )),
+            ));
+            let below =
+                RegexQuery::from_pattern(&format!("{}/.*", regex::escape(p)), self.fields.path)
+                    .map_err(failed("a path filter"))?;
+            any.push((Occur::Should, Box::new(below)));
+        }
+        Ok(Some(Box::new(BooleanQuery::new(any))))
     }
 
     /// How many chunks hold each stemmed term of a query, in the query's order, each once.

@@ -424,6 +424,23 @@ impl Corpus {
         (under.len(), under.into_iter().take(20).cloned().collect())
     }
 
+    /// A search as JSON: `{"terms": [[stem, chunks]], "chunks": N, "hits": [{"id", "score",
+    /// "headings", "snippet"}]}`.
+    pub fn search_json(&self, query: &str, limit: usize) -> Result<serde_json::Value, CorpusError> {
+        let hits = self.search(query, &[], limit)?;
+        let (terms, chunks) = self.term_counts(query);
+        Ok(serde_json::json!({
+            "terms": terms,
+            "chunks": chunks,
+            "hits": hits.iter().map(|h| serde_json::json!({
+                "id": format!("doc:{}", h.id()),
+                "score": h.score,
+                "headings": h.headings,
+                "snippet": h.snippet,
+            })).collect::<Vec<_>>(),
+        }))
+    }
+
     /// How many searchable documents lie under `paths` (none: the whole corpus).
     pub(crate) fn searchable_under(&self, paths: &[String]) -> usize {
         self.manifest
@@ -452,7 +469,7 @@ impl Corpus {
             self.searchable(p)
                 && (paths.is_empty() || paths.iter().any(|s| crate::text::within(p, s)))
         };
-        let (raw, snippets) = guarded(|| self.index.search(query, limit, &keep))?;
+        let (raw, snippets) = guarded(|| self.index.search(query, paths, limit, &keep))?;
         let mut out = Vec::new();
         for hit in raw {
             let layout = self.layout(&hit.path).ok();

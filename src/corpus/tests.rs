@@ -122,3 +122,30 @@ fn a_damaged_index_is_rebuilt_not_trusted() {
     assert_eq!(stats.indexed, 30, "rebuilt from nothing");
     assert_eq!(corpus.search("retry budget", &[], 3).unwrap().len(), 3);
 }
+
+#[test]
+fn a_scoped_search_finds_what_ranks_low_in_the_whole_corpus() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..60 {
+        write(
+            dir.path(),
+            &format!("top/t{i}.md"),
+            &format!("# Gizmo {i}\n\nGizmo gizmo gizmo, the gizmo of page {i}.\n"),
+        );
+    }
+    write(
+        dir.path(),
+        "deep/x.md",
+        "# Notes\n\nA long page that mentions the gizmo once among many other words of its own.\n",
+    );
+    let (corpus, _) = Corpus::open(dir.path(), None, &|_, _| {}).unwrap();
+    let whole = corpus.search("gizmo", &[], 5).unwrap();
+    assert!(whole.iter().all(|h| h.path.starts_with("top/")));
+    let scoped = corpus.search("gizmo", &["deep".to_string()], 5).unwrap();
+    assert_eq!(scoped.len(), 1);
+    assert_eq!(scoped[0].path, "deep/x.md");
+    let one = corpus
+        .search("gizmo", &["deep/x.md".to_string()], 5)
+        .unwrap();
+    assert_eq!(one.len(), 1);
+}
