@@ -146,7 +146,9 @@ async fn an_answer_cites_the_chunk_holding_its_fact_and_never_the_print_page() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_needing_two_documents_cites_both() {
     let dir = corpus();
+    let store = Arc::new(MemoryStore::new());
     let report = Coordinator::builder()
+        .store(store.clone())
         .build()
         .run(Task::research(
             "When does the last winter ferry crossing depart, and how high do spring tides rise in the harbour?",
@@ -164,6 +166,37 @@ async fn a_question_needing_two_documents_cites_both() {
         report.subagents.len() >= 2,
         "one researcher per sub-question"
     );
+    // No query is run by two researchers over the same scope.
+    let mut searches: Vec<(String, String)> = Vec::new();
+    for logged in baton::EventStore::events(store.as_ref(), &report.run_id).unwrap() {
+        if let baton::RunEvent::ToolCalled {
+            subagent,
+            tool,
+            arguments,
+            ..
+        } = logged.event
+        {
+            if tool == "search" {
+                // A query is its set of words: the same words in another order are the same.
+                let mut words: Vec<String> = arguments["query"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .map(str::to_lowercase)
+                    .collect();
+                words.sort();
+                words.push(arguments["paths"].to_string());
+                searches.push((subagent, words.join(" ")));
+            }
+        }
+    }
+    assert!(searches.len() >= 2, "{searches:?}");
+    for (i, (who, what)) in searches.iter().enumerate() {
+        assert!(
+            !searches[i + 1..].iter().any(|(w, q)| w != who && q == what),
+            "{what} run by two researchers"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -116,6 +116,8 @@ pub(super) struct Task {
     pub(super) question: String,
     /// The whole question, when this subagent answers a subtask of it.
     pub(super) whole: Option<String>,
+    /// The sub-questions other subagents cover, as its brief lists them.
+    pub(super) others: Vec<String>,
     pub(super) scope: Vec<String>,
     /// The lead asked for an orientation first (a resumed run).
     pub(super) orienting: bool,
@@ -275,7 +277,20 @@ fn read_task(request: &ModelRequest) -> Option<Task> {
     let mut question = None;
     let mut subtask = None;
     let mut scope = vec![".".to_string()];
+    let mut others = Vec::new();
+    let mut in_others = false;
     for line in first.lines() {
+        if line.starts_with(crate::contracts::OTHERS_COVER) {
+            in_others = true;
+            continue;
+        }
+        match line.strip_prefix("- ") {
+            Some(other) if in_others => {
+                others.push(other.to_string());
+                continue;
+            }
+            _ => in_others = false,
+        }
         if let Some(q) = line.strip_prefix("Question:") {
             question = Some(q.trim().to_string());
         } else if let Some(q) = line.strip_prefix("Subtask:") {
@@ -293,6 +308,7 @@ fn read_task(request: &ModelRequest) -> Option<Task> {
     question = subtask.or(question);
     Some(Task {
         whole,
+        others,
         question: question.filter(|q| !q.is_empty())?,
         scope,
         orienting: first.contains("Orientation: this run was resumed"),

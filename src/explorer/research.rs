@@ -26,13 +26,15 @@ const NAMED_UNSEEN_COVERAGE: f64 = 0.5;
 const RELATIVE: f64 = 0.8;
 
 /// The queries a researcher runs: its sub-question's words, then (for a sub-question of a
-/// larger question) those words with the whole question's.
+/// larger question) those words with the whole question's context — its words that no other
+/// researcher's sub-question holds, so no two researchers run the same query.
 fn queries(task: &Task) -> Vec<String> {
     let mut out = vec![content_words(&task.question).join(" ")];
     if let Some(whole) = &task.whole {
+        let theirs: Vec<String> = task.others.iter().flat_map(|o| content_words(o)).collect();
         let mut words = content_words(&task.question);
         for w in content_words(whole) {
-            if !words.contains(&w) {
+            if !words.contains(&w) && !theirs.contains(&w) {
                 words.push(w);
             }
         }

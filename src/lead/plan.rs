@@ -248,10 +248,7 @@ pub(crate) fn brief(question: &str, shard: &Shard, others: &[&str]) -> String {
                 .iter()
                 .map(|o| format!("- {}", one_line(o)))
                 .collect();
-            format!(
-                "\nOther researchers cover (do not search for these):\n{}",
-                list.join("\n")
-            )
+            format!("\n{}\n{}", crate::contracts::OTHERS_COVER, list.join("\n"))
         };
         return format!(
             "Question: {question}{others}\n\nSearch the corpus for your part of the question, read \
