@@ -483,3 +483,26 @@ fn research_on_a_folder_with_nothing_to_index_exits_2_saying_so() {
     assert!(err.contains("1 binary"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_markdown_sentence_with_inline_code_is_stated_and_its_code_checked() {
+    let dir = tree(&[
+        ("cli.md", "# Flags\n\nThe `--timeout` flag defaults to thirty seconds when it is not given.\n\nThe `--retries` flag defaults to three.\n"),
+        ("other.md", "# Other\n\nNothing about flags here at all.\n"),
+    ]);
+    let report = Coordinator::builder()
+        .build()
+        .run(Task::research(
+            "What does the timeout flag default to?",
+            dir.path(),
+        ))
+        .await
+        .unwrap();
+    let first = &report.handoff.settled_conclusions[0];
+    assert_eq!(
+        first.claim,
+        "The `--timeout` flag defaults to thirty seconds when it is not given."
+    );
+    assert!(cited_docs(&report)[0].starts_with("cli.md#L"));
+    assert!(report.subagents.iter().all(|s| s.violations.is_empty()));
+}

@@ -318,7 +318,10 @@ fn conclude(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) ->
                         }
                     })
                     .sum();
-                if sentence.contains('`') || sentence.split_whitespace().count() < 4 {
+                // A sentence with an odd number of backticks cannot be written as its own
+                // quotes.
+                let ticks = sentence.matches('`').count();
+                if ticks % 2 == 1 || sentence.split_whitespace().count() < 4 {
                     continue;
                 }
                 scored.push((score, id.clone(), sentence.trim().to_string()));
@@ -350,7 +353,13 @@ fn conclude(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) ->
                 continue;
             }
             handoff.settled_conclusions.push(Conclusion {
-                claim: format!("`{sentence}`"),
+                // Quoted whole; one holding inline code (`x`) as it is, its code spans being
+                // the quotes checked.
+                claim: if sentence.contains('`') {
+                    sentence.clone()
+                } else {
+                    format!("`{sentence}`")
+                },
                 sources: vec![source],
                 kind: ConclusionKind::Finding,
             });
