@@ -506,3 +506,78 @@ async fn a_markdown_sentence_with_inline_code_is_stated_and_its_code_checked() {
     assert!(cited_docs(&report)[0].starts_with("cli.md#L"));
     assert!(report.subagents.iter().all(|s| s.violations.is_empty()));
 }
+
+#[test]
+fn baton_brief_marks_a_cited_passage_stale_once_its_document_changed() {
+    let dir = corpus();
+    let state = tempfile::tempdir().unwrap();
+    let out = baton()
+        .args(["research", "--no-progress", "--json", "--state"])
+        .arg(state.path())
+        .arg(dir.path())
+        .arg("How often does the beacon on Gull Rock flash?")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let report: baton::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = report["run_id"].as_str().unwrap().to_string();
+    let brief = |state: &std::path::Path| {
+        let out = baton()
+            .args(["brief", &run, "--state"])
+            .arg(state)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let before = brief(state.path());
+    assert!(before.contains("doc:lighthouses/beacon.html#L"), "{before}");
+    assert!(!before.contains("stale"), "{before}");
+    let (path, title, mut paras) = chapters().into_iter().nth(1).unwrap();
+    paras[0] = "The beacon on Gull Rock now flashes white once every five seconds.".into();
+    std::fs::write(dir.path().join(&path), html(&title, &paras)).unwrap();
+    let after = brief(state.path());
+    assert!(
+        after.contains("(stale: the passage reads differently in the corpus now"),
+        "{after}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_document_citation_stands_while_what_was_read_of_it_does() {
+    let dir = corpus();
+    let handoff = "## Settled conclusions\n- The beacon `flashes green twice every twelve seconds` [doc:lighthouses/beacon.html]\n## Open items\n## Hard constraints\n- none\n";
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::tool("read", json!({"id": "doc:lighthouses/beacon.html#L1-5"})),
+        ScriptedTurn::text(handoff),
+    ]));
+    let coordinator = Coordinator::builder()
+        .store(Arc::new(MemoryStore::new()))
+        .role(
+            Role::new("researcher")
+                .tools(["search", "read"])
+                .model(model),
+        )
+        .build();
+    let first = coordinator
+        .run(Task::research("How does the beacon flash?", dir.path()))
+        .await
+        .unwrap();
+    assert_eq!(cited_docs(&first), vec!["lighthouses/beacon.html#"]);
+    let resume = || async {
+        coordinator
+            .resume(&first.run_id)
+            .await
+            .unwrap()
+            .report()
+            .await
+            .unwrap()
+    };
+    let unchanged = resume().await;
+    assert_eq!(cited_docs(&unchanged), vec!["lighthouses/beacon.html#"]);
+    let (path, title, mut paras) = chapters().into_iter().nth(1).unwrap();
+    paras[0] = "The beacon on Gull Rock now flashes white once every five seconds.".into();
+    std::fs::write(dir.path().join(&path), html(&title, &paras)).unwrap();
+    let changed = resume().await;
+    assert!(cited_docs(&changed).is_empty(), "{:?}", changed.handoff);
+}

@@ -163,6 +163,30 @@ pub(crate) fn list(args: RunsArgs) -> i32 {
     written
 }
 
+/// A research run's cited passages whose documents read differently now are marked stale in
+/// its brief (found by reading the documents; nothing is written).
+fn stale_passages(cp: &baton::Checkpoint, brief: &mut baton::checkpoint::Brief) {
+    if cp.root.is_empty() {
+        return;
+    }
+    let root = std::path::Path::new(&cp.root);
+    for (entry, item) in cp.evidence.iter().zip(brief.evidence.iter_mut()) {
+        let Ok(baton::SourceId::Doc { id, span }) = baton::SourceId::parse(&entry.source) else {
+            continue;
+        };
+        if entry.stale.is_some() || entry.digest.is_empty() {
+            continue;
+        }
+        let now = baton::Corpus::passage_digest(root, &id, span.as_deref());
+        if now.as_deref() != Some(entry.digest.as_str()) {
+            item.text = format!(
+                "{} (stale: the passage reads differently in the corpus now; `baton resume` rechecks it)",
+                entry.source
+            );
+        }
+    }
+}
+
 pub(crate) fn brief(args: BriefArgs) -> i32 {
     let (_, events) = match run_events(&args.state, &args.run) {
         Ok(found) => found,
@@ -173,7 +197,8 @@ pub(crate) fn brief(args: BriefArgs) -> i32 {
         say!("{e}");
         return EXIT_FAILED;
     }
-    let brief = make_brief(&cp);
+    let mut brief = make_brief(&cp);
+    stale_passages(&cp, &mut brief);
     let text = if args.json {
         format!("{}\n", json!({ "brief": brief, "checkpoint": cp }))
     } else {

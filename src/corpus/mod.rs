@@ -532,8 +532,16 @@ impl Corpus {
     /// The digest of a cited span's text as the document reads now on disk (none: it no
     /// longer reads). Used to find evidence gone stale.
     pub(crate) fn current_digest(&self, path: &str, span: Option<&str>) -> Option<String> {
+        Corpus::passage_digest(&self.root, path, span)
+    }
+
+    /// The SHA-256 of a passage (`path` under the corpus folder `root`, lines `span` as
+    /// `Lstart-end`, none: the whole document) as the document reads on disk now — what
+    /// `read` showed of it, if it did not change —; none when it no longer reads. Reads the
+    /// document only: no index is opened or made.
+    pub fn passage_digest(root: &Path, path: &str, span: Option<&str>) -> Option<String> {
         let format = Format::of(path)?;
-        let doc = read_doc(&self.root.join(path), path, format).ok()?;
+        let doc = read_doc(&root.join(path), path, format).ok()?;
         let text = match span.and_then(parse_span) {
             Some((a, b)) => doc.layout.text(a, b),
             None => doc.layout.lines.join("\n"),

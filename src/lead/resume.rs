@@ -170,22 +170,52 @@ impl Resumption {
             }
             let changed: Vec<String> = restored
                 .evidence_digests
-                .iter()
-                .filter(
-                    |(source, digest)| match crate::source::SourceId::parse(source) {
-                        Ok(crate::source::SourceId::Doc { id, span }) => {
-                            corpus.current_digest(&id, span.as_deref()).as_ref() != Some(*digest)
-                        }
-                        _ => false,
-                    },
-                )
-                .map(|(source, _)| source.clone())
+                .keys()
+                .filter(|source| {
+                    passage_changed(
+                        source,
+                        &restored.evidence_digests,
+                        &restored.observations,
+                        corpus,
+                    )
+                })
+                .cloned()
                 .collect();
             let found_now = passages_gone_stale(&restored.observations, corpus);
             if let Some(stale) = mark_stale(id, restored, changed, found_now) {
                 self.stale.push(stale);
             }
         }
+    }
+}
+
+/// Whether a cited document span reads differently now than when it was accepted: a span
+/// against its digest then; a whole document by every span of it that was shown.
+fn passage_changed(
+    source: &str,
+    digests: &BTreeMap<String, String>,
+    observations: &ObservationLog,
+    corpus: &crate::corpus::Corpus,
+) -> bool {
+    match crate::source::SourceId::parse(source) {
+        Ok(crate::source::SourceId::Doc {
+            id,
+            span: Some(span),
+        }) => corpus.current_digest(&id, Some(&span)).as_ref() != digests.get(source),
+        Ok(crate::source::SourceId::Doc { id, span: None }) => {
+            observations.entries().iter().any(|o| match o {
+                Observation::Document {
+                    doc,
+                    span,
+                    digest: Some(then),
+                    ..
+                } if *doc == id => {
+                    corpus.current_digest(&id, span.as_deref()).as_ref() != Some(then)
+                }
+                _ => false,
+            })
+        }
+        _ => false,
     }
 }
 
