@@ -120,8 +120,9 @@
 //!   `call:sa1.3`); `source/observation.rs`: the [`ObservationLog`] of what a subagent's tools
 //!   showed it, one typed [`Observation`] per kind a tool can show (whole lines, the part of a
 //!   cut line, a listing, a search with its flags, a document span, a URL, a record), and the
-//!   search kind (lines or file names: the log writes a glob's pattern as `glob:PATTERN`, and
-//!   only this file reads that form). **Invariant:** a source written and read back is the
+//!   search kind (lines, file names or a corpus's passages: the log writes a glob's pattern as
+//!   `glob:PATTERN` and a corpus query as `passages:QUERY`, and only this file reads those
+//!   forms). **Invariant:** a source written and read back is the
 //!   same source; a citation is observed only by an observation of its own kind.
 //! - [`transcript`] — [`Message`] (user, assistant, tool, and `Compacted`: compaction's
 //!   summary or ledger, told apart by its kind, not its words), [`ToolCall`], [`ToolSpec`],
@@ -135,17 +136,20 @@
 //!   lays a document out as numbered lines and cuts chunks under one heading path of at most
 //!   160 words, only between blocks or sentences; `corpus/index.rs` is the tantivy index (a
 //!   chunk's path, span, text and headings with the document's name; English stems,
-//!   positions for phrases, BM25 with headings boosted ×2; one writer at a time, waiting up
-//!   to 30 s for another process's); `corpus/manifest.rs` keeps each document's content
-//!   digest and chunk digests (a changed document's chunks deleted and added again, an
-//!   unchanged one not read twice) and marks the pages search leaves out: redirects, pages
-//!   mostly of links (tables of contents), and pages whose chunks are at least 80% chunks of
-//!   smaller pages or of a preferred copy (a print-all page, an `index` copy of a chapter);
-//!   it walks the folder leaving out and counting hidden entries, links, special files,
-//!   names a citation could not write and files that are not documents. A chunk's id is
-//!   `doc:PATH#Lstart-end`, in lines of the document as laid out. **Invariant:** a cited
-//!   span's digest can be recomputed from the document on disk ([`Corpus`] refuses to show
-//!   a document whose digest changed since it was indexed).
+//!   positions for phrases in the text, BM25 with headings boosted ×2, a path scope made part
+//!   of the query; checksums checked on open); `corpus/manifest.rs` keeps each document's
+//!   content digest and its chunks' digests (a changed document's chunks deleted and added
+//!   again, an unchanged one only read and digested) and marks the pages search leaves out:
+//!   redirects, pages mostly of links (tables of contents), and pages whose chunks are at
+//!   least 80% chunks of smaller pages or of a preferred copy (a print-all page, an `index`
+//!   copy of a chapter); it walks the folder leaving out, counting and naming hidden entries,
+//!   links, special files and names a citation could not write, and counting files that are
+//!   not documents. [`Corpus::open`] works on an index directory one process at a time (a
+//!   lock file) and rebuilds an index it finds damaged from nothing; a panic of the index
+//!   library is an error. A chunk's id is `doc:PATH#Lstart-end`, in lines of the document as
+//!   laid out. **Invariant:** a cited span's digest can be recomputed from the document on
+//!   disk ([`Corpus::passage_digest`]); [`Corpus`] refuses to show a document whose digest
+//!   changed since it was indexed.
 //! - [`telemetry`] — tracing: spans for the run, each subagent (its `subagent_spawned` seq),
 //!   each model call (its turn) and each tool call (its call id), and a `logged` event per
 //!   logged event (seq, kind), so a trace joins the event log; [`telemetry::init`] reads
@@ -385,7 +389,9 @@
 //! them, a grant used by one call — rebuilt from the log on resume; `lead/resume.rs`: `restore` reads a log back into
 //! what a resume starts from (pure), and `Resumption::prepare` rechecks accepted evidence and
 //! empty searches against the tree as it is now (file reads and searches, on a blocking
-//! thread); `lead/handle.rs`: the `LeadHandle` callers hold. **Invariant:** every handoff is
+//! thread); `lead/resume_docs.rs`: a research run's cited passages rechecked against its
+//! corpus by their digests (a whole-document citation by every span of it that was read), its
+//! empty corpus searches run again; `lead/handle.rs`: the `LeadHandle` callers hold. **Invariant:** every handoff is
 //! validated (all four layers, off the actor) before the lead looks at it; only one with no
 //! violation is merged (once the repairs are spent, one broken only in some conclusions is
 //! partly accepted without them); a subagent that panics or stops without a handoff is
@@ -419,7 +425,7 @@
 //! Argument parsing, `explore` / `research` / `resume` with the progress display (`cli/progress.rs`, drawn
 //! from the run's event stream alone),
 //! `index` and the corpus `research` opens under the state directory (`cli/research.rs`),
-//! `validate` (`cli/validate.rs`), `runs` / `brief` / `context` (`cli/runs.rs`), `compact`
+//! `validate` (`cli/validate.rs`), `runs` / `brief` (a research run's cited passages read again: stale when they changed) / `context` (`cli/runs.rs`), `compact`
 //! (`cli/compact.rs`: kept lines passed through byte for byte), the `--state` directory,
 //! bounded input reads, one-line usage errors, text from runs made terminal-safe and scrubbed
 //! of secrets, and exit codes.

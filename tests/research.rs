@@ -581,3 +581,22 @@ async fn a_whole_document_citation_stands_while_what_was_read_of_it_does() {
     let changed = resume().await;
     assert!(cited_docs(&changed).is_empty(), "{:?}", changed.handoff);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_library_index_dir_keeps_each_corpus_index_where_the_cli_does() {
+    let dir = corpus();
+    let state = tempfile::tempdir().unwrap();
+    let coordinator = Coordinator::builder().index_dir(state.path()).build();
+    let report = coordinator
+        .run(Task::research("How high do spring tides rise?", dir.path()))
+        .await
+        .unwrap();
+    assert!(cited_docs(&report)
+        .iter()
+        .any(|c| c.starts_with("tides.md")));
+    let kept = baton::Corpus::index_dir_in(state.path(), dir.path());
+    assert!(kept.join("manifest.json").is_file(), "{}", kept.display());
+    // The same index, unchanged, opened again: nothing converted again.
+    let (_, stats) = baton::Corpus::open(dir.path(), Some(&kept), &|_, _| {}).unwrap();
+    assert_eq!((stats.documents, stats.indexed), (24, 0));
+}

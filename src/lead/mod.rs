@@ -34,6 +34,7 @@ mod relevance;
 mod report;
 mod reports;
 mod resume;
+mod resume_docs;
 mod start;
 mod state;
 mod verdict;
