@@ -81,6 +81,10 @@ impl Hit {
     }
 }
 
+/// How a search's listing opens the line that says how many chunks hold each word of its
+/// query.
+pub(crate) const TERMS_LINE: &str = "terms (chunks holding each, of ";
+
 /// A chunk's id: `PATH#Lstart-end`.
 pub(crate) fn chunk_id(path: &str, start: u32, end: u32) -> String {
     format!("{path}#L{start}-{end}")
@@ -383,27 +387,31 @@ impl Corpus {
         self.manifest.docs.get(path).is_some_and(|d| !d.hidden())
     }
 
-    /// A search as the `search` tool prints it.
+    /// A search's best chunks as the `search` tool prints them: how many chunks hold each
+    /// word, then each chunk's id, headings and snippet.
     pub fn search_text(&self, query: &str, limit: usize) -> Result<String, CorpusError> {
         let hits = self.search(query, &[], limit)?;
+        Ok(self.listing(query, &hits))
+    }
+
+    /// The terms line and the hits, as the `search` tool prints them.
+    pub(crate) fn listing(&self, query: &str, hits: &[Hit]) -> String {
         let (counts, chunks) = self.term_counts(query);
         let mut out = String::new();
-        let list: Vec<String> = counts.iter().map(|(t, n)| format!("{t} {n}")).collect();
-        out.push_str(&format!(
-            "terms (chunks holding each, of {chunks}): {}\n",
-            list.join(", ")
-        ));
-        for (i, h) in hits.iter().enumerate() {
+        if !counts.is_empty() {
+            let list: Vec<String> = counts.iter().map(|(t, n)| format!("{t} {n}")).collect();
+            out.push_str(&format!("{TERMS_LINE}{chunks}): {}\n", list.join(", ")));
+        }
+        for (i, hit) in hits.iter().enumerate() {
             out.push_str(&format!(
-                "{}. doc:{} ({:.2}) — {}\n   {}\n",
+                "{}. doc:{} — {}\n   {}\n",
                 i + 1,
-                h.id(),
-                h.score,
-                h.headings.join(" > "),
-                h.snippet
+                hit.id(),
+                hit.headings.join(" > "),
+                hit.snippet
             ));
         }
-        Ok(out)
+        out
     }
 
     /// The entries left out of the index under `paths` (none: all) that could hold a

@@ -71,7 +71,7 @@ fn parse_search(content: &str) -> (Vec<Listed>, BTreeMap<String, u64>, u64) {
     let mut counts = BTreeMap::new();
     let mut total = 0;
     for line in content.lines() {
-        if let Some(rest) = line.strip_prefix(crate::tools::TERMS_LINE) {
+        if let Some(rest) = line.strip_prefix(crate::corpus::TERMS_LINE) {
             if let Some((n, list)) = rest.split_once("): ") {
                 total = n.parse().unwrap_or(0);
                 for item in list.split(", ") {
@@ -151,7 +151,7 @@ pub(super) fn turn(task: &Task, done: &[Exchange<'_>]) -> (String, Vec<ToolCall>
         return (handoff.to_markdown(), Vec::new());
     }
     // Nothing read answers: the absence is tested by searches that must find nothing.
-    let checks: Vec<ToolCall> = absence_queries(task, &ran)
+    let checks: Vec<ToolCall> = absence_queries(task, &Counts::of(&ran))
         .into_iter()
         .enumerate()
         .map(|(i, q)| call(40 + i, "search", json!({"query": q, "limit": 3})))
@@ -178,23 +178,42 @@ fn read_chunk<'a>(ex: &Exchange<'a>) -> Option<(String, Vec<&'a str>)> {
     Some((id, lines.collect()))
 }
 
+/// How many chunks hold each stemmed word the searches printed, and how many chunks there
+/// are (at least 1).
+struct Counts {
+    held: BTreeMap<String, u64>,
+    chunks: u64,
+}
+
+impl Counts {
+    fn of(searches: &[&Exchange<'_>]) -> Counts {
+        let mut held = BTreeMap::new();
+        let mut chunks = 1u64;
+        for ex in searches {
+            let (_, c, n) = parse_search(ex.content);
+            held.extend(c);
+            chunks = chunks.max(n);
+        }
+        Counts { held, chunks }
+    }
+
+    /// Whether a word's stem is in no chunk (a word no search counted is not known unseen).
+    fn unseen(&self, stem: &str) -> bool {
+        self.held.get(stem).copied() == Some(0)
+    }
+}
+
 /// Each question word's weight: how rare it is among the corpus's chunks (the search tool's
 /// counts), by its stem.
-fn weights(task: &Task, searches: &[&Exchange<'_>], foreign: bool) -> Vec<(String, f64)> {
-    let mut counts = BTreeMap::new();
-    let mut total = 1u64;
-    for ex in searches {
-        let (_, c, n) = parse_search(ex.content);
-        counts.extend(c);
-        total = total.max(n);
-    }
+fn weights(task: &Task, counts: &Counts, foreign: bool) -> Vec<(String, f64)> {
+    let total = counts.chunks;
     let mut out: Vec<(String, f64)> = Vec::new();
     for (word, named) in question_words(&task.question) {
         for stem in crate::corpus::stems(&word) {
             if out.iter().any(|(s, _)| *s == stem) {
                 continue;
             }
-            let df = counts.get(&stem).copied().unwrap_or(0);
+            let df = counts.held.get(&stem).copied().unwrap_or(0);
             // A word in no chunk: a paraphrase the corpus words otherwise is left out; a thing
             // the question names (an acronym, a name, an identifier) that the corpus never
             // mentions counts fully against every passage.
@@ -208,8 +227,8 @@ fn weights(task: &Task, searches: &[&Exchange<'_>], foreign: bool) -> Vec<(Strin
     out
 }
 
-/// The question's content words, each with whether it names a thing: an acronym, a word
-/// capitalised inside a sentence, or one holding a digit, `_`, `::` or `!`.
+/// The question's content words, each with whether it names a thing: an acronym or a number,
+/// a word capitalised inside a sentence, or one holding `_`, `::` or `!`.
 fn question_words(question: &str) -> Vec<(String, bool)> {
     let mut out: Vec<(String, bool)> = Vec::new();
     for sentence in crate::text::sentences(question) {
@@ -234,17 +253,9 @@ fn question_words(question: &str) -> Vec<(String, bool)> {
 
 /// Whether the question is foreign to the corpus: it names a thing (see [`question_words`])
 /// that no chunk holds, or a third of its words are in no chunk.
-fn unseen_named(task: &Task, searches: &[&Exchange<'_>]) -> bool {
-    let mut counts = BTreeMap::new();
-    for ex in searches {
-        counts.extend(parse_search(ex.content).1);
-    }
+fn foreign(task: &Task, counts: &Counts) -> bool {
     let words = question_words(&task.question);
-    let unseen = |w: &str| {
-        crate::corpus::stems(w)
-            .iter()
-            .any(|s| counts.get(s).copied() == Some(0))
-    };
+    let unseen = |w: &str| crate::corpus::stems(w).iter().any(|s| counts.unseen(s));
     let named = words.iter().any(|(w, named)| *named && unseen(w));
     let share = words.iter().filter(|(w, _)| unseen(w)).count() * 3 >= words.len().max(1);
     named || share
@@ -252,15 +263,11 @@ fn unseen_named(task: &Task, searches: &[&Exchange<'_>]) -> bool {
 
 /// The searches that test an absence: every word the question names and the corpus never
 /// mentions, alone; else the question's three rarest words, all required.
-fn absence_queries(task: &Task, searches: &[&Exchange<'_>]) -> Vec<String> {
-    let weights = weights(task, searches, true);
-    let mut counts = BTreeMap::new();
-    for ex in searches {
-        counts.extend(parse_search(ex.content).1);
-    }
+fn absence_queries(task: &Task, counts: &Counts) -> Vec<String> {
+    let weights = weights(task, counts, true);
     let unseen: Vec<String> = weights
         .iter()
-        .filter(|(s, w)| *w > 0.0 && counts.get(s).copied().unwrap_or(0) == 0)
+        .filter(|(s, w)| *w > 0.0 && counts.unseen(s))
         .map(|(s, _)| format!("+{s}"))
         .collect();
     if !unseen.is_empty() {
@@ -283,8 +290,9 @@ fn absence_queries(task: &Task, searches: &[&Exchange<'_>]) -> Vec<String> {
 /// The handoff: the best sentences read, or negative evidence.
 fn conclude(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) -> Handoff {
     // A question foreign to the corpus counts its unseen words against every passage.
-    let foreign = unseen_named(task, searches);
-    let weights = weights(task, searches, foreign);
+    let counts = Counts::of(searches);
+    let foreign = foreign(task, &counts);
+    let weights = weights(task, &counts, foreign);
     let whole: f64 = weights.iter().map(|(_, w)| w).sum();
     // (score, chunk id, sentence)
     let mut scored: Vec<(f64, String, String)> = Vec::new();

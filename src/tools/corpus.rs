@@ -14,8 +14,6 @@ use crate::policy::{Consequence, Effect};
 use crate::source::{Observation, SearchKind};
 use crate::transcript::ToolSpec;
 
-/// How a search's output names how many chunks hold each word of its query.
-pub(crate) const TERMS_LINE: &str = "terms (chunks holding each, of ";
 /// Chunks a search returns unless asked for fewer (at most [`MOST_HITS`]).
 pub(crate) const SEARCH_HITS: usize = 8;
 /// Most chunks one search returns.
@@ -125,20 +123,7 @@ fn search(
         crate::text::one_line(query),
         scope.join(", ")
     );
-    let (counts, chunks) = corpus.term_counts(query);
-    if !counts.is_empty() {
-        let list: Vec<String> = counts.iter().map(|(t, n)| format!("{t} {n}")).collect();
-        text.push_str(&format!("{TERMS_LINE}{chunks}): {}\n", list.join(", ")));
-    }
-    for (i, hit) in hits.iter().enumerate() {
-        text.push_str(&format!(
-            "{}. doc:{} — {}\n   {}\n",
-            i + 1,
-            hit.id(),
-            hit.headings.join(" > "),
-            hit.snippet
-        ));
-    }
+    text.push_str(&corpus.listing(query, &hits));
     if hits.is_empty() {
         text.push_str("no passage matched\n");
     }

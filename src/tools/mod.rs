@@ -18,7 +18,6 @@ use crate::source::Observation;
 use crate::transcript::{ToolCall, ToolSpec};
 use context::CancelOnDrop;
 pub use context::{Cancellation, ToolContext};
-pub(crate) use corpus::TERMS_LINE;
 pub use corpus::{CorpusRead, CorpusSearch};
 pub(crate) use walk::walk_files;
 pub(crate) use workspace::SandboxError;
