@@ -327,10 +327,11 @@
 //! stems, abbreviations, examples), `explorer/survey.rs` (count greps → line-based rarity of
 //! each term, files to read), `explorer/rank.rs` (definitions, scoring hit lines, block ends),
 //! `explorer/follow.rs` (callers of what was found), `explorer/research.rs` (as a researcher,
-//! offered `search` and `read`: searches its sub-question's words, reads the best chunks,
-//! settles verbatim sentences holding enough of the question's rarer words — weighted by how
-//! many chunks hold each —, else tests the absence with searches that must find nothing and
-//! cites them as negative evidence), `explorer/conclude.rs` (claims citing only
+//! offered `search` and `read`: searches its sub-question's words, reads the best chunks and
+//! the best documents' openings, settles per document its verbatim sentences holding enough of
+//! the sub-question's rarer words — weighted by how many chunks hold each, the whole
+//! question's other words at half —, else tests the absence with searches that must find
+//! nothing and cites them as negative evidence), `explorer/conclude.rs` (claims citing only
 //! lines it read, their quotes only bytes of those lines; negative evidence); as a verifier it reads the doubted claims from its context's data
 //! section and confirms one only when the reread lines hold its quotes and symbols; without
 //! grep it settles nothing and says why. **Invariant:** it cites nothing its own tool calls did

@@ -498,10 +498,19 @@ async fn a_markdown_sentence_with_inline_code_is_stated_and_its_code_checked() {
         ))
         .await
         .unwrap();
+    // The document's best sentence first; a conclusion quotes up to four of its sentences.
     let first = &report.handoff.settled_conclusions[0];
-    assert_eq!(
-        first.claim,
-        "The `--timeout` flag defaults to thirty seconds when it is not given."
+    assert!(
+        first
+            .claim
+            .starts_with("The `--timeout` flag defaults to thirty seconds when it is not given."),
+        "{}",
+        first.claim
+    );
+    assert!(
+        !first.claim.contains("Nothing about flags"),
+        "{}",
+        first.claim
     );
     assert!(cited_docs(&report)[0].starts_with("cli.md#L"));
     assert!(report.subagents.iter().all(|s| s.violations.is_empty()));
@@ -599,4 +608,89 @@ async fn a_library_index_dir_keeps_each_corpus_index_where_the_cli_does() {
     // The same index, unchanged, opened again: nothing converted again.
     let (_, stats) = baton::Corpus::open(dir.path(), Some(&kept), &|_, _| {}).unwrap();
     assert_eq!((stats.documents, stats.indexed), (24, 0));
+}
+
+/// A page's answer in its opening summary, ranked below three sections of the same page that
+/// repeat the question's words: the researcher reads the best documents' openings too, and the
+/// conclusion quotes the summary first (the document's order), citing both chunks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_opening_of_the_best_document_is_read_and_its_answer_stated_first() {
+    let filler =
+        "The upload queue keeps each part on disk until the server acknowledges it. ".repeat(12);
+    let page = format!(
+        "# Upload retries\n\n## Summary\n\n- A failed upload is attempted again five times, then the part is dropped.\n\n\
+         ## How the client retries a failed upload\n\nThe client retries a failed upload with backoff. Each retry of a failed upload by the client doubles the wait. {filler}\n\n\
+         ## When the client retries a failed upload\n\nThe client retries a failed upload only when the server answered with a retryable status. A failed upload retry by the client is logged. {filler}\n\n\
+         ## Client retries of failed uploads and the log\n\nEvery retry of a failed upload by the client writes a log line. {filler}\n"
+    );
+    let mut files = vec![("retry.md".to_string(), page)];
+    for i in 0..6 {
+        files.push((
+            format!("other{i}.md"),
+            format!("# Other {i}\n\nThe server stores parts in buckets number {i}. Nothing about the client here.\n"),
+        ));
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let dir = tree(&refs);
+    let report = Coordinator::builder()
+        .build()
+        .run(Task::research(
+            "How many times does the client retry a failed upload?",
+            dir.path(),
+        ))
+        .await
+        .unwrap();
+    let first = &report.handoff.settled_conclusions[0];
+    assert!(
+        first
+            .claim
+            .starts_with("`- A failed upload is attempted again five times"),
+        "{}",
+        first.claim
+    );
+    let cited: Vec<String> = first.sources.iter().map(|s| s.to_string()).collect();
+    assert_eq!(cited[0], "doc:retry.md#L3-5", "{cited:?}");
+    assert!(cited.len() >= 2, "{cited:?}");
+    assert!(report.subagents.iter().all(|s| s.violations.is_empty()));
+}
+
+/// A sub-question is read with its question's context: "Which flag empties it?" is answered by
+/// the mirror's page, not the queue's (whose words match the sub-question alone better), and
+/// "where is it kept?" — its one word a paraphrase no chunk holds — by its context's words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sub_question_is_answered_in_its_questions_context() {
+    let dir = tree(&[
+        ("queue.md", "# Print queue\n\nWhich flag empties the queue? The empty flag empties it: run with the flag and every job in the queue is dropped.\n"),
+        ("mirror.md", "# Mirror\n\nThe mirror tool keeps a cache of every package it fetched. Run it with the purge flag and it empties the cache at once.\n"),
+        ("place.md", "# Where things live\n\nThe mirror tool keeps its cache under the state folder, next to the lock file.\n"),
+    ]);
+    let report = Coordinator::builder()
+        .build()
+        .run(Task::research(
+            "The mirror tool keeps a cache. Which flag empties it, and where is it kept?",
+            dir.path(),
+        ))
+        .await
+        .unwrap();
+    let cited = cited_docs(&report);
+    assert!(
+        cited.iter().any(|c| c.starts_with("mirror.md#L")),
+        "{cited:?}"
+    );
+    assert!(
+        cited.iter().any(|c| c.starts_with("place.md#L")),
+        "{cited:?}"
+    );
+    assert!(
+        !cited.iter().any(|c| c.starts_with("queue.md")),
+        "{cited:?}"
+    );
+    assert!(
+        report.handoff.open_items.is_empty(),
+        "{:?}",
+        report.handoff.open_items
+    );
 }

@@ -1,7 +1,8 @@
 //! The offline model as a researcher: it searches the corpus for its sub-question's words,
-//! reads the best-ranked chunks, and settles conclusions made of verbatim sentences of what it
-//! read, each citing its chunk — or, when no sentence holds enough of the question's rarer
-//! words, hands off negative evidence naming every query it ran.
+//! reads the best-ranked chunks and the openings of the best documents, and settles one
+//! conclusion per document made of its best verbatim sentences, citing the chunks they are in
+//! — or, when no sentence holds enough of the sub-question's rarer words, hands off negative
+//! evidence naming every query it ran. The whole question's other words weigh in as context.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -16,6 +17,16 @@ use crate::transcript::ToolCall;
 const READS: usize = 5;
 /// Chunks read of one document.
 const READS_PER_DOC: usize = 2;
+/// Documents whose opening chunks are read besides the best-ranked chunks.
+const OPENINGS: usize = 2;
+/// Chunks after the first read of a document's opening.
+const OPENING_CHUNKS: u64 = 2;
+/// The weight of the whole question's words in a sub-question's, against its own.
+const CONTEXT_WEIGHT: f64 = 0.5;
+/// Most sentences a conclusion quotes of its chunk.
+const SENTENCES: usize = 4;
+/// ... each holding this share of the best one's score.
+const ALSO: f64 = 0.5;
 /// Most conclusions one researcher settles.
 const MOST_CONCLUSIONS: usize = 2;
 /// A sentence must hold this share of the question's word weight to answer it.
@@ -136,11 +147,27 @@ pub(super) fn turn(task: &Task, done: &[Exchange<'_>]) -> (String, Vec<ToolCall>
         );
     }
     let ran = succeeded(done, &searches);
-    let reads: Vec<ToolCall> = to_read(&ran)
-        .into_iter()
+    let chunks = to_read(&ran);
+    let mut reads: Vec<ToolCall> = chunks
+        .iter()
         .enumerate()
         .map(|(i, id)| call(20 + i, "read", json!({"id": format!("doc:{id}")})))
         .collect();
+    // A page usually says what it is about first: the openings of the best documents.
+    let mut docs: Vec<&str> = Vec::new();
+    for id in &chunks {
+        let doc = id.split('#').next().unwrap_or(id);
+        if !docs.contains(&doc) && docs.len() < OPENINGS {
+            docs.push(doc);
+        }
+    }
+    reads.extend(docs.iter().enumerate().map(|(i, doc)| {
+        call(
+            30 + i,
+            "read",
+            json!({"path": doc, "start": 1, "end": 1, "around": OPENING_CHUNKS}),
+        )
+    }));
     let pending = not_issued(done, &reads);
     if !pending.is_empty() {
         return ("Reading the best-ranked passages.".into(), pending);
@@ -166,16 +193,31 @@ pub(super) fn turn(task: &Task, done: &[Exchange<'_>]) -> (String, Vec<ToolCall>
     (handoff.to_markdown(), Vec::new())
 }
 
-/// A read's chunk: its id and text lines (the header line dropped).
-fn read_chunk<'a>(ex: &Exchange<'a>) -> Option<(String, Vec<&'a str>)> {
-    let mut lines = ex.content.lines();
-    let header = lines.next()?.strip_prefix("[doc:")?;
-    let id = header
-        .split(" — ")
-        .next()?
-        .trim_end_matches(']')
-        .to_string();
-    Some((id, lines.collect()))
+/// A chunk as a read showed it: its id, its headings and its text lines.
+struct Shown<'a> {
+    id: String,
+    headings: &'a str,
+    lines: Vec<&'a str>,
+}
+
+/// The chunks a read showed, each under its `[doc:ID — headings]` line (a span not edge to
+/// edge with chunks is shown as one block under its own id).
+fn read_chunks<'a>(ex: &Exchange<'a>) -> Vec<Shown<'a>> {
+    let mut out: Vec<Shown<'a>> = Vec::new();
+    for line in ex.content.lines() {
+        if let Some(header) = line.strip_prefix("[doc:") {
+            let header = header.trim_end_matches(']');
+            let (id, headings) = header.split_once(" — ").unwrap_or((header, ""));
+            out.push(Shown {
+                id: id.to_string(),
+                headings,
+                lines: Vec::new(),
+            });
+        } else if let Some(last) = out.last_mut() {
+            last.lines.push(line);
+        }
+    }
+    out
 }
 
 /// How many chunks hold each stemmed word the searches printed, and how many chunks there
@@ -203,14 +245,45 @@ impl Counts {
     }
 }
 
+/// A question word's stem and weight, and whether the sub-question itself holds it (else it
+/// is the whole question's context).
+struct Weight {
+    stem: String,
+    w: f64,
+    own: bool,
+}
+
 /// Each question word's weight: how rare it is among the corpus's chunks (the search tool's
 /// counts), by its stem.
-fn weights(task: &Task, counts: &Counts, foreign: bool) -> Vec<(String, f64)> {
+fn weights(task: &Task, counts: &Counts, foreign: bool) -> Vec<Weight> {
     let total = counts.chunks;
-    let mut out: Vec<(String, f64)> = Vec::new();
-    for (word, named) in question_words(&task.question) {
+    let mut out: Vec<Weight> = Vec::new();
+    // A sub-question's words count whole; the rest of the whole question — its context, not
+    // what another researcher's sub-question asks — counts at [`CONTEXT_WEIGHT`].
+    let theirs: HashSet<String> = task
+        .others
+        .iter()
+        .flat_map(|o| crate::corpus::stems(o))
+        .collect();
+    let context = task
+        .whole
+        .as_deref()
+        .map(question_words)
+        .unwrap_or_default();
+    let words = question_words(&task.question)
+        .into_iter()
+        .map(|(w, named)| (w, named, 1.0))
+        .chain(
+            context
+                .into_iter()
+                .map(|(w, named)| (w, named, CONTEXT_WEIGHT)),
+        );
+    for (word, named, share) in words {
         for stem in crate::corpus::stems(&word) {
-            if out.iter().any(|(s, _)| *s == stem) {
+            if share < 1.0 && theirs.contains(&stem) {
+                continue;
+            }
+            if out.iter().any(|o| o.stem == stem) {
                 continue;
             }
             let df = counts.held.get(&stem).copied().unwrap_or(0);
@@ -219,9 +292,21 @@ fn weights(task: &Task, counts: &Counts, foreign: bool) -> Vec<(String, f64)> {
             // mentions counts fully against every passage.
             let w = match (df, named) {
                 (0, false) if !foreign => 0.0,
-                _ => ((total as f64 + 1.0) / (df as f64 + 1.0)).ln().max(0.1),
+                _ => share * ((total as f64 + 1.0) / (df as f64 + 1.0)).ln().max(0.1),
             };
-            out.push((stem, w));
+            out.push(Weight {
+                stem,
+                w,
+                own: share == 1.0,
+            });
+        }
+    }
+    // A sub-question whose own words are all paraphrases the corpus words otherwise ("where
+    // is it kept?") is asked by its context: the context's words count as its own, whole.
+    if !out.iter().any(|w| w.own && w.w > 0.0) {
+        for w in out.iter_mut().filter(|w| !w.own) {
+            w.w /= CONTEXT_WEIGHT;
+            w.own = true;
         }
     }
     out
@@ -251,12 +336,15 @@ fn question_words(question: &str) -> Vec<(String, bool)> {
     out
 }
 
-/// Whether the question is foreign to the corpus: it names a thing (see [`question_words`])
-/// that no chunk holds, or a third of its words are in no chunk.
+/// Whether the question is foreign to the corpus: its sub-question names a thing (see
+/// [`question_words`]) that no chunk holds, or a third of the whole question's words are in no
+/// chunk (a sub-question of one paraphrased word is not foreign by it).
 fn foreign(task: &Task, counts: &Counts) -> bool {
-    let words = question_words(&task.question);
     let unseen = |w: &str| crate::corpus::stems(w).iter().any(|s| counts.unseen(s));
-    let named = words.iter().any(|(w, named)| *named && unseen(w));
+    let named = question_words(&task.question)
+        .iter()
+        .any(|(w, named)| *named && unseen(w));
+    let words = question_words(task.whole.as_deref().unwrap_or(&task.question));
     let share = words.iter().filter(|(w, _)| unseen(w)).count() * 3 >= words.len().max(1);
     named || share
 }
@@ -264,21 +352,24 @@ fn foreign(task: &Task, counts: &Counts) -> bool {
 /// The searches that test an absence: every word the question names and the corpus never
 /// mentions, alone; else the question's three rarest words, all required.
 fn absence_queries(task: &Task, counts: &Counts) -> Vec<String> {
-    let weights = weights(task, counts, true);
+    let weights: Vec<Weight> = weights(task, counts, true)
+        .into_iter()
+        .filter(|w| w.own && w.w > 0.0)
+        .collect();
     let unseen: Vec<String> = weights
         .iter()
-        .filter(|(s, w)| *w > 0.0 && counts.unseen(s))
-        .map(|(s, _)| format!("+{s}"))
+        .filter(|w| counts.unseen(&w.stem))
+        .map(|w| format!("+{}", w.stem))
         .collect();
     if !unseen.is_empty() {
         return unseen;
     }
-    let mut ranked: Vec<&(String, f64)> = weights.iter().filter(|(_, w)| *w > 0.0).collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut ranked: Vec<&Weight> = weights.iter().collect();
+    ranked.sort_by(|a, b| b.w.total_cmp(&a.w));
     let rare: Vec<String> = ranked
         .iter()
         .take(3)
-        .map(|(s, _)| format!("+{s}"))
+        .map(|w| format!("+{}", w.stem))
         .collect();
     if rare.is_empty() {
         Vec::new()
@@ -287,98 +378,158 @@ fn absence_queries(task: &Task, counts: &Counts) -> Vec<String> {
     }
 }
 
+/// A sentence read, scored against the question, with the sentence after it in its chunk.
+struct Scored {
+    /// The weight of the question words it holds.
+    score: f64,
+    /// ... of the sub-question's own words only.
+    own: f64,
+    id: String,
+    sentence: String,
+    /// Its place in its chunk.
+    at: usize,
+}
+
+/// The document a chunk id is in.
+fn doc_of(id: &str) -> &str {
+    id.split('#').next().unwrap_or(id)
+}
+
+/// A conclusion for one document: its best sentences read (at most [`SENTENCES`], each
+/// holding a share of the best one's score) in the document's order, each quoted whole — one
+/// holding inline code (`x`) as it is, its code spans being the quotes checked —, citing the
+/// chunks they are in.
+fn doc_conclusion(scored: &[Scored], doc: &str) -> Option<Conclusion> {
+    let mut chosen: Vec<&Scored> = scored.iter().filter(|s| doc_of(&s.id) == doc).collect();
+    let best = chosen.first().map_or(0.0, |s| s.score);
+    chosen.retain(|s| s.score > 0.0 && s.score >= ALSO * best);
+    chosen.truncate(SENTENCES);
+    let line = |s: &Scored| {
+        s.id.rsplit_once("#L")
+            .and_then(|(_, span)| span.split('-').next()?.parse::<u32>().ok())
+            .unwrap_or(0)
+    };
+    chosen.sort_by_key(|s| (line(s), s.at));
+    let quote = |s: &str| {
+        if s.contains('`') {
+            s.to_string()
+        } else {
+            format!("`{s}`")
+        }
+    };
+    let mut sources: Vec<SourceId> = Vec::new();
+    for s in &chosen {
+        let source = SourceId::parse(&format!("doc:{}", s.id)).ok()?;
+        if !sources.contains(&source) {
+            sources.push(source);
+        }
+    }
+    Some(Conclusion {
+        claim: chosen
+            .iter()
+            .map(|s| quote(&s.sentence))
+            .collect::<Vec<_>>()
+            .join(" "),
+        sources,
+        kind: ConclusionKind::Finding,
+    })
+    .filter(|c| !c.sources.is_empty())
+}
+
+/// A chunk read, its sentences scored by the question words' weights they hold (its
+/// headings counting half for every sentence under them).
+fn score_chunk(shown: &Shown<'_>, weights: &[Weight]) -> Vec<Scored> {
+    // The chunk's headings and its document's name say what every sentence under them is about.
+    let path = shown.id.split('#').next().unwrap_or(&shown.id);
+    let heading: HashSet<String> = crate::corpus::stems(&format!("{} {path}", shown.headings))
+        .into_iter()
+        .collect();
+    let mut sentences: Vec<&str> = Vec::new();
+    for line in &shown.lines {
+        if crate::corpus::is_heading_line(line) || line.starts_with("```") {
+            continue;
+        }
+        for sentence in crate::text::sentences(line) {
+            // A sentence with an odd number of backticks cannot be written as its own quotes.
+            if sentence.matches('`').count() % 2 == 0 && sentence.split_whitespace().count() >= 4 {
+                sentences.push(sentence.trim());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (i, sentence) in sentences.iter().enumerate() {
+        let stems: HashSet<String> = crate::corpus::stems(sentence).into_iter().collect();
+        let held = |w: &Weight| {
+            if stems.contains(&w.stem) {
+                w.w
+            } else if heading.contains(&w.stem) {
+                w.w / 2.0
+            } else {
+                0.0
+            }
+        };
+        out.push(Scored {
+            score: weights.iter().map(held).sum(),
+            own: weights.iter().filter(|w| w.own).map(held).sum(),
+            id: shown.id.clone(),
+            sentence: sentence.to_string(),
+            at: i,
+        });
+    }
+    out
+}
+
 /// The handoff: the best sentences read, or negative evidence.
 fn conclude(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) -> Handoff {
     // A question foreign to the corpus counts its unseen words against every passage.
     let counts = Counts::of(searches);
     let foreign = foreign(task, &counts);
     let weights = weights(task, &counts, foreign);
-    let whole: f64 = weights.iter().map(|(_, w)| w).sum();
-    // (score, chunk id, sentence)
-    let mut scored: Vec<(f64, String, String)> = Vec::new();
+    let whole: f64 = weights.iter().filter(|w| w.own).map(|w| w.w).sum();
+    let mut scored: Vec<Scored> = Vec::new();
     for ex in reads {
-        let Some((id, lines)) = read_chunk(ex) else {
-            continue;
-        };
-        // The chunk's headings (the header's path) count half for every sentence under them.
-        let heading: HashSet<String> = ex
-            .content
-            .lines()
-            .next()
-            .and_then(|h| h.split_once(" — "))
-            .map(|(_, h)| crate::corpus::stems(h).into_iter().collect())
-            .unwrap_or_default();
-        for line in lines {
-            if crate::corpus::is_heading_line(line) || line.starts_with("```") {
-                continue;
-            }
-            for sentence in crate::text::sentences(line) {
-                let stems: HashSet<String> = crate::corpus::stems(sentence).into_iter().collect();
-                let score: f64 = weights
-                    .iter()
-                    .map(|(s, w)| {
-                        if stems.contains(s) {
-                            *w
-                        } else if heading.contains(s) {
-                            w / 2.0
-                        } else {
-                            0.0
-                        }
-                    })
-                    .sum();
-                // A sentence with an odd number of backticks cannot be written as its own
-                // quotes.
-                let ticks = sentence.matches('`').count();
-                if ticks % 2 == 1 || sentence.split_whitespace().count() < 4 {
-                    continue;
-                }
-                scored.push((score, id.clone(), sentence.trim().to_string()));
-            }
+        for shown in read_chunks(ex) {
+            scored.extend(score_chunk(&shown, &weights));
         }
     }
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let best = scored.first().map_or(0.0, |s| s.0);
-    let mut handoff = Handoff::default();
-    // A thing the question names that the corpus never mentions raises the bar.
+    scored.sort_by(|a, b| b.score.total_cmp(&a.score));
+    // A chunk read twice (by its id and in a document's opening) is one passage.
+    let mut seen = HashSet::new();
+    scored.retain(|s| seen.insert((s.id.clone(), s.sentence.clone())));
+    // A sentence answers when it holds enough of the sub-question's own words — a thing the
+    // question names that the corpus never mentions raises the bar —; the best of those by
+    // all the question's words are stated.
     let bar = if foreign {
         NAMED_UNSEEN_COVERAGE
     } else {
         MIN_COVERAGE
     };
-    if whole > 0.0 && best / whole >= bar {
-        for (score, id, sentence) in &scored {
-            if handoff.settled_conclusions.len() == MOST_CONCLUSIONS || *score < RELATIVE * best {
-                break;
-            }
-            let Ok(source) = SourceId::parse(&format!("doc:{id}")) else {
-                continue;
-            };
-            if handoff
-                .settled_conclusions
-                .iter()
-                .any(|c| c.sources.contains(&source))
-            {
-                continue;
-            }
-            handoff.settled_conclusions.push(Conclusion {
-                // Quoted whole; one holding inline code (`x`) as it is, its code spans being
-                // the quotes checked.
-                claim: if sentence.contains('`') {
-                    sentence.clone()
-                } else {
-                    format!("`{sentence}`")
-                },
-                sources: vec![source],
-                kind: ConclusionKind::Finding,
-            });
+    let answers: Vec<&Scored> = scored
+        .iter()
+        .filter(|s| whole > 0.0 && s.own / whole >= bar)
+        .collect();
+    let best = answers.first().map_or(0.0, |s| s.score);
+    let mut handoff = Handoff::default();
+    let mut docs: Vec<&str> = Vec::new();
+    for found in answers {
+        if docs.len() == MOST_CONCLUSIONS || found.score < RELATIVE * best {
+            break;
         }
+        let doc = doc_of(&found.id);
+        if docs.contains(&doc) {
+            continue;
+        }
+        docs.push(doc);
+        handoff
+            .settled_conclusions
+            .extend(doc_conclusion(&scored, doc));
     }
     if handoff.settled_conclusions.is_empty() {
-        if let Some((_, id, _)) = scored.first() {
+        if let Some(nearest) = scored.first() {
             handoff.open_items.push(OpenItem {
                 item: format!(
-                    "The nearest passage read, doc:{id}, does not answer: {}",
-                    task.question
+                    "The nearest passage read, doc:{}, does not answer: {}",
+                    nearest.id, task.question
                 ),
                 stuck_on: "it holds too little of the question's rarer words".into(),
             });
