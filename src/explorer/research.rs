@@ -14,9 +14,9 @@ use crate::source::SourceId;
 use crate::transcript::ToolCall;
 
 /// Chunks read for one sub-question.
-const READS: usize = 5;
+const READS: usize = 8;
 /// Chunks read of one document.
-const READS_PER_DOC: usize = 2;
+const READS_PER_DOC: usize = 3;
 /// Documents whose opening chunks are read besides the best-ranked chunks.
 const OPENINGS: usize = 2;
 /// Chunks after the first read of a document's opening.
