@@ -1,5 +1,5 @@
 //! Measures the research index: generates N documents (Markdown, 100 a directory, about 5 KB
-//! each: a title, six sections of two ~80-word paragraphs drawn from a 20,000-word vocabulary)
+//! each: a title, six sections of two 60-word paragraphs drawn from a 20,000-word vocabulary)
 //! — the same corpus for the same arguments every time —, indexes them from nothing, then
 //! again unchanged, and runs 200 searches; prints documents/s, the index's size on disk
 //! against the text's, the unchanged re-index time and the median search latency as JSON.
@@ -52,7 +52,7 @@ fn generate(dir: &Path, n: usize) -> std::io::Result<u64> {
         for s in 0..6 {
             text.push_str(&format!("## Section {s}\n\n"));
             for _ in 0..2 {
-                let para: Vec<&str> = (0..80)
+                let para: Vec<&str> = (0..60)
                     .map(|_| words[rng.below(words.len())].as_str())
                     .collect();
                 text.push_str(&para.join(" "));

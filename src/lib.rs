@@ -135,9 +135,10 @@
 //!   and plain text into blocks (headings, paragraphs, list items, code); `corpus/chunk.rs`
 //!   lays a document out as numbered lines and cuts chunks under one heading path of at most
 //!   160 words, only between blocks or sentences; `corpus/index.rs` is the tantivy index (a
-//!   chunk's path, span, text and headings with the document's name; English stems,
-//!   positions for phrases in the text, BM25 with headings boosted ×2, a path scope made part
-//!   of the query; checksums checked on open); `corpus/manifest.rs` keeps each document's
+//!   chunk's path, span, text and headings with the document's name; English stems —
+//!   `corpus/stem.rs`, tantivy's `en_stem` stemming each distinct word once —, positions for
+//!   phrases in the text, BM25 with headings boosted ×2, a path scope made part of the query;
+//!   checksums checked on open); `corpus/manifest.rs` keeps each document's
 //!   content digest and its chunks' digests (a changed document's chunks deleted and added
 //!   again, an unchanged one only read and digested) and marks the pages search leaves out:
 //!   redirects, pages mostly of links (tables of contents), and pages whose chunks are at

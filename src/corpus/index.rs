@@ -76,6 +76,17 @@ pub(crate) struct RawHit {
     pub(crate) score: f32,
 }
 
+/// A new index's settings: the stored fields (a chunk's path and lines) compressed in blocks
+/// of 64 KiB — a document's chunks repeat its path, and bigger blocks hold more of them.
+fn settings(schema: Schema) -> tantivy::IndexBuilder {
+    Index::builder()
+        .schema(schema)
+        .settings(tantivy::IndexSettings {
+            docstore_blocksize: 1 << 16,
+            ..Default::default()
+        })
+}
+
 fn failed(what: &str) -> impl Fn(tantivy::TantivyError) -> CorpusError + '_ {
     move |e| CorpusError::Index(format!("{what}: {e}"))
 }
@@ -89,7 +100,12 @@ impl SearchIndex {
     ) -> Result<(SearchIndex, bool), CorpusError> {
         let (schema, fields) = schema();
         let (index, fresh) = match dir {
-            None => (Index::create_in_ram(schema), true),
+            None => (
+                settings(schema)
+                    .create_in_ram()
+                    .map_err(failed("creating the index"))?,
+                true,
+            ),
             Some(dir) => {
                 std::fs::create_dir_all(dir).map_err(|e| {
                     CorpusError::Index(format!("{}: could not be created: {e}", dir.display()))
@@ -110,13 +126,17 @@ impl SearchIndex {
                     _ => {
                         // Missing or of another layout: started again.
                         clear_dir(dir)?;
-                        let index = Index::create_in_dir(dir, schema)
+                        let index = settings(schema)
+                            .create_in_dir(dir)
                             .map_err(failed("creating the index"))?;
                         (index, true)
                     }
                 }
             }
         };
+        index
+            .tokenizers()
+            .register("en_stem", super::stem::analyzer());
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -287,12 +307,7 @@ impl SearchIndex {
 /// A text's words as the index holds them: split at anything not a letter or digit, lower
 /// case, English stems (tantivy's `en_stem`).
 pub(crate) fn stems(text: &str) -> Vec<String> {
-    use tantivy::tokenizer::{Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer};
-    let mut analyzer = tantivy::tokenizer::TextAnalyzer::builder(SimpleTokenizer::default())
-        .filter(RemoveLongFilter::limit(40))
-        .filter(LowerCaser)
-        .filter(Stemmer::new(Language::English))
-        .build();
+    let mut analyzer = super::stem::analyzer();
     let mut stream = analyzer.token_stream(text);
     let mut out = Vec::new();
     while stream.advance() {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::{CorpusError, Format};
 
 /// The manifest's layout version: another one is rebuilt.
-const VERSION: u32 = 3;
+const VERSION: u32 = 4;
 /// Most bytes of a manifest read.
 const MAX_MANIFEST_BYTES: u64 = 1 << 30;
 /// A page whose chunks are at least this share repeats of other pages' repeats them.
@@ -24,15 +24,48 @@ pub(crate) struct DocEntry {
     pub(crate) bytes: u64,
     /// Its chunks' bodies (text without heading lines, whitespace runs as one space), each
     /// as the first 12 hex digits of its SHA-256 — enough to tell repeated chunks apart; a
-    /// chunk of headings only has none.
+    /// chunk of headings only has none. Written as one string, the digests end to end.
+    #[serde(with = "end_to_end")]
     pub(crate) chunks: Vec<String>,
-    /// A page that only redirects to another.
+    /// A page that only redirects to another (written only when it does).
+    #[serde(default, skip_serializing_if = "is_false")]
     pub(crate) redirect: bool,
     /// A page that is mostly links: a table of contents.
+    #[serde(default, skip_serializing_if = "is_false")]
     pub(crate) navigation: bool,
     /// A page repeating other pages (set by [`Manifest::mark_repeats`]).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub(crate) repeat: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// The chunk digests as one string: 12 hex digits each, end to end (a manifest holds one
+/// for every chunk of the corpus, so separators would be a tenth of its size).
+mod end_to_end {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    const WIDTH: usize = 12;
+
+    pub(super) fn serialize<S: Serializer>(digests: &[String], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&digests.concat())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+        let text = String::deserialize(d)?;
+        if text.len() % WIDTH != 0 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(serde::de::Error::custom(
+                "chunk digests are 12 hex digits each",
+            ));
+        }
+        Ok(text
+            .as_bytes()
+            .chunks(WIDTH)
+            .map(|c| String::from_utf8_lossy(c).into_owned())
+            .collect())
+    }
 }
 
 impl DocEntry {

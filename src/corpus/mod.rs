@@ -10,6 +10,7 @@ mod chunk;
 mod convert;
 mod index;
 mod manifest;
+mod stem;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -297,7 +298,10 @@ impl Corpus {
             let doc = lay_out(&text, digest, *format);
             changed = true;
             stats.indexed += 1;
-            index.delete(&writer, rel);
+            // A new index holds nothing to delete (a delete is checked against every chunk).
+            if !fresh {
+                index.delete(&writer, rel);
+            }
             let name = rel.replace(['/', '-', '_', '.'], " ");
             for c in &doc.layout.chunks {
                 let heading = format!("{} {name}", c.headings.join(" "));
