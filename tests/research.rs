@@ -694,3 +694,132 @@ async fn a_sub_question_is_answered_in_its_questions_context() {
         report.handoff.open_items
     );
 }
+
+/// The offline model, but before the verifier's first turn a document is rewritten (when
+/// `rewrite` is given): what the verifier rereads is the document as it is then.
+struct RewritesBeforeVerifying {
+    inner: baton::OfflineModel,
+    rewrite: Option<(std::path::PathBuf, &'static str)>,
+    verifier_turns: std::sync::atomic::AtomicUsize,
+}
+
+#[baton::async_trait]
+impl baton::Model for RewritesBeforeVerifying {
+    fn name(&self) -> String {
+        "offline".into()
+    }
+
+    async fn complete(
+        &self,
+        request: baton::ModelRequest,
+    ) -> Result<baton::ModelResponse, baton::ModelError> {
+        let verifying = request.messages.iter().any(|m| {
+            matches!(m, baton::Message::User { text } if text.contains("Task: verify the doubted claims."))
+        });
+        if verifying {
+            let n = self
+                .verifier_turns
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if let (0, Some((file, text))) = (n, &self.rewrite) {
+                std::fs::write(file, text).unwrap();
+            }
+        }
+        self.inner.complete(request).await
+    }
+}
+
+async fn verified_run(rewrite: bool) -> (baton::Report, usize) {
+    let dir = tree(&[
+        (
+            "cache.md",
+            "# Cache\n\nThe purge flag empties the mirror cache at once.\n",
+        ),
+        (
+            "other.md",
+            "# Other\n\nThe print queue holds jobs until a printer is free.\n",
+        ),
+    ]);
+    let model = Arc::new(RewritesBeforeVerifying {
+        inner: baton::OfflineModel::new(),
+        rewrite: rewrite.then(|| {
+            (
+                dir.path().join("cache.md"),
+                "# Cache\n\nThe cache is kept forever.\n",
+            )
+        }),
+        verifier_turns: Default::default(),
+    });
+    let report = Coordinator::builder()
+        .model(Arc::clone(&model) as Arc<dyn baton::Model>)
+        .build()
+        .run(Task::research(
+            "Which flag empties the mirror cache?",
+            dir.path(),
+        ))
+        .await
+        .unwrap();
+    let turns = model
+        .verifier_turns
+        .load(std::sync::atomic::Ordering::SeqCst);
+    (report, turns)
+}
+
+/// A second wave rereads the passages the report rests on: a verifier (with the researchers'
+/// `read`) confirms a finding whose passage still says it, and the finding stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_verifier_rereads_the_passages_research_findings_rest_on() {
+    let (report, turns) = verified_run(false).await;
+    assert!(
+        turns >= 2,
+        "the verifier reads, then hands off: {turns} turn(s)"
+    );
+    let verifier = report
+        .subagents
+        .iter()
+        .find(|s| s.role == baton::RoleId::VERIFIER)
+        .expect("a verifier");
+    assert!(verifier.tool_calls >= 1, "{verifier:?}");
+    let first = &report.handoff.settled_conclusions[0];
+    assert!(
+        first
+            .claim
+            .contains("The purge flag empties the mirror cache"),
+        "{first:?}"
+    );
+    assert_eq!(first.sources[0].to_string(), "doc:cache.md#L1-3");
+    assert!(
+        report.handoff.open_items.is_empty(),
+        "{:?}",
+        report.handoff.open_items
+    );
+}
+
+/// The passage changed before the verifier reread it: the finding does not stand; it is an
+/// open item saying the reread did not support it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_research_finding_the_verifier_cannot_reread_does_not_stand() {
+    let (report, _) = verified_run(true).await;
+    assert!(
+        !report
+            .handoff
+            .settled_conclusions
+            .iter()
+            .any(|c| c.kind == ConclusionKind::Finding),
+        "{:?}",
+        report.handoff.settled_conclusions
+    );
+    let items: Vec<String> = report
+        .handoff
+        .open_items
+        .iter()
+        .map(|o| format!("{} — {}", o.item, o.stuck_on))
+        .collect();
+    assert!(
+        items
+            .iter()
+            .any(|i| i.starts_with("Not confirmed by the verifier")
+                && i.contains("doc:cache.md#L1-3")
+                && i.contains("a reread of the passages it cites did not support it")),
+        "{items:?}"
+    );
+}

@@ -36,8 +36,8 @@ pub enum Field {
     Plans,
     /// Handoffs accepted and rejected.
     Handoffs,
-    /// Claims the lead doubts (the findings of handoffs that passed only after repair), for a
-    /// verifier to reread.
+    /// Claims the lead doubts (the findings of handoffs that passed only after repair, or that
+    /// rest on corpus passages), for a verifier to reread.
     Doubts,
     /// Events after the checkpoint.
     RecentEvents,

@@ -350,8 +350,9 @@ pub struct AcceptedEntry {
     pub repairs: u32,
     /// Its settled conclusions.
     pub conclusions: usize,
-    /// The findings of a handoff that passed only after repair: doubted until a verifier
-    /// rereads them (empty for a handoff accepted as first sent).
+    /// The findings of a handoff that passed only after repair, or that rest on corpus
+    /// passages: doubted until a verifier rereads them (empty for a handoff accepted as first
+    /// sent whose findings cite no passage).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub doubted: Vec<crate::handoff::Conclusion>,
     /// The event.

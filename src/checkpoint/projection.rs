@@ -537,7 +537,7 @@ fn resumed(cp: &mut Checkpoint, at: u64) {
 }
 
 /// An accepted handoff: its findings' sources as evidence, and its entry (its findings doubted
-/// when it needed repairs or lost conclusions).
+/// when it needed repairs or lost conclusions, or rest on corpus passages).
 fn accept(
     cp: &mut Checkpoint,
     subagent: &str,
@@ -571,7 +571,7 @@ fn accept(
         subagent: subagent.to_string(),
         repairs,
         conclusions: handoff.settled_conclusions.len(),
-        doubted: if repairs > 0 || dropped_any {
+        doubted: if repairs > 0 || dropped_any || handoff.rests_on_passages() {
             findings().cloned().collect()
         } else {
             Vec::new()

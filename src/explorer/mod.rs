@@ -152,51 +152,72 @@ fn doubted_claims(system: &str) -> Vec<(Vec<SourceId>, String)> {
     out
 }
 
-/// The verifier's turns: reread every cited range, then hand back the claims whose reread
-/// lines hold what they state (quotes and symbols), citing the same lines; the others are
-/// open items saying what the lines lack.
-fn verify_turn(task: &Task, done: &[Exchange<'_>], may_read: bool) -> (String, Vec<ToolCall>) {
+/// The read that rereads one cited source: a file's lines with `read_file`, a corpus passage
+/// with `read`; none for another kind of source.
+fn reread_call(source: &SourceId) -> Option<(&'static str, serde_json::Value)> {
+    if let Some((path, a, b)) = source.file_lines() {
+        return Some((
+            "read_file",
+            json!({"path": path, "start_line": a, "end_line": b}),
+        ));
+    }
+    match source {
+        SourceId::Doc { .. } => Some(("read", json!({"id": source.to_string()}))),
+        _ => None,
+    }
+}
+
+/// The text a reread showed, if it succeeded: a file's lines, or a passage's text (its
+/// `[doc:…]` header lines dropped).
+fn reread_text(done: &[Exchange<'_>], tool: &str, args: &serde_json::Value) -> Option<String> {
+    let exchange = issued(done, tool, args).filter(|e| !e.is_error)?;
+    if tool == "read" {
+        let text: Vec<&str> = exchange
+            .content
+            .lines()
+            .filter(|l| !l.starts_with("[doc:") && !l.starts_with("(cut at "))
+            .collect();
+        return Some(text.join("\n"));
+    }
+    let (_, lines) = rank::parse_read(exchange.content)?;
+    Some(
+        lines
+            .into_iter()
+            .map(|(_, text)| text)
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+}
+
+/// The verifier's turns: reread every cited range (a file's lines, a corpus passage), then
+/// hand back the claims whose reread text holds what they state (quotes and symbols), citing
+/// the same sources; the others are open items saying what the text lacks.
+fn verify_turn(
+    task: &Task,
+    done: &[Exchange<'_>],
+    may_read: &dyn Fn(&str) -> bool,
+) -> (String, Vec<ToolCall>) {
     let reads: Vec<ToolCall> = task
         .verify
         .iter()
         .flat_map(|(sources, _)| sources.iter())
-        .filter_map(SourceId::file_lines)
+        .filter_map(reread_call)
         .enumerate()
-        .map(|(i, (path, a, b))| {
-            call(
-                500 + i,
-                "read_file",
-                json!({"path": path, "start_line": a, "end_line": b}),
-            )
-        })
+        .map(|(i, (tool, args))| call(500 + i, tool, args))
         .collect();
-    let pending = not_issued(done, &reads);
-    if may_read && !pending.is_empty() {
+    let pending: Vec<ToolCall> = not_issued(done, &reads)
+        .into_iter()
+        .filter(|c| may_read(&c.name))
+        .collect();
+    if !pending.is_empty() {
         return ("Rereading the cited lines.".into(), pending);
     }
-    // The text a read of exactly these lines showed, if it succeeded.
-    let reread = |path: &str, a: u32, b: u32| {
-        let exchange = issued(
-            done,
-            "read_file",
-            &json!({"path": path, "start_line": a, "end_line": b}),
-        )
-        .filter(|e| !e.is_error)?;
-        let (_, lines) = rank::parse_read(exchange.content)?;
-        Some(
-            lines
-                .into_iter()
-                .map(|(_, text)| text)
-                .collect::<Vec<_>>()
-                .join("\n"),
-        )
-    };
     let mut handoff = Handoff::default();
     for (sources, claim) in &task.verify {
         let texts: Option<Vec<String>> = sources
             .iter()
-            .filter_map(SourceId::file_lines)
-            .map(|(p, a, b)| reread(p, a, b))
+            .filter_map(reread_call)
+            .map(|(tool, args)| reread_text(done, tool, &args))
             .collect();
         let missing = match texts {
             Some(texts) if !texts.is_empty() => {
@@ -581,8 +602,8 @@ fn early_turn(request: &ModelRequest) -> Result<Task, (String, Vec<ToolCall>)> {
     }
     if !task.verify.is_empty() {
         let done = exchanges(&request.messages);
-        let may_read = request.tools.iter().any(|t| t.name == "read_file");
-        return Err(verify_turn(&task, &done, may_read));
+        let may_read = |name: &str| request.tools.iter().any(|t| t.name == name);
+        return Err(verify_turn(&task, &done, &may_read));
     }
     let may_call = |name: &str| request.tools.iter().any(|t| t.name == name);
     // A researcher: the corpus tools and no workspace search.

@@ -411,6 +411,15 @@ pub fn parse(text: &str) -> Parsed {
 }
 
 impl Handoff {
+    /// Whether a finding rests on a corpus passage (cites a `doc:` source): a research
+    /// handoff, whose findings a verifier rereads before the report stands on them.
+    pub fn rests_on_passages(&self) -> bool {
+        self.settled_conclusions.iter().any(|c| {
+            c.kind == ConclusionKind::Finding
+                && c.sources.iter().any(|s| matches!(s, SourceId::Doc { .. }))
+        })
+    }
+
     /// Parses either form, structure only: the handoff, or every structural violation.
     pub fn parse(text: &str) -> Result<Handoff, Vec<Violation>> {
         let parsed = parse(text);

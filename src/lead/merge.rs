@@ -246,8 +246,11 @@ fn not_settled(
                 c.claim,
                 cites.join(", ")
             ),
-            stuck_on: "its handoff passed only after repair, and a reread did not support it"
-                .into(),
+            stuck_on: if a.handoff.rests_on_passages() {
+                "a reread of the passages it cites did not support it".into()
+            } else {
+                "its handoff passed only after repair, and a reread did not support it".into()
+            },
         });
     }
     for d in a.dropped {

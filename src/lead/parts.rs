@@ -42,6 +42,22 @@ pub(super) struct SubagentRecord {
     pub(super) dropped: Vec<crate::handoff::Dropped>,
 }
 
+impl SubagentRecord {
+    /// Whether the lead doubts its findings until a verifier rereads them: its handoff passed
+    /// only after a repair (or lost conclusions), or rests on corpus passages.
+    pub(super) fn doubted(&self) -> bool {
+        use crate::report::SubagentState;
+        self.shard.role != crate::contracts::RoleId::VERIFIER
+            && (matches!(
+                self.summary.state,
+                SubagentState::Repaired | SubagentState::PartlyAccepted
+            ) || self
+                .handoff
+                .as_ref()
+                .is_some_and(Handoff::rests_on_passages))
+    }
+}
+
 /// Who hears of the run.
 pub(super) struct Outside {
     /// Where the report goes, once asked for.

@@ -202,10 +202,7 @@ impl LeadState {
                     scope: &r.shard.paths,
                     searches: &r.searches,
                     verifier: r.shard.role == RoleId::VERIFIER,
-                    doubted: matches!(
-                        r.summary.state,
-                        SubagentState::Repaired | SubagentState::PartlyAccepted
-                    ),
+                    doubted: r.doubted(),
                     id: &r.summary.id,
                     dropped: &r.dropped,
                 })

@@ -489,12 +489,7 @@ impl LeadState {
             return own;
         }
         let mut borrowed: Vec<String> = Vec::new();
-        let doubted = self.fleet.records.iter().filter(|r| {
-            matches!(
-                r.summary.state,
-                SubagentState::Repaired | SubagentState::PartlyAccepted
-            )
-        });
+        let doubted = self.fleet.records.iter().filter(|r| r.doubted());
         for record in doubted {
             let Some(role) = self.config.roles.get(&record.shard.role) else {
                 continue;
@@ -598,17 +593,13 @@ impl LeadState {
     }
 
     /// Whether the lead doubts anything: a finding of a handoff that broke the contract before
-    /// a repair made it pass (the checkpoint's `doubts` the verifier is compiled with).
+    /// a repair made it pass, or that rests on corpus passages (the checkpoint's `doubts` the
+    /// verifier is compiled with).
     pub(super) fn doubts_any(&self) -> bool {
         self.fleet
             .records
             .iter()
-            .filter(|r| {
-                matches!(
-                    r.summary.state,
-                    SubagentState::Repaired | SubagentState::PartlyAccepted
-                )
-            })
+            .filter(|r| r.doubted())
             .filter_map(|r| r.handoff.as_ref())
             .flat_map(|h| h.settled_conclusions.iter())
             .any(|c| c.kind == crate::handoff::ConclusionKind::Finding)
@@ -674,7 +665,7 @@ impl LeadState {
         listed.push((id.clone(), &shard));
         self.log(vec![journal::planned(
             &listed,
-            "second wave: a verifier re-checks the conclusions of repaired handoffs",
+            "second wave: a verifier re-checks the conclusions of repaired handoffs and the passages research conclusions rest on",
             &self.fleet.left_out,
             &self.fleet.not_searched,
         )]);
