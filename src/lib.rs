@@ -334,7 +334,8 @@
 //! question's other words at half —, else tests the absence with searches that must find
 //! nothing and cites them as negative evidence), `explorer/conclude.rs` (claims citing only
 //! lines it read, their quotes only bytes of those lines; negative evidence); as a verifier it reads the doubted claims from its context's data
-//! section and confirms one only when the reread lines hold its quotes and symbols; without
+//! section, rereads each cited range (`read_file`) or passage (`read`) and confirms one only
+//! when the reread text holds its quotes and symbols; without
 //! grep it settles nothing and says why. **Invariant:** it cites nothing its own tool calls did
 //! not show it, and settles no location when too little of the question occurs.
 //!

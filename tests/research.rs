@@ -823,3 +823,86 @@ async fn a_research_finding_the_verifier_cannot_reread_does_not_stand() {
         "{items:?}"
     );
 }
+
+/// An index whose manifest is of another version (or missing) holds chunks nothing accounts
+/// for: it is rebuilt from nothing, so a document removed since is not searched any more.
+#[test]
+fn an_index_with_a_manifest_of_another_version_is_rebuilt() {
+    let dir = tree(&[
+        ("a.md", "# A\n\nAlpha zebra text here.\n"),
+        ("b.md", "# B\n\nBeta zebra text here.\n"),
+        ("d.md", "# D\n\nDelta zebra text here.\n"),
+    ]);
+    let state = tempfile::tempdir().unwrap();
+    let index = |dir: &std::path::Path| {
+        let out = baton()
+            .args(["index", "--json", "--no-progress", "--state"])
+            .arg(state.path())
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    assert_eq!(index(dir.path())["chunks"], 3);
+    let manifest = std::fs::read_dir(state.path().join("corpus"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    m["version"] = json!(3);
+    std::fs::write(&manifest, m.to_string()).unwrap();
+    std::fs::remove_file(dir.path().join("d.md")).unwrap();
+    let figures = index(dir.path());
+    assert_eq!(figures["documents"], 2, "{figures}");
+    assert_eq!(figures["chunks"], 2, "{figures}");
+}
+
+/// With no room left for the verifier, research findings stand unverified, and the report
+/// says so for what they rest on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn findings_the_verifier_had_no_room_to_reread_are_said_to_be_unverified() {
+    let dir = tree(&[
+        (
+            "cache.md",
+            "# Cache\n\nThe purge flag empties the mirror cache at once.\n",
+        ),
+        (
+            "other.md",
+            "# Other\n\nThe print queue holds jobs until a printer is free.\n",
+        ),
+    ]);
+    let report = Coordinator::builder()
+        .max_subagents(1)
+        .build()
+        .run(Task::research(
+            "Which flag empties the mirror cache?",
+            dir.path(),
+        ))
+        .await
+        .unwrap();
+    assert!(report.handoff.settled_conclusions[0]
+        .claim
+        .contains("The purge flag empties the mirror cache"));
+    let items: Vec<String> = report
+        .handoff
+        .open_items
+        .iter()
+        .map(|o| format!("{} — {}", o.item, o.stuck_on))
+        .collect();
+    assert!(
+        items.iter().any(
+            |i| i.starts_with("The conclusions resting on corpus passages")
+                && i.contains("--max-subagents 1")
+        ),
+        "{items:?}"
+    );
+}

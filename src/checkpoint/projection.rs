@@ -571,8 +571,18 @@ fn accept(
         subagent: subagent.to_string(),
         repairs,
         conclusions: handoff.settled_conclusions.len(),
+        // A doubt is listed once: a verifier settling a doubted claim again does not doubt it
+        // anew.
         doubted: if repairs > 0 || dropped_any || handoff.rests_on_passages() {
-            findings().cloned().collect()
+            findings()
+                .filter(|c| {
+                    !cp.handoffs
+                        .accepted
+                        .iter()
+                        .any(|e| e.doubted.iter().any(|d| d == *c))
+                })
+                .cloned()
+                .collect()
         } else {
             Vec::new()
         },

@@ -50,6 +50,8 @@ pub(crate) struct Converted {
 
 /// Converts a document's text.
 pub(crate) fn convert(text: &str, format: Format) -> Converted {
+    // A byte order mark is no text (a Markdown file's first heading starts after it).
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     match format {
         Format::Html => html(text),
         Format::Markdown => markdown(text),

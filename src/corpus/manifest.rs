@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{CorpusError, Format};
 
-/// The manifest's layout version: another one is rebuilt.
-const VERSION: u32 = 4;
+/// The manifest's layout version: an index whose manifest has another is rebuilt from nothing.
+const VERSION: u32 = 5;
 /// Most bytes of a manifest read.
 const MAX_MANIFEST_BYTES: u64 = 1 << 30;
 /// A page whose chunks are at least this share repeats of other pages' repeats them.
@@ -215,10 +215,12 @@ pub(crate) fn walk(root: &Path) -> Walked {
                 out.skip("hidden", &path);
                 continue;
             }
-            // `#` ends a document id; `,`, brackets, backticks and whitespace end a cited
+            // `#` ends a document id; `,`, `;`, brackets, backticks and whitespace end a cited
             // source in a handoff.
             if name.chars().any(|c| {
-                matches!(c, '#' | ',' | '[' | ']' | '`') || c.is_whitespace() || c.is_control()
+                matches!(c, '#' | ',' | ';' | '[' | ']' | '`')
+                    || c.is_whitespace()
+                    || c.is_control()
             }) {
                 out.skip("unwritable name", &path);
                 continue;

@@ -269,7 +269,11 @@ impl Corpus {
             SearchIndex::open(index_dir.map(|d| d.join("tantivy")).as_deref(), scratch)?;
         let manifest_path = index_dir.map(|d| d.join("manifest.json"));
         let old = match (&manifest_path, fresh) {
-            (Some(p), false) => Manifest::load(p).unwrap_or_default(),
+            // An index whose manifest is missing, damaged or of another version holds chunks
+            // nothing accounts for: it is rebuilt from nothing (`open` retries from scratch).
+            (Some(p), false) => Manifest::load(p).ok_or_else(|| {
+                CorpusError::Index("the index's manifest is missing or of another version".into())
+            })?,
             _ => Manifest::default(),
         };
         let mut walked = manifest::walk(&root);

@@ -1,5 +1,6 @@
 //! The index's words: split at anything not a letter or digit, lower case, English stems —
-//! tantivy's `en_stem` word for word —, each distinct word stemmed once per analyzer (a corpus
+//! tantivy's `en_stem` word for word, but that words of 40 to 199 bytes are kept —, each
+//! distinct word stemmed once per analyzer (a corpus
 //! repeats its words; the stemmer was a fifth of indexing's CPU time).
 
 use std::collections::HashMap;
@@ -9,13 +10,16 @@ use tantivy::tokenizer::{
     Tokenizer,
 };
 
+/// Longest word indexed, in bytes (tantivy's `en_stem` drops words of 40 or more: long
+/// identifiers, compounds and runs of CJK text would be unsearchable).
+const LONGEST_WORD: usize = 200;
 /// Most distinct words one analyzer remembers before it starts again.
 const REMEMBERED: usize = 1 << 17;
 
 /// The analyzer the index registers as `en_stem` and [`super::index::stems`] uses.
 pub(crate) fn analyzer() -> TextAnalyzer {
     TextAnalyzer::builder(SimpleTokenizer::default())
-        .filter(RemoveLongFilter::limit(40))
+        .filter(RemoveLongFilter::limit(LONGEST_WORD))
         .filter(LowerCaser)
         .filter(RememberedStems)
         .build()
@@ -133,5 +137,16 @@ mod tests {
         // Twice: the second time every word is remembered.
         assert_eq!(words(&mut ours), expected);
         assert_eq!(words(&mut ours), expected);
+    }
+
+    /// A long identifier or compound is a word of the index (`en_stem` would drop it, and a
+    /// search for it would find nothing).
+    #[test]
+    fn long_words_are_kept() {
+        let word = "AbstractSingletonProxyFactoryBeanConfigurationManager";
+        let stems = crate::corpus::stems(&format!("the {word} class"));
+        assert_eq!(stems.len(), 3, "{stems:?}");
+        assert!(stems[1].starts_with("abstractsingletonproxy"), "{stems:?}");
+        assert_eq!(crate::corpus::stems(&"x".repeat(250)), Vec::<String>::new());
     }
 }

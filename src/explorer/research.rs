@@ -23,13 +23,13 @@ const OPENINGS: usize = 2;
 const OPENING_CHUNKS: u64 = 2;
 /// The weight of the whole question's words in a sub-question's, against its own.
 const CONTEXT_WEIGHT: f64 = 0.5;
-/// Most sentences a conclusion quotes of its chunk.
+/// Most sentences a conclusion quotes of its document.
 const SENTENCES: usize = 4;
 /// ... each holding this share of the best one's score.
 const ALSO: f64 = 0.5;
 /// Most conclusions one researcher settles.
 const MOST_CONCLUSIONS: usize = 2;
-/// A sentence must hold this share of the question's word weight to answer it.
+/// A sentence must hold this share of the sub-question's own word weight to answer it.
 const MIN_COVERAGE: f64 = 0.25;
 /// The share needed when the question names a thing no chunk mentions.
 const NAMED_UNSEEN_COVERAGE: f64 = 0.5;
@@ -213,6 +213,9 @@ fn read_chunks<'a>(ex: &Exchange<'a>) -> Vec<Shown<'a>> {
                 headings,
                 lines: Vec::new(),
             });
+        } else if line.starts_with("(cut at ") && line.contains(" lines: read from line ") {
+            // The tool's note that it cut a long read: not the document's text.
+            continue;
         } else if let Some(last) = out.last_mut() {
             last.lines.push(line);
         }
@@ -378,7 +381,7 @@ fn absence_queries(task: &Task, counts: &Counts) -> Vec<String> {
     }
 }
 
-/// A sentence read, scored against the question, with the sentence after it in its chunk.
+/// A sentence read, scored against the question.
 struct Scored {
     /// The weight of the question words it holds.
     score: f64,
@@ -386,8 +389,18 @@ struct Scored {
     own: f64,
     id: String,
     sentence: String,
-    /// Its place in its chunk.
-    at: usize,
+    /// Its line in the document.
+    line: u32,
+}
+
+/// The lines of a chunk or span id (`PATH#Lstart-end`); (0, 0) for none.
+fn span_of(id: &str) -> (u32, u32) {
+    id.rsplit_once("#L")
+        .and_then(|(_, span)| {
+            let (a, b) = span.split_once('-')?;
+            Some((a.parse().ok()?, b.parse().ok()?))
+        })
+        .unwrap_or((0, 0))
 }
 
 /// The document a chunk id is in.
@@ -395,21 +408,23 @@ fn doc_of(id: &str) -> &str {
     id.split('#').next().unwrap_or(id)
 }
 
-/// A conclusion for one document: its best sentences read (at most [`SENTENCES`], each
-/// holding a share of the best one's score) in the document's order, each quoted whole — one
+/// A conclusion for one document: its best sentences read that answer (at most
+/// [`SENTENCES`], each holding a share of the best one's score) in the document's order, each quoted whole — one
 /// holding inline code (`x`) as it is, its code spans being the quotes checked —, citing the
 /// chunks they are in.
-fn doc_conclusion(scored: &[Scored], doc: &str) -> Option<Conclusion> {
-    let mut chosen: Vec<&Scored> = scored.iter().filter(|s| doc_of(&s.id) == doc).collect();
+fn doc_conclusion(
+    scored: &[Scored],
+    doc: &str,
+    answers: &dyn Fn(&Scored) -> bool,
+) -> Option<Conclusion> {
+    let mut chosen: Vec<&Scored> = scored
+        .iter()
+        .filter(|s| doc_of(&s.id) == doc && answers(s))
+        .collect();
     let best = chosen.first().map_or(0.0, |s| s.score);
     chosen.retain(|s| s.score > 0.0 && s.score >= ALSO * best);
     chosen.truncate(SENTENCES);
-    let line = |s: &Scored| {
-        s.id.rsplit_once("#L")
-            .and_then(|(_, span)| span.split('-').next()?.parse::<u32>().ok())
-            .unwrap_or(0)
-    };
-    chosen.sort_by_key(|s| (line(s), s.at));
+    chosen.sort_by_key(|s| s.line);
     let quote = |s: &str| {
         if s.contains('`') {
             s.to_string()
@@ -444,20 +459,22 @@ fn score_chunk(shown: &Shown<'_>, weights: &[Weight]) -> Vec<Scored> {
     let heading: HashSet<String> = crate::corpus::stems(&format!("{} {path}", shown.headings))
         .into_iter()
         .collect();
-    let mut sentences: Vec<&str> = Vec::new();
-    for line in &shown.lines {
+    // The shown text's first line is the span's first line of the document.
+    let first = span_of(&shown.id).0;
+    let mut sentences: Vec<(u32, &str)> = Vec::new();
+    for (i, line) in shown.lines.iter().enumerate() {
         if crate::corpus::is_heading_line(line) || line.starts_with("```") {
             continue;
         }
         for sentence in crate::text::sentences(line) {
             // A sentence with an odd number of backticks cannot be written as its own quotes.
             if sentence.matches('`').count() % 2 == 0 && sentence.split_whitespace().count() >= 4 {
-                sentences.push(sentence.trim());
+                sentences.push((first.saturating_add(i as u32), sentence.trim()));
             }
         }
     }
     let mut out = Vec::new();
-    for (i, sentence) in sentences.iter().enumerate() {
+    for (line, sentence) in sentences {
         let stems: HashSet<String> = crate::corpus::stems(sentence).into_iter().collect();
         let held = |w: &Weight| {
             if stems.contains(&w.stem) {
@@ -473,7 +490,7 @@ fn score_chunk(shown: &Shown<'_>, weights: &[Weight]) -> Vec<Scored> {
             own: weights.iter().filter(|w| w.own).map(held).sum(),
             id: shown.id.clone(),
             sentence: sentence.to_string(),
-            at: i,
+            line,
         });
     }
     out
@@ -492,10 +509,15 @@ fn conclude(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) ->
             scored.extend(score_chunk(&shown, &weights));
         }
     }
-    scored.sort_by(|a, b| b.score.total_cmp(&a.score));
-    // A chunk read twice (by its id and in a document's opening) is one passage.
+    // Best first; of equal ones, the one read in the narrower span (a chunk before a long
+    // block) — a sentence read twice (by its chunk and in a document's opening) is one.
+    let width = |s: &Scored| {
+        let (a, b) = span_of(&s.id);
+        b.saturating_sub(a)
+    };
+    scored.sort_by(|a, b| b.score.total_cmp(&a.score).then(width(a).cmp(&width(b))));
     let mut seen = HashSet::new();
-    scored.retain(|s| seen.insert((s.id.clone(), s.sentence.clone())));
+    scored.retain(|s| seen.insert((doc_of(&s.id).to_string(), s.sentence.clone())));
     // A sentence answers when it holds enough of the sub-question's own words — a thing the
     // question names that the corpus never mentions raises the bar —; the best of those by
     // all the question's words are stated.
@@ -504,10 +526,8 @@ fn conclude(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) ->
     } else {
         MIN_COVERAGE
     };
-    let answers: Vec<&Scored> = scored
-        .iter()
-        .filter(|s| whole > 0.0 && s.own / whole >= bar)
-        .collect();
+    let answer = |s: &Scored| whole > 0.0 && s.own / whole >= bar;
+    let answers: Vec<&Scored> = scored.iter().filter(|s| answer(s)).collect();
     let best = answers.first().map_or(0.0, |s| s.score);
     let mut handoff = Handoff::default();
     let mut docs: Vec<&str> = Vec::new();
@@ -522,7 +542,7 @@ fn conclude(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) ->
         docs.push(doc);
         handoff
             .settled_conclusions
-            .extend(doc_conclusion(&scored, doc));
+            .extend(doc_conclusion(&scored, doc, &answer));
     }
     if handoff.settled_conclusions.is_empty() {
         if let Some(nearest) = scored.first() {

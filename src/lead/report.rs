@@ -301,7 +301,16 @@ impl LeadState {
             });
         } else if let Some(why) = &self.fleet.verifier_skipped {
             handoff.open_items.push(OpenItem {
-                item: "The conclusions of handoffs that passed only after a repair were not re-verified".into(),
+                item: if self
+                    .fleet
+                    .records
+                    .iter()
+                    .any(|r| r.handoff.as_ref().is_some_and(Handoff::rests_on_passages))
+                {
+                    "The conclusions resting on corpus passages (and those of handoffs that passed only after a repair) were not re-verified".into()
+                } else {
+                    "The conclusions of handoffs that passed only after a repair were not re-verified".into()
+                },
                 stuck_on: why.clone(),
             });
         } else if self.fleet.records.is_empty() {

@@ -467,9 +467,9 @@ impl LeadState {
         }
     }
 
-    /// The tools a verifier rereads with: its role's that the run has — or, with none of
-    /// those (a job over the application's own tools), the read-only tools of the roles whose
-    /// handoffs it checks.
+    /// The tools a verifier rereads with: its role's that the run has and that are read-only
+    /// (`read` for corpus passages in a research run) — or, with none of those (a job over the
+    /// application's own tools), the read-only tools of the roles whose handoffs it checks.
     pub(super) fn verifier_tools(&self) -> Vec<String> {
         let tools = &self.config.tools;
         let known = tools.names();
@@ -480,7 +480,7 @@ impl LeadState {
             .map(|v| {
                 v.tools
                     .iter()
-                    .filter(|t| known.contains(t))
+                    .filter(|t| known.contains(t) && tools.read_only(t))
                     .cloned()
                     .collect()
             })
