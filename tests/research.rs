@@ -906,3 +906,26 @@ async fn findings_the_verifier_had_no_room_to_reread_are_said_to_be_unverified()
         "{items:?}"
     );
 }
+
+/// A conclusion quotes sentences that hold the question's words themselves: under a heading
+/// that names the subject, the page's unrelated sentences are not quoted with the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sentences_that_only_share_a_heading_with_the_question_are_not_quoted() {
+    let dir = tree(&[
+        ("retry.md", "# Client retries of a failed upload\n\nThe weather in Paris was nice during the conference. Lunch was served at noon in the hall. A failed upload is attempted again five times. Our team thanks every sponsor of the event.\n"),
+        ("other.md", "# Other\n\nThe print queue holds jobs until a printer is free. The server stores parts in buckets.\n"),
+    ]);
+    let report = Coordinator::builder()
+        .build()
+        .run(Task::research(
+            "How many times is a failed upload attempted?",
+            dir.path(),
+        ))
+        .await
+        .unwrap();
+    let first = &report.handoff.settled_conclusions[0];
+    assert_eq!(
+        first.claim,
+        "`A failed upload is attempted again five times.`"
+    );
+}

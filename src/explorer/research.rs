@@ -387,6 +387,8 @@ struct Scored {
     score: f64,
     /// ... of the sub-question's own words only.
     own: f64,
+    /// Whether the sentence itself (not its headings) holds one of those.
+    holds_own: bool,
     id: String,
     sentence: String,
     /// Its line in the document.
@@ -408,8 +410,9 @@ fn doc_of(id: &str) -> &str {
     id.split('#').next().unwrap_or(id)
 }
 
-/// A conclusion for one document: its best sentences read that answer (at most
-/// [`SENTENCES`], each holding a share of the best one's score) in the document's order, each quoted whole — one
+/// A conclusion for one document: its best sentences read (at most [`SENTENCES`]: those that
+/// answer, and those holding one of the sub-question's own words and a share of the best
+/// one's score) in the document's order, each quoted whole — one
 /// holding inline code (`x`) as it is, its code spans being the quotes checked —, citing the
 /// chunks they are in.
 fn doc_conclusion(
@@ -417,12 +420,11 @@ fn doc_conclusion(
     doc: &str,
     answers: &dyn Fn(&Scored) -> bool,
 ) -> Option<Conclusion> {
-    let mut chosen: Vec<&Scored> = scored
-        .iter()
-        .filter(|s| doc_of(&s.id) == doc && answers(s))
-        .collect();
-    let best = chosen.first().map_or(0.0, |s| s.score);
-    chosen.retain(|s| s.score > 0.0 && s.score >= ALSO * best);
+    let mut chosen: Vec<&Scored> = scored.iter().filter(|s| doc_of(&s.id) == doc).collect();
+    // The best sentence answers; the others hold one of the sub-question's own words
+    // themselves (not only through their headings) and a share of its score.
+    let best = chosen.iter().find(|s| answers(s)).map_or(0.0, |s| s.score);
+    chosen.retain(|s| answers(s) || (s.holds_own && s.score >= ALSO * best));
     chosen.truncate(SENTENCES);
     chosen.sort_by_key(|s| s.line);
     let quote = |s: &str| {
@@ -488,6 +490,9 @@ fn score_chunk(shown: &Shown<'_>, weights: &[Weight]) -> Vec<Scored> {
         out.push(Scored {
             score: weights.iter().map(held).sum(),
             own: weights.iter().filter(|w| w.own).map(held).sum(),
+            holds_own: weights
+                .iter()
+                .any(|w| w.own && w.w > 0.0 && stems.contains(&w.stem)),
             id: shown.id.clone(),
             sentence: sentence.to_string(),
             line,
@@ -526,7 +531,8 @@ fn conclude(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) ->
     } else {
         MIN_COVERAGE
     };
-    let answer = |s: &Scored| whole > 0.0 && s.own / whole >= bar;
+    // (A sentence must hold one of those words itself: its headings alone answer nothing.)
+    let answer = |s: &Scored| s.holds_own && whole > 0.0 && s.own / whole >= bar;
     let answers: Vec<&Scored> = scored.iter().filter(|s| answer(s)).collect();
     let best = answers.first().map_or(0.0, |s| s.score);
     let mut handoff = Handoff::default();
