@@ -929,3 +929,30 @@ async fn sentences_that_only_share_a_heading_with_the_question_are_not_quoted() 
         "`A failed upload is attempted again five times.`"
     );
 }
+
+/// A link put where the index's folder goes is not followed: the folder it points to keeps
+/// its files, and the command says why it cannot index.
+#[cfg(unix)]
+#[test]
+fn a_link_in_place_of_the_index_folder_is_not_followed() {
+    let dir = tree(&[("a.md", "# A\n\nAlpha zebra text here.\n")]);
+    let state = tempfile::tempdir().unwrap();
+    let victim = tempfile::tempdir().unwrap();
+    std::fs::write(victim.path().join("important.txt"), "keep me").unwrap();
+    std::fs::write(victim.path().join("meta.json"), "{}").unwrap();
+    let key = baton::Corpus::index_dir_in(state.path(), dir.path());
+    std::fs::create_dir_all(&key).unwrap();
+    std::os::unix::fs::symlink(victim.path(), key.join("tantivy")).unwrap();
+    let out = baton()
+        .args(["index", "--no-progress", "--state"])
+        .arg(state.path())
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("symbolic link"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(victim.path().join("important.txt").exists());
+    assert!(victim.path().join("meta.json").exists());
+}

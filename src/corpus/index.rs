@@ -318,11 +318,34 @@ pub(crate) fn stems(text: &str) -> Vec<String> {
 
 /// Empties an index directory of tantivy's files (a stale layout), leaving other files.
 fn clear_dir(dir: &Path) -> Result<(), CorpusError> {
+    // A link put in the index's place is not followed: what it points to is not ours.
+    if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(CorpusError::Index(format!(
+            "{}: is a symbolic link, not the index's folder",
+            dir.display()
+        )));
+    }
     let entries = std::fs::read_dir(dir)
         .map_err(|e| CorpusError::Index(format!("{}: {e}", dir.display())))?;
     for entry in entries.flatten() {
         let path = entry.path();
-        if path.is_file() {
+        // Only tantivy's files: its metadata, its lock files and its segments' files.
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let tantivy = name == "meta.json"
+            || name == ".managed.json"
+            || name.starts_with(".tantivy-")
+            || [
+                ".idx",
+                ".pos",
+                ".term",
+                ".store",
+                ".fieldnorm",
+                ".fast",
+                ".del",
+            ]
+            .iter()
+            .any(|e| name.ends_with(e));
+        if tantivy && entry.file_type().is_ok_and(|t| t.is_file()) {
             std::fs::remove_file(&path)
                 .map_err(|e| CorpusError::Index(format!("{}: {e}", path.display())))?;
         }
