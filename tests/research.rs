@@ -76,6 +76,15 @@ fn markdown(title: &str, paras: &[String]) -> String {
 }
 
 /// The corpus on disk: every chapter, a print-all page repeating them all, and an image.
+/// A research run with the offline model and nothing else configured.
+async fn research(question: &str, folder: &std::path::Path) -> baton::Report {
+    Coordinator::builder()
+        .build()
+        .run(Task::research(question, folder))
+        .await
+        .unwrap()
+}
+
 fn corpus() -> tempfile::TempDir {
     let mut files: Vec<(String, String)> = Vec::new();
     let mut print = String::new();
@@ -109,14 +118,11 @@ fn corpus() -> tempfile::TempDir {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_cites_the_chunk_holding_its_fact_and_never_the_print_page() {
     let dir = corpus();
-    let report = Coordinator::builder()
-        .build()
-        .run(Task::research(
-            "How often does the beacon on Gull Rock flash, and in what colour?",
-            dir.path(),
-        ))
-        .await
-        .unwrap();
+    let report = research(
+        "How often does the beacon on Gull Rock flash, and in what colour?",
+        dir.path(),
+    )
+    .await;
     // The corpus is logged and reported canonical: the run resumes from any directory.
     assert_eq!(
         report.root,
@@ -202,14 +208,11 @@ async fn a_question_needing_two_documents_cites_both() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_with_no_answer_is_negative_evidence_naming_the_queries() {
     let dir = corpus();
-    let report = Coordinator::builder()
-        .build()
-        .run(Task::research(
-            "Which submarine cable operator maintains the Gull Rock telegraph?",
-            dir.path(),
-        ))
-        .await
-        .unwrap();
+    let report = research(
+        "Which submarine cable operator maintains the Gull Rock telegraph?",
+        dir.path(),
+    )
+    .await;
     assert!(cited_docs(&report).is_empty(), "{:?}", report.handoff);
     let negative: Vec<_> = report
         .handoff
@@ -384,14 +387,7 @@ async fn negative_evidence_names_what_the_index_left_out() {
             "# Regatta\n\nThe regatta launch is on Tuesday.\n",
         ),
     ]);
-    let report = Coordinator::builder()
-        .build()
-        .run(Task::research(
-            "Which day is the regatta launch?",
-            dir.path(),
-        ))
-        .await
-        .unwrap();
+    let report = research("Which day is the regatta launch?", dir.path()).await;
     let negative: Vec<&str> = report
         .handoff
         .settled_conclusions
@@ -490,14 +486,7 @@ async fn a_markdown_sentence_with_inline_code_is_stated_and_its_code_checked() {
         ("cli.md", "# Flags\n\nThe `--timeout` flag defaults to thirty seconds when it is not given.\n\nThe `--retries` flag defaults to three.\n"),
         ("other.md", "# Other\n\nNothing about flags here at all.\n"),
     ]);
-    let report = Coordinator::builder()
-        .build()
-        .run(Task::research(
-            "What does the timeout flag default to?",
-            dir.path(),
-        ))
-        .await
-        .unwrap();
+    let report = research("What does the timeout flag default to?", dir.path()).await;
     // The document's best sentence first; a conclusion quotes up to four of its sentences.
     let first = &report.handoff.settled_conclusions[0];
     assert!(
@@ -635,14 +624,11 @@ async fn the_opening_of_the_best_document_is_read_and_its_answer_stated_first() 
         .map(|(a, b)| (a.as_str(), b.as_str()))
         .collect();
     let dir = tree(&refs);
-    let report = Coordinator::builder()
-        .build()
-        .run(Task::research(
-            "How many times does the client retry a failed upload?",
-            dir.path(),
-        ))
-        .await
-        .unwrap();
+    let report = research(
+        "How many times does the client retry a failed upload?",
+        dir.path(),
+    )
+    .await;
     let first = &report.handoff.settled_conclusions[0];
     assert!(
         first
@@ -667,14 +653,11 @@ async fn a_sub_question_is_answered_in_its_questions_context() {
         ("mirror.md", "# Mirror\n\nThe mirror tool keeps a cache of every package it fetched. Run it with the purge flag and it empties the cache at once.\n"),
         ("place.md", "# Where things live\n\nThe mirror tool keeps its cache under the state folder, next to the lock file.\n"),
     ]);
-    let report = Coordinator::builder()
-        .build()
-        .run(Task::research(
-            "The mirror tool keeps a cache. Which flag empties it, and where is it kept?",
-            dir.path(),
-        ))
-        .await
-        .unwrap();
+    let report = research(
+        "The mirror tool keeps a cache. Which flag empties it, and where is it kept?",
+        dir.path(),
+    )
+    .await;
     let cited = cited_docs(&report);
     assert!(
         cited.iter().any(|c| c.starts_with("mirror.md#L")),
@@ -915,14 +898,7 @@ async fn sentences_that_only_share_a_heading_with_the_question_are_not_quoted() 
         ("retry.md", "# Client retries of a failed upload\n\nThe weather in Paris was nice during the conference. Lunch was served at noon in the hall. A failed upload is attempted again five times. Our team thanks every sponsor of the event.\n"),
         ("other.md", "# Other\n\nThe print queue holds jobs until a printer is free. The server stores parts in buckets.\n"),
     ]);
-    let report = Coordinator::builder()
-        .build()
-        .run(Task::research(
-            "How many times is a failed upload attempted?",
-            dir.path(),
-        ))
-        .await
-        .unwrap();
+    let report = research("How many times is a failed upload attempted?", dir.path()).await;
     let first = &report.handoff.settled_conclusions[0];
     assert_eq!(
         first.claim,
