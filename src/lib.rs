@@ -328,8 +328,9 @@
 //! stems, abbreviations, examples), `explorer/survey.rs` (count greps → line-based rarity of
 //! each term, files to read), `explorer/rank.rs` (definitions, scoring hit lines, block ends),
 //! `explorer/follow.rs` (callers of what was found), `explorer/research.rs` (as a researcher,
-//! offered `search` and `read`: searches its sub-question's words, reads the best chunks and
-//! the best documents' openings, settles per document its verbatim sentences holding enough of
+//! offered `search` and `read` or one of them: searches its sub-question's words, reads the
+//! best chunk of each document, then more of those the run let it read and the best
+//! documents' openings, settles per document its verbatim sentences holding enough of
 //! the sub-question's rarer words — weighted by how many chunks hold each, the whole
 //! question's other words at half —, else tests the absence with searches that must find
 //! nothing and cites them as negative evidence), `explorer/conclude.rs` (claims citing only
@@ -371,7 +372,8 @@
 //! parts hold data grouped by the decision that reads them, and the decisions are
 //! `LeadState`'s methods in the file of each decision — with the spawning, ending and
 //! second-wave decisions; `lead/questions.rs`: a research question split into sub-questions
-//! by its clauses and by two named things joined by `and` (pure); `lead/reports.rs`: what the lead does with a plan and
+//! by its clauses (an opening frame given to each) and by two named things joined by `and`
+//! (pure); `lead/reports.rs`: what the lead does with a plan and
 //! each subagent report (the events it logs, the handoff check it starts off the actor);
 //! `lead/verdict.rs`: accept / repair / reject on a checked handoff (pure) and its event;
 //! `lead/journal.rs`: the events of planning, spawning and tools, the acknowledgement watcher

@@ -932,3 +932,66 @@ fn a_link_in_place_of_the_index_folder_is_not_followed() {
     assert!(victim.path().join("important.txt").exists());
     assert!(victim.path().join("meta.json").exists());
 }
+
+/// A research run's constraints name its own tools: `search` and `read` are typed and
+/// enforced as any tool is, and a researcher the run forbids a document, or a tool, hands off
+/// what it could do rather than fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_research_constraint_names_the_corpus_tools_and_is_enforced() {
+    let dir = corpus();
+    let run = |constraint: &'static str| {
+        let folder = dir.path().to_path_buf();
+        async move {
+            Coordinator::builder()
+                .constraint(constraint)
+                .build()
+                .run(Task::research(
+                    "How often does the beacon on Gull Rock flash, and in what colour?",
+                    &folder,
+                ))
+                .await
+                .unwrap()
+        }
+    };
+    for (constraint, tool) in [
+        ("Never use search.", "search"),
+        ("Do not use read.", "read"),
+    ] {
+        let report = run(constraint).await;
+        assert_eq!(
+            report.constraints[0].enforcement,
+            baton::Enforcement::Enforced,
+            "{constraint}"
+        );
+        assert!(
+            report.handoff.settled_conclusions.is_empty(),
+            "{constraint}"
+        );
+        let said = format!("{:?}", report.handoff.open_items);
+        assert!(
+            said.contains(&format!("leave the researcher no {tool}")),
+            "{said}"
+        );
+    }
+    // The best document forbidden: each researcher asks for it once and settles from the rest.
+    let report = run("Do not read lighthouses/beacon.html.").await;
+    assert_eq!(
+        report.constraints[0].enforcement,
+        baton::Enforcement::Enforced
+    );
+    assert!(
+        report
+            .subagents
+            .iter()
+            .all(|s| s.state != baton::SubagentState::Failed),
+        "{:?}",
+        report.subagents
+    );
+    assert!(report.subagents.iter().all(|s| s.denials <= 1));
+    assert!(!report.denials.is_empty());
+    let cited = cited_docs(&report);
+    assert!(
+        cited.iter().all(|c| !c.starts_with("lighthouses/")),
+        "{cited:?}"
+    );
+}

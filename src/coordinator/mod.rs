@@ -425,8 +425,8 @@ impl Coordinator {
         &self,
         question: &str,
         root: Option<&Path>,
+        tool_names: &[String],
     ) -> Result<Vec<Stated>, RunError> {
-        let tool_names = self.tools.names();
         // A plain name in a constraint is a place only when the root holds it (letter case
         // aside: the rule is spelled as the tree spells it).
         let tree = root.map(Path::to_path_buf);
@@ -441,17 +441,17 @@ impl Coordinator {
                 continue;
             }
             given.push(match rules {
-                Some(rules) => typed(text, rules, &tool_names)?,
-                None => stated(text, "--constraint", &tool_names, &is_path),
+                Some(rules) => typed(text, rules, tool_names)?,
+                None => stated(text, "--constraint", tool_names, &is_path),
             });
         }
         given.extend(
             crate::text::binding_sentences(question)
                 .into_iter()
-                .map(|s| stated(&s, "question", &tool_names, &is_path)),
+                .map(|s| stated(&s, "question", tool_names, &is_path)),
         );
         for stated in &mut given {
-            constraints::check(stated, root, &tool_names, self.allow_unenforced)
+            constraints::check(stated, root, tool_names, self.allow_unenforced)
                 .map_err(RunError::BadSetting)?;
         }
         Ok(given)
@@ -494,8 +494,9 @@ impl Coordinator {
         };
         check_fan_out(task, workspace.as_ref(), self.max_subagents)?;
         let root = workspace.as_ref().map(Workspace::root);
-        let constraints = self.stated_constraints(&question, root)?;
+        // A research task's corpus tools are named by its constraints as any other tool.
         let (tools, corpus) = self.run_tools(task)?;
+        let constraints = self.stated_constraints(&question, root, &tools.names())?;
         let corpus_root = corpus.as_ref().map(|(_, c)| c.root().to_path_buf());
         let doc_ids = corpus.map(|(ids, _)| ids);
         let (roles, role_models) = self.role_profiles(task, &tools.names())?;

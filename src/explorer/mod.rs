@@ -606,9 +606,13 @@ fn early_turn(request: &ModelRequest) -> Result<Task, (String, Vec<ToolCall>)> {
         return Err(verify_turn(&task, &done, &may_read));
     }
     let may_call = |name: &str| request.tools.iter().any(|t| t.name == name);
-    // A researcher: the corpus tools and no workspace search.
-    if may_call("search") && may_call("read") && !may_call("grep") {
-        return Err(research::turn(&task, &exchanges(&request.messages)));
+    // A researcher: a corpus tool and no workspace search (a constraint may take one).
+    if (may_call("search") || may_call("read")) && !may_call("grep") {
+        return Err(research::turn(
+            &task,
+            &exchanges(&request.messages),
+            &may_call,
+        ));
     }
     // The explorer finds its places by searching: without grep (a constraint took it) it
     // settles nothing, and says why, rather than guess.

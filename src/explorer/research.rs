@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde_json::json;
 
-use super::{call, not_issued, succeeded, Exchange, Task};
+use super::{call, issued, not_issued, succeeded, Exchange, Task};
 use crate::handoff::{Conclusion, ConclusionKind, Handoff, OpenItem};
 use crate::source::SourceId;
 use crate::transcript::ToolCall;
@@ -132,8 +132,36 @@ fn to_read(searches: &[&Exchange<'_>]) -> Vec<String> {
     out
 }
 
-/// The researcher's next turn: search, read, hand off.
-pub(super) fn turn(task: &Task, done: &[Exchange<'_>]) -> (String, Vec<ToolCall>) {
+/// A handoff with one open item, when the run's constraints took a tool the researcher needs.
+fn without(tool: &str, task: &Task, found: &[String]) -> (String, Vec<ToolCall>) {
+    let stuck = if found.is_empty() {
+        format!("the run's constraints leave the researcher no {tool}")
+    } else {
+        format!(
+            "the run's constraints leave the researcher no {tool}; its searches ranked doc:{} best, unread",
+            found.join(", doc:")
+        )
+    };
+    let handoff = Handoff {
+        open_items: vec![OpenItem {
+            item: format!("No passage was read for: {}", task.question),
+            stuck_on: stuck,
+        }],
+        ..Handoff::default()
+    };
+    (handoff.to_markdown(), Vec::new())
+}
+
+/// The researcher's next turn: search, read, hand off. `may_call` says which tools the run
+/// left it.
+pub(super) fn turn(
+    task: &Task,
+    done: &[Exchange<'_>],
+    may_call: &dyn Fn(&str) -> bool,
+) -> (String, Vec<ToolCall>) {
+    if !may_call("search") {
+        return without("search", task, &[]);
+    }
     let searches: Vec<ToolCall> = queries(task)
         .into_iter()
         .enumerate()
@@ -148,6 +176,9 @@ pub(super) fn turn(task: &Task, done: &[Exchange<'_>]) -> (String, Vec<ToolCall>
     }
     let ran = succeeded(done, &searches);
     let chunks = to_read(&ran);
+    if !may_call("read") {
+        return without("read", task, &chunks);
+    }
     let mut reads: Vec<ToolCall> = chunks
         .iter()
         .enumerate()
@@ -156,7 +187,7 @@ pub(super) fn turn(task: &Task, done: &[Exchange<'_>]) -> (String, Vec<ToolCall>
     // A page usually says what it is about first: the openings of the best documents.
     let mut docs: Vec<&str> = Vec::new();
     for id in &chunks {
-        let doc = id.split('#').next().unwrap_or(id);
+        let doc = doc_of(id);
         if !docs.contains(&doc) && docs.len() < OPENINGS {
             docs.push(doc);
         }
@@ -168,6 +199,35 @@ pub(super) fn turn(task: &Task, done: &[Exchange<'_>]) -> (String, Vec<ToolCall>
             json!({"path": doc, "start": 1, "end": 1, "around": OPENING_CHUNKS}),
         )
     }));
+    // The best chunk of each document first: one the run forbids is asked for once, and the
+    // rest of that document is left unread.
+    let mut firsts: Vec<&str> = Vec::new();
+    let first_reads: Vec<ToolCall> = chunks
+        .iter()
+        .zip(&reads)
+        .filter(|(id, _)| {
+            let new = !firsts.contains(&doc_of(id));
+            firsts.push(doc_of(id));
+            new
+        })
+        .map(|(_, c)| c.clone())
+        .collect();
+    let pending = not_issued(done, &first_reads);
+    if !pending.is_empty() {
+        return ("Reading the best-ranked passages.".into(), pending);
+    }
+    let refused: Vec<&str> = first_reads
+        .iter()
+        .filter_map(|c| issued(done, &c.name, &c.arguments).filter(|e| e.is_error))
+        .filter_map(|e| e.arguments.get("id").and_then(|v| v.as_str()))
+        .map(|id| doc_of(id.trim_start_matches("doc:")))
+        .collect();
+    reads.retain(|c| {
+        let id = c.arguments.get("id").and_then(|v| v.as_str());
+        let path = c.arguments.get("path").and_then(|v| v.as_str());
+        let doc = id.map_or(path.unwrap_or(""), |i| doc_of(i.trim_start_matches("doc:")));
+        !refused.contains(&doc) || first_reads.iter().any(|f| f.arguments == c.arguments)
+    });
     let pending = not_issued(done, &reads);
     if !pending.is_empty() {
         return ("Reading the best-ranked passages.".into(), pending);

@@ -1,8 +1,9 @@
 //! A research question split into sub-questions that do not overlap (pure): by clauses — a
 //! question sentence holding two asks joined by `, and` / `; ` / `, or` before a question
 //! word —, then by named things — a clause naming two of them joined by `and` (two years,
-//! two names) is asked once for each. The sentences that are no question are context, given
-//! with each sub-question.
+//! two names) is asked once for each. An ask opening on a frame (`When X, how many …, and what
+//! …?`) gives its frame to every clause: the later ones speak of what it names. The sentences
+//! that are no question are context, given with each sub-question.
 
 /// Most sub-questions (researchers) for one question.
 pub(crate) const MOST_SUB_QUESTIONS: usize = 4;
@@ -26,8 +27,14 @@ pub(crate) fn sub_questions(question: &str) -> Vec<String> {
     }
     let mut out: Vec<String> = Vec::new();
     for ask in &asks {
-        for clause in clauses(ask) {
+        let frame = frame(ask);
+        for (i, clause) in clauses(ask).into_iter().enumerate() {
             for one in by_named_things(&clause) {
+                // The first clause holds the frame already.
+                let one = match frame {
+                    Some(f) if i > 0 => format!("{f}, {one}"),
+                    _ => one,
+                };
                 if !out.contains(&one) {
                     out.push(one);
                 }
@@ -39,6 +46,29 @@ pub(crate) fn sub_questions(question: &str) -> Vec<String> {
         return vec![question.trim().to_string()];
     }
     out
+}
+
+/// Words that open a frame: a clause saying under what the ask holds.
+const FRAMES: &[&str] = &[
+    "when", "if", "after", "before", "once", "while", "since", "whenever", "unless",
+];
+
+/// An ask's frame: its opening clause up to the comma before its first ask word, when it
+/// opens on a frame word (`When rustdoc pulls call sites, how many …` → `When rustdoc pulls
+/// call sites`).
+fn frame(ask: &str) -> Option<&str> {
+    let ask = ask.trim();
+    let mut words = ask.split_whitespace().map(str::to_lowercase);
+    let first = words.next()?;
+    // `When is …` asks; `When the cache …` frames.
+    let second = words.next()?;
+    if !FRAMES.contains(&first.as_str()) || ASKS.contains(&second.as_str()) {
+        return None;
+    }
+    ask.match_indices(',').find_map(|(at, _)| {
+        let next = ask[at + 1..].split_whitespace().next()?.to_lowercase();
+        ASKS.contains(&next.as_str()).then(|| ask[..at].trim())
+    })
 }
 
 /// An ask split where `, and` / `; ` / `, or` / `, but` is followed by a question word.
@@ -143,6 +173,31 @@ mod tests {
             vec!["Where is the cache kept?"]
         );
         assert_eq!(sub_questions("no question mark"), vec!["no question mark"]);
+    }
+
+    #[test]
+    fn a_frame_is_given_to_every_clause() {
+        assert_eq!(
+            sub_questions("When the cache is full, how many entries are dropped, and what happens to the rest?"),
+            vec![
+                "When the cache is full, how many entries are dropped?",
+                "When the cache is full, what happens to the rest?"
+            ]
+        );
+        // A question word opening the ask is no frame.
+        assert_eq!(
+            sub_questions("When is the cache cleared, and which flag empties it?"),
+            vec!["When is the cache cleared?", "which flag empties it?"]
+        );
+        assert_eq!(
+            sub_questions(
+                "When is the cache cleared, how is it refilled, and which flag empties it?"
+            ),
+            vec![
+                "When is the cache cleared, how is it refilled?",
+                "which flag empties it?"
+            ]
+        );
     }
 
     #[test]
