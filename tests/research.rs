@@ -530,6 +530,9 @@ fn baton_brief_marks_a_cited_passage_stale_once_its_document_changed() {
     };
     let before = brief(state.path());
     assert!(before.contains("doc:lighthouses/beacon.html#L"), "{before}");
+    // The verifier's wave lists the researchers again: finished, not "to do".
+    assert!(before.contains("sa1 []: handed off"), "{before}");
+    assert!(!before.contains("to do"), "{before}");
     assert!(!before.contains("stale"), "{before}");
     let (path, title, mut paras) = chapters().into_iter().nth(1).unwrap();
     paras[0] = "The beacon on Gull Rock now flashes white once every five seconds.".into();

@@ -331,7 +331,8 @@ impl Projector {
         }
     }
 
-    /// A new plan: the active entries superseded, one entry a subagent.
+    /// A new plan: the active entries superseded, one entry a subagent — a subagent the new
+    /// plan lists again after it finished (a second wave lists the first) keeps its entry.
     fn plan_revised(&mut self, subagents: &[super::PlannedSubagent], at: u64) {
         let cp = &mut self.cp;
         for plan in &mut cp.plans {
@@ -341,6 +342,14 @@ impl Projector {
             }
         }
         for s in subagents {
+            let finished = self
+                .plan_of
+                .get(&s.id)
+                .and_then(|&i| cp.plans.get(i))
+                .is_some_and(|p| p.status == PlanStatus::Completed);
+            if finished {
+                continue;
+            }
             self.plan_of.insert(s.id.clone(), cp.plans.len());
             cp.plans.push(PlanEntry {
                 subagent: s.id.clone(),
