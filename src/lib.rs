@@ -332,7 +332,8 @@
 //! best chunk of each document, then more of those the run let it read and the best
 //! documents' openings, settles per document its verbatim sentences holding enough of
 //! the sub-question's rarer words — weighted by how many chunks hold each, the whole
-//! question's other words at half —, else tests the absence with searches that must find
+//! question's other words at half; alone or together, with their neighbours holding a
+//! question word —, else tests the absence with searches that must find
 //! nothing and cites them as negative evidence), `explorer/conclude.rs` (claims citing only
 //! lines it read, their quotes only bytes of those lines; negative evidence); as a verifier it reads the doubted claims from its context's data
 //! section, rereads each cited range (`read_file`) or passage (`read`) and confirms one only

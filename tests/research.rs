@@ -998,3 +998,79 @@ async fn a_research_constraint_names_the_corpus_tools_and_is_enforced() {
         "{cited:?}"
     );
 }
+
+/// Ten documents on other things, so that a word's rarity means something.
+fn with_fillers(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let topics = [
+        "ropes", "sails", "anchors", "masts", "decks", "hulls", "oars", "rudders", "keels", "flags",
+    ];
+    let fillers: Vec<(String, String)> = topics
+        .iter()
+        .map(|t| {
+            (
+                format!("{t}.md"),
+                format!("# {t}\n\nThe {t} of the old fleet were made in the harbour workshops.\n"),
+            )
+        })
+        .collect();
+    let mut all: Vec<(&str, &str)> = files.to_vec();
+    all.extend(fillers.iter().map(|(p, t)| (p.as_str(), t.as_str())));
+    tree(&all)
+}
+
+/// A page whose sentences each say part of the answer is stated before, and instead of, a
+/// page that repeats more of the question's words in one sentence, and answers although no
+/// sentence of it alone holds enough of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_answering_across_its_sentences_is_stated_first() {
+    let dir = with_fillers(&[
+        ("listing.md", "# Listing\n\nThe list shows every result of a search.\n"),
+        (
+            "shortcut.md",
+            "# Shortcut\n\nBrowsers can send a search straight from the address bar.\n\nAdd go_first to the address to jump to the top hit.\n\nThe browser then skips the list instead.\n",
+        ),
+    ]);
+    let report = research(
+        "Can a search jump straight to the first result instead of showing the list?",
+        dir.path(),
+    )
+    .await;
+    let first = &report.handoff.settled_conclusions[0];
+    assert!(
+        first.sources[0]
+            .to_string()
+            .starts_with("doc:shortcut.md#L"),
+        "{first:?}"
+    );
+    assert!(first.claim.contains("jump to the top hit"), "{first:?}");
+    assert!(
+        cited_docs(&report)
+            .iter()
+            .all(|c| !c.starts_with("listing.md")),
+        "{:?}",
+        cited_docs(&report)
+    );
+}
+
+/// The sentence after an answering one is quoted with it when it holds a question word: it
+/// often says what to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sentence_after_an_answer_is_quoted_with_it() {
+    let dir = with_fillers(&[(
+        "rollbacks.md",
+        "# Rollbacks\n\nWhen a schema migration fails, the tool backs out every edit it made. Pass --no-rollback to leave the broken ones. Then repair them by hand.\n",
+    )]);
+    let report = research(
+        "How do I keep the broken edits when a schema migration fails?",
+        dir.path(),
+    )
+    .await;
+    let first = &report.handoff.settled_conclusions[0];
+    assert!(
+        first
+            .claim
+            .contains("Pass --no-rollback to leave the broken ones."),
+        "{first:?}"
+    );
+    assert!(!first.claim.contains("repair them by hand"), "{first:?}");
+}

@@ -1,7 +1,7 @@
 //! The offline model as a researcher: it searches the corpus for its sub-question's words,
 //! reads the best-ranked chunks and the openings of the best documents, and settles one
 //! conclusion per document made of its best verbatim sentences, citing the chunks they are in
-//! — or, when no sentence holds enough of the sub-question's rarer words, hands off negative
+//! — or, when no document's sentences hold enough of the sub-question's rarer words, hands off negative
 //! evidence naming every query it ran. The whole question's other words weigh in as context.
 
 use std::collections::{BTreeMap, HashSet};
@@ -25,12 +25,16 @@ const OPENING_CHUNKS: u64 = 2;
 const CONTEXT_WEIGHT: f64 = 0.5;
 /// Most sentences a conclusion quotes of its document.
 const SENTENCES: usize = 4;
+/// Most sentences a conclusion quotes, with the neighbours of those.
+const WITH_NEIGHBOURS: usize = 6;
 /// ... each holding this share of the best one's score.
 const ALSO: f64 = 0.5;
 /// Most conclusions one researcher settles.
 const MOST_CONCLUSIONS: usize = 2;
 /// A sentence must hold this share of the sub-question's own word weight to answer it.
 const MIN_COVERAGE: f64 = 0.25;
+/// ... or, for a document, the sentences it quotes together this many times that share.
+const TOGETHER: f64 = 2.0;
 /// The share needed when the question names a thing no chunk mentions.
 const NAMED_UNSEEN_COVERAGE: f64 = 0.5;
 /// ... and score at least this share of the best sentence.
@@ -449,7 +453,11 @@ struct Scored {
     own: f64,
     /// Whether the sentence itself (not its headings) holds one of those.
     holds_own: bool,
+    /// The question words it holds itself (indices of the weights).
+    held: Vec<usize>,
     id: String,
+    /// Its place among the chunk's sentences.
+    at: usize,
     sentence: String,
     /// Its line in the document.
     line: u32,
@@ -470,22 +478,51 @@ fn doc_of(id: &str) -> &str {
     id.split('#').next().unwrap_or(id)
 }
 
-/// A conclusion for one document: its best sentences read (at most [`SENTENCES`]: those that
-/// answer, and those holding one of the sub-question's own words and a share of the best
-/// one's score) in the document's order, each quoted whole — one
-/// holding inline code (`x`) as it is, its code spans being the quotes checked —, citing the
-/// chunks they are in.
-fn doc_conclusion(
-    scored: &[Scored],
+/// A document's best sentences read (at most [`SENTENCES`]: those that answer, and those
+/// holding one of the sub-question's own words and a share of the best one's score), best
+/// first.
+fn choose<'a>(
+    scored: &'a [Scored],
     doc: &str,
     answers: &dyn Fn(&Scored) -> bool,
-) -> Option<Conclusion> {
+) -> Vec<&'a Scored> {
     let mut chosen: Vec<&Scored> = scored.iter().filter(|s| doc_of(&s.id) == doc).collect();
     // The best sentence answers; the others hold one of the sub-question's own words
     // themselves (not only through their headings) and a share of its score.
     let best = chosen.iter().find(|s| answers(s)).map_or(0.0, |s| s.score);
+    let mut of_doc = chosen.clone();
     chosen.retain(|s| answers(s) || (s.holds_own && s.score >= ALSO * best));
     chosen.truncate(SENTENCES);
+    // Then, best first, each one's neighbours in its chunk that hold a question word: the
+    // sentence saying what to do often follows the one that repeats the question's words.
+    of_doc.retain(|n| !n.held.is_empty());
+    for anchor in chosen.clone() {
+        for n in of_doc
+            .iter()
+            .filter(|n| n.id == anchor.id && n.at.abs_diff(anchor.at) == 1)
+        {
+            if chosen.len() < WITH_NEIGHBOURS && !chosen.iter().any(|c| std::ptr::eq(*c, *n)) {
+                chosen.push(n);
+            }
+        }
+    }
+    chosen
+}
+
+/// The weight of the question words some of the sentences hold (each word once), of the
+/// sub-question's own words only when `own`.
+fn together(chosen: &[&Scored], weights: &[Weight], own: bool) -> f64 {
+    let held: HashSet<usize> = chosen.iter().flat_map(|s| s.held.iter().copied()).collect();
+    held.iter()
+        .filter(|&&i| !own || weights[i].own)
+        .map(|&i| weights[i].w)
+        .sum()
+}
+
+/// A conclusion for one document: the sentences [`choose`] chose, in the document's order,
+/// each quoted whole — one holding inline code (`x`) as it is, its code spans being the quotes
+/// checked —, citing the chunks they are in.
+fn doc_conclusion(mut chosen: Vec<&Scored>) -> Option<Conclusion> {
     chosen.sort_by_key(|s| s.line);
     let quote = |s: &str| {
         if s.contains('`') {
@@ -536,7 +573,7 @@ fn score_chunk(shown: &Shown<'_>, weights: &[Weight]) -> Vec<Scored> {
         }
     }
     let mut out = Vec::new();
-    for (line, sentence) in sentences {
+    for (at, (line, sentence)) in sentences.into_iter().enumerate() {
         let stems: HashSet<String> = crate::corpus::stems(sentence).into_iter().collect();
         let held = |w: &Weight| {
             if stems.contains(&w.stem) {
@@ -553,7 +590,11 @@ fn score_chunk(shown: &Shown<'_>, weights: &[Weight]) -> Vec<Scored> {
             holds_own: weights
                 .iter()
                 .any(|w| w.own && w.w > 0.0 && stems.contains(&w.stem)),
+            held: (0..weights.len())
+                .filter(|&i| weights[i].w > 0.0 && stems.contains(&weights[i].stem))
+                .collect(),
             id: shown.id.clone(),
+            at,
             sentence: sentence.to_string(),
             line,
         });
@@ -593,22 +634,34 @@ fn conclude(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) ->
     };
     // (A sentence must hold one of those words itself: its headings alone answer nothing.)
     let answer = |s: &Scored| s.holds_own && whole > 0.0 && s.own / whole >= bar;
-    let answers: Vec<&Scored> = scored.iter().filter(|s| answer(s)).collect();
-    let best = answers.first().map_or(0.0, |s| s.score);
-    let mut handoff = Handoff::default();
+    // A document answers when one of its sentences does, or when its best sentences hold
+    // together [`TOGETHER`] times that share; the documents are ranked by the weight their
+    // best sentences hold together — a page whose sentences each say part of the answer
+    // before one that repeats the question's words once.
     let mut docs: Vec<&str> = Vec::new();
-    for found in answers {
-        if docs.len() == MOST_CONCLUSIONS || found.score < RELATIVE * best {
+    for s in &scored {
+        if !docs.contains(&doc_of(&s.id)) {
+            docs.push(doc_of(&s.id));
+        }
+    }
+    let mut found: Vec<(Vec<&Scored>, f64)> = Vec::new();
+    for doc in docs {
+        let chosen = choose(&scored, doc, &answer);
+        let answers = chosen.iter().any(|s| answer(s))
+            || (whole > 0.0 && together(&chosen, &weights, true) / whole >= TOGETHER * bar);
+        if answers && !chosen.is_empty() {
+            let weight = together(&chosen, &weights, false);
+            found.push((chosen, weight));
+        }
+    }
+    found.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let best = found.first().map_or(0.0, |f| f.1);
+    let mut handoff = Handoff::default();
+    for (chosen, weight) in found.into_iter().take(MOST_CONCLUSIONS) {
+        if weight < RELATIVE * best {
             break;
         }
-        let doc = doc_of(&found.id);
-        if docs.contains(&doc) {
-            continue;
-        }
-        docs.push(doc);
-        handoff
-            .settled_conclusions
-            .extend(doc_conclusion(&scored, doc, &answer));
+        handoff.settled_conclusions.extend(doc_conclusion(chosen));
     }
     if handoff.settled_conclusions.is_empty() {
         if let Some(nearest) = scored.first() {
