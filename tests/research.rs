@@ -455,6 +455,26 @@ fn research_on_a_folder_with_nothing_to_index_exits_2_saying_so() {
     assert_eq!(missing.status.code(), Some(2));
     let err = String::from_utf8_lossy(&missing.stderr);
     assert_eq!(err.trim(), "baton: /no/such/folder: no such directory");
+    // A state that is a file: bad input, one line, before anything is indexed.
+    let file = state.path().join("state-file");
+    std::fs::write(&file, "not a directory").unwrap();
+    for command in ["research", "index"] {
+        let mut cmd = baton();
+        cmd.arg(command).arg(state.path());
+        if command == "research" {
+            cmd.arg("what?");
+        }
+        let out = cmd.arg("--state").arg(&file).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err.trim(),
+            format!(
+                "baton: cannot open the state at {}: it is not a directory",
+                file.display()
+            )
+        );
+    }
     // Only a binary file, an image and a FIFO named like a document: nothing indexed, no hang.
     let dir = tree(&[("a.md", "\u{0}binary"), ("logo.png", "png")]);
     #[cfg(unix)]

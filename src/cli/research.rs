@@ -42,6 +42,17 @@ fn open_corpus(
         indicatif::ProgressStyle::with_template("indexing {bar:30} {pos}/{len} documents")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
+    // A state that is not a directory is bad input, said as the run's store says it.
+    if state.state.exists() && !state.state.is_dir() {
+        say!(
+            "{}",
+            baton::StoreError::Open {
+                path: state.state.display().to_string(),
+                reason: "it is not a directory".into(),
+            }
+        );
+        return Err(EXIT_USAGE);
+    }
     let dir = baton::Corpus::index_dir_in(&state.state, root);
     let opened = baton::Corpus::open(root, Some(&dir), &|done, total| {
         bar.set_length(total as u64);

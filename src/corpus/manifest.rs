@@ -104,8 +104,20 @@ impl Manifest {
             docs: self.docs.clone(),
         })
         .map_err(|e| CorpusError::Index(e.to_string()))?;
+        // A link left in the temporary file's place is removed, never written through.
         let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, text).map_err(fail)?;
+        match std::fs::remove_file(&tmp) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(fail(e)),
+            _ => {}
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(fail)?;
+        std::io::Write::write_all(&mut file, text.as_bytes()).map_err(fail)?;
+        file.sync_all().map_err(fail)?;
+        drop(file);
         std::fs::rename(&tmp, path).map_err(fail)
     }
 

@@ -149,3 +149,25 @@ fn a_scoped_search_finds_what_ranks_low_in_the_whole_corpus() {
         .unwrap();
     assert_eq!(one.len(), 1);
 }
+
+#[cfg(unix)]
+#[test]
+fn a_link_in_place_of_the_manifest_s_temporary_file_is_not_written_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "a.md",
+        "# A\n\nThe retry budget is kept here.\n",
+    );
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("precious.txt");
+    std::fs::write(&target, "keep me").unwrap();
+    std::os::unix::fs::symlink(&target, state.path().join("manifest.json.tmp")).unwrap();
+    let (corpus, stats) = Corpus::open(dir.path(), Some(state.path()), &|_, _| {}).unwrap();
+    assert_eq!(stats.documents, 1);
+    drop(corpus);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+    assert!(state.path().join("manifest.json").is_file());
+    assert!(!state.path().join("manifest.json").is_symlink());
+}

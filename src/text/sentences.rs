@@ -106,8 +106,8 @@ pub(crate) fn sentences(text: &str) -> Vec<&str> {
             b'.' | b'!' | b'?' => {
                 // A mark standing alone (`the ? operator`) is a symbol, not an end.
                 let after_word = i > 0 && !bytes[i - 1].is_ascii_whitespace();
-                let before_space = after_word
-                    && bytes.get(i + 1).is_none_or(|n| n.is_ascii_whitespace());
+                let before_space =
+                    after_word && bytes.get(i + 1).is_none_or(|n| n.is_ascii_whitespace());
                 // The word before is looked at only where a sentence could end, so a long run
                 // of dots costs linear time.
                 let abbreviation = before_space && *b == b'.' && {
