@@ -1094,3 +1094,30 @@ async fn the_sentence_after_an_answer_is_quoted_with_it() {
     );
     assert!(!first.claim.contains("repair them by hand"), "{first:?}");
 }
+
+/// A researcher whose tool calls run out hands off from what it did: a search made and nothing
+/// read is an open item naming the chunks left unread — not an explorer's complaint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_researcher_out_of_tool_calls_hands_off_what_it_did() {
+    let dir = corpus();
+    let report = Coordinator::builder()
+        .budget(baton::Budget {
+            model_turns: 12,
+            tool_calls: 1,
+            tokens: 400_000,
+        })
+        .build()
+        .run(Task::research(
+            "How often does the beacon on Gull Rock flash?",
+            dir.path(),
+        ))
+        .await
+        .unwrap();
+    let said = format!("{:?}", report.handoff.open_items);
+    assert!(
+        said.contains("budget leave the researcher no read"),
+        "{said}"
+    );
+    assert!(said.contains("doc:lighthouses/beacon.html#L"), "{said}");
+    assert!(!said.contains("grep"), "{said}");
+}

@@ -606,13 +606,12 @@ fn early_turn(request: &ModelRequest) -> Result<Task, (String, Vec<ToolCall>)> {
         return Err(verify_turn(&task, &done, &may_read));
     }
     let may_call = |name: &str| request.tools.iter().any(|t| t.name == name);
-    // A researcher: a corpus tool and no workspace search (a constraint may take one).
-    if (may_call("search") || may_call("read")) && !may_call("grep") {
-        return Err(research::turn(
-            &task,
-            &exchanges(&request.messages),
-            &may_call,
-        ));
+    // A researcher: a corpus tool and no workspace search (a constraint may take one), or —
+    // its budget spent, no tool offered — one that searched the corpus.
+    let done = exchanges(&request.messages);
+    let researched = request.tools.is_empty() && done.iter().any(|e| e.name == "search");
+    if ((may_call("search") || may_call("read")) && !may_call("grep")) || researched {
+        return Err(research::turn(&task, &done, &may_call));
     }
     // The explorer finds its places by searching: without grep (a constraint took it) it
     // settles nothing, and says why, rather than guess.

@@ -136,13 +136,14 @@ fn to_read(searches: &[&Exchange<'_>]) -> Vec<String> {
     out
 }
 
-/// A handoff with one open item, when the run's constraints took a tool the researcher needs.
+/// A handoff with one open item, when the run took a tool the researcher needs (a constraint,
+/// or a spent budget) before it could search or read.
 fn without(tool: &str, task: &Task, found: &[String]) -> (String, Vec<ToolCall>) {
     let stuck = if found.is_empty() {
-        format!("the run's constraints leave the researcher no {tool}")
+        format!("the run's constraints or budget leave the researcher no {tool}")
     } else {
         format!(
-            "the run's constraints leave the researcher no {tool}; its searches ranked doc:{} best, unread",
+            "the run's constraints or budget leave the researcher no {tool}; its searches ranked doc:{} best, unread",
             found.join(", doc:")
         )
     };
@@ -157,52 +158,31 @@ fn without(tool: &str, task: &Task, found: &[String]) -> (String, Vec<ToolCall>)
 }
 
 /// The researcher's next turn: search, read, hand off. `may_call` says which tools the run
-/// left it.
+/// left it (a constraint may take one; a spent budget takes all): calls it may not make are
+/// not asked for, and it hands off from what it did.
 pub(super) fn turn(
     task: &Task,
     done: &[Exchange<'_>],
     may_call: &dyn Fn(&str) -> bool,
 ) -> (String, Vec<ToolCall>) {
-    if !may_call("search") {
-        return without("search", task, &[]);
-    }
+    let ask = |pending: Vec<ToolCall>, tool: &str, say: &str| {
+        (!pending.is_empty() && may_call(tool)).then(|| (say.to_string(), pending))
+    };
     let searches: Vec<ToolCall> = queries(task)
         .into_iter()
         .enumerate()
         .map(|(i, q)| call(i, "search", json!({"query": q, "limit": 8})))
         .collect();
-    let pending = not_issued(done, &searches);
-    if !pending.is_empty() {
-        return (
-            "Searching the corpus for the question's words.".into(),
-            pending,
-        );
+    let searching = "Searching the corpus for the question's words.";
+    if let Some(turn) = ask(not_issued(done, &searches), "search", searching) {
+        return turn;
     }
     let ran = succeeded(done, &searches);
+    if ran.is_empty() {
+        return without("search", task, &[]);
+    }
     let chunks = to_read(&ran);
-    if !may_call("read") {
-        return without("read", task, &chunks);
-    }
-    let mut reads: Vec<ToolCall> = chunks
-        .iter()
-        .enumerate()
-        .map(|(i, id)| call(20 + i, "read", json!({"id": format!("doc:{id}")})))
-        .collect();
-    // A page usually says what it is about first: the openings of the best documents.
-    let mut docs: Vec<&str> = Vec::new();
-    for id in &chunks {
-        let doc = doc_of(id);
-        if !docs.contains(&doc) && docs.len() < OPENINGS {
-            docs.push(doc);
-        }
-    }
-    reads.extend(docs.iter().enumerate().map(|(i, doc)| {
-        call(
-            30 + i,
-            "read",
-            json!({"path": doc, "start": 1, "end": 1, "around": OPENING_CHUNKS}),
-        )
-    }));
+    let reads = reads_of(&chunks);
     // The best chunk of each document first: one the run forbids is asked for once, and the
     // rest of that document is left unread.
     let mut firsts: Vec<&str> = Vec::new();
@@ -216,9 +196,9 @@ pub(super) fn turn(
         })
         .map(|(_, c)| c.clone())
         .collect();
-    let pending = not_issued(done, &first_reads);
-    if !pending.is_empty() {
-        return ("Reading the best-ranked passages.".into(), pending);
+    let reading = "Reading the best-ranked passages.";
+    if let Some(turn) = ask(not_issued(done, &first_reads), "read", reading) {
+        return turn;
     }
     let refused: Vec<&str> = first_reads
         .iter()
@@ -226,18 +206,23 @@ pub(super) fn turn(
         .filter_map(|e| e.arguments.get("id").and_then(|v| v.as_str()))
         .map(|id| doc_of(id.trim_start_matches("doc:")))
         .collect();
-    reads.retain(|c| {
-        let id = c.arguments.get("id").and_then(|v| v.as_str());
-        let path = c.arguments.get("path").and_then(|v| v.as_str());
-        let doc = id.map_or(path.unwrap_or(""), |i| doc_of(i.trim_start_matches("doc:")));
-        !refused.contains(&doc) || first_reads.iter().any(|f| f.arguments == c.arguments)
-    });
-    let pending = not_issued(done, &reads);
-    if !pending.is_empty() {
-        return ("Reading the best-ranked passages.".into(), pending);
+    let reads: Vec<ToolCall> = reads
+        .into_iter()
+        .filter(|c| {
+            let id = c.arguments.get("id").and_then(|v| v.as_str());
+            let path = c.arguments.get("path").and_then(|v| v.as_str());
+            let doc = id.map_or(path.unwrap_or(""), |i| doc_of(i.trim_start_matches("doc:")));
+            !refused.contains(&doc) || first_reads.iter().any(|f| f.arguments == c.arguments)
+        })
+        .collect();
+    if let Some(turn) = ask(not_issued(done, &reads), "read", reading) {
+        return turn;
     }
     let read = succeeded(done, &reads);
-    let handoff = conclude(task, &ran, &read);
+    if read.is_empty() && !chunks.is_empty() {
+        return without("read", task, &chunks);
+    }
+    let mut handoff = conclude(task, &ran, &read);
     if !handoff.settled_conclusions.is_empty() {
         return (handoff.to_markdown(), Vec::new());
     }
@@ -247,14 +232,38 @@ pub(super) fn turn(
         .enumerate()
         .map(|(i, q)| call(40 + i, "search", json!({"query": q, "limit": 3})))
         .collect();
-    let pending = not_issued(done, &checks);
-    if !pending.is_empty() {
-        return ("Checking what the corpus does not hold.".into(), pending);
+    let checking = "Checking what the corpus does not hold.";
+    if let Some(turn) = ask(not_issued(done, &checks), "search", checking) {
+        return turn;
     }
     let checked = succeeded(done, &checks);
-    let mut handoff = handoff;
     absent(task, &ran, &checked, &mut handoff);
     (handoff.to_markdown(), Vec::new())
+}
+
+/// The reads of the chunks to read, then of the best documents' openings — a page usually
+/// says what it is about first.
+fn reads_of(chunks: &[String]) -> Vec<ToolCall> {
+    let mut reads: Vec<ToolCall> = chunks
+        .iter()
+        .enumerate()
+        .map(|(i, id)| call(20 + i, "read", json!({"id": format!("doc:{id}")})))
+        .collect();
+    let mut docs: Vec<&str> = Vec::new();
+    for id in chunks {
+        let doc = doc_of(id);
+        if !docs.contains(&doc) && docs.len() < OPENINGS {
+            docs.push(doc);
+        }
+    }
+    reads.extend(docs.iter().enumerate().map(|(i, doc)| {
+        call(
+            30 + i,
+            "read",
+            json!({"path": doc, "start": 1, "end": 1, "around": OPENING_CHUNKS}),
+        )
+    }));
+    reads
 }
 
 /// A chunk as a read showed it: its id, its headings and its text lines.
