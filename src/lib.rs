@@ -199,7 +199,8 @@
 //! no file and walks no entry a constraint forbids, judged where the file really lies), and
 //! `tools/fs.rs`: the read-only workspace tools list_dir, glob, grep, read_file;
 //! `tools/corpus.rs`: the corpus tools [`CorpusSearch`] (`search`: ranked chunk ids, headings,
-//! snippets, and how many chunks hold each word; logged as a search with its matches) and
+//! snippets, and how many chunks hold each word; the documents the run forbids reading left
+//! out and counted; logged as a search with its matches) and
 //! [`CorpusRead`] (`read`: a chunk, a span, or the chunks around one; each whole chunk shown
 //! logged as a document span with its text and digest);
 //! `tools/walk.rs`: the walk they share (what it leaves out is named);

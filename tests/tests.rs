@@ -28,6 +28,7 @@ mod readme;
 mod reliability;
 mod repair;
 mod research;
+mod research_offline;
 mod sandbox;
 mod secrets;
 mod supervision;

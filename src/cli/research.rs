@@ -42,8 +42,13 @@ fn open_corpus(
         indicatif::ProgressStyle::with_template("indexing {bar:30} {pos}/{len} documents")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    // A state that is not a directory is bad input, said as the run's store says it.
-    if state.state.exists() && !state.state.is_dir() {
+    // A state that is not a directory — or under a file, or a dangling link — is bad input,
+    // said as the run's store says it.
+    let nearest = state
+        .state
+        .ancestors()
+        .find(|p| p.symlink_metadata().is_ok());
+    if nearest.is_some_and(|p| !p.is_dir()) {
         say!(
             "{}",
             baton::StoreError::Open {

@@ -494,10 +494,12 @@ impl Coordinator {
         };
         check_fan_out(task, workspace.as_ref(), self.max_subagents)?;
         let root = workspace.as_ref().map(Workspace::root);
-        // A research task's corpus tools are named by its constraints as any other tool.
+        // A research task's corpus tools are named by its constraints as any other tool, and
+        // its corpus's folders as places.
         let (tools, corpus) = self.run_tools(task)?;
-        let constraints = self.stated_constraints(&question, root, &tools.names())?;
         let corpus_root = corpus.as_ref().map(|(_, c)| c.root().to_path_buf());
+        let places = root.or(corpus_root.as_deref());
+        let constraints = self.stated_constraints(&question, places, &tools.names())?;
         let doc_ids = corpus.map(|(ids, _)| ids);
         let (roles, role_models) = self.role_profiles(task, &tools.names())?;
         Ok(Prepared {

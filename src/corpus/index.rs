@@ -282,7 +282,9 @@ impl SearchIndex {
         Ok(Some(Box::new(BooleanQuery::new(any))))
     }
 
-    /// How many chunks hold each stemmed term of a query, in the query's order, each once.
+    /// How many chunks hold each stemmed term of a query, in the query's order, each once —
+    /// chunks of the index now: those a refresh deleted are not counted, though a segment
+    /// keeps them until it is merged.
     pub(crate) fn term_counts(&self, query: &str) -> Vec<(String, u64)> {
         let searcher = self.reader.searcher();
         let mut out: Vec<(String, u64)> = Vec::new();
@@ -290,9 +292,12 @@ impl SearchIndex {
             if out.iter().any(|(t, _)| *t == term) {
                 continue;
             }
-            let n = searcher
-                .doc_freq(&Term::from_field_text(self.fields.text, &term))
-                .unwrap_or(0);
+            let term_of = Term::from_field_text(self.fields.text, &term);
+            let n: u64 = searcher
+                .segment_readers()
+                .iter()
+                .map(|segment| alive_holding(segment, self.fields.text, &term_of))
+                .sum();
             out.push((term, n));
         }
         out
@@ -302,6 +307,20 @@ impl SearchIndex {
     pub(crate) fn chunks(&self) -> u64 {
         self.reader.searcher().num_docs()
     }
+}
+
+/// How many chunks of a segment that are not deleted hold a term (0 when it cannot be read).
+pub(super) fn alive_holding(segment: &tantivy::SegmentReader, field: Field, term: &Term) -> u64 {
+    let Ok(inverted) = segment.inverted_index(field) else {
+        return 0;
+    };
+    let counted = match segment.alive_bitset() {
+        None => inverted.doc_freq(term),
+        Some(alive) => inverted
+            .read_postings(term, IndexRecordOption::Basic)
+            .map(|p| p.map_or(0, |p| p.doc_freq_given_deletes(alive))),
+    };
+    u64::from(counted.unwrap_or(0))
 }
 
 /// A text's words as the index holds them: split at anything not a letter or digit, lower

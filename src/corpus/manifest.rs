@@ -116,7 +116,6 @@ impl Manifest {
             .open(&tmp)
             .map_err(fail)?;
         std::io::Write::write_all(&mut file, text.as_bytes()).map_err(fail)?;
-        file.sync_all().map_err(fail)?;
         drop(file);
         std::fs::rename(&tmp, path).map_err(fail)
     }

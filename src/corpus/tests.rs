@@ -171,3 +171,33 @@ fn a_link_in_place_of_the_manifest_s_temporary_file_is_not_written_through() {
     assert!(state.path().join("manifest.json").is_file());
     assert!(!state.path().join("manifest.json").is_symlink());
 }
+
+#[test]
+fn a_deleted_chunk_is_not_counted_as_holding_a_word() {
+    use tantivy::schema::{Schema, TEXT};
+    let mut schema = Schema::builder();
+    let text = schema.add_text_field("text", TEXT);
+    let index = tantivy::Index::create_in_ram(schema.build());
+    let mut writer: tantivy::IndexWriter = index.writer(15_000_000).unwrap();
+    writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
+    writer
+        .add_document(tantivy::doc!(text => "zephyr one"))
+        .unwrap();
+    writer
+        .add_document(tantivy::doc!(text => "zephyr two"))
+        .unwrap();
+    writer.commit().unwrap();
+    writer.delete_term(tantivy::Term::from_field_text(text, "one"));
+    writer.commit().unwrap();
+    let reader = index.reader().unwrap();
+    let searcher = reader.searcher();
+    let zephyr = tantivy::Term::from_field_text(text, "zephyr");
+    // The segment still lists the deleted document; the count leaves it out.
+    assert_eq!(searcher.doc_freq(&zephyr).unwrap(), 2);
+    let counted: u64 = searcher
+        .segment_readers()
+        .iter()
+        .map(|s| super::index::alive_holding(s, text, &zephyr))
+        .sum();
+    assert_eq!(counted, 1);
+}

@@ -607,10 +607,12 @@ fn early_turn(request: &ModelRequest) -> Result<Task, (String, Vec<ToolCall>)> {
     }
     let may_call = |name: &str| request.tools.iter().any(|t| t.name == name);
     // A researcher: a corpus tool and no workspace search (a constraint may take one), or —
-    // its budget spent, no tool offered — one that searched the corpus.
+    // its tools taken by constraints or a spent budget — one told it is a researcher, or that
+    // searched the corpus.
     let done = exchanges(&request.messages);
-    let researched = request.tools.is_empty() && done.iter().any(|e| e.name == "search");
-    if ((may_call("search") || may_call("read")) && !may_call("grep")) || researched {
+    let researcher =
+        request.system.contains("You are a researcher") || done.iter().any(|e| e.name == "search");
+    if !may_call("grep") && (may_call("search") || may_call("read") || researcher) {
         return Err(research::turn(&task, &done, &may_call));
     }
     // The explorer finds its places by searching: without grep (a constraint took it) it

@@ -511,6 +511,13 @@ impl Policy {
         })
     }
 
+    /// Whether a rule scopes reading (some place may be forbidden to read).
+    pub(crate) fn scopes_reading(&self) -> bool {
+        self.bound
+            .iter()
+            .any(|b| matches!(b.rule, Compiled::Read(_)))
+    }
+
     pub(crate) fn may_open(&self, tool: &str, path: &str) -> Result<(), Box<Denial>> {
         self.may(tool, Effect::Read, path)
     }

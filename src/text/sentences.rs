@@ -75,9 +75,9 @@ fn opens_item(line: &str) -> bool {
         || (digits > 0 && (t[digits..].starts_with(". ") || t[digits..].starts_with(") ")))
 }
 
-/// The sentences of a text, verbatim (trimmed). A sentence ends at `.`, `!` or `?` after a word
-/// and before whitespace — never at an abbreviation (`e.g.`, `etc.`, `vs.`), nor at a mark
-/// standing alone (`the ? operator`) — at a blank line, and at a
+/// The sentences of a text, verbatim (trimmed). A sentence ends at `.`, `!` or `?` before
+/// whitespace — never at an abbreviation (`e.g.`, `etc.`, `vs.`), nor at a mark standing alone
+/// before a word in lower case (`the ? operator`) — at a blank line, and at a
 /// line break before or after a line that opens an item (a bullet, a numbered item, a
 /// heading) or after a line ending in `:`. Any other line break is inside a sentence (a
 /// wrapped line): "Never modify anything under\n/migrations; the pipeline applies them." is
@@ -104,10 +104,16 @@ pub(crate) fn sentences(text: &str) -> Vec<&str> {
                     || opens_item(line)
             }
             b'.' | b'!' | b'?' => {
-                // A mark standing alone (`the ? operator`) is a symbol, not an end.
-                let after_word = i > 0 && !bytes[i - 1].is_ascii_whitespace();
-                let before_space =
-                    after_word && bytes.get(i + 1).is_none_or(|n| n.is_ascii_whitespace());
+                // A mark standing alone before a word in lower case (`the ? operator`) is a
+                // symbol, not an end; before a capital (`loaded ? Never`) or the end it ends.
+                let alone = i > 0 && bytes[i - 1].is_ascii_whitespace();
+                let lower_next = text[i + 1..]
+                    .trim_start()
+                    .chars()
+                    .next()
+                    .is_some_and(char::is_lowercase);
+                let before_space = !(alone && lower_next)
+                    && bytes.get(i + 1).is_none_or(|n| n.is_ascii_whitespace());
                 // The word before is looked at only where a sentence could end, so a long run
                 // of dots costs linear time.
                 let abbreviation = before_space && *b == b'.' && {
@@ -167,6 +173,10 @@ mod tests {
         assert_eq!(
             sentences("The ? operator converts the error. It returns early."),
             vec!["The ? operator converts the error.", "It returns early."]
+        );
+        assert_eq!(
+            binding_sentences("Where is the config loaded ? Never read src/main.rs."),
+            vec!["Never read src/main.rs."]
         );
         assert!(binds("Don't touch the cache."));
         assert!(binds("From now on, cite every line."));

@@ -3,6 +3,7 @@
 //! around one). A search is logged with its query and scope; a read with each chunk it showed,
 //! its text and digest, so a `doc:` citation is accepted only for a passage read.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -81,7 +82,7 @@ impl Tool for CorpusSearch {
             .collect()
     }
 
-    async fn call(&self, args: &Value, _cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, args: &Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let query = args
             .get("query")
             .and_then(Value::as_str)
@@ -95,7 +96,19 @@ impl Tool for CorpusSearch {
             .and_then(Value::as_u64)
             .map_or(SEARCH_HITS, |l| (l as usize).clamp(1, MOST_HITS));
         let corpus = Arc::clone(&self.0);
-        tokio::task::spawn_blocking(move || search(&corpus, &query, &paths, limit))
+        // The documents a constraint forbids reading are searched as left out: no snippet
+        // of theirs is shown.
+        let policy = cx.policy();
+        let forbidden: HashSet<String> = if policy.scopes_reading() {
+            corpus
+                .ids()
+                .into_iter()
+                .filter(|p| policy.may_open("read", p).is_err())
+                .collect()
+        } else {
+            HashSet::new()
+        };
+        tokio::task::spawn_blocking(move || search(&corpus, &query, &paths, limit, &forbidden))
             .await
             .map_err(|e| ToolError::new(format!("the search failed: {e}")))?
     }
@@ -106,11 +119,25 @@ fn search(
     query: &str,
     paths: &[String],
     limit: usize,
+    forbidden: &HashSet<String>,
 ) -> Result<ToolOutput, ToolError> {
-    let hits = corpus
-        .search(query, paths, limit)
+    // Enough hits that those of forbidden documents can be dropped and `limit` remain.
+    let asked = if forbidden.is_empty() {
+        limit
+    } else {
+        limit.saturating_mul(8)
+    };
+    let mut hits = corpus
+        .search(query, paths, asked)
         .map_err(|e| ToolError::new(e.to_string()))?;
-    let searched = corpus.searchable_under(paths);
+    hits.retain(|h| !forbidden.contains(&h.path));
+    hits.truncate(limit);
+    let kept_out = forbidden
+        .iter()
+        .filter(|p| corpus.searchable(p))
+        .filter(|p| paths.is_empty() || paths.iter().any(|s| crate::text::within(p, s)))
+        .count();
+    let searched = corpus.searchable_under(paths).saturating_sub(kept_out);
     let (left_out, left_out_names) = corpus.left_out_under(paths);
     let scope = if paths.is_empty() {
         vec![".".to_string()]
@@ -126,6 +153,11 @@ fn search(
     text.push_str(&corpus.listing(query, &hits));
     if hits.is_empty() {
         text.push_str("no passage matched\n");
+    }
+    if kept_out > 0 {
+        text.push_str(&format!(
+            "not searched: {kept_out} document(s) a constraint forbids reading\n"
+        ));
     }
     if left_out > 0 {
         text.push_str(&format!(
@@ -297,4 +329,49 @@ fn read(
     }
     out.content = text;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::ConstraintEntry;
+
+    #[tokio::test]
+    async fn a_search_shows_nothing_of_a_document_the_run_forbids_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("a.md"),
+            "# A\n\nThe beacon flashes green.\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("b.md"), "# B\n\nThe beacon was rebuilt.\n").unwrap();
+        let (corpus, _) = Corpus::open(dir.path(), None, &|_, _| {}).unwrap();
+        let text = "Never read a.md.";
+        let entry = ConstraintEntry {
+            text: text.into(),
+            normalised: text.to_lowercase(),
+            provenance: "--constraint".into(),
+            rules: crate::policy::parse_constraint(text, &[], &|_| true).rules,
+            untyped: Vec::new(),
+            warnings: Vec::new(),
+            event: 2,
+        };
+        let policy = Arc::new(crate::policy::Policy::from_constraints(&[entry]));
+        let cx = ToolContext::new("run", "sa1", "sa1.1").with_policy(policy);
+        let search = CorpusSearch(Arc::new(corpus));
+        let out = search.call(&json!({"query": "beacon"}), &cx).await.unwrap();
+        assert!(out.content.contains("doc:b.md#L"), "{}", out.content);
+        assert!(!out.content.contains("a.md"), "{}", out.content);
+        assert!(
+            out.content.contains("(1 document(s) searched"),
+            "{}",
+            out.content
+        );
+        assert!(
+            out.content
+                .contains("not searched: 1 document(s) a constraint forbids reading"),
+            "{}",
+            out.content
+        );
+    }
 }
