@@ -330,8 +330,7 @@
 //! each term, files to read), `explorer/rank.rs` (definitions, scoring hit lines, block ends),
 //! `explorer/follow.rs` (callers of what was found), `explorer/research.rs` (as a researcher,
 //! offered `search` and `read` or one of them: searches its sub-question's words, reads the
-//! best chunk of each document, then more of those the run let it read and the best
-//! documents' openings, settles per document its verbatim sentences holding enough of
+//! best chunks and the best documents' openings, settles per document its verbatim sentences holding enough of
 //! the sub-question's rarer words — weighted by how many chunks hold each, the whole
 //! question's other words at half; alone or together, with their neighbours holding a
 //! question word —, else tests the absence with searches that must find

@@ -155,8 +155,8 @@ async fn a_research_constraint_names_the_corpus_tools_and_is_enforced() {
         "{:?}",
         cited_docs(&report)
     );
-    // The best document forbidden: searches leave it out, so no researcher asks for it more
-    // than once (the tool's own test shows what a search leaves out).
+    // The best document forbidden: searches leave it out, so no researcher asks for it (the
+    // tool's own test shows what a search leaves out).
     let report = run("Do not read lighthouses/beacon.html.").await;
     assert_eq!(
         report.constraints[0].enforcement,
@@ -170,7 +170,7 @@ async fn a_research_constraint_names_the_corpus_tools_and_is_enforced() {
         "{:?}",
         report.subagents
     );
-    assert!(report.subagents.iter().all(|s| s.denials <= 1));
+    assert!(report.subagents.iter().all(|s| s.denials == 0));
     let cited = cited_docs(&report);
     assert!(
         cited.iter().all(|c| !c.starts_with("lighthouses/")),

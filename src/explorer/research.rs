@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde_json::json;
 
-use super::{call, issued, not_issued, succeeded, Exchange, Task};
+use super::{call, not_issued, succeeded, Exchange, Task};
 use crate::handoff::{Conclusion, ConclusionKind, Handoff, OpenItem};
 use crate::source::SourceId;
 use crate::transcript::ToolCall;
@@ -183,38 +183,8 @@ pub(super) fn turn(
     }
     let chunks = to_read(&ran);
     let reads = reads_of(&chunks);
-    // The best chunk of each document first: one the run forbids is asked for once, and the
-    // rest of that document is left unread.
-    let mut firsts: Vec<&str> = Vec::new();
-    let first_reads: Vec<ToolCall> = chunks
-        .iter()
-        .zip(&reads)
-        .filter(|(id, _)| {
-            let new = !firsts.contains(&doc_of(id));
-            firsts.push(doc_of(id));
-            new
-        })
-        .map(|(_, c)| c.clone())
-        .collect();
+    // (A search leaves out the documents the run forbids reading: none of these is one.)
     let reading = "Reading the best-ranked passages.";
-    if let Some(turn) = ask(not_issued(done, &first_reads), "read", reading) {
-        return turn;
-    }
-    let refused: Vec<&str> = first_reads
-        .iter()
-        .filter_map(|c| issued(done, &c.name, &c.arguments).filter(|e| e.is_error))
-        .filter_map(|e| e.arguments.get("id").and_then(|v| v.as_str()))
-        .map(|id| doc_of(id.trim_start_matches("doc:")))
-        .collect();
-    let reads: Vec<ToolCall> = reads
-        .into_iter()
-        .filter(|c| {
-            let id = c.arguments.get("id").and_then(|v| v.as_str());
-            let path = c.arguments.get("path").and_then(|v| v.as_str());
-            let doc = id.map_or(path.unwrap_or(""), |i| doc_of(i.trim_start_matches("doc:")));
-            !refused.contains(&doc) || first_reads.iter().any(|f| f.arguments == c.arguments)
-        })
-        .collect();
     if let Some(turn) = ask(not_issued(done, &reads), "read", reading) {
         return turn;
     }
@@ -584,7 +554,10 @@ fn score_chunk(shown: &Shown<'_>, weights: &[Weight]) -> Vec<Scored> {
     let mut out = Vec::new();
     for (at, (line, sentence)) in sentences.into_iter().enumerate() {
         let stems: HashSet<String> = crate::corpus::stems(sentence).into_iter().collect();
-        let held = |w: &Weight| {
+        let held: Vec<usize> = (0..weights.len())
+            .filter(|&i| weights[i].w > 0.0 && stems.contains(&weights[i].stem))
+            .collect();
+        let weight = |w: &Weight| {
             if stems.contains(&w.stem) {
                 w.w
             } else if heading.contains(&w.stem) {
@@ -594,14 +567,10 @@ fn score_chunk(shown: &Shown<'_>, weights: &[Weight]) -> Vec<Scored> {
             }
         };
         out.push(Scored {
-            score: weights.iter().map(held).sum(),
-            own: weights.iter().filter(|w| w.own).map(held).sum(),
-            holds_own: weights
-                .iter()
-                .any(|w| w.own && w.w > 0.0 && stems.contains(&w.stem)),
-            held: (0..weights.len())
-                .filter(|&i| weights[i].w > 0.0 && stems.contains(&weights[i].stem))
-                .collect(),
+            score: weights.iter().map(weight).sum(),
+            own: weights.iter().filter(|w| w.own).map(weight).sum(),
+            holds_own: held.iter().any(|&i| weights[i].own),
+            held,
             id: shown.id.clone(),
             at,
             sentence: sentence.to_string(),
