@@ -55,23 +55,85 @@ fn queries(task: &Task) -> Vec<String> {
         }
         out.push(words.join(" "));
     }
+    // The code names the question holds (`into_iter`, `Box::new`, `FFI`), alone: every page
+    // that speaks of them, whatever words it uses around them.
+    let names: Vec<&str> = task
+        .question
+        .split_whitespace()
+        .filter(|w| is_identifier(w))
+        .collect();
+    let names = content_words(&names.join(" "));
+    if !names.is_empty() && names.len() < content_words(&task.question).len() {
+        out.push(names.join(" "));
+    }
     out.retain(|q| !q.is_empty());
     out.dedup();
     out
 }
 
+/// Whether a word is written as code: it holds `_`, `::`, `!` or `()`, or a capital after a
+/// small letter (`IntoIterator`).
+fn is_identifier(w: &str) -> bool {
+    let w = w.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '(' && c != ')');
+    let camel = w
+        .chars()
+        .zip(w.chars().skip(1))
+        .any(|(a, b)| a.is_lowercase() && b.is_uppercase());
+    w.contains(['_', '!']) || w.contains("::") || w.contains("()") || camel
+}
+
 /// A text's words worth searching for: not stop words, not single letters.
 fn content_words(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
+    let mut before = String::new();
     for w in text.split(|c: char| !c.is_alphanumeric() && c != '_' && c != '-') {
         let w = w.trim_matches('-');
         let lower = w.to_lowercase();
-        if lower.chars().count() < 2 || crate::text::is_stop_word(&lower) || out.contains(&lower) {
+        let asks_count = is_count_ask(&before, &lower);
+        if !lower.is_empty() {
+            before.clone_from(&lower);
+        }
+        if lower.chars().count() < 2
+            || crate::text::is_stop_word(&lower)
+            || out.contains(&lower)
+            || asks_count
+        {
             continue;
         }
         out.push(lower);
     }
     out
+}
+
+/// Whether a word asks for a number with the word before it (`how many`, `how much`): no
+/// content to search for — a sentence holding a number answers it.
+fn is_count_ask(before: &str, word: &str) -> bool {
+    before == "how" && matches!(word, "many" | "much")
+}
+
+/// Whether a question asks for a number (see [`is_count_ask`]).
+fn asks_count(question: &str) -> bool {
+    let words: Vec<String> = crate::text::words(question)
+        .map(str::to_lowercase)
+        .collect();
+    words.windows(2).any(|w| is_count_ask(&w[0], &w[1]))
+}
+
+/// The stem given to a sentence holding a number, for a question asking for one.
+const NUMBER: &str = "#number";
+
+/// Whether a sentence holds a number: digits (not a year, not a version) or a number word.
+fn holds_number(sentence: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+        "twenty", "hundred", "thousand", "dozen",
+    ];
+    sentence.split_whitespace().any(|raw| {
+        let w = raw.trim_matches(|c: char| !c.is_alphanumeric());
+        let year = w.len() == 4 && (w.starts_with("19") || w.starts_with("20"));
+        (!w.is_empty() && w.len() <= 6 && w.chars().all(|c| c.is_ascii_digit()) && !year)
+            || WORDS.contains(&w.to_lowercase().as_str())
+    })
 }
 
 /// One search hit as the search tool printed it.
@@ -347,6 +409,19 @@ fn weights(task: &Task, counts: &Counts, foreign: bool) -> Vec<Weight> {
             });
         }
     }
+    // A question asking "how many" is answered by a number: one weighs as its rarest word.
+    if asks_count(&task.question) {
+        let w = out
+            .iter()
+            .filter(|w| w.own)
+            .map(|w| w.w)
+            .fold(0.0, f64::max);
+        out.push(Weight {
+            stem: NUMBER.into(),
+            w,
+            own: true,
+        });
+    }
     // A sub-question whose own words are all paraphrases the corpus words otherwise ("where
     // is it kept?") is asked by its context: the context's words count as its own, whole.
     if !out.iter().any(|w| w.own && w.w > 0.0) {
@@ -363,8 +438,14 @@ fn weights(task: &Task, counts: &Counts, foreign: bool) -> Vec<Weight> {
 fn question_words(question: &str) -> Vec<(String, bool)> {
     let mut out: Vec<(String, bool)> = Vec::new();
     for sentence in crate::text::sentences(question) {
+        let mut before = String::new();
         for (i, raw) in sentence.split_whitespace().enumerate() {
             let w = raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '!');
+            let asks_count = is_count_ask(&before, &w.to_lowercase());
+            before = w.to_lowercase();
+            if asks_count {
+                continue;
+            }
             let named = (w.len() >= 2
                 && w.chars()
                     .filter(|c| c.is_alphabetic())
@@ -400,7 +481,7 @@ fn foreign(task: &Task, counts: &Counts) -> bool {
 fn absence_queries(task: &Task, counts: &Counts) -> Vec<String> {
     let weights: Vec<Weight> = weights(task, counts, true)
         .into_iter()
-        .filter(|w| w.own && w.w > 0.0)
+        .filter(|w| w.own && w.w > 0.0 && w.stem != NUMBER)
         .collect();
     let unseen: Vec<String> = weights
         .iter()
@@ -435,7 +516,7 @@ struct Scored {
     /// The question words it holds itself (indices of the weights).
     held: Vec<usize>,
     id: String,
-    /// Its place among the chunk's sentences.
+    /// Its place among the chunk's prose sentences (`usize::MAX` for a line of code).
     at: usize,
     sentence: String,
     /// Its line in the document.
@@ -539,21 +620,33 @@ fn score_chunk(shown: &Shown<'_>, weights: &[Weight]) -> Vec<Scored> {
         .collect();
     // The shown text's first line is the span's first line of the document.
     let first = span_of(&shown.id).0;
-    let mut sentences: Vec<(u32, &str)> = Vec::new();
+    // Each sentence with its line and its place among the chunk's prose sentences: a code
+    // block's lines have none, so the sentences before and after a block are neighbours.
+    let mut sentences: Vec<(u32, &str, usize)> = Vec::new();
+    let (mut in_code, mut prose) = (false, 0);
     for (i, line) in shown.lines.iter().enumerate() {
-        if crate::corpus::is_heading_line(line) || line.starts_with("```") {
+        if line.starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if crate::corpus::is_heading_line(line) {
             continue;
         }
         for sentence in crate::text::sentences(line) {
             // A sentence with an odd number of backticks cannot be written as its own quotes.
             if sentence.matches('`').count() % 2 == 0 && sentence.split_whitespace().count() >= 4 {
-                sentences.push((first.saturating_add(i as u32), sentence.trim()));
+                let at = if in_code { usize::MAX } else { prose };
+                prose += usize::from(!in_code);
+                sentences.push((first.saturating_add(i as u32), sentence.trim(), at));
             }
         }
     }
     let mut out = Vec::new();
-    for (at, (line, sentence)) in sentences.into_iter().enumerate() {
-        let stems: HashSet<String> = crate::corpus::stems(sentence).into_iter().collect();
+    for (line, sentence, at) in sentences {
+        let mut stems: HashSet<String> = crate::corpus::stems(sentence).into_iter().collect();
+        if holds_number(sentence) {
+            stems.insert(NUMBER.into());
+        }
         let held: Vec<usize> = (0..weights.len())
             .filter(|&i| weights[i].w > 0.0 && stems.contains(&weights[i].stem))
             .collect();
