@@ -329,12 +329,16 @@
 //! stems, abbreviations, examples), `explorer/survey.rs` (count greps → line-based rarity of
 //! each term, files to read), `explorer/rank.rs` (definitions, scoring hit lines, block ends),
 //! `explorer/follow.rs` (callers of what was found), `explorer/research.rs` (as a researcher,
-//! offered `search` and `read` or one of them: searches its sub-question's words, reads the
-//! best chunks and the best documents' openings, settles per document its verbatim sentences holding enough of
-//! the sub-question's rarer words — weighted by how many chunks hold each, the whole
-//! question's other words at half; alone or together, with their neighbours holding a
-//! question word —, else tests the absence with searches that must find
-//! nothing and cites them as negative evidence), `explorer/conclude.rs` (claims citing only
+//! offered `search` and `read` or one of them: searches its sub-question's words and the code
+//! names it holds, reads the best chunks and the best documents' openings, settles per
+//! document its verbatim sentences holding enough of the sub-question's rarer words —
+//! weighted by how many chunks hold each, the whole question's other words at half, a number
+//! for a "how many"; alone or together, with their neighbours holding a question word (across
+//! a code block) —; when a sentence read defines a term by the question's words, searches
+//! again in that term and answers in it; else tests the absence with searches that must find
+//! nothing and cites them as negative evidence), `explorer/asking.rs` (a research question's
+//! words, the things it names, a count asked for, definitions; the search tool's counts and
+//! each word's weight by them), `explorer/conclude.rs` (claims citing only
 //! lines it read, their quotes only bytes of those lines; negative evidence); as a verifier it reads the doubted claims from its context's data
 //! section, rereads each cited range (`read_file`) or passage (`read`) and confirms one only
 //! when the reread text holds its quotes and symbols; without

@@ -280,3 +280,92 @@ async fn a_researcher_out_of_tool_calls_hands_off_what_it_did() {
     assert!(said.contains("doc:lighthouses/beacon.html#L"), "{said}");
     assert!(!said.contains("grep"), "{said}");
 }
+
+/// A question asking "how many" is answered by a sentence holding a number, though the
+/// sentence holds few of the question's other words (its frame is said elsewhere on the page).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_how_many_question_is_answered_by_a_number() {
+    let dir = with_fillers(&[(
+        "uploads.md",
+        "# Uploads in parts\n\nThe uploader daemon sends each file to the archive server in parts over its network link.\n\n## Limits\n\nFor a given part, a maximum of 7 tries are made. The rest are dropped.\n",
+    )]);
+    let report = research(
+        "When the uploader daemon sends a file to the archive server over the network link, how many tries does it make for a part?",
+        dir.path(),
+    )
+    .await;
+    let first = &report.handoff.settled_conclusions[0];
+    assert!(first.claim.contains("a maximum of 7 tries"), "{first:?}");
+    assert!(
+        first
+            .sources
+            .iter()
+            .any(|s| s.to_string() == "doc:uploads.md#L5-7"),
+        "{first:?}"
+    );
+}
+
+/// The sentence introducing a code block and the one after the block are neighbours: the
+/// first says what to do, the second repeats the question's words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sentences_either_side_of_a_code_block_are_neighbours() {
+    let dir = with_fillers(&[(
+        "doctests.md",
+        "# Doc tests\n\nA doc test that uses the question mark operator fails with a mismatched types error.\n\n\
+         ## Leaving out main\n\nYou can also leave out the main function, but then you must name the type:\n\n\
+         ```\nlet answer = compute()?;\nlet more = 1 + 2 + 3;\nOk::<(), Error>(())\n```\n\n\
+         This is needed because the question mark operator converts the error, so type inference fails.\n",
+    )]);
+    let report = research(
+        "My doc test uses the question mark operator and fails with a mismatched types error. How can I fix it?",
+        dir.path(),
+    )
+    .await;
+    let claims: Vec<&str> = report
+        .handoff
+        .settled_conclusions
+        .iter()
+        .map(|c| c.claim.as_str())
+        .collect();
+    assert!(
+        claims
+            .iter()
+            .any(|c| c.contains("but then you must name the type:")),
+        "{claims:?}"
+    );
+}
+
+/// A sentence read that defines a term by the question's words gives the researcher the
+/// corpus's own name for what the question describes: it searches again with it and states
+/// the passage that answers in that name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_term_defined_by_the_questions_words_is_searched_again() {
+    let dir = with_fillers(&[
+        (
+            "pantry.md",
+            "# The pantry\n\nThe pantry of the house is the room where everything is automatically stored.\n",
+        ),
+        (
+            "additions.md",
+            "# Additions to the pantry\n\n- The Pickle and Jam jars are now part of the pantry.\n\n## Labels\n\nEach jar carries a paper label.\n",
+        ),
+    ]);
+    let report = research(
+        "Which jars became automatically stored in the room?",
+        dir.path(),
+    )
+    .await;
+    let stated = report.handoff.settled_conclusions.iter().find(|c| {
+        c.claim
+            .contains("The Pickle and Jam jars are now part of the pantry.")
+    });
+    let stated = stated.unwrap_or_else(|| panic!("{:?}", report.handoff.settled_conclusions));
+    assert!(
+        stated
+            .sources
+            .iter()
+            .any(|s| s.to_string().starts_with("doc:additions.md#L")),
+        "{stated:?}"
+    );
+    assert!(report.subagents.iter().all(|s| s.violations.is_empty()));
+}

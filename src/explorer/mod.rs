@@ -4,6 +4,7 @@
 //! (definitions above mentions, several terms above one, source above tests and docs), reads
 //! around the best ones, and hands off citing exactly the lines it read.
 
+mod asking;
 mod conclude;
 mod follow;
 mod rank;
@@ -112,6 +113,7 @@ impl Model for OfflineModel {
 }
 
 /// The task as the lead wrote it in the first user message.
+#[derive(Clone)]
 pub(super) struct Task {
     pub(super) question: String,
     /// The whole question, when this subagent answers a subtask of it.

@@ -1,13 +1,20 @@
-//! The offline model as a researcher: it searches the corpus for its sub-question's words,
-//! reads the best-ranked chunks and the openings of the best documents, and settles one
-//! conclusion per document made of its best verbatim sentences, citing the chunks they are in
-//! — or, when no document's sentences hold enough of the sub-question's rarer words, hands off negative
-//! evidence naming every query it ran. The whole question's other words weigh in as context.
+//! The offline model as a researcher: it searches the corpus for its sub-question's words (and
+//! the code names it holds, alone), reads the best-ranked chunks and the openings of the best
+//! documents, and settles one conclusion per document made of its best verbatim sentences,
+//! citing the chunks they are in. When a sentence read defines a term by the question's words,
+//! it searches again in that term and answers in it. When no document's sentences hold enough
+//! of the sub-question's rarer words, it hands off negative evidence naming every query it ran.
+//! The whole question's other words weigh in as context.
 
 use std::collections::{BTreeMap, HashSet};
+use std::rc::Rc;
 
 use serde_json::json;
 
+use super::asking::{
+    absence_queries, content_words, definition, foreign, holds_number, is_identifier, parse_search,
+    weights, Counts, Weight, NUMBER,
+};
 use super::{call, not_issued, succeeded, Exchange, Task};
 use crate::handoff::{Conclusion, ConclusionKind, Handoff, OpenItem};
 use crate::source::SourceId;
@@ -17,12 +24,12 @@ use crate::transcript::ToolCall;
 const READS: usize = 8;
 /// Chunks read of one document.
 const READS_PER_DOC: usize = 3;
+/// Chunks read of a search in the corpus's own term for what the question describes.
+const READS_AGAIN: usize = 4;
 /// Documents whose opening chunks are read besides the best-ranked chunks.
 const OPENINGS: usize = 2;
 /// Chunks after the first read of a document's opening.
 const OPENING_CHUNKS: u64 = 2;
-/// The weight of the whole question's words in a sub-question's, against its own.
-const CONTEXT_WEIGHT: f64 = 0.5;
 /// Most sentences a conclusion quotes of its document.
 const SENTENCES: usize = 4;
 /// Most sentences a conclusion quotes, with the neighbours of those.
@@ -69,106 +76,6 @@ fn queries(task: &Task) -> Vec<String> {
     out.retain(|q| !q.is_empty());
     out.dedup();
     out
-}
-
-/// Whether a word is written as code: it holds `_`, `::`, `!` or `()`, or a capital after a
-/// small letter (`IntoIterator`).
-fn is_identifier(w: &str) -> bool {
-    let w = w.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '(' && c != ')');
-    let camel = w
-        .chars()
-        .zip(w.chars().skip(1))
-        .any(|(a, b)| a.is_lowercase() && b.is_uppercase());
-    w.contains(['_', '!']) || w.contains("::") || w.contains("()") || camel
-}
-
-/// A text's words worth searching for: not stop words, not single letters.
-fn content_words(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut before = String::new();
-    for w in text.split(|c: char| !c.is_alphanumeric() && c != '_' && c != '-') {
-        let w = w.trim_matches('-');
-        let lower = w.to_lowercase();
-        let asks_count = is_count_ask(&before, &lower);
-        if !lower.is_empty() {
-            before.clone_from(&lower);
-        }
-        if lower.chars().count() < 2
-            || crate::text::is_stop_word(&lower)
-            || out.contains(&lower)
-            || asks_count
-        {
-            continue;
-        }
-        out.push(lower);
-    }
-    out
-}
-
-/// Whether a word asks for a number with the word before it (`how many`, `how much`): no
-/// content to search for — a sentence holding a number answers it.
-fn is_count_ask(before: &str, word: &str) -> bool {
-    before == "how" && matches!(word, "many" | "much")
-}
-
-/// Whether a question asks for a number (see [`is_count_ask`]).
-fn asks_count(question: &str) -> bool {
-    let words: Vec<String> = crate::text::words(question)
-        .map(str::to_lowercase)
-        .collect();
-    words.windows(2).any(|w| is_count_ask(&w[0], &w[1]))
-}
-
-/// The stem given to a sentence holding a number, for a question asking for one.
-const NUMBER: &str = "#number";
-
-/// Whether a sentence holds a number: digits (not a year, not a version) or a number word.
-fn holds_number(sentence: &str) -> bool {
-    const WORDS: &[&str] = &[
-        "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-        "twenty", "hundred", "thousand", "dozen",
-    ];
-    sentence.split_whitespace().any(|raw| {
-        let w = raw.trim_matches(|c: char| !c.is_alphanumeric());
-        let year = w.len() == 4 && (w.starts_with("19") || w.starts_with("20"));
-        (!w.is_empty() && w.len() <= 6 && w.chars().all(|c| c.is_ascii_digit()) && !year)
-            || WORDS.contains(&w.to_lowercase().as_str())
-    })
-}
-
-/// One search hit as the search tool printed it.
-struct Listed {
-    id: String,
-    rank: usize,
-}
-
-/// The chunk ids a search printed, in rank order, and its term counts.
-fn parse_search(content: &str) -> (Vec<Listed>, BTreeMap<String, u64>, u64) {
-    let mut hits = Vec::new();
-    let mut counts = BTreeMap::new();
-    let mut total = 0;
-    for line in content.lines() {
-        if let Some(rest) = line.strip_prefix(crate::corpus::TERMS_LINE) {
-            if let Some((n, list)) = rest.split_once("): ") {
-                total = n.parse().unwrap_or(0);
-                for item in list.split(", ") {
-                    if let Some((t, c)) = item.rsplit_once(' ') {
-                        counts.insert(t.to_string(), c.parse().unwrap_or(0));
-                    }
-                }
-            }
-            continue;
-        }
-        let Some((num, rest)) = line.split_once(". doc:") else {
-            continue;
-        };
-        let Ok(rank) = num.trim().parse::<usize>() else {
-            continue;
-        };
-        let id = rest.split(" — ").next().unwrap_or(rest).trim().to_string();
-        hits.push(Listed { id, rank });
-    }
-    (hits, counts, total)
 }
 
 /// The chunks to read: the best of every search, by their best rank, at most
@@ -256,7 +163,15 @@ pub(super) fn turn(
     }
     let mut handoff = conclude(task, &ran, &read);
     if !handoff.settled_conclusions.is_empty() {
-        return (handoff.to_markdown(), Vec::new());
+        let first = Found {
+            searches: &ran,
+            reads: &read,
+            chunks: &chunks,
+        };
+        return match redefined(task, &ran, &read) {
+            Some((again, search)) => in_own_term(&again, search, done, may_call, &first, handoff),
+            None => (handoff.to_markdown(), Vec::new()),
+        };
     }
     // Nothing read answers: the absence is tested by searches that must find nothing.
     let checks: Vec<ToolCall> = absence_queries(task, &Counts::of(&ran))
@@ -271,6 +186,79 @@ pub(super) fn turn(
     let checked = succeeded(done, &checks);
     absent(task, &ran, &checked, &mut handoff);
     (handoff.to_markdown(), Vec::new())
+}
+
+/// What a researcher's first searches found and read.
+struct Found<'x, 'a> {
+    searches: &'x [&'x Exchange<'a>],
+    reads: &'x [&'x Exchange<'a>],
+    chunks: &'x [String],
+}
+
+/// The turns after a sentence read defined a term by the question's words: search in that
+/// term, read what it found that was not read yet, and hand off the answer in it — or the
+/// first answer (`handoff`) when the term finds none.
+fn in_own_term(
+    again: &Task,
+    search: ToolCall,
+    done: &[Exchange<'_>],
+    may_call: &dyn Fn(&str) -> bool,
+    first: &Found<'_, '_>,
+    handoff: Handoff,
+) -> (String, Vec<ToolCall>) {
+    let ask = |pending: Vec<ToolCall>, tool: &str, say: &str| {
+        (!pending.is_empty() && may_call(tool)).then(|| (say.to_string(), pending))
+    };
+    let say = "Searching again in the corpus's own term for what the question describes.";
+    if let Some(turn) = ask(
+        not_issued(done, std::slice::from_ref(&search)),
+        "search",
+        say,
+    ) {
+        return turn;
+    }
+    let found = succeeded(done, &[search]);
+    let reads: Vec<ToolCall> = to_read(&found)
+        .into_iter()
+        .filter(|c| !first.chunks.contains(c))
+        .take(READS_AGAIN)
+        .enumerate()
+        .map(|(i, id)| call(60 + i, "read", json!({"id": format!("doc:{id}")})))
+        .collect();
+    let say = "Reading the passages found by the corpus's own term.";
+    if let Some(turn) = ask(not_issued(done, &reads), "read", say) {
+        return turn;
+    }
+    let searches: Vec<&Exchange<'_>> = first.searches.iter().chain(&found).copied().collect();
+    let read: Vec<&Exchange<'_>> = first
+        .reads
+        .iter()
+        .copied()
+        .chain(succeeded(done, &reads))
+        .collect();
+    let answer = conclude(again, &searches, &read);
+    let answer = if answer.settled_conclusions.is_empty() {
+        handoff
+    } else {
+        answer
+    };
+    (answer.to_markdown(), Vec::new())
+}
+
+/// The sub-question asked again in the corpus's own term (see [`Reading::redefined`]), and
+/// the search for it; None when no sentence read defines a term by the question's words,
+/// or when that search was run already.
+fn redefined(
+    task: &Task,
+    ran: &[&Exchange<'_>],
+    read: &[&Exchange<'_>],
+) -> Option<(Task, ToolCall)> {
+    let again = Reading::of(task, ran, read).redefined(task)?;
+    let search = call(50, "search", json!({"query": again.question, "limit": 8}));
+    if ran.iter().any(|e| *e.arguments == search.arguments) {
+        return None;
+    }
+    Some((again, search))
 }
 
 /// The reads of the chunks to read, then of the best documents' openings — a page usually
@@ -328,183 +316,6 @@ fn read_chunks<'a>(ex: &Exchange<'a>) -> Vec<Shown<'a>> {
     out
 }
 
-/// How many chunks hold each stemmed word the searches printed, and how many chunks there
-/// are (at least 1).
-struct Counts {
-    held: BTreeMap<String, u64>,
-    chunks: u64,
-}
-
-impl Counts {
-    fn of(searches: &[&Exchange<'_>]) -> Counts {
-        let mut held = BTreeMap::new();
-        let mut chunks = 1u64;
-        for ex in searches {
-            let (_, c, n) = parse_search(ex.content);
-            held.extend(c);
-            chunks = chunks.max(n);
-        }
-        Counts { held, chunks }
-    }
-
-    /// Whether a word's stem is in no chunk (a word no search counted is not known unseen).
-    fn unseen(&self, stem: &str) -> bool {
-        self.held.get(stem).copied() == Some(0)
-    }
-}
-
-/// A question word's stem and weight, and whether the sub-question itself holds it (else it
-/// is the whole question's context).
-struct Weight {
-    stem: String,
-    w: f64,
-    own: bool,
-}
-
-/// Each question word's weight: how rare it is among the corpus's chunks (the search tool's
-/// counts), by its stem.
-fn weights(task: &Task, counts: &Counts, foreign: bool) -> Vec<Weight> {
-    let total = counts.chunks;
-    let mut out: Vec<Weight> = Vec::new();
-    // A sub-question's words count whole; the rest of the whole question — its context, not
-    // what another researcher's sub-question asks — counts at [`CONTEXT_WEIGHT`].
-    let theirs: HashSet<String> = task
-        .others
-        .iter()
-        .flat_map(|o| crate::corpus::stems(o))
-        .collect();
-    let context = task
-        .whole
-        .as_deref()
-        .map(question_words)
-        .unwrap_or_default();
-    let words = question_words(&task.question)
-        .into_iter()
-        .map(|(w, named)| (w, named, 1.0))
-        .chain(
-            context
-                .into_iter()
-                .map(|(w, named)| (w, named, CONTEXT_WEIGHT)),
-        );
-    for (word, named, share) in words {
-        for stem in crate::corpus::stems(&word) {
-            if share < 1.0 && theirs.contains(&stem) {
-                continue;
-            }
-            if out.iter().any(|o| o.stem == stem) {
-                continue;
-            }
-            let df = counts.held.get(&stem).copied().unwrap_or(0);
-            // A word in no chunk: a paraphrase the corpus words otherwise is left out; a thing
-            // the question names (an acronym, a name, an identifier) that the corpus never
-            // mentions counts fully against every passage.
-            let w = match (df, named) {
-                (0, false) if !foreign => 0.0,
-                _ => share * ((total as f64 + 1.0) / (df as f64 + 1.0)).ln().max(0.1),
-            };
-            out.push(Weight {
-                stem,
-                w,
-                own: share == 1.0,
-            });
-        }
-    }
-    // A question asking "how many" is answered by a number: one weighs as its rarest word.
-    if asks_count(&task.question) {
-        let w = out
-            .iter()
-            .filter(|w| w.own)
-            .map(|w| w.w)
-            .fold(0.0, f64::max);
-        out.push(Weight {
-            stem: NUMBER.into(),
-            w,
-            own: true,
-        });
-    }
-    // A sub-question whose own words are all paraphrases the corpus words otherwise ("where
-    // is it kept?") is asked by its context: the context's words count as its own, whole.
-    if !out.iter().any(|w| w.own && w.w > 0.0) {
-        for w in out.iter_mut().filter(|w| !w.own) {
-            w.w /= CONTEXT_WEIGHT;
-            w.own = true;
-        }
-    }
-    out
-}
-
-/// The question's content words, each with whether it names a thing: an acronym or a number,
-/// a word capitalised inside a sentence, or one holding `_`, `::` or `!`.
-fn question_words(question: &str) -> Vec<(String, bool)> {
-    let mut out: Vec<(String, bool)> = Vec::new();
-    for sentence in crate::text::sentences(question) {
-        let mut before = String::new();
-        for (i, raw) in sentence.split_whitespace().enumerate() {
-            let w = raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '!');
-            let asks_count = is_count_ask(&before, &w.to_lowercase());
-            before = w.to_lowercase();
-            if asks_count {
-                continue;
-            }
-            let named = (w.len() >= 2
-                && w.chars()
-                    .filter(|c| c.is_alphabetic())
-                    .all(char::is_uppercase))
-                || (i > 0 && w.chars().next().is_some_and(char::is_uppercase))
-                || w.contains(['_', '!'])
-                || w.contains("::");
-            for word in content_words(w) {
-                if !out.iter().any(|(o, _)| *o == word) {
-                    out.push((word, named));
-                }
-            }
-        }
-    }
-    out
-}
-
-/// Whether the question is foreign to the corpus: its sub-question names a thing (see
-/// [`question_words`]) that no chunk holds, or a third of the whole question's words are in no
-/// chunk (a sub-question of one paraphrased word is not foreign by it).
-fn foreign(task: &Task, counts: &Counts) -> bool {
-    let unseen = |w: &str| crate::corpus::stems(w).iter().any(|s| counts.unseen(s));
-    let named = question_words(&task.question)
-        .iter()
-        .any(|(w, named)| *named && unseen(w));
-    let words = question_words(task.whole.as_deref().unwrap_or(&task.question));
-    let share = words.iter().filter(|(w, _)| unseen(w)).count() * 3 >= words.len().max(1);
-    named || share
-}
-
-/// The searches that test an absence: every word the question names and the corpus never
-/// mentions, alone; else the question's three rarest words, all required.
-fn absence_queries(task: &Task, counts: &Counts) -> Vec<String> {
-    let weights: Vec<Weight> = weights(task, counts, true)
-        .into_iter()
-        .filter(|w| w.own && w.w > 0.0 && w.stem != NUMBER)
-        .collect();
-    let unseen: Vec<String> = weights
-        .iter()
-        .filter(|w| counts.unseen(&w.stem))
-        .map(|w| format!("+{}", w.stem))
-        .collect();
-    if !unseen.is_empty() {
-        return unseen;
-    }
-    let mut ranked: Vec<&Weight> = weights.iter().collect();
-    ranked.sort_by(|a, b| b.w.total_cmp(&a.w));
-    let rare: Vec<String> = ranked
-        .iter()
-        .take(3)
-        .map(|w| format!("+{}", w.stem))
-        .collect();
-    if rare.is_empty() {
-        Vec::new()
-    } else {
-        vec![rare.join(" ")]
-    }
-}
-
 /// A sentence read, scored against the question.
 struct Scored {
     /// The weight of the question words it holds.
@@ -519,6 +330,8 @@ struct Scored {
     /// Its place among the chunk's prose sentences (`usize::MAX` for a line of code).
     at: usize,
     sentence: String,
+    /// The stems of its chunk's headings and its document's path: what it is about.
+    topic: Rc<HashSet<String>>,
     /// Its line in the document.
     line: u32,
 }
@@ -615,9 +428,11 @@ fn doc_conclusion(mut chosen: Vec<&Scored>) -> Option<Conclusion> {
 fn score_chunk(shown: &Shown<'_>, weights: &[Weight]) -> Vec<Scored> {
     // The chunk's headings and its document's name say what every sentence under them is about.
     let path = shown.id.split('#').next().unwrap_or(&shown.id);
-    let heading: HashSet<String> = crate::corpus::stems(&format!("{} {path}", shown.headings))
-        .into_iter()
-        .collect();
+    let heading: Rc<HashSet<String>> = Rc::new(
+        crate::corpus::stems(&format!("{} {path}", shown.headings))
+            .into_iter()
+            .collect(),
+    );
     // The shown text's first line is the span's first line of the document.
     let first = span_of(&shown.id).0;
     // Each sentence with its line and its place among the chunk's prose sentences: a code
@@ -667,42 +482,126 @@ fn score_chunk(shown: &Shown<'_>, weights: &[Weight]) -> Vec<Scored> {
             id: shown.id.clone(),
             at,
             sentence: sentence.to_string(),
+            topic: Rc::clone(&heading),
             line,
         });
     }
     out
 }
 
-/// The handoff: the best sentences read, or negative evidence.
-fn conclude(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) -> Handoff {
-    // A question foreign to the corpus counts its unseen words against every passage.
-    let counts = Counts::of(searches);
-    let foreign = foreign(task, &counts);
-    let weights = weights(task, &counts, foreign);
-    let whole: f64 = weights.iter().filter(|w| w.own).map(|w| w.w).sum();
-    let mut scored: Vec<Scored> = Vec::new();
-    for ex in reads {
-        for shown in read_chunks(ex) {
-            scored.extend(score_chunk(&shown, &weights));
+/// The sentences read, scored against a question, best first, and what a sentence must hold
+/// to answer it.
+struct Reading {
+    weights: Vec<Weight>,
+    /// The weight of the sub-question's own words.
+    whole: f64,
+    /// The share of that weight a sentence must hold to answer.
+    bar: f64,
+    scored: Vec<Scored>,
+}
+
+impl Reading {
+    fn of(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) -> Reading {
+        // A question foreign to the corpus counts its unseen words against every passage.
+        let counts = Counts::of(searches);
+        let foreign = foreign(task, &counts);
+        let weights = weights(task, &counts, foreign);
+        let whole: f64 = weights.iter().filter(|w| w.own).map(|w| w.w).sum();
+        let mut scored: Vec<Scored> = Vec::new();
+        for ex in reads {
+            for shown in read_chunks(ex) {
+                scored.extend(score_chunk(&shown, &weights));
+            }
+        }
+        // Best first; of equal ones, the one read in the narrower span (a chunk before a long
+        // block) — a sentence read twice (by its chunk and in a document's opening) is one.
+        let width = |s: &Scored| {
+            let (a, b) = span_of(&s.id);
+            b.saturating_sub(a)
+        };
+        scored.sort_by(|a, b| b.score.total_cmp(&a.score).then(width(a).cmp(&width(b))));
+        let mut seen = HashSet::new();
+        scored.retain(|s| seen.insert((doc_of(&s.id).to_string(), s.sentence.clone())));
+        // A sentence answers when it holds enough of the sub-question's own words — a thing
+        // the question names that the corpus never mentions raises the bar.
+        let bar = if foreign {
+            NAMED_UNSEEN_COVERAGE
+        } else {
+            MIN_COVERAGE
+        };
+        Reading {
+            weights,
+            whole,
+            bar,
+            scored,
         }
     }
-    // Best first; of equal ones, the one read in the narrower span (a chunk before a long
-    // block) — a sentence read twice (by its chunk and in a document's opening) is one.
-    let width = |s: &Scored| {
-        let (a, b) = span_of(&s.id);
-        b.saturating_sub(a)
-    };
-    scored.sort_by(|a, b| b.score.total_cmp(&a.score).then(width(a).cmp(&width(b))));
-    let mut seen = HashSet::new();
-    scored.retain(|s| seen.insert((doc_of(&s.id).to_string(), s.sentence.clone())));
-    // A sentence answers when it holds enough of the sub-question's own words — a thing the
-    // question names that the corpus never mentions raises the bar —; the best of those by
-    // all the question's words are stated.
-    let bar = if foreign {
-        NAMED_UNSEEN_COVERAGE
-    } else {
-        MIN_COVERAGE
-    };
+
+    /// The question asked again in the corpus's own term, when a sentence read defines one by
+    /// the question's words — its definition alone holding what a sentence must hold to
+    /// answer (`… automatically imported into every module …` → `prelude …`): the term and
+    /// the question's words the definition does not hold (its context's likewise).
+    fn redefined(&self, task: &Task) -> Option<Task> {
+        let own = |stem: &str| {
+            self.weights
+                .iter()
+                .any(|w| w.own && w.w > 0.0 && w.stem == stem)
+        };
+        let mut best: Option<(f64, Vec<String>, HashSet<String>)> = None;
+        for s in self.scored.iter().filter(|s| s.holds_own) {
+            let Some((term, predicate)) = definition(&s.sentence) else {
+                continue;
+            };
+            // The term is new to the question, and what its passage is about (its headings
+            // or its document's name say it): `A notable example is …` defines nothing.
+            let named: Vec<String> = term.iter().flat_map(|t| crate::corpus::stems(t)).collect();
+            if named.iter().any(|t| own(t) || !s.topic.contains(t)) {
+                continue;
+            }
+            let stems: HashSet<String> = crate::corpus::stems(predicate)
+                .into_iter()
+                .filter(|t| own(t))
+                .collect();
+            let weight: f64 = self
+                .weights
+                .iter()
+                .filter(|w| w.own && stems.contains(&w.stem))
+                .map(|w| w.w)
+                .sum();
+            let answers = stems.len() >= 2 && self.whole > 0.0 && weight / self.whole >= self.bar;
+            if answers && best.as_ref().is_none_or(|b| weight > b.0) {
+                best = Some((weight, term, stems));
+            }
+        }
+        let (_, term, defined) = best?;
+        Some(Task {
+            question: in_term(&term, &task.question, &defined),
+            whole: task.whole.as_deref().map(|w| in_term(&term, w, &defined)),
+            ..task.clone()
+        })
+    }
+}
+
+/// A question's words with those a definition holds (`defined`, by stem) replaced by its term.
+fn in_term(term: &[String], question: &str, defined: &HashSet<String>) -> String {
+    let mut words = term.to_vec();
+    for w in content_words(question) {
+        let stems = crate::corpus::stems(&w);
+        if !stems.iter().all(|t| defined.contains(t)) && !words.contains(&w) {
+            words.push(w);
+        }
+    }
+    words.join(" ")
+}
+
+/// The handoff: the best sentences read, or negative evidence.
+fn conclude(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) -> Handoff {
+    let Reading {
+        weights,
+        whole,
+        bar,
+        scored,
+    } = Reading::of(task, searches, reads);
     // (A sentence must hold one of those words itself: its headings alone answer nothing.)
     let answer = |s: &Scored| s.holds_own && whole > 0.0 && s.own / whole >= bar;
     // A document answers when one of its sentences does, or when its best sentences hold
@@ -813,4 +712,35 @@ fn absent(
             .collect(),
         kind: ConclusionKind::NegativeEvidence,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(question: &str) -> Task {
+        Task {
+            question: question.into(),
+            whole: None,
+            others: Vec::new(),
+            scope: Vec::new(),
+            orienting: false,
+            verify: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_code_names_a_question_holds_are_searched_alone_too() {
+        let asked = queries(&task(
+            "Calling .into_iter() on some containers started yielding owned values. Which ones?",
+        ));
+        assert_eq!(asked.len(), 2, "{asked:?}");
+        assert_eq!(asked[1], "into_iter");
+        // A question naming no code, or nothing but code, is searched once.
+        assert_eq!(
+            queries(&task("Which containers yield owned values?")).len(),
+            1
+        );
+        assert_eq!(queries(&task("Box::new?")).len(), 1);
+    }
 }
