@@ -49,11 +49,12 @@ const RELATIVE: f64 = 0.8;
 
 /// The queries a researcher runs: its sub-question's words, then (for a sub-question of a
 /// larger question) those words with the whole question's context — its words that no other
-/// researcher's sub-question holds, so no two researchers run the same query.
+/// researcher's sub-question holds, so no two researchers run the same query —, then the code
+/// names only it holds, alone.
 fn queries(task: &Task) -> Vec<String> {
+    let theirs: Vec<String> = task.others.iter().flat_map(|o| content_words(o)).collect();
     let mut out = vec![content_words(&task.question).join(" ")];
     if let Some(whole) = &task.whole {
-        let theirs: Vec<String> = task.others.iter().flat_map(|o| content_words(o)).collect();
         let mut words = content_words(&task.question);
         for w in content_words(whole) {
             if !words.contains(&w) && !theirs.contains(&w) {
@@ -62,15 +63,18 @@ fn queries(task: &Task) -> Vec<String> {
         }
         out.push(words.join(" "));
     }
-    // The code names the question holds (`into_iter`, `Box::new`, `FFI`), alone: every page
-    // that speaks of them, whatever words it uses around them.
+    // The code names the question holds (`into_iter`, `Box::new`, `IntoIterator`), alone: every
+    // page that speaks of them, whatever words it uses around them — those another
+    // researcher's sub-question holds are its to search.
     let names: Vec<&str> = task
         .question
         .split_whitespace()
         .filter(|w| is_identifier(w))
         .collect();
-    let names = content_words(&names.join(" "));
-    if !names.is_empty() && names.len() < content_words(&task.question).len() {
+    let mut names = content_words(&names.join(" "));
+    let all = content_words(&task.question).len();
+    names.retain(|n| !theirs.contains(n));
+    if !names.is_empty() && names.len() < all {
         out.push(names.join(" "));
     }
     out.retain(|q| !q.is_empty());
@@ -742,5 +746,9 @@ mod tests {
             1
         );
         assert_eq!(queries(&task("Box::new?")).len(), 1);
+        // A name another researcher's sub-question holds is searched by that researcher.
+        let mut shared = task("What does into_iter yield on arrays?");
+        shared.others = vec!["What does into_iter yield on boxed slices?".into()];
+        assert_eq!(queries(&shared).len(), 1, "{:?}", queries(&shared));
     }
 }
