@@ -329,8 +329,8 @@
 //! stems, abbreviations, examples), `explorer/survey.rs` (count greps → line-based rarity of
 //! each term, files to read), `explorer/rank.rs` (definitions, scoring hit lines, block ends),
 //! `explorer/follow.rs` (callers of what was found), `explorer/research.rs` (as a researcher,
-//! offered `search` and `read` or one of them: searches its sub-question's words and the code
-//! names it holds, reads the best chunks and the best documents' openings, settles per
+//! offered `search` and `read` or one of them: searches its sub-question's words and, alone,
+//! the code names it holds (one researcher per shared name), reads the best chunks and the best documents' openings, settles per
 //! document its verbatim sentences holding enough of the sub-question's rarer words —
 //! weighted by how many chunks hold each, the whole question's other words at half, a number
 //! for a "how many"; alone or together, with their neighbours holding a question word (across

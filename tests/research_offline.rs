@@ -296,6 +296,24 @@ async fn a_how_many_question_is_answered_by_a_number() {
     .await;
     let first = &report.handoff.settled_conclusions[0];
     assert!(first.claim.contains("a maximum of 7 tries"), "{first:?}");
+    // A number beside none of the question's words answers nothing.
+    let dir = with_fillers(&[(
+        "canteen.md",
+        "# Canteen
+
+The canteen serves 12 dishes on Fridays.
+",
+    )]);
+    let report = research("How many zorblax replicas are kept?", dir.path()).await;
+    assert!(
+        report
+            .handoff
+            .settled_conclusions
+            .iter()
+            .all(|c| !c.claim.contains("12 dishes")),
+        "{:?}",
+        report.handoff
+    );
     assert!(
         first
             .sources
@@ -310,14 +328,26 @@ async fn a_how_many_question_is_answered_by_a_number() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sentences_either_side_of_a_code_block_are_neighbours() {
     let dir = with_fillers(&[(
-        "doctests.md",
-        "# Doc tests\n\nA doc test that uses the question mark operator fails with a mismatched types error.\n\n\
-         ## Leaving out main\n\nYou can also leave out the main function, but then you must name the type:\n\n\
-         ```\nlet answer = compute()?;\nlet more = 1 + 2 + 3;\nOk::<(), Error>(())\n```\n\n\
-         This is needed because the question mark operator converts the error, so type inference fails.\n",
+        "kiln.md",
+        "# Kiln firing
+
+A kiln schedule that climbs too fast cracks the glaze with a crazing fault.
+
+         ## Holding the ramp
+
+You can also add a hold step, but then you must name the glaze soak:
+
+         ```
+step hold at 600 degrees
+step ramp slowly to 1200
+soak name here please
+```
+
+         This is needed because a kiln schedule that climbs fast heats the glaze unevenly, so crazing follows.
+",
     )]);
     let report = research(
-        "My doc test uses the question mark operator and fails with a mismatched types error. How can I fix it?",
+        "My kiln schedule climbs too fast and the glaze shows a crazing fault. How can I fix it?",
         dir.path(),
     )
     .await;
@@ -330,7 +360,7 @@ async fn the_sentences_either_side_of_a_code_block_are_neighbours() {
     assert!(
         claims
             .iter()
-            .any(|c| c.contains("but then you must name the type:")),
+            .any(|c| c.contains("but then you must name the glaze soak:")),
         "{claims:?}"
     );
 }
@@ -368,4 +398,39 @@ async fn a_term_defined_by_the_questions_words_is_searched_again() {
         "{stated:?}"
     );
     assert!(report.subagents.iter().all(|s| s.violations.is_empty()));
+    // A term its passage is not about (no heading, no file name holds it) is not searched.
+    let dir = with_fillers(&[
+        (
+            "house.md",
+            "# The house\n\nThe pantry of the house is the room where everything is automatically stored.\n",
+        ),
+        (
+            "crocks.md",
+            "# Crocks\n\n- Pickle crocks and butter crocks are kept in the pantry too.\n",
+        ),
+    ]);
+    let report = research(
+        "Which jars became automatically stored in the room?",
+        dir.path(),
+    )
+    .await;
+    assert!(
+        cited_docs(&report)
+            .iter()
+            .all(|c| !c.starts_with("crocks.md")),
+        "{:?}",
+        cited_docs(&report)
+    );
+}
+
+/// A question with no word worth searching for is an open item saying so — not a complaint
+/// about constraints or budget the run does not have.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_with_nothing_to_search_for_says_so() {
+    let dir = with_fillers(&[]);
+    let report = research("How many are there?", dir.path()).await;
+    let said = format!("{:?}", report.handoff.open_items);
+    assert!(said.contains("no word worth searching for"), "{said}");
+    assert!(!said.contains("budget"), "{said}");
+    assert!(report.handoff.settled_conclusions.is_empty());
 }

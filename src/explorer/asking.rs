@@ -7,15 +7,19 @@ use std::collections::{BTreeMap, HashSet};
 
 use super::{Exchange, Task};
 
-/// Whether a word is written as code: it holds `_`, `::`, `!` or `()`, or a capital after a
-/// small letter (`IntoIterator`).
+/// Whether a word is written as a name in code: it holds `_`, `::` or `()`, a `!` before a
+/// bracket or in backticks (`vec![…]`, `` `panic!` ``, not "Help!"), or a capital after a
+/// small letter (`IntoIterator`, also a brand such as `GitHub`).
 pub(super) fn is_identifier(w: &str) -> bool {
+    let ticked = w.starts_with('`');
     let w = w.trim_matches(|c: char| !c.is_alphanumeric() && !"_()!".contains(c));
     let camel = w
         .chars()
         .zip(w.chars().skip(1))
         .any(|(a, b)| a.is_lowercase() && b.is_uppercase());
-    w.contains(['_', '!']) || w.contains("::") || w.contains("()") || camel
+    let bang =
+        w.contains("!(") || w.contains("![") || w.contains("!{") || (ticked && w.contains('!'));
+    w.contains('_') || w.contains("::") || w.contains("()") || bang || camel
 }
 
 /// A text's words worth searching for: not stop words, not single letters.
@@ -58,22 +62,61 @@ pub(super) fn asks_count(question: &str) -> bool {
 /// The stem given to a sentence holding a number, for a question asking for one.
 pub(super) const NUMBER: &str = "#number";
 
-/// Whether a sentence holds a number: digits (not a year, not a version, not `#12`) or a
-/// number word.
+/// Whether a sentence holds a number: digits (`7`, `10,000`, `1.5`; not a year, not a version
+/// such as `1.34.0`, not an issue such as `#12`) or a number word (not "one", most often a
+/// pronoun).
 pub(super) fn holds_number(sentence: &str) -> bool {
     const WORDS: &[&str] = &[
-        "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-        "twenty", "hundred", "thousand", "dozen",
+        "zero",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
+        "thirty",
+        "forty",
+        "fifty",
+        "sixty",
+        "seventy",
+        "eighty",
+        "ninety",
+        "hundred",
+        "thousand",
+        "million",
+        "billion",
+        "dozen",
+        "once",
+        "twice",
+        "thrice",
     ];
     sentence.split_whitespace().any(|raw| {
-        // `#3123` is an issue's name, not a count.
-        if raw.starts_with('#') {
+        let w = raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '#');
+        if w.starts_with('#') {
             return false;
         }
-        let w = raw.trim_matches(|c: char| !c.is_alphanumeric());
+        let digits = w.replace(',', "");
         let year = w.len() == 4 && (w.starts_with("19") || w.starts_with("20"));
-        (!w.is_empty() && w.len() <= 6 && w.chars().all(|c| c.is_ascii_digit()) && !year)
-            || WORDS.contains(&w.to_lowercase().as_str())
+        let number = !digits.is_empty()
+            && digits.len() <= 12
+            && digits.matches('.').count() <= 1
+            && digits.chars().all(|c| c.is_ascii_digit() || c == '.')
+            && digits.chars().next().is_some_and(|c| c.is_ascii_digit())
+            && !digits.ends_with('.');
+        (number && !year) || WORDS.contains(&w.to_lowercase().as_str())
     })
 }
 
@@ -260,6 +303,14 @@ pub(super) fn weights(task: &Task, counts: &Counts, foreign: bool) -> Vec<Weight
             });
         }
     }
+    // A sub-question whose own words are all paraphrases the corpus words otherwise ("where
+    // is it kept?") is asked by its context: the context's words count as its own, whole.
+    if !out.iter().any(|w| w.own && w.w > 0.0) {
+        for w in out.iter_mut().filter(|w| !w.own) {
+            w.w /= CONTEXT_WEIGHT;
+            w.own = true;
+        }
+    }
     // A question asking "how many" is answered by a number: one weighs as its rarest word.
     if asks_count(&task.question) {
         let w = out
@@ -272,14 +323,6 @@ pub(super) fn weights(task: &Task, counts: &Counts, foreign: bool) -> Vec<Weight
             w,
             own: true,
         });
-    }
-    // A sub-question whose own words are all paraphrases the corpus words otherwise ("where
-    // is it kept?") is asked by its context: the context's words count as its own, whole.
-    if !out.iter().any(|w| w.own && w.w > 0.0) {
-        for w in out.iter_mut().filter(|w| !w.own) {
-            w.w /= CONTEXT_WEIGHT;
-            w.own = true;
-        }
     }
     out
 }
@@ -346,14 +389,23 @@ mod tests {
 
     #[test]
     fn a_number_is_a_count_not_a_year_a_version_or_an_issue() {
-        assert!(holds_number(
-            "For a given item, a maximum of 5 examples are shown."
-        ));
-        assert!(holds_number("It tries three times."));
-        assert!(!holds_number("Since Rust 2021 this is gone."));
-        assert!(!holds_number("As of version 1.34.0 it works."));
-        assert!(!holds_number("Tracking issue: #88791"));
-        assert!(!holds_number("One can also omit it."));
+        for yes in [
+            "Each ferry carries at most 40 cars.",
+            "The kettle boils twice a day.",
+            "The archive keeps 10,000 letters.",
+            "A lap takes 1.5 minutes.",
+            "Seventeen gulls nest on the roof.",
+        ] {
+            assert!(holds_number(yes), "{yes}");
+        }
+        for no in [
+            "The ferry service started in 1998.",
+            "The tool 2.10.3 fixed it.",
+            "See the ticket (#4521) for details.",
+            "One may also walk there.",
+        ] {
+            assert!(!holds_number(no), "{no}");
+        }
     }
 
     #[test]
@@ -362,36 +414,43 @@ mod tests {
             "into_iter",
             ".into_iter()",
             "Box::new",
-            "matches!",
+            "`matches!`",
+            "vec![1]",
             "IntoIterator",
             "len()",
         ] {
             assert!(is_identifier(w), "{w}");
         }
-        for w in ["Iterator", "FFI", "containers", "2021", "half-migrated"] {
+        for w in [
+            "Iterator",
+            "FFI",
+            "Help!",
+            "containers",
+            "2021",
+            "half-migrated",
+        ] {
             assert!(!is_identifier(w), "{w}");
         }
     }
 
     #[test]
     fn a_definition_names_its_term() {
-        let (term, predicate) = definition(
-            "The prelude of the standard library is the module containing everything that is imported.",
-        )
-        .unwrap();
-        assert_eq!(term, vec!["prelude"]);
-        assert!(predicate.starts_with("the module containing"));
+        let (term, predicate) =
+            definition("The scullery of the old house is the room where every dish is washed.")
+                .unwrap();
+        assert_eq!(term, vec!["scullery"]);
+        assert!(predicate.starts_with("the room where"));
         assert_eq!(
-            definition("A lock file means the build is pinned.")
+            definition("A tide table means the hours are known.")
                 .unwrap()
                 .0,
-            vec!["lock", "file"]
+            vec!["tide", "table"]
         );
         // No short subject, or no word worth searching in it: no definition.
-        assert!(definition("It is the module imported everywhere.").is_none());
+        assert!(definition("It is the room where dishes are washed.").is_none());
         assert!(definition("Nothing here defines anything at all.").is_none());
         assert!(definition(
-            "When the build of every crate in the workspace finishes at last, it is done."
+            "When the last ferry of the evening leaves the harbour at dusk, it is dark."
         )
         .is_none());
     }

@@ -50,7 +50,7 @@ const RELATIVE: f64 = 0.8;
 /// The queries a researcher runs: its sub-question's words, then (for a sub-question of a
 /// larger question) those words with the whole question's context — its words that no other
 /// researcher's sub-question holds, so no two researchers run the same query —, then the code
-/// names only it holds, alone.
+/// names it holds, alone (a name several sub-questions hold, by one researcher only).
 fn queries(task: &Task) -> Vec<String> {
     let theirs: Vec<String> = task.others.iter().flat_map(|o| content_words(o)).collect();
     let mut out = vec![content_words(&task.question).join(" ")];
@@ -64,17 +64,35 @@ fn queries(task: &Task) -> Vec<String> {
         out.push(words.join(" "));
     }
     // The code names the question holds (`into_iter`, `Box::new`, `IntoIterator`), alone: every
-    // page that speaks of them, whatever words it uses around them — those another
-    // researcher's sub-question holds are its to search.
-    let names: Vec<&str> = task
+    // page that speaks of them, whatever words it uses around them — a name of several words
+    // as a phrase. A name several researchers' sub-questions hold is searched alone by one.
+    let mut names: Vec<String> = Vec::new();
+    let mut named = 0;
+    for raw in task
         .question
         .split_whitespace()
         .filter(|w| is_identifier(w))
-        .collect();
-    let mut names = content_words(&names.join(" "));
-    let all = content_words(&task.question).len();
-    names.retain(|n| !theirs.contains(n));
-    if !names.is_empty() && names.len() < all {
+    {
+        // (A name other sub-questions hold too is searched by the first of them, in text order:
+        // every researcher decides alike from the same sub-questions.)
+        let words: Vec<String> = content_words(raw)
+            .into_iter()
+            .filter(|w| {
+                !task
+                    .others
+                    .iter()
+                    .any(|o| o.as_str() < task.question.as_str() && content_words(o).contains(w))
+            })
+            .collect();
+        named += words.len();
+        match words.len() {
+            0 => {}
+            1 => names.extend(words),
+            _ => names.push(format!("\"{}\"", words.join(" "))),
+        }
+    }
+    names.dedup();
+    if !names.is_empty() && named < content_words(&task.question).len() {
         out.push(names.join(" "));
     }
     out.retain(|q| !q.is_empty());
@@ -146,6 +164,16 @@ pub(super) fn turn(
         .enumerate()
         .map(|(i, q)| call(i, "search", json!({"query": q, "limit": 8})))
         .collect();
+    if searches.is_empty() {
+        let handoff = Handoff {
+            open_items: vec![OpenItem {
+                item: format!("Nothing to search for: {}", task.question),
+                stuck_on: "the question holds no word worth searching for (only question words and common words)".into(),
+            }],
+            ..Handoff::default()
+        };
+        return (handoff.to_markdown(), Vec::new());
+    }
     let searching = "Searching the corpus for the question's words.";
     if let Some(turn) = ask(not_issued(done, &searches), "search", searching) {
         return turn;
@@ -240,12 +268,23 @@ fn in_own_term(
         .copied()
         .chain(succeeded(done, &reads))
         .collect();
-    let answer = conclude(again, &searches, &read);
-    let answer = if answer.settled_conclusions.is_empty() {
-        handoff
-    } else {
-        answer
-    };
+    let mut answer = conclude(again, &searches, &read);
+    if answer.settled_conclusions.is_empty() {
+        return (handoff.to_markdown(), Vec::new());
+    }
+    // The first answer, which holds the definition, says why the term answers: it stays,
+    // after the answer in the term, when it cites a passage that answer does not.
+    for first in handoff.settled_conclusions.into_iter().take(1) {
+        let cited = |s: &SourceId| {
+            answer
+                .settled_conclusions
+                .iter()
+                .any(|c| c.sources.contains(s))
+        };
+        if !first.sources.iter().all(cited) {
+            answer.settled_conclusions.push(first);
+        }
+    }
     (answer.to_markdown(), Vec::new())
 }
 
@@ -258,7 +297,8 @@ fn redefined(
     read: &[&Exchange<'_>],
 ) -> Option<(Task, ToolCall)> {
     let again = Reading::of(task, ran, read).redefined(task)?;
-    let search = call(50, "search", json!({"query": again.question, "limit": 8}));
+    let query = content_words(&again.question).join(" ");
+    let search = call(50, "search", json!({"query": query, "limit": 8}));
     if ran.iter().any(|e| *e.arguments == search.arguments) {
         return None;
     }
@@ -400,7 +440,7 @@ fn together(chosen: &[&Scored], weights: &[Weight], own: bool) -> f64 {
 /// each quoted whole — one holding inline code (`x`) as it is, its code spans being the quotes
 /// checked —, citing the chunks they are in.
 fn doc_conclusion(mut chosen: Vec<&Scored>) -> Option<Conclusion> {
-    chosen.sort_by_key(|s| s.line);
+    chosen.sort_by_key(|s| (s.line, s.at));
     let quote = |s: &str| {
         if s.contains('`') {
             s.to_string()
@@ -441,11 +481,14 @@ fn score_chunk(shown: &Shown<'_>, weights: &[Weight]) -> Vec<Scored> {
     let first = span_of(&shown.id).0;
     // Each sentence with its line and its place among the chunk's prose sentences: a code
     // block's lines have none, so the sentences before and after a block are neighbours.
+    // A chunk cut inside a code block (an odd number of fences) cannot tell its code from its
+    // prose: its lines are all read as prose.
+    let fences = shown.lines.iter().filter(|l| l.starts_with("```")).count();
     let mut sentences: Vec<(u32, &str, usize)> = Vec::new();
     let (mut in_code, mut prose) = (false, 0);
     for (i, line) in shown.lines.iter().enumerate() {
         if line.starts_with("```") {
-            in_code = !in_code;
+            in_code = !in_code && fences % 2 == 0;
             continue;
         }
         if crate::corpus::is_heading_line(line) {
@@ -463,7 +506,8 @@ fn score_chunk(shown: &Shown<'_>, weights: &[Weight]) -> Vec<Scored> {
     let mut out = Vec::new();
     for (line, sentence, at) in sentences {
         let mut stems: HashSet<String> = crate::corpus::stems(sentence).into_iter().collect();
-        if holds_number(sentence) {
+        // (A line of code holding a digit states no count.)
+        if at != usize::MAX && holds_number(sentence) {
             stems.insert(NUMBER.into());
         }
         let held: Vec<usize> = (0..weights.len())
@@ -481,7 +525,10 @@ fn score_chunk(shown: &Shown<'_>, weights: &[Weight]) -> Vec<Scored> {
         out.push(Scored {
             score: weights.iter().map(weight).sum(),
             own: weights.iter().filter(|w| w.own).map(weight).sum(),
-            holds_own: held.iter().any(|&i| weights[i].own),
+            // (A number alone is no word of the question: it answers only beside one.)
+            holds_own: held
+                .iter()
+                .any(|&i| weights[i].own && weights[i].stem != NUMBER),
             held,
             id: shown.id.clone(),
             at,
@@ -579,23 +626,31 @@ impl Reading {
         }
         let (_, term, defined) = best?;
         Some(Task {
-            question: in_term(&term, &task.question, &defined),
-            whole: task.whole.as_deref().map(|w| in_term(&term, w, &defined)),
+            question: in_term(&term, &task.question, &defined)?,
+            whole: task
+                .whole
+                .as_deref()
+                .map(|w| in_term(&term, w, &defined).unwrap_or_else(|| term.join(" "))),
             ..task.clone()
         })
     }
 }
 
-/// A question's words with those a definition holds (`defined`, by stem) replaced by its term.
-fn in_term(term: &[String], question: &str, defined: &HashSet<String>) -> String {
-    let mut words = term.to_vec();
-    for w in content_words(question) {
-        let stems = crate::corpus::stems(&w);
-        if !stems.iter().all(|t| defined.contains(t)) && !words.contains(&w) {
-            words.push(w);
-        }
-    }
-    words.join(" ")
+/// A question with its words a definition holds (`defined`, by stem) taken out and its term
+/// added after it, the rest as written (so a name, a capital and "how many" still count); None
+/// when only the term would be left — the definition itself answers.
+fn in_term(term: &[String], question: &str, defined: &HashSet<String>) -> Option<String> {
+    let kept: Vec<&str> = question
+        .split_whitespace()
+        .filter(|raw| {
+            !crate::corpus::stems(raw)
+                .iter()
+                .all(|t| defined.contains(t))
+                || content_words(raw).is_empty()
+        })
+        .collect();
+    let kept = kept.join(" ");
+    (!content_words(&kept).is_empty()).then(|| format!("{kept} {}", term.join(" ")))
 }
 
 /// The handoff: the best sentences read, or negative evidence.
@@ -736,19 +791,22 @@ mod tests {
     #[test]
     fn the_code_names_a_question_holds_are_searched_alone_too() {
         let asked = queries(&task(
-            "Calling .into_iter() on some containers started yielding owned values. Which ones?",
+            "Calling .drain_all() on some queues began returning copies. Which queues, and Table::clear?",
         ));
         assert_eq!(asked.len(), 2, "{asked:?}");
-        assert_eq!(asked[1], "into_iter");
+        assert_eq!(asked[1], "drain_all \"table clear\"");
         // A question naming no code, or nothing but code, is searched once.
         assert_eq!(
             queries(&task("Which containers yield owned values?")).len(),
             1
         );
         assert_eq!(queries(&task("Box::new?")).len(), 1);
-        // A name another researcher's sub-question holds is searched by that researcher.
-        let mut shared = task("What does into_iter yield on arrays?");
-        shared.others = vec!["What does into_iter yield on boxed slices?".into()];
-        assert_eq!(queries(&shared).len(), 1, "{:?}", queries(&shared));
+        // A name two researchers' sub-questions hold is searched alone by one of them.
+        let mut first = task("What does drain_all return on queues?");
+        first.others = vec!["What does drain_all return on stacks?".into()];
+        assert_eq!(queries(&first).len(), 2, "{:?}", queries(&first));
+        let mut second = task("What does drain_all return on stacks?");
+        second.others = vec!["What does drain_all return on queues?".into()];
+        assert_eq!(queries(&second).len(), 1, "{:?}", queries(&second));
     }
 }
