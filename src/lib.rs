@@ -337,7 +337,7 @@
 //! a code block) —; when a sentence read defines a term by the question's words, searches
 //! again in that term and answers in it; else tests the absence with searches that must find
 //! nothing and cites them as negative evidence), `explorer/asking.rs` (a research question's
-//! words, the things it names, a count asked for, definitions; the search tool's counts and
+//! words and queries, the things it names, a count asked for, definitions; the search tool's counts and
 //! each word's weight by them), `explorer/conclude.rs` (claims citing only
 //! lines it read, their quotes only bytes of those lines; negative evidence); as a verifier it reads the doubted claims from its context's data
 //! section, rereads each cited range (`read_file`) or passage (`read`) and confirms one only

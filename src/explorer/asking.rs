@@ -1,11 +1,65 @@
 //! What a research question asks, word by word: the words worth searching for, the things
 //! it names, whether it asks for a number — and the sentences read that define a term by the
 //! question's words, so the corpus's own name for what the question describes is searched;
-//! the search tool's counts of the chunks holding each word, and each word's weight by them.
+//! the queries a researcher runs; the search tool's counts of the chunks holding each word,
+//! and each word's weight by them.
 
 use std::collections::{BTreeMap, HashSet};
 
 use super::{Exchange, Task};
+
+/// The queries a researcher runs: its sub-question's words, then (for a sub-question of a
+/// larger question) those words with the whole question's context — its words that no other
+/// researcher's sub-question holds, so no two researchers run the same query —, then the code
+/// names it holds, alone (a name several sub-questions hold, by one researcher only).
+pub(super) fn queries(task: &Task) -> Vec<String> {
+    let theirs: Vec<String> = task.others.iter().flat_map(|o| content_words(o)).collect();
+    let mut out = vec![content_words(&task.question).join(" ")];
+    if let Some(whole) = &task.whole {
+        let mut words = content_words(&task.question);
+        for w in content_words(whole) {
+            if !words.contains(&w) && !theirs.contains(&w) {
+                words.push(w);
+            }
+        }
+        out.push(words.join(" "));
+    }
+    // The code names the question holds (`into_iter`, `Box::new`, `IntoIterator`), alone: every
+    // page that speaks of them, whatever words it uses around them — a name of several words
+    // as a phrase. A name several researchers' sub-questions hold is searched alone by one.
+    let mut names: Vec<String> = Vec::new();
+    let mut named = 0;
+    for raw in task
+        .question
+        .split_whitespace()
+        .filter(|w| is_identifier(w))
+    {
+        // (A name other sub-questions hold too is searched by the first of them, in text order:
+        // every researcher decides alike from the same sub-questions.)
+        let words: Vec<String> = content_words(raw)
+            .into_iter()
+            .filter(|w| {
+                !task
+                    .others
+                    .iter()
+                    .any(|o| o.as_str() < task.question.as_str() && content_words(o).contains(w))
+            })
+            .collect();
+        named += words.len();
+        match words.len() {
+            0 => {}
+            1 => names.extend(words),
+            _ => names.push(format!("\"{}\"", words.join(" "))),
+        }
+    }
+    names.dedup();
+    if !names.is_empty() && named < content_words(&task.question).len() {
+        out.push(names.join(" "));
+    }
+    out.retain(|q| !q.is_empty());
+    out.dedup();
+    out
+}
 
 /// Whether a word is written as a name in code: it holds `_`, `::` or `()`, a `!` before a
 /// bracket or in backticks (`vec![…]`, `` `panic!` ``, not "Help!"), or a capital after a
@@ -453,5 +507,38 @@ mod tests {
             "When the last ferry of the evening leaves the harbour at dusk, it is dark."
         )
         .is_none());
+    }
+
+    fn task(question: &str) -> Task {
+        Task {
+            question: question.into(),
+            whole: None,
+            others: Vec::new(),
+            scope: Vec::new(),
+            orienting: false,
+            verify: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_code_names_a_question_holds_are_searched_alone_too() {
+        let asked = queries(&task(
+            "Calling .drain_all() on some queues began returning copies. Which queues, and Table::clear?",
+        ));
+        assert_eq!(asked.len(), 2, "{asked:?}");
+        assert_eq!(asked[1], "drain_all \"table clear\"");
+        // A question naming no code, or nothing but code, is searched once.
+        assert_eq!(
+            queries(&task("Which containers yield owned values?")).len(),
+            1
+        );
+        assert_eq!(queries(&task("Box::new?")).len(), 1);
+        // A name two researchers' sub-questions hold is searched alone by one of them.
+        let mut first = task("What does drain_all return on queues?");
+        first.others = vec!["What does drain_all return on stacks?".into()];
+        assert_eq!(queries(&first).len(), 2, "{:?}", queries(&first));
+        let mut second = task("What does drain_all return on stacks?");
+        second.others = vec!["What does drain_all return on queues?".into()];
+        assert_eq!(queries(&second).len(), 1, "{:?}", queries(&second));
     }
 }

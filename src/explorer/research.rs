@@ -12,7 +12,7 @@ use std::rc::Rc;
 use serde_json::json;
 
 use super::asking::{
-    absence_queries, content_words, definition, foreign, holds_number, is_identifier, parse_search,
+    absence_queries, content_words, definition, foreign, holds_number, parse_search, queries,
     weights, Counts, Weight, NUMBER,
 };
 use super::{call, not_issued, succeeded, Exchange, Task};
@@ -46,59 +46,6 @@ const TOGETHER: f64 = 2.0;
 const NAMED_UNSEEN_COVERAGE: f64 = 0.5;
 /// ... and score at least this share of the best sentence.
 const RELATIVE: f64 = 0.8;
-
-/// The queries a researcher runs: its sub-question's words, then (for a sub-question of a
-/// larger question) those words with the whole question's context — its words that no other
-/// researcher's sub-question holds, so no two researchers run the same query —, then the code
-/// names it holds, alone (a name several sub-questions hold, by one researcher only).
-fn queries(task: &Task) -> Vec<String> {
-    let theirs: Vec<String> = task.others.iter().flat_map(|o| content_words(o)).collect();
-    let mut out = vec![content_words(&task.question).join(" ")];
-    if let Some(whole) = &task.whole {
-        let mut words = content_words(&task.question);
-        for w in content_words(whole) {
-            if !words.contains(&w) && !theirs.contains(&w) {
-                words.push(w);
-            }
-        }
-        out.push(words.join(" "));
-    }
-    // The code names the question holds (`into_iter`, `Box::new`, `IntoIterator`), alone: every
-    // page that speaks of them, whatever words it uses around them — a name of several words
-    // as a phrase. A name several researchers' sub-questions hold is searched alone by one.
-    let mut names: Vec<String> = Vec::new();
-    let mut named = 0;
-    for raw in task
-        .question
-        .split_whitespace()
-        .filter(|w| is_identifier(w))
-    {
-        // (A name other sub-questions hold too is searched by the first of them, in text order:
-        // every researcher decides alike from the same sub-questions.)
-        let words: Vec<String> = content_words(raw)
-            .into_iter()
-            .filter(|w| {
-                !task
-                    .others
-                    .iter()
-                    .any(|o| o.as_str() < task.question.as_str() && content_words(o).contains(w))
-            })
-            .collect();
-        named += words.len();
-        match words.len() {
-            0 => {}
-            1 => names.extend(words),
-            _ => names.push(format!("\"{}\"", words.join(" "))),
-        }
-    }
-    names.dedup();
-    if !names.is_empty() && named < content_words(&task.question).len() {
-        out.push(names.join(" "));
-    }
-    out.retain(|q| !q.is_empty());
-    out.dedup();
-    out
-}
 
 /// The chunks to read: the best of every search, by their best rank, at most
 /// [`READS_PER_DOC`] of a document.
@@ -771,42 +718,4 @@ fn absent(
             .collect(),
         kind: ConclusionKind::NegativeEvidence,
     });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn task(question: &str) -> Task {
-        Task {
-            question: question.into(),
-            whole: None,
-            others: Vec::new(),
-            scope: Vec::new(),
-            orienting: false,
-            verify: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn the_code_names_a_question_holds_are_searched_alone_too() {
-        let asked = queries(&task(
-            "Calling .drain_all() on some queues began returning copies. Which queues, and Table::clear?",
-        ));
-        assert_eq!(asked.len(), 2, "{asked:?}");
-        assert_eq!(asked[1], "drain_all \"table clear\"");
-        // A question naming no code, or nothing but code, is searched once.
-        assert_eq!(
-            queries(&task("Which containers yield owned values?")).len(),
-            1
-        );
-        assert_eq!(queries(&task("Box::new?")).len(), 1);
-        // A name two researchers' sub-questions hold is searched alone by one of them.
-        let mut first = task("What does drain_all return on queues?");
-        first.others = vec!["What does drain_all return on stacks?".into()];
-        assert_eq!(queries(&first).len(), 2, "{:?}", queries(&first));
-        let mut second = task("What does drain_all return on stacks?");
-        second.others = vec!["What does drain_all return on queues?".into()];
-        assert_eq!(queries(&second).len(), 1, "{:?}", queries(&second));
-    }
 }
