@@ -103,9 +103,7 @@ pub(super) fn turn(
     done: &[Exchange<'_>],
     may_call: &dyn Fn(&str) -> bool,
 ) -> (String, Vec<ToolCall>) {
-    let ask = |pending: Vec<ToolCall>, tool: &str, say: &str| {
-        (!pending.is_empty() && may_call(tool)).then(|| (say.to_string(), pending))
-    };
+    let ask = |pending: Vec<ToolCall>, tool: &str, say: &str| asked(may_call, pending, tool, say);
     let searches: Vec<ToolCall> = queries(task)
         .into_iter()
         .enumerate()
@@ -140,14 +138,15 @@ pub(super) fn turn(
     if read.is_empty() && !chunks.is_empty() {
         return without("read", task, &chunks);
     }
-    let mut handoff = conclude(task, &ran, &read);
+    let reading = Reading::of(task, &ran, &read);
+    let mut handoff = conclude(task, &reading);
     if !handoff.settled_conclusions.is_empty() {
         let first = Found {
             searches: &ran,
             reads: &read,
             chunks: &chunks,
         };
-        return match redefined(task, &ran, &read) {
+        return match redefined(task, &ran, &reading) {
             Some((again, search)) => in_own_term(&again, search, done, may_call, &first, handoff),
             None => (handoff.to_markdown(), Vec::new()),
         };
@@ -165,6 +164,17 @@ pub(super) fn turn(
     let checked = succeeded(done, &checks);
     absent(task, &ran, &checked, &mut handoff);
     (handoff.to_markdown(), Vec::new())
+}
+
+/// A turn asking for the `pending` calls of `tool`, when there are any and the run lets the
+/// researcher make them.
+fn asked(
+    may_call: &dyn Fn(&str) -> bool,
+    pending: Vec<ToolCall>,
+    tool: &str,
+    say: &str,
+) -> Option<(String, Vec<ToolCall>)> {
+    (!pending.is_empty() && may_call(tool)).then(|| (say.to_string(), pending))
 }
 
 /// What a researcher's first searches found and read.
@@ -185,9 +195,7 @@ fn in_own_term(
     first: &Found<'_, '_>,
     handoff: Handoff,
 ) -> (String, Vec<ToolCall>) {
-    let ask = |pending: Vec<ToolCall>, tool: &str, say: &str| {
-        (!pending.is_empty() && may_call(tool)).then(|| (say.to_string(), pending))
-    };
+    let ask = |pending: Vec<ToolCall>, tool: &str, say: &str| asked(may_call, pending, tool, say);
     let say = "Searching again in the corpus's own term for what the question describes.";
     if let Some(turn) = ask(
         not_issued(done, std::slice::from_ref(&search)),
@@ -215,7 +223,7 @@ fn in_own_term(
         .copied()
         .chain(succeeded(done, &reads))
         .collect();
-    let mut answer = conclude(again, &searches, &read);
+    let mut answer = conclude(again, &Reading::of(again, &searches, &read));
     if answer.settled_conclusions.is_empty() {
         return (handoff.to_markdown(), Vec::new());
     }
@@ -238,12 +246,8 @@ fn in_own_term(
 /// The sub-question asked again in the corpus's own term (see [`Reading::redefined`]), and
 /// the search for it; None when no sentence read defines a term by the question's words,
 /// or when that search was run already.
-fn redefined(
-    task: &Task,
-    ran: &[&Exchange<'_>],
-    read: &[&Exchange<'_>],
-) -> Option<(Task, ToolCall)> {
-    let again = Reading::of(task, ran, read).redefined(task)?;
+fn redefined(task: &Task, ran: &[&Exchange<'_>], reading: &Reading) -> Option<(Task, ToolCall)> {
+    let again = reading.redefined(task)?;
     let query = content_words(&again.question).join(" ");
     let search = call(50, "search", json!({"query": query, "limit": 8}));
     if ran.iter().any(|e| *e.arguments == search.arguments) {
@@ -601,13 +605,14 @@ fn in_term(term: &[String], question: &str, defined: &HashSet<String>) -> Option
 }
 
 /// The handoff: the best sentences read, or negative evidence.
-fn conclude(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) -> Handoff {
+fn conclude(task: &Task, reading: &Reading) -> Handoff {
     let Reading {
         weights,
         whole,
         bar,
         scored,
-    } = Reading::of(task, searches, reads);
+    } = reading;
+    let (whole, bar) = (*whole, *bar);
     // (A sentence must hold one of those words itself: its headings alone answer nothing.)
     let answer = |s: &Scored| s.holds_own && whole > 0.0 && s.own / whole >= bar;
     // A document answers when one of its sentences does, or when its best sentences hold
@@ -615,18 +620,18 @@ fn conclude(task: &Task, searches: &[&Exchange<'_>], reads: &[&Exchange<'_>]) ->
     // best sentences hold together — a page whose sentences each say part of the answer
     // before one that repeats the question's words once.
     let mut docs: Vec<&str> = Vec::new();
-    for s in &scored {
+    for s in scored {
         if !docs.contains(&doc_of(&s.id)) {
             docs.push(doc_of(&s.id));
         }
     }
     let mut found: Vec<(Vec<&Scored>, f64)> = Vec::new();
     for doc in docs {
-        let chosen = choose(&scored, doc, &answer);
+        let chosen = choose(scored, doc, &answer);
         let answers = chosen.iter().any(|s| answer(s))
-            || (whole > 0.0 && together(&chosen, &weights, true) / whole >= TOGETHER * bar);
+            || (whole > 0.0 && together(&chosen, weights, true) / whole >= TOGETHER * bar);
         if answers && !chosen.is_empty() {
-            let weight = together(&chosen, &weights, false);
+            let weight = together(&chosen, weights, false);
             found.push((chosen, weight));
         }
     }
