@@ -491,6 +491,7 @@ pub mod model;
 pub mod policy;
 mod redact;
 mod report;
+pub mod server;
 mod source;
 mod subagent;
 pub mod telemetry;
@@ -516,7 +517,8 @@ pub use checkpoint::{
 pub use context::{Field, Role, RoleProfile};
 pub use contracts::RoleId;
 pub use coordinator::{
-    connect, Canceller, Connector, Coordinator, CoordinatorBuilder, Job, RunError, RunHandle, Task,
+    connect, Canceller, Connector, Coordinator, CoordinatorBuilder, Job, RunControl, RunError, RunHandle,
+    Task,
 };
 pub use corpus::{Corpus, CorpusError, IndexStats};
 pub use explorer::OfflineModel;

@@ -294,7 +294,7 @@ impl RunHandle {
     /// # });
     /// ```
     pub fn approvals(&self) -> Vec<ApprovalRequest> {
-        self.oversight.pending()
+        self.control().approvals()
     }
 
     /// Grants a request: the call it stands for runs, once. Refused when the request is
@@ -389,11 +389,30 @@ impl RunHandle {
     /// Settles a request — at once, whatever the lead is busy with — then has the lead log it
     /// and tell the call (an expiry found here is logged too).
     fn decide(&self, id: &str, approval: Approval) -> Result<(), ApprovalError> {
-        let decided = self.oversight.decide(id, approval, "application");
-        if matches!(decided, Ok(()) | Err(ApprovalError::Expired(_))) {
-            self.lead.settled(id);
+        self.control().decide(id, approval)
+    }
+
+    /// What a server or another task holds of a running run while this handle waits for its
+    /// report: cancelling it, its requests for approval and deciding them (a [`RunControl`],
+    /// cloned freely).
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dir = baton::testing::fixture_tree();
+    /// let handle = baton::Coordinator::builder().build()
+    ///     .start(baton::Task::explore("where is next_delay?", dir.path())).await.unwrap();
+    /// let control = handle.control();
+    /// assert!(control.approvals().is_empty(), "an exploration asks for none");
+    /// let report = handle.report().await.unwrap();
+    /// assert!(control.approve("ap-1").await.is_err(), "no such request, and the run is over");
+    /// assert!(!report.run_id.is_empty());
+    /// # });
+    /// ```
+    pub fn control(&self) -> RunControl {
+        RunControl {
+            canceller: self.canceller(),
+            lead: self.lead.clone(),
+            oversight: self.oversight.clone(),
         }
-        decided
     }
 
     /// Waits for the report (an error when the run's log could not be written, or the run
@@ -460,5 +479,50 @@ impl Canceller {
         // The run no longer waits for its readers, so the cancellation reaches it.
         self.feed.release();
         self.lead.cancel();
+    }
+}
+
+/// A running run's controls, apart from its handle ([`RunHandle::control`]): cancel it, list
+/// its requests for approval, grant or deny them — the same as the handle's own methods.
+#[derive(Clone)]
+pub struct RunControl {
+    canceller: Canceller,
+    lead: LeadHandle,
+    oversight: Oversight,
+}
+
+impl std::fmt::Debug for RunControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunControl").finish_non_exhaustive()
+    }
+}
+
+impl RunControl {
+    /// Cancels the run ([`Canceller::cancel`]).
+    pub fn cancel(&self) {
+        self.canceller.cancel();
+    }
+
+    /// The requests for approval the run waits on ([`RunHandle::approvals`]).
+    pub fn approvals(&self) -> Vec<ApprovalRequest> {
+        self.oversight.pending()
+    }
+
+    /// Grants a request ([`RunHandle::approve`]).
+    pub async fn approve(&self, id: &str) -> Result<(), ApprovalError> {
+        self.decide(id, Approval::Grant)
+    }
+
+    /// Denies a request ([`RunHandle::deny`]).
+    pub async fn deny(&self, id: &str, reason: impl Into<String>) -> Result<(), ApprovalError> {
+        self.decide(id, Approval::Deny(reason.into()))
+    }
+
+    fn decide(&self, id: &str, approval: Approval) -> Result<(), ApprovalError> {
+        let decided = self.oversight.decide(id, approval, "application");
+        if matches!(decided, Ok(()) | Err(ApprovalError::Expired(_))) {
+            self.lead.settled(id);
+        }
+        decided
     }
 }

@@ -29,7 +29,7 @@ mod task;
 
 pub use builder::CoordinatorBuilder;
 pub use connect::connect;
-pub use handle::{Canceller, RunHandle};
+pub use handle::{Canceller, RunControl, RunHandle};
 pub use task::{Job, Task};
 
 /// Why a run could not start or finish. Bad input is told apart from a failed run.

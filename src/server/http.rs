@@ -1,0 +1,357 @@
+//! `baton serve`: the HTTP routes on axum — runs started, listed, read, cancelled, resumed,
+//! their briefs, approvals and events as Server-Sent Events (`id:` the sequence number,
+//! `event:` the kind, `data:` the logged event; `Last-Event-ID` or `?after=` resumes with no
+//! gap and no duplicate; keep-alives) — the MCP server at `/mcp`, and `/openapi.json`. Every
+//! route but `/healthz` takes the bearer token when one is set; every error is
+//! `application/problem+json`; one span per request carries the run's id.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+
+use axum::body::Body;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tracing::Instrument;
+
+use super::problem::Problem;
+use super::request::{parse_body, DecisionRequest, ResumeRequest, RunRequest};
+use super::Server;
+
+/// The OpenAPI document of these routes (`contracts/openapi.json`, compiled in).
+pub(crate) const OPENAPI: &str = include_str!("../../contracts/openapi.json");
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut response = (status, self.body().to_string()).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        if status == StatusCode::UNAUTHORIZED {
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let Some(secs) = self.retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
+    }
+}
+
+/// A JSON answer with its status.
+fn answer(status: StatusCode, value: Value) -> Response {
+    let text = crate::redact::scrubbed(value.to_string());
+    let mut response = (status, text).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// The routes of `server`: the HTTP API, `/openapi.json`, and the MCP server at `/mcp`
+/// (taking requests only for loopback host names).
+pub fn router(server: Server) -> Router {
+    app(server, true)
+}
+
+/// The routes, the MCP server's host check loopback-only or (bound elsewhere, behind the
+/// token) off.
+fn app(server: Server, loopback: bool) -> Router {
+    let mut api: Router<Server> = Router::new()
+        .route("/v1/runs", post(start).get(list))
+        .route("/v1/runs/{id}", get(run))
+        .route("/v1/runs/{id}/events", get(events))
+        .route("/v1/runs/{id}/cancel", post(cancel))
+        .route("/v1/runs/{id}/resume", post(resume))
+        .route("/v1/runs/{id}/brief", get(brief))
+        .route("/v1/runs/{id}/approvals", get(approvals))
+        .route("/v1/runs/{id}/approvals/{aid}", post(decide))
+        .route("/openapi.json", get(openapi));
+    api = api.nest_service("/mcp", super::mcp::mcp_service(server.clone(), loopback));
+    let api = api.route_layer(axum::middleware::from_fn_with_state(server.clone(), authorized));
+    Router::new()
+        .route("/healthz", get(healthz))
+        .merge(api)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn(traced))
+        .with_state(server)
+}
+
+async fn not_found() -> Problem {
+    Problem::not_found("no_route", "no such route")
+}
+
+async fn method_not_allowed() -> Problem {
+    Problem::new(405, "method_not_allowed", "this route does not take that method")
+}
+
+/// One span per request: its method, path, the run it names, and its status.
+async fn traced(request: Request, next: Next) -> Response {
+    let path = request.uri().path().to_string();
+    let run_id = path
+        .strip_prefix("/v1/runs/")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or("")
+        .to_string();
+    let span = tracing::info_span!(
+        "request",
+        method = %request.method(),
+        path = %path,
+        run_id = %run_id,
+        status = tracing::field::Empty,
+    );
+    let response = next.run(request).instrument(span.clone()).await;
+    span.record("status", response.status().as_u16());
+    tracing::info!(parent: &span, status = response.status().as_u16(), "answered");
+    response
+}
+
+/// The bearer token, when the server has one: compared in constant time (both digested, so
+/// neither the length nor any prefix shows in the time taken).
+async fn authorized(State(server): State<Server>, request: Request, next: Next) -> Response {
+    if let Some(token) = &server.config().token {
+        let given = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        if !same_secret(given, token) {
+            return Problem::new(401, "unauthorized", "a bearer token is required (Authorization: Bearer …)")
+                .into_response();
+        }
+    }
+    next.run(request).await
+}
+
+/// Whether two secrets are equal, in time that depends on neither.
+fn same_secret(given: &str, token: &str) -> bool {
+    let a = crate::digest::sha256_hex(given.as_bytes());
+    let b = crate::digest::sha256_hex(token.as_bytes());
+    a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A body read whole within the server's cap: 413 beyond it (said before it is read when
+/// the length is declared).
+async fn read_body(server: &Server, headers: &HeaderMap, body: Body) -> Result<Vec<u8>, Problem> {
+    let limit = server.config().body_limit;
+    let too_large = || {
+        Problem::new(
+            413,
+            "body_too_large",
+            format!("the body is over the {limit}-byte limit"),
+        )
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    axum::body::to_bytes(body, limit)
+        .await
+        .map(|b| b.to_vec())
+        .map_err(|_| too_large())
+}
+
+async fn healthz() -> Response {
+    answer(
+        StatusCode::OK,
+        json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION") }),
+    )
+}
+
+async fn openapi() -> Response {
+    let mut response = OPENAPI.into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+async fn start(State(server): State<Server>, headers: HeaderMap, body: Body) -> Result<Response, Problem> {
+    let bytes = read_body(&server, &headers, body).await?;
+    let request: RunRequest = parse_body(&bytes)?;
+    let started = server.start(request).await?;
+    tracing::Span::current().record("run_id", started.run_id.as_str());
+    Ok(started_answer(&started))
+}
+
+fn started_answer(started: &super::Started) -> Response {
+    let mut value = serde_json::to_value(started).unwrap_or_default();
+    value["links"] = super::runs::links(&started.run_id);
+    let mut response = answer(StatusCode::ACCEPTED, value);
+    if let Ok(location) = HeaderValue::from_str(&format!("/v1/runs/{}", started.run_id)) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    response
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Page {
+    #[serde(default)]
+    offset: usize,
+    #[serde(default = "default_limit")]
+    limit: usize,
+}
+
+fn default_limit() -> usize {
+    50
+}
+
+async fn list(State(server): State<Server>, page: Result<Query<Page>, axum::extract::rejection::QueryRejection>) -> Result<Response, Problem> {
+    let Query(page) = page.map_err(|e| Problem::bad("invalid_query", e.body_text()))?;
+    Ok(answer(StatusCode::OK, server.list(page.offset, page.limit).await?))
+}
+
+async fn run(State(server): State<Server>, Path(id): Path<String>) -> Result<Response, Problem> {
+    Ok(answer(StatusCode::OK, server.run(&id).await?))
+}
+
+async fn cancel(State(server): State<Server>, Path(id): Path<String>) -> Result<Response, Problem> {
+    server.cancel(&id)?;
+    Ok(answer(
+        StatusCode::ACCEPTED,
+        json!({ "run_id": id, "state": "cancelling" }),
+    ))
+}
+
+async fn resume(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Problem> {
+    let bytes = read_body(&server, &headers, body).await?;
+    let request: ResumeRequest = parse_body(&bytes)?;
+    Ok(started_answer(&server.resume(&id, request).await?))
+}
+
+async fn brief(State(server): State<Server>, Path(id): Path<String>) -> Result<Response, Problem> {
+    Ok(answer(StatusCode::OK, server.brief(&id).await?))
+}
+
+async fn approvals(State(server): State<Server>, Path(id): Path<String>) -> Result<Response, Problem> {
+    let pending = server.approvals(&id)?;
+    Ok(answer(
+        StatusCode::OK,
+        json!({ "run_id": id, "approvals": pending }),
+    ))
+}
+
+async fn decide(
+    State(server): State<Server>,
+    Path((id, aid)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Problem> {
+    let bytes = read_body(&server, &headers, body).await?;
+    let decision: DecisionRequest = parse_body(&bytes)?;
+    let word = match decision.decision {
+        super::Decision::Grant => "granted",
+        super::Decision::Deny => "denied",
+    };
+    server.decide(&id, &aid, decision).await?;
+    Ok(answer(
+        StatusCode::OK,
+        json!({ "run_id": id, "approval": aid, "decision": word }),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct After {
+    after: Option<u64>,
+}
+
+/// Where a stream starts: after `Last-Event-ID` (a reconnect), else `?after=`, else the
+/// first event.
+fn start_after(headers: &HeaderMap, query: &After) -> Result<u64, Problem> {
+    match headers.get("last-event-id") {
+        Some(v) => v
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .ok_or_else(|| Problem::bad("invalid_last_event_id", "Last-Event-ID: not a sequence number")),
+        None => Ok(query.after.unwrap_or(0)),
+    }
+}
+
+async fn events(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+    query: Result<Query<After>, axum::extract::rejection::QueryRejection>,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
+    let Query(query) = query.map_err(|e| Problem::bad("invalid_query", e.body_text()))?;
+    let after = start_after(&headers, &query)?;
+    let follower = server.follow(&id, after).await?;
+    let stream = futures_util::stream::unfold(Some(follower), |state| async move {
+        let mut follower = state?;
+        match follower.next().await? {
+            Ok(event) => {
+                let data = crate::redact::scrubbed(serde_json::to_string(&event).unwrap_or_default());
+                let sse = Event::default()
+                    .id(event.seq.to_string())
+                    .event(event.event.kind())
+                    .data(data);
+                Some((Ok::<_, Infallible>(sse), Some(follower)))
+            }
+            Err(problem) => {
+                let sse = Event::default().event("error").data(problem.body().to_string());
+                Some((Ok(sse), None))
+            }
+        }
+    });
+    let keep_alive = KeepAlive::new().interval(server.config().keep_alive);
+    Ok(Sse::new(stream).keep_alive(keep_alive).into_response())
+}
+
+/// A server listening: where, and the task serving it.
+#[derive(Debug)]
+pub struct Listening {
+    /// The address bound (the port chosen when 0 was asked for).
+    pub addr: SocketAddr,
+    /// Serves until the process ends, or fails.
+    pub task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+/// Binds `addr` and serves `server` on it, with the MCP server at `/mcp`. A non-loopback
+/// address needs a token (refused otherwise, one line).
+pub async fn serve(server: Server, addr: SocketAddr) -> Result<Listening, String> {
+    if !addr.ip().is_loopback() && server.config().token.is_none() {
+        return Err(format!(
+            "--addr {addr}: binding beyond loopback needs BATON_TOKEN (a bearer token every request must carry)"
+        ));
+    }
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("--addr {addr}: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| format!("--addr {addr}: {e}"))?;
+    let app = app(server, addr.ip().is_loopback());
+    let task = tokio::spawn(async move { axum::serve(listener, app).await });
+    Ok(Listening { addr, task })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn secrets_compare_equal_only_when_equal() {
+        assert!(super::same_secret("s3cret", "s3cret"));
+        assert!(!super::same_secret("s3cre", "s3cret"));
+        assert!(!super::same_secret("", "s3cret"));
+    }
+}

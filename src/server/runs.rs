@@ -1,0 +1,649 @@
+//! The runs a server holds: starting and resuming them through the library (at most
+//! `max_runs` at once), a tap on each run's log that says how far it has gone, its report
+//! kept in memory and written under the state (`reports/`), and what any run of the state —
+//! started here, by the command line, the library or another server — looks like to a client:
+//! its state, counts, usage and report, its brief, its requests for approval, and its events
+//! followed from any point with no gap and no duplicate ([`Follower`]).
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dashmap::DashMap;
+use serde::Serialize;
+use serde_json::{json, Value};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+
+use super::problem::Problem;
+use super::request::{
+    allowed_dir, allowed_model, check_limits, Constraint, Decision, DecisionRequest, ResumeRequest,
+    RunKind, RunRequest,
+};
+use super::{ModelNames, ServerConfig};
+use crate::checkpoint::{project, EventStore, LoggedEvent, RunEvent, SqliteStore, StoreError};
+use crate::coordinator::{CoordinatorBuilder, RunControl, RunHandle, Task};
+use crate::model::ModelSpec;
+use crate::policy::{ApprovalError, ApprovalRequest, Budget};
+use crate::report::{HandoffCounts, Report};
+
+/// Events a follower reads from the store at a time.
+const PAGE: usize = 512;
+/// How often a follower of a run that runs elsewhere (another process) looks for more.
+const POLL: Duration = Duration::from_millis(250);
+/// Seconds a client refused for too many runs is told to wait.
+const RETRY_AFTER: u64 = 5;
+
+/// How far a run this server holds has gone: the last event its tap read, and whether the
+/// run has ended here (its report taken).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Seen {
+    seq: u64,
+    ended: bool,
+}
+
+/// A run this server started or resumed and that has not ended.
+struct Live {
+    control: RunControl,
+    seen: watch::Receiver<Seen>,
+}
+
+/// A run started (or resumed): its id, kind, and what the run said of its constraints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Started {
+    /// The run's id.
+    pub run_id: String,
+    /// `explore` or `research`.
+    pub kind: &'static str,
+    /// What the run said of its constraints as it started (a place respelled, a constraint
+    /// carried but not enforced).
+    pub warnings: Vec<String>,
+}
+
+pub(super) struct Inner {
+    pub(super) config: ServerConfig,
+    /// Canonical allowed roots.
+    roots: Vec<PathBuf>,
+    models: Vec<ModelSpec>,
+    store: Arc<SqliteStore>,
+    live: DashMap<String, Live>,
+    /// Reports of runs that ended here, or read back from `reports/`.
+    reports: DashMap<String, Arc<Report>>,
+    /// Why a run that ended here has no report (its report could not be made or written).
+    failures: DashMap<String, String>,
+    slots: Arc<Semaphore>,
+}
+
+impl Inner {
+    pub(super) fn new(
+        config: ServerConfig,
+        roots: Vec<PathBuf>,
+        models: Vec<ModelSpec>,
+        store: Arc<SqliteStore>,
+    ) -> Inner {
+        let slots = Arc::new(Semaphore::new(config.max_runs.max(1)));
+        Inner {
+            config,
+            roots,
+            models,
+            store,
+            live: DashMap::new(),
+            reports: DashMap::new(),
+            failures: DashMap::new(),
+            slots,
+        }
+    }
+}
+
+/// A slot for one more run, or 429 with `Retry-After`.
+fn slot(inner: &Inner) -> Result<OwnedSemaphorePermit, Problem> {
+    Arc::clone(&inner.slots).try_acquire_owned().map_err(|_| {
+        let mut p = Problem::new(
+            429,
+            "too_many_runs",
+            format!(
+                "{} runs are running, the most this server takes at once (--max-runs)",
+                inner.config.max_runs
+            ),
+        );
+        p.retry_after = Some(RETRY_AFTER);
+        p
+    })
+}
+
+/// Runs `f` on a blocking thread (the store and the corpus read files).
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Problem> + Send + 'static,
+) -> Result<T, Problem> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Problem::internal(format!("a blocking task failed: {e}")))?
+}
+
+impl super::Server {
+    /// The canonical allowed roots.
+    pub(super) fn inner_roots(&self) -> Vec<PathBuf> {
+        self.inner.roots.clone()
+    }
+
+    fn builder(
+        &self,
+        model: Option<&str>,
+        lead: Option<&str>,
+        max_cost: Option<f64>,
+        per_subagent: Option<f64>,
+    ) -> Result<CoordinatorBuilder, Problem> {
+        let inner = &self.inner;
+        let model = allowed_model(&inner.models, "model", model.unwrap_or("offline"))?;
+        let lead = lead
+            .map(|l| allowed_model(&inner.models, "lead_model", l))
+            .transpose()?;
+        let builder = inner
+            .config
+            .models
+            .coordinator(&model, lead.as_ref(), max_cost, per_subagent, ModelNames::FIELDS)
+            .map_err(|e| Problem::bad("invalid_model", e))?;
+        Ok(builder
+            .store(Arc::clone(&inner.store) as Arc<dyn EventStore>)
+            .index_dir(inner.config.state.clone()))
+    }
+
+    /// Starts a run: the request checked (fields, model, limits, root, constraints, the task
+    /// against the tree) before a slot is taken and anything is written.
+    pub async fn start(&self, request: RunRequest) -> Result<Started, Problem> {
+        if request.question.trim().is_empty() {
+            return Err(Problem::bad("invalid_body", "question: empty"));
+        }
+        check_limits(&request.limits)?;
+        let (field, given) = match (request.kind, &request.root, &request.corpus) {
+            (RunKind::Explore, Some(root), None) => ("root", root),
+            (RunKind::Research, None, Some(corpus)) => ("corpus", corpus),
+            (RunKind::Explore, _, _) => {
+                return Err(Problem::bad("invalid_body", "an explore run takes `root` (and no `corpus`)"))
+            }
+            (RunKind::Research, _, _) => {
+                return Err(Problem::bad("invalid_body", "a research run takes `corpus` (and no `root`)"))
+            }
+        };
+        let dir = allowed_dir(&self.inner.roots, field, given)?;
+        let limits = &request.limits;
+        let mut builder = self.builder(
+            request.model.as_deref(),
+            request.lead_model.as_deref(),
+            limits.max_cost,
+            limits.max_cost_per_subagent,
+        )?;
+        for constraint in &request.constraints {
+            builder = match constraint {
+                Constraint::Text(text) => builder.constraint(text.clone()),
+                Constraint::Rules(value) => {
+                    let text = value.to_string();
+                    let rules = crate::policy::rules_from_json(&text)
+                        .map_err(|why| Problem::bad("invalid_constraint", format!("constraints: {why}")))?;
+                    builder.constraint_rules(text, rules)
+                }
+            };
+        }
+        let budget = Budget::default();
+        builder = builder
+            .allow_unenforced(request.allow_unenforced)
+            .agents(limits.agents.unwrap_or(4) as usize)
+            .max_subagents(limits.max_subagents.unwrap_or(32) as usize)
+            .repairs(limits.repairs.unwrap_or(2))
+            .budget(Budget {
+                model_turns: limits.max_turns.unwrap_or(budget.model_turns),
+                tool_calls: limits.max_tool_calls.unwrap_or(budget.tool_calls),
+                tokens: limits.max_tokens.unwrap_or(budget.tokens),
+            });
+        if let Some(shards) = limits.shards {
+            builder = builder.shards(shards as usize);
+        }
+        let task = match request.kind {
+            RunKind::Explore => Task::explore(request.question.clone(), &dir),
+            RunKind::Research => {
+                builder = builder.corpus(self.open_corpus(dir.clone()).await?);
+                Task::research(request.question.clone(), &dir)
+            }
+        };
+        let coordinator = builder.build();
+        let checked = coordinator.clone();
+        let checked_task = task.clone();
+        blocking(move || checked.check(&checked_task).map_err(Problem::from)).await?;
+        let permit = slot(&self.inner)?;
+        let handle = coordinator.start(task).await.map_err(Problem::from)?;
+        Ok(self.hold(handle, request.kind.name(), permit))
+    }
+
+    /// A research corpus opened (its index built or brought up to date under the state).
+    async fn open_corpus(&self, dir: PathBuf) -> Result<Arc<crate::corpus::Corpus>, Problem> {
+        let state = self.inner.config.state.clone();
+        blocking(move || {
+            let index = crate::corpus::Corpus::index_dir_in(&state, &dir);
+            let (corpus, stats) = crate::corpus::Corpus::open(&dir, Some(&index), &|_, _| {})
+                .map_err(|e| match e {
+                    crate::corpus::CorpusError::BadRoot { .. } => {
+                        Problem::bad("invalid_corpus", e.to_string())
+                    }
+                    e => Problem::internal(e.to_string()),
+                })?;
+            if stats.documents == 0 {
+                return Err(Problem::bad(
+                    "invalid_corpus",
+                    "corpus: nothing indexed: no HTML, Markdown or text document",
+                ));
+            }
+            Ok(Arc::new(corpus))
+        })
+        .await
+    }
+
+    /// Continues a run of the state from its last durable event (one this server does not
+    /// hold running), with the models the request names.
+    pub async fn resume(&self, run_id: &str, request: ResumeRequest) -> Result<Started, Problem> {
+        if self.inner.live.contains_key(run_id) {
+            return Err(Problem::conflict("run_live", format!("run {run_id} is running here")));
+        }
+        let kind = self.kind_of(run_id).await?;
+        let coordinator = self
+            .builder(request.model.as_deref(), request.lead_model.as_deref(), None, None)?
+            .build();
+        let permit = slot(&self.inner)?;
+        let handle = coordinator.resume(run_id).await.map_err(Problem::from)?;
+        Ok(self.hold(handle, kind, permit))
+    }
+
+    /// Keeps a started run: its controls in the live map, a tap on its log, its report kept
+    /// and written when it ends; the slot is given back then.
+    fn hold(&self, handle: RunHandle, kind: &'static str, permit: OwnedSemaphorePermit) -> Started {
+        let run_id = handle.run_id().to_string();
+        let (tx, rx) = watch::channel(Seen::default());
+        self.inner.live.insert(
+            run_id.clone(),
+            Live {
+                control: handle.control(),
+                seen: rx,
+            },
+        );
+        let warnings = handle.warnings().to_vec();
+        let inner = Arc::clone(&self.inner);
+        let id = run_id.clone();
+        tokio::spawn(async move {
+            // The tap reads as fast as the run logs: it never holds the run back.
+            let mut events = handle.events();
+            while let Some(Ok(event)) = events.next().await {
+                tx.send_modify(|s| s.seq = event.seq);
+            }
+            match handle.report().await {
+                Ok(report) => {
+                    if let Err(e) = save_report(&inner.config.state, &report) {
+                        tracing::error!(run_id = %id, error = %e, "the report could not be written");
+                        inner.failures.insert(id.clone(), e);
+                    }
+                    inner.reports.insert(id.clone(), Arc::new(report));
+                }
+                Err(e) => {
+                    inner.failures.insert(id.clone(), e.to_string());
+                }
+            }
+            inner.live.remove(&id);
+            tx.send_modify(|s| s.ended = true);
+            drop(permit);
+        });
+        Started {
+            run_id,
+            kind,
+            warnings,
+        }
+    }
+
+    /// `explore`, `research` or `job`, from the run's first event.
+    async fn kind_of(&self, run_id: &str) -> Result<&'static str, Problem> {
+        let store = Arc::clone(&self.inner.store);
+        let id = run_id.to_string();
+        blocking(move || {
+            let first = store.events_after(&id, 0, 1)?;
+            Ok(match first.first().map(|e| &e.event) {
+                Some(RunEvent::RunStarted { task, .. }) if task.corpus.is_some() => "research",
+                Some(RunEvent::RunStarted { task, .. }) if task.custom => "job",
+                _ => "explore",
+            })
+        })
+        .await
+    }
+
+    /// Where a run stands: `running` (here, or in another process holding its claim),
+    /// `finished`, `cancelled` or `interrupted` (nobody runs it: resume it).
+    fn state_of(&self, run_id: &str, finished: Option<bool>) -> &'static str {
+        if self.inner.live.contains_key(run_id) {
+            return "running";
+        }
+        match finished {
+            Some(false) => "finished",
+            Some(true) => "cancelled",
+            None => match self.inner.store.claim(run_id) {
+                Err(StoreError::InUse(_)) => "running",
+                _ => "interrupted",
+            },
+        }
+    }
+
+    /// A run as a client sees it: state, counts, usage and cost, the report when done.
+    pub async fn run(&self, run_id: &str) -> Result<Value, Problem> {
+        let store = Arc::clone(&self.inner.store);
+        let id = run_id.to_string();
+        let events = blocking(move || Ok(store.events(&id)?)).await?;
+        let cp = project(run_id, &events);
+        let state = self.state_of(run_id, cp.finished);
+        let outcomes: Vec<_> = cp.plans.iter().filter_map(|p| p.outcome).collect();
+        let counts = HandoffCounts::of(&outcomes);
+        let total = cp.budgets.total;
+        let report = match state {
+            "finished" | "cancelled" => self.report_of(run_id).await,
+            _ => None,
+        };
+        let (question, root) = match events.first().map(|e| &e.event) {
+            Some(RunEvent::RunStarted { question, root, .. }) => (question.clone(), root.clone()),
+            _ => (String::new(), String::new()),
+        };
+        Ok(json!({
+            "run_id": run_id,
+            "kind": self.kind_of(run_id).await?,
+            "question": question,
+            "root": root,
+            "state": state,
+            "events": cp.last_seq,
+            "subagents": {
+                "planned": cp.plans.len(),
+                "ended": outcomes.len(),
+                "handoffs": counts,
+            },
+            "usage": {
+                "model_turns": total.model_turns,
+                "tool_calls": total.tool_calls,
+                "tokens_in": total.tokens_in,
+                "tokens_out": total.tokens_out,
+                "cost_usd": total.cost_micros as f64 / 1e6,
+            },
+            "report": report.as_deref(),
+            "report_error": self.inner.failures.get(run_id).map(|f| f.clone()),
+            "links": links(run_id),
+        }))
+    }
+
+    /// The report of a run that ended: kept in memory, else read back from `reports/`.
+    pub async fn report_of(&self, run_id: &str) -> Option<Arc<Report>> {
+        if let Some(r) = self.inner.reports.get(run_id) {
+            return Some(Arc::clone(&r));
+        }
+        let path = report_path(&self.inner.config.state, run_id);
+        let read = tokio::task::spawn_blocking(move || std::fs::read(path)).await.ok()?;
+        let report: Report = serde_json::from_slice(&read.ok()?).ok()?;
+        let report = Arc::new(report);
+        self.inner
+            .reports
+            .insert(run_id.to_string(), Arc::clone(&report));
+        Some(report)
+    }
+
+    /// Waits for a run this server holds to end; then its report (or why it has none).
+    pub async fn wait(&self, run_id: &str) -> Result<Arc<Report>, Problem> {
+        let seen = self.inner.live.get(run_id).map(|l| l.seen.clone());
+        if let Some(mut seen) = seen {
+            while !seen.borrow_and_update().ended {
+                if seen.changed().await.is_err() {
+                    break;
+                }
+            }
+        }
+        if let Some(report) = self.report_of(run_id).await {
+            return Ok(report);
+        }
+        Err(match self.inner.failures.get(run_id) {
+            Some(why) => Problem::internal(why.clone()),
+            None => Problem::conflict("no_report", format!("run {run_id} has no report here")),
+        })
+    }
+
+    /// The runs of the state, newest first: `limit` (1–200) from `offset`.
+    pub async fn list(&self, offset: usize, limit: usize) -> Result<Value, Problem> {
+        let store = Arc::clone(&self.inner.store);
+        let rows = blocking(move || Ok(store.runs()?)).await?;
+        let limit = limit.clamp(1, 200);
+        let mut runs = Vec::new();
+        for row in rows.iter().skip(offset).take(limit) {
+            let store = Arc::clone(&self.inner.store);
+            let id = row.run_id.clone();
+            let finished = blocking(move || Ok(project(&id, &store.events(&id)?).finished))
+                .await
+                .ok()
+                .flatten();
+            runs.push(json!({
+                "run_id": row.run_id,
+                "question": row.question,
+                "root": row.root,
+                "state": self.state_of(&row.run_id, finished),
+                "started_ms": row.started_ms,
+                "events": row.last_seq,
+                "links": links(&row.run_id),
+            }));
+        }
+        let next = (offset + limit < rows.len())
+            .then(|| format!("/v1/runs?offset={}&limit={limit}", offset + limit));
+        Ok(json!({ "runs": runs, "total": rows.len(), "next": next }))
+    }
+
+    /// Cancels a run this server holds.
+    pub fn cancel(&self, run_id: &str) -> Result<(), Problem> {
+        match self.inner.live.get(run_id) {
+            Some(live) => {
+                live.control.cancel();
+                Ok(())
+            }
+            None => Err(self.not_live(run_id)),
+        }
+    }
+
+    /// Why a run cannot be acted on here: unknown (404), or not running in this server (409).
+    fn not_live(&self, run_id: &str) -> Problem {
+        match self.inner.store.events_after(run_id, 0, 1) {
+            Ok(_) => Problem::conflict(
+                "run_not_live",
+                format!("run {run_id} is not running in this server"),
+            ),
+            Err(e) => Problem::from(e),
+        }
+    }
+
+    /// A run's brief: what a person reads before resuming it.
+    pub async fn brief(&self, run_id: &str) -> Result<Value, Problem> {
+        let store = Arc::clone(&self.inner.store);
+        let id = run_id.to_string();
+        blocking(move || {
+            let coordinator = crate::coordinator::Coordinator::builder()
+                .store(store as Arc<dyn EventStore>)
+                .build();
+            let brief = coordinator.brief(&id).map_err(Problem::from)?;
+            Ok(json!({ "run_id": id, "markdown": brief.render(), "brief": brief }))
+        })
+        .await
+    }
+
+    /// The requests for approval a run this server holds waits on (none for another run).
+    pub fn approvals(&self, run_id: &str) -> Result<Vec<ApprovalRequest>, Problem> {
+        if let Some(live) = self.inner.live.get(run_id) {
+            return Ok(live.control.approvals());
+        }
+        self.inner.store.events_after(run_id, 0, 1)?;
+        Ok(Vec::new())
+    }
+
+    /// Grants or denies a request of a run this server holds.
+    pub async fn decide(
+        &self,
+        run_id: &str,
+        approval: &str,
+        decision: DecisionRequest,
+    ) -> Result<(), Problem> {
+        let control = match self.inner.live.get(run_id) {
+            Some(live) => live.control.clone(),
+            None => return Err(self.not_live(run_id)),
+        };
+        let decided = match decision.decision {
+            Decision::Grant => control.approve(approval).await,
+            Decision::Deny => {
+                control
+                    .deny(approval, decision.reason.unwrap_or_else(|| "denied".into()))
+                    .await
+            }
+        };
+        decided.map_err(|e| match e {
+            ApprovalError::Unknown(_) => Problem::not_found("approval_not_found", e.to_string()),
+            ApprovalError::Expired(_) => Problem::new(410, "approval_expired", e.to_string()),
+            _ => Problem::conflict("approval_decided", e.to_string()),
+        })
+    }
+
+    /// Follows a run's events after `after`: every event once, in order, those logged first,
+    /// then each as it is logged; the stream ends when the run has ended. 404 for an unknown
+    /// run.
+    pub async fn follow(&self, run_id: &str, after: u64) -> Result<Follower, Problem> {
+        let store = Arc::clone(&self.inner.store);
+        let id = run_id.to_string();
+        blocking(move || Ok(store.events_after(&id, 0, 1)?)).await?;
+        Ok(Follower {
+            server: self.clone(),
+            run_id: run_id.to_string(),
+            last: after,
+            buffer: VecDeque::new(),
+            done: false,
+            last_look: false,
+        })
+    }
+}
+
+/// The routes of a run.
+pub(super) fn links(run_id: &str) -> Value {
+    let base = format!("/v1/runs/{run_id}");
+    json!({
+        "self": base,
+        "events": format!("{base}/events"),
+        "brief": format!("{base}/brief"),
+        "cancel": format!("{base}/cancel"),
+        "resume": format!("{base}/resume"),
+        "approvals": format!("{base}/approvals"),
+    })
+}
+
+fn report_path(state: &std::path::Path, run_id: &str) -> PathBuf {
+    let digest = crate::digest::sha256_hex(run_id.as_bytes());
+    state.join("reports").join(format!("{}.json", &digest[..32]))
+}
+
+/// Writes a report under the state (a temporary file renamed into place, so a reader never
+/// sees half of one); one line on failure.
+fn save_report(state: &std::path::Path, report: &Report) -> Result<(), String> {
+    let path = report_path(state, &report.run_id);
+    let dir = path.parent().unwrap_or(state);
+    let failed = |e: std::io::Error| format!("{}: {e}", dir.display());
+    std::fs::create_dir_all(dir).map_err(failed)?;
+    let text = report.to_json().map_err(|e| e.to_string())?;
+    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, text).map_err(failed)?;
+    std::fs::rename(&tmp, &path).map_err(failed)
+}
+
+/// A reader of one run's events (see [`super::Server::follow`]).
+pub struct Follower {
+    server: super::Server,
+    run_id: String,
+    last: u64,
+    buffer: VecDeque<LoggedEvent>,
+    done: bool,
+    /// The run was seen to end: one more read of the store, then the end.
+    last_look: bool,
+}
+
+impl std::fmt::Debug for Follower {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Follower")
+            .field("run_id", &self.run_id)
+            .field("last", &self.last)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Follower {
+    /// The next event; `None` once the run has ended and every event was given. An error (the
+    /// log could not be read, or is damaged) ends the stream.
+    pub async fn next(&mut self) -> Option<Result<LoggedEvent, Problem>> {
+        loop {
+            if let Some(event) = self.buffer.pop_front() {
+                self.last = event.seq;
+                return Some(Ok(event));
+            }
+            if self.done {
+                return None;
+            }
+            let store = Arc::clone(&self.server.inner.store);
+            let (id, last) = (self.run_id.clone(), self.last);
+            match blocking(move || Ok(store.events_after(&id, last, PAGE)?)).await {
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+                Ok(page) if !page.is_empty() => {
+                    self.buffer.extend(page);
+                    continue;
+                }
+                Ok(_) => {}
+            }
+            if self.last_look {
+                self.done = true;
+                continue;
+            }
+            self.wait().await;
+        }
+    }
+
+    /// Waits for more: on the tap of a run this server holds, or — a run running elsewhere,
+    /// or none — by looking again after a while; sets `last_look` once the run has ended.
+    async fn wait(&mut self) {
+        let seen = self
+            .server
+            .inner
+            .live
+            .get(&self.run_id)
+            .map(|l| l.seen.clone());
+        if let Some(mut seen) = seen {
+            let now = *seen.borrow_and_update();
+            if now.ended {
+                self.last_look = true;
+            } else if now.seq <= self.last && seen.changed().await.is_err() {
+                self.last_look = true;
+            }
+            return;
+        }
+        // Not held here: ended when its last event ends the run and nobody holds it.
+        let store = Arc::clone(&self.server.inner.store);
+        let (id, last) = (self.run_id.clone(), self.last);
+        let ended = blocking(move || {
+            let tail = store.events_after(&id, last.saturating_sub(1), 1)?;
+            // Nothing at `last`: the client asked past the log's end; nothing more will come.
+            Ok(tail
+                .first()
+                .is_none_or(|e| matches!(e.event, RunEvent::RunFinished { .. })))
+        })
+        .await
+        .unwrap_or(true);
+        if ended && !self.server.inner.live.contains_key(&self.run_id) {
+            self.last_look = true;
+        } else {
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// The sequence number of the last event given (or the one it started after).
+    pub fn last_seq(&self) -> u64 {
+        self.last
+    }
+}
