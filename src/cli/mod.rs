@@ -16,13 +16,14 @@ mod compact;
 mod progress;
 mod research;
 mod runs;
+mod serve;
 mod validate;
 
 use std::io::Write;
 use std::time::Duration;
 
 use baton::checkpoint::StoreError;
-use baton::{Budget, Coordinator, CoordinatorBuilder, Report, RunError, SqliteStore, Task};
+use baton::{Budget, CoordinatorBuilder, Report, RunError, SqliteStore, Task};
 use clap::{Parser, Subcommand};
 
 /// Exit code: the run finished.
@@ -76,6 +77,11 @@ enum Command {
     /// Compact a transcript (OpenAI chat JSONL) as a subagent's window would be (exit 3 when
     /// refused).
     Compact(compact::CompactArgs),
+    /// Serve runs over HTTP (Server-Sent Events, an OpenAPI document at /openapi.json) and
+    /// MCP over streamable HTTP at /mcp.
+    Serve(serve::ServeArgs),
+    /// Serve MCP over stdio, for coding agents (`claude mcp add baton -- baton mcp`).
+    Mcp(serve::McpArgs),
     /// Print the context a subagent of a role would be given from the run's latest checkpoint,
     /// and its manifest (exit 3 when the role's mandatory fields exceed the budget).
     Context(runs::ContextArgs),
@@ -209,18 +215,9 @@ fn escape_chars(text: &str, kept: impl Fn(char) -> bool) -> std::borrow::Cow<'_,
     std::borrow::Cow::Owned(out)
 }
 
-/// How the model plays (shared by explore and resume).
+/// How models are reached: shared by explore, resume, serve and mcp.
 #[derive(clap::Args, Debug, Clone)]
-struct ModelArgs {
-    /// The model playing the subagents: `offline` (the deterministic local explorer),
-    /// `anthropic:MODEL` (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) or `openai:MODEL`
-    /// (OPENAI_API_KEY, optional for a local server; OPENAI_BASE_URL).
-    #[arg(long, default_value = "offline")]
-    model: String,
-    /// The lead's own model (same forms as --model): it plans the subtasks and writes the
-    /// report from the accepted handoffs. Without it the lead plans and merges deterministically.
-    #[arg(long)]
-    lead_model: Option<String>,
+pub(crate) struct ConnectionArgs {
     /// The model's context window in tokens, instead of the known models' table (unknown
     /// models: 32,768).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1024..=100_000_000))]
@@ -230,13 +227,6 @@ struct ModelArgs {
     /// (Also `BATON_PRICES`; an empty one is no file.)
     #[arg(long, value_name = "FILE")]
     prices: Option<std::path::PathBuf>,
-    /// The most the run's model calls may cost, in US dollars: no call goes out that could
-    /// pass it, and no subagent starts whose first call could.
-    #[arg(long, value_name = "DOLLARS", value_parser = dollars)]
-    max_cost: Option<f64>,
-    /// The most one subagent's model calls may cost, in US dollars.
-    #[arg(long, value_name = "DOLLARS", value_parser = dollars)]
-    max_cost_per_subagent: Option<f64>,
     /// Most model requests a minute, shared by every subagent of the process (0: no limit).
     #[arg(long, env = "BATON_RPM", default_value_t = 0)]
     rpm: u64,
@@ -255,6 +245,65 @@ struct ModelArgs {
     /// minute.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     offline_latency_ms: u64,
+}
+
+impl ConnectionArgs {
+    /// The settings every model of the process is connected with; one line on error (a
+    /// prices file that cannot be read).
+    pub(crate) fn settings(&self) -> Result<baton::server::ModelSettings, String> {
+        // The flag, else BATON_PRICES unless it is empty.
+        let prices_file = self.prices.clone().or_else(|| {
+            std::env::var_os("BATON_PRICES")
+                .filter(|v| !v.is_empty())
+                .map(std::path::PathBuf::from)
+        });
+        let prices = match &prices_file {
+            None => baton::model::PriceTable::default(),
+            Some(path) => {
+                let text = read_input(path, 1 << 20, "a prices file")
+                    .map_err(|e| format!("--prices {e}"))?;
+                baton::model::PriceTable::parse(&text)
+                    .map_err(|e| format!("--prices {}: {e}", path.display()))?
+            }
+        };
+        Ok(baton::server::ModelSettings {
+            prices,
+            http: baton::model::HttpOptions {
+                limiter: baton::model::Limiter::per_minute(self.rpm, self.tpm),
+                retry: baton::model::Retry {
+                    attempts: self.retries + 1,
+                    ..Default::default()
+                },
+                stream: !self.no_stream,
+                ..Default::default()
+            },
+            context_window: self.context_window.map(|w| w as usize),
+            offline_latency: Duration::from_millis(self.offline_latency_ms),
+        })
+    }
+}
+
+/// How the model plays (shared by explore and resume).
+#[derive(clap::Args, Debug, Clone)]
+struct ModelArgs {
+    /// The model playing the subagents: `offline` (the deterministic local explorer),
+    /// `anthropic:MODEL` (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) or `openai:MODEL`
+    /// (OPENAI_API_KEY, optional for a local server; OPENAI_BASE_URL).
+    #[arg(long, default_value = "offline")]
+    model: String,
+    /// The lead's own model (same forms as --model): it plans the subtasks and writes the
+    /// report from the accepted handoffs. Without it the lead plans and merges deterministically.
+    #[arg(long)]
+    lead_model: Option<String>,
+    #[command(flatten)]
+    connection: ConnectionArgs,
+    /// The most the run's model calls may cost, in US dollars: no call goes out that could
+    /// pass it, and no subagent starts whose first call could.
+    #[arg(long, value_name = "DOLLARS", value_parser = dollars)]
+    max_cost: Option<f64>,
+    /// The most one subagent's model calls may cost, in US dollars.
+    #[arg(long, value_name = "DOLLARS", value_parser = dollars)]
+    max_cost_per_subagent: Option<f64>,
     /// No live progress display on stderr (the summary line is still printed).
     #[arg(long)]
     no_progress: bool,
@@ -365,6 +414,8 @@ pub(crate) fn main() -> i32 {
         Command::Explore(args) => Job::Explore(args),
         Command::Research(args) => Job::Research(args),
         Command::Resume(args) => Job::Resume(args),
+        Command::Serve(args) => Job::Serve(args),
+        Command::Mcp(args) => Job::Mcp(args),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -386,6 +437,8 @@ pub(crate) fn main() -> i32 {
                 }
             }
             Job::Resume(args) => resume(args).await,
+            Job::Serve(args) => serve::serve(args).await,
+            Job::Mcp(args) => serve::mcp(args).await,
         }
     });
     // Everything the run logged is durable before it reports; a tool call still stuck in a
@@ -398,6 +451,8 @@ enum Job {
     Explore(ExploreArgs),
     Research(ExploreArgs),
     Resume(ResumeArgs),
+    Serve(serve::ServeArgs),
+    Mcp(serve::McpArgs),
 }
 
 /// A cost in dollars: a number above 0.
@@ -412,83 +467,20 @@ fn dollars(text: &str) -> Result<f64, String> {
 /// missing key, a bad base URL or prices file, a cost limit for a model with no known price.
 fn coordinator(args: &ModelArgs) -> Result<CoordinatorBuilder, String> {
     let spec = baton::model::ModelSpec::parse(&args.model).map_err(|e| format!("--model: {e}"))?;
-    // The flag, else BATON_PRICES unless it is empty.
-    let prices_file = args.prices.clone().or_else(|| {
-        std::env::var_os("BATON_PRICES")
-            .filter(|v| !v.is_empty())
-            .map(std::path::PathBuf::from)
-    });
-    let prices = match &prices_file {
-        None => baton::model::PriceTable::default(),
-        Some(path) => {
-            let text =
-                read_input(path, 1 << 20, "a prices file").map_err(|e| format!("--prices {e}"))?;
-            baton::model::PriceTable::parse(&text)
-                .map_err(|e| format!("--prices {}: {e}", path.display()))?
-        }
-    };
-    let options = baton::model::HttpOptions {
-        limiter: baton::model::Limiter::per_minute(args.rpm, args.tpm),
-        retry: baton::model::Retry {
-            attempts: args.retries + 1,
-            ..Default::default()
-        },
-        stream: !args.no_stream,
-        ..Default::default()
-    };
-    let env = |name: &str| std::env::var(name).ok();
-    let connect = |spec: &baton::model::ModelSpec| {
-        baton::connect(
-            spec,
-            &env,
-            &prices,
-            args.context_window.map(|w| w as usize),
-            options.clone(),
-            Duration::from_millis(args.offline_latency_ms),
-        )
-    };
-    let model = connect(&spec).map_err(|e| e.to_string())?;
-    let mut coordinator = Coordinator::builder();
-    // The models that cost something: the offline one costs nothing.
-    let mut models = Vec::new();
-    if spec.provider != baton::model::Provider::Offline {
-        models.push(std::sync::Arc::clone(&model));
-    }
-    if let Some(text) = &args.lead_model {
-        let lead_spec =
-            baton::model::ModelSpec::parse(text).map_err(|e| format!("--lead-model: {e}"))?;
-        // The offline lead is the deterministic one: no model of its own.
-        if lead_spec.provider != baton::model::Provider::Offline {
-            let lead = connect(&lead_spec).map_err(|e| format!("--lead-model: {e}"))?;
-            models.push(std::sync::Arc::clone(&lead));
-            coordinator = coordinator.lead_model(lead);
-        }
-    }
-    if args.max_cost_per_subagent.is_some() && spec.provider == baton::model::Provider::Offline {
-        return Err(
-            "--max-cost-per-subagent: the subagents' offline model has no price (it costs nothing)"
-                .into(),
-        );
-    }
-    if args.max_cost.is_some() || args.max_cost_per_subagent.is_some() {
-        if models.is_empty() {
-            return Err("--max-cost: the offline model has no price (it costs nothing)".into());
-        }
-        if let Some(unpriced) = models.iter().find(|m| m.price().is_none()) {
-            return Err(format!(
-                "--max-cost: no price is known for {}: give one in a --prices file",
-                unpriced.name()
-            ));
-        }
-    }
-    coordinator = coordinator.model(model);
-    if let Some(d) = args.max_cost {
-        coordinator = coordinator.max_cost(d);
-    }
-    if let Some(d) = args.max_cost_per_subagent {
-        coordinator = coordinator.subagent_max_cost(d);
-    }
-    Ok(coordinator)
+    let lead = args
+        .lead_model
+        .as_deref()
+        .map(|text| {
+            baton::model::ModelSpec::parse(text).map_err(|e| format!("--lead-model: {e}"))
+        })
+        .transpose()?;
+    args.connection.settings()?.coordinator(
+        &spec,
+        lead.as_ref(),
+        args.max_cost,
+        args.max_cost_per_subagent,
+        baton::server::ModelNames::FLAGS,
+    )
 }
 
 async fn resume(args: ResumeArgs) -> i32 {

@@ -11,7 +11,7 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResult, ContentBlock, Implementation, JsonObject, ProgressNotificationParam,
-    ServerCapabilities, ServerInfo,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -363,10 +363,10 @@ fn validate_handoff(roots: &[std::path::PathBuf], args: &ValidateArgs) -> Result
     Ok((value, text))
 }
 
-#[tool_handler]
+#[tool_handler(router = self.tool_router)]
 impl ServerHandler for BatonMcp {
-    fn get_info(&self) -> ServerInfo {
-        ServerInfo::new(ServerCapabilities::builder().enable_tools().build())
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("baton", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "baton explores code and researches documents with parallel subagents; every settled conclusion cites sources that were read and checked line by line. Use explore/research for answers, start_*/get_run for long runs.",

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use http::{router, serve, Listening};
-pub use mcp::{mcp_service, serve_stdio, BatonMcp};
+pub use mcp::{mcp_service, serve_stdio, BatonMcp, ExploreArgs, ResearchArgs, RunArgs, ValidateArgs};
 pub use problem::Problem;
 pub use request::{
     allowed_dir, allowed_model, check_limits, parse_body, spec_name, Constraint, Decision,
