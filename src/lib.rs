@@ -69,6 +69,7 @@
 //! | 11 | `report` |
 //! | 12 | `lead` |
 //! | 13 | `coordinator`, [`testing`] |
+//! | 14 | [`server`] |
 //! | — | `cli` (the binary: it reaches the library as `baton::`) |
 //!
 //! Where this differs from the order in the design, on purpose:
@@ -415,7 +416,8 @@
 //! ## Layer 13: `coordinator`
 //! The public [`Coordinator`] and [`RunError`]; `coordinator/builder.rs`:
 //! [`CoordinatorBuilder`]; `coordinator/task.rs`: [`Task`] and [`Job`];
-//! `coordinator/handle.rs`: [`RunHandle`] and [`Canceller`]; `coordinator/resume.rs`:
+//! `coordinator/handle.rs`: [`RunHandle`], [`Canceller`] and [`RunControl`] (cancel, approvals
+//! and decisions apart from the handle, for a server); `coordinator/resume.rs`:
 //! `Coordinator::resume` (the log read back, rechecked and counted, off the runtime; a
 //! research run's corpus brought up to date and its cited passages rechecked);
 //! `coordinator/connect.rs`:
@@ -431,11 +433,35 @@
 //! [`testing`] (`src/testing.rs`) gathers the test doubles: the scripted model, the in-memory
 //! store, files in memory, and a small tree on disk ([`testing::fixture_tree`]).
 //!
+//! ## Layer 14: [`server`]
+//! `baton serve` and `baton mcp`, a translation of requests to the library that decides
+//! nothing the library does not. `server/mod.rs`: [`server::ServerConfig`],
+//! [`server::Server`] (the core every surface calls) and [`server::ModelSettings`] (how models
+//! are reached: prices, HTTP options, windows; `ModelSettings::coordinator` builds the
+//! command line's coordinator and a request's alike); `server/request.rs`: what a client
+//! sends and its checks — a field naming a URL, key, token or price refused at any depth, a
+//! model only by a spec the server allows, limits in the command line's ranges, a root or
+//! corpus only under an allowed root after canonicalisation (`..`, a symlink out, a file
+//! refused); `server/problem.rs`: [`server::Problem`], every error as
+//! `application/problem+json` with a stable code; `server/runs.rs`: the runs this process
+//! holds (at most `max_runs`, 429 beyond), a tap on each run's log (so no client holds a run
+//! back), reports kept in memory and written under the state (`reports/`), the state of any
+//! run of the state (running here or in another process holding its claim, finished,
+//! cancelled, interrupted), and [`server::Follower`] (a run's events from any point, no gap,
+//! no duplicate, ending with the run); `server/http.rs`: the axum routes, Server-Sent Events
+//! with `Last-Event-ID`, the bearer token compared in constant time, body caps, a span per
+//! request carrying the run's id, and `/openapi.json` (`contracts/openapi.json`, compiled
+//! in); `server/mcp.rs`: the rmcp tools (`explore`, `research` with
+//! `contracts/report.schema.json` as their output schema and progress notifications,
+//! `start_explore`, `start_research`, `get_run`, `validate_handoff`, `brief`) over stdio and
+//! streamable HTTP.
+//!
 //! ## The binary: `cli`
 //! Argument parsing, `explore` / `research` / `resume` with the progress display (`cli/progress.rs`, drawn
 //! from the run's event stream alone),
 //! `index` and the corpus `research` opens under the state directory (`cli/research.rs`),
-//! `validate` (`cli/validate.rs`), `runs` / `brief` (a research run's cited passages read again: stale when they changed) / `context` (`cli/runs.rs`), `compact`
+//! `validate` (`cli/validate.rs`), `serve` and `mcp` (`cli/serve.rs`: flags to a server
+//! configuration, `BATON_TOKEN` from the environment), `runs` / `brief` (a research run's cited passages read again: stale when they changed) / `context` (`cli/runs.rs`), `compact`
 //! (`cli/compact.rs`: kept lines passed through byte for byte), the `--state` directory,
 //! bounded input reads, one-line usage errors, text from runs made terminal-safe and scrubbed
 //! of secrets, and exit codes.

@@ -23,6 +23,7 @@ const LAYERS: &[&[&str]] = &[
     &["report"],
     &["lead"],
     &["coordinator", "testing"],
+    &["server"],
 ];
 
 /// Files of the binary crate (src/main.rs and src/cli/): they reach the library as `baton::`

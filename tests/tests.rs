@@ -31,6 +31,7 @@ mod research;
 mod research_offline;
 mod sandbox;
 mod secrets;
+mod server;
 mod supervision;
 mod trace;
 mod window;

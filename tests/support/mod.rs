@@ -1,6 +1,7 @@
 //! Fixture trees built in temp dirs, and checks shared by the tests.
 
 pub(crate) mod http;
+pub(crate) mod serve;
 
 use std::fs;
 use std::path::Path;
