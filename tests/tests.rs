@@ -21,6 +21,7 @@ mod explore;
 mod fanout;
 mod injection;
 mod library;
+mod mcp;
 mod policy;
 mod policy_resume;
 mod properties;

@@ -211,7 +211,7 @@ impl super::Server {
         blocking(move || checked.check(&checked_task).map_err(Problem::from)).await?;
         let permit = slot(&self.inner)?;
         let handle = coordinator.start(task).await.map_err(Problem::from)?;
-        Ok(self.hold(handle, request.kind.name(), permit))
+        Ok(self.hold(handle, request.kind.name(), permit).await)
     }
 
     /// A research corpus opened (its index built or brought up to date under the state).
@@ -249,14 +249,20 @@ impl super::Server {
             .build();
         let permit = slot(&self.inner)?;
         let handle = coordinator.resume(run_id).await.map_err(Problem::from)?;
-        Ok(self.hold(handle, kind, permit))
+        Ok(self.hold(handle, kind, permit).await)
     }
 
     /// Keeps a started run: its controls in the live map, a tap on its log, its report kept
     /// and written when it ends; the slot is given back then.
-    fn hold(&self, handle: RunHandle, kind: &'static str, permit: OwnedSemaphorePermit) -> Started {
+    async fn hold(
+        &self,
+        handle: RunHandle,
+        kind: &'static str,
+        permit: OwnedSemaphorePermit,
+    ) -> Started {
         let run_id = handle.run_id().to_string();
         let (tx, rx) = watch::channel(Seen::default());
+        let mut first = rx.clone();
         self.inner.live.insert(
             run_id.clone(),
             Live {
@@ -289,6 +295,12 @@ impl super::Server {
             tx.send_modify(|s| s.ended = true);
             drop(permit);
         });
+        // Answered once the run's first event is durable: every route then finds the run.
+        while !first.borrow_and_update().ended && first.borrow().seq == 0 {
+            if first.changed().await.is_err() {
+                break;
+            }
+        }
         Started {
             run_id,
             kind,
@@ -507,9 +519,12 @@ impl super::Server {
     /// then each as it is logged; the stream ends when the run has ended. 404 for an unknown
     /// run.
     pub async fn follow(&self, run_id: &str, after: u64) -> Result<Follower, Problem> {
-        let store = Arc::clone(&self.inner.store);
-        let id = run_id.to_string();
-        blocking(move || Ok(store.events_after(&id, 0, 1)?)).await?;
+        // A run held here exists even before its first event is durable.
+        if !self.inner.live.contains_key(run_id) {
+            let store = Arc::clone(&self.inner.store);
+            let id = run_id.to_string();
+            blocking(move || Ok(store.events_after(&id, 0, 1)?)).await?;
+        }
         Ok(Follower {
             server: self.clone(),
             run_id: run_id.to_string(),
