@@ -543,8 +543,8 @@ pub use checkpoint::{
 pub use context::{Field, Role, RoleProfile};
 pub use contracts::RoleId;
 pub use coordinator::{
-    connect, Canceller, Connector, Coordinator, CoordinatorBuilder, Job, RunControl, RunError, RunHandle,
-    Task,
+    connect, Canceller, Connector, Coordinator, CoordinatorBuilder, Job, RunControl, RunError,
+    RunHandle, Task,
 };
 pub use corpus::{Corpus, CorpusError, IndexStats};
 pub use explorer::OfflineModel;

@@ -48,12 +48,19 @@ fn args(value: Value) -> serde_json::Map<String, Value> {
 }
 
 /// Calls a tool with a progress token (as `send_cancellable_request` attaches one).
-async fn call(service: &RunningService<RoleClient, Client>, name: &'static str, arguments: Value) -> CallToolResult {
+async fn call(
+    service: &RunningService<RoleClient, Client>,
+    name: &'static str,
+    arguments: Value,
+) -> CallToolResult {
     let request = ClientRequest::CallToolRequest(Request::new(
         CallToolRequestParams::new(name).with_arguments(args(arguments)),
     ));
     let handle = service
-        .send_cancellable_request(request, PeerRequestOptions::with_timeout(Duration::from_secs(120)))
+        .send_cancellable_request(
+            request,
+            PeerRequestOptions::with_timeout(Duration::from_secs(120)),
+        )
         .await
         .expect("sent");
     match handle.await_response().await.expect("an answer") {
@@ -116,13 +123,24 @@ fn conforms(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
 async fn exercise(service: &RunningService<RoleClient, Client>, tree: &std::path::Path) {
     let tools = service.list_all_tools().await.expect("tools");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    for name in ["explore", "research", "start_explore", "start_research", "get_run", "validate_handoff", "brief"] {
+    for name in [
+        "explore",
+        "research",
+        "start_explore",
+        "start_research",
+        "get_run",
+        "validate_handoff",
+        "brief",
+    ] {
         assert!(names.contains(&name), "{name} in {names:?}");
     }
     let explore = tools.iter().find(|t| t.name == "explore").unwrap();
     let schema = Value::Object((*explore.output_schema.clone().expect("an output schema")).clone());
     let input = Value::Object((*explore.input_schema).clone());
-    assert!(input["properties"]["root"].is_object() && input["properties"]["question"].is_object(), "{input}");
+    assert!(
+        input["properties"]["root"].is_object() && input["properties"]["question"].is_object(),
+        "{input}"
+    );
 
     // explore: progress that increases, naming what each subagent handed off; the report.
     let before = service.service().progress.lock().unwrap().len();
@@ -133,12 +151,18 @@ async fn exercise(service: &RunningService<RoleClient, Client>, tree: &std::path
     )
     .await;
     assert_ne!(result.is_error, Some(true), "{}", text_of(&result));
-    let report_json = result.structured_content.clone().expect("structured content");
+    let report_json = result
+        .structured_content
+        .clone()
+        .expect("structured content");
     conforms(&schema, &report_json, "report").unwrap();
     let report: baton::Report = serde_json::from_value(report_json).unwrap();
     assert!(!report.handoff.settled_conclusions.is_empty());
     assert_citations_hold(&report, tree);
-    assert!(text_of(&result).contains("## Settled conclusions"), "the markdown as text");
+    assert!(
+        text_of(&result).contains("## Settled conclusions"),
+        "the markdown as text"
+    );
     // The client handles notifications on tasks of their own: each may land just after the
     // answer.
     let mut progress: Vec<ProgressNotificationParam> = Vec::new();
@@ -150,18 +174,37 @@ async fn exercise(service: &RunningService<RoleClient, Client>, tree: &std::path
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     progress.sort_by(|a, b| a.progress.total_cmp(&b.progress));
-    assert_eq!(progress.len(), report.subagents.len(), "one notification per subagent: {progress:?}");
+    assert_eq!(
+        progress.len(),
+        report.subagents.len(),
+        "one notification per subagent: {progress:?}"
+    );
     // Sent in increasing order: 1, 2, 3, … (sorted above, as they may be handled out of order).
     let steps: Vec<f64> = progress.iter().map(|p| p.progress).collect();
-    assert_eq!(steps, (1..=steps.len()).map(|n| n as f64).collect::<Vec<_>>(), "{progress:?}");
+    assert_eq!(
+        steps,
+        (1..=steps.len()).map(|n| n as f64).collect::<Vec<_>>(),
+        "{progress:?}"
+    );
     for p in &progress {
         let message = p.message.clone().unwrap_or_default();
-        assert!(message.starts_with("sa") && message.contains("handed off"), "{message}");
+        assert!(
+            message.starts_with("sa") && message.contains("handed off"),
+            "{message}"
+        );
     }
 
     // A run as a handle.
-    let started = call(service, "start_explore", json!({"root": ".", "question": "where is Cache?"})).await;
-    let run_id = started.structured_content.as_ref().unwrap()["run_id"].as_str().unwrap().to_string();
+    let started = call(
+        service,
+        "start_explore",
+        json!({"root": ".", "question": "where is Cache?"}),
+    )
+    .await;
+    let run_id = started.structured_content.as_ref().unwrap()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let mut state = String::new();
     for _ in 0..600 {
         let got = call(service, "get_run", json!({"run_id": run_id})).await;
@@ -177,28 +220,59 @@ async fn exercise(service: &RunningService<RoleClient, Client>, tree: &std::path
     }
     assert_eq!(state, "finished");
     let brief = call(service, "brief", json!({"run_id": run_id})).await;
-    assert!(text_of(&brief).contains("where is Cache?"), "{}", text_of(&brief));
+    assert!(
+        text_of(&brief).contains("where is Cache?"),
+        "{}",
+        text_of(&brief)
+    );
 
     // validate_handoff: the contract's verdict with its codes.
     let bad = "## Settled conclusions\n- `next_delay` doubles the wait [src/net/retry.rs:900-901]\n\n## Open items\n- none\n\n## Hard constraints\n- none\n";
-    let verdict = call(service, "validate_handoff", json!({"handoff": bad, "root": "."})).await;
+    let verdict = call(
+        service,
+        "validate_handoff",
+        json!({"handoff": bad, "root": "."}),
+    )
+    .await;
     let value = verdict.structured_content.clone().unwrap();
     assert_eq!(value["valid"], false);
-    assert_eq!(value["violations"][0]["code"], "line_out_of_range", "{value}");
+    assert_eq!(
+        value["violations"][0]["code"], "line_out_of_range",
+        "{value}"
+    );
     assert!(text_of(&verdict).contains("[line_out_of_range]"));
 
     // Failures are results with isError and the one line.
     for (tool, arguments, needle) in [
-        ("explore", json!({"root": "/", "question": "q"}), "not under a root this server allows"),
-        ("explore", json!({"root": "missing", "question": "q"}), "no such directory"),
-        ("research", json!({"corpus": "src/..", "question": "q"}), "`..` is not accepted"),
+        (
+            "explore",
+            json!({"root": "/", "question": "q"}),
+            "not under a root this server allows",
+        ),
+        (
+            "explore",
+            json!({"root": "missing", "question": "q"}),
+            "no such directory",
+        ),
+        (
+            "research",
+            json!({"corpus": "src/..", "question": "q"}),
+            "`..` is not accepted",
+        ),
         ("get_run", json!({"run_id": "run-nope"}), "run-nope"),
-        ("explore", json!({"root": ".", "question": "q", "model": "openai:gpt-4o"}), "not a model this server allows"),
+        (
+            "explore",
+            json!({"root": ".", "question": "q", "model": "openai:gpt-4o"}),
+            "not a model this server allows",
+        ),
     ] {
         let result = call(service, tool, arguments).await;
         assert_eq!(result.is_error, Some(true), "{tool}");
         let text = text_of(&result);
-        assert!(text.contains(needle) && !text.contains('\n'), "{tool}: {text}");
+        assert!(
+            text.contains(needle) && !text.contains('\n'),
+            "{tool}: {text}"
+        );
     }
     // The connection is still up.
     assert!(service.list_all_tools().await.is_ok());
@@ -219,7 +293,10 @@ fn baton_mcp_over_stdio_serves_the_tools() {
                 .env_remove("BATON_LOG");
         });
         let transport = TokioChildProcess::new(command).expect("spawn baton mcp");
-        let service = Client::default().serve(transport).await.expect("initialised");
+        let service = Client::default()
+            .serve(transport)
+            .await
+            .expect("initialised");
         exercise(&service, tree.path()).await;
         service.cancel().await.expect("closed");
     });
@@ -240,7 +317,12 @@ fn the_mcp_server_over_streamable_http_serves_the_same_tools_behind_the_token() 
     let tree = rust_tree();
     let state = tempfile::tempdir().unwrap();
     let token = "mcp-token-123";
-    let serve = Serve::start(state.path(), tree.path(), &["--offline-latency-ms", "20"], &[("BATON_TOKEN", token)]);
+    let serve = Serve::start(
+        state.path(),
+        tree.path(),
+        &["--offline-latency-ms", "20"],
+        &[("BATON_TOKEN", token)],
+    );
     let _ = rustls::crypto::ring::default_provider().install_default();
     runtime().block_on(async {
         // Without the token: refused before MCP is spoken.
@@ -248,9 +330,13 @@ fn the_mcp_server_over_streamable_http_serves_the_same_tools_behind_the_token() 
             .serve(StreamableHttpClientTransport::from_uri(serve.url("/mcp")))
             .await;
         assert!(refused.is_err(), "no token, no session");
-        let config = StreamableHttpClientTransportConfig::with_uri(serve.url("/mcp")).auth_header(token);
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(serve.url("/mcp")).auth_header(token);
         let transport = StreamableHttpClientTransport::from_config(config);
-        let service = Client::default().serve(transport).await.expect("initialised");
+        let service = Client::default()
+            .serve(transport)
+            .await
+            .expect("initialised");
         exercise(&service, tree.path()).await;
         service.cancel().await.expect("closed");
     });

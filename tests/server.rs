@@ -36,7 +36,11 @@ fn a_run_is_started_and_followed_over_sse_to_its_end() {
         let mut stream = SseReader::open(&client, &serve, &run, None, None).await;
         let events = stream.rest().await;
         let ids: Vec<u64> = events.iter().map(|e| e.id.unwrap()).collect();
-        assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>(), "every event once, in order");
+        assert_eq!(
+            ids,
+            (1..=ids.len() as u64).collect::<Vec<_>>(),
+            "every event once, in order"
+        );
         assert_eq!(events.first().unwrap().event, "run_started");
         assert_eq!(events.last().unwrap().event, "run_finished");
         for e in &events {
@@ -55,7 +59,10 @@ fn a_run_is_started_and_followed_over_sse_to_its_end() {
         // The brief, the approvals (none for an exploration), the listing.
         let brief = send(client.get(serve.url(&format!("/v1/runs/{run}/brief")))).await;
         assert_eq!(brief.status, 200);
-        assert!(brief.body["markdown"].as_str().unwrap().contains("where is the retry delay"));
+        assert!(brief.body["markdown"]
+            .as_str()
+            .unwrap()
+            .contains("where is the retry delay"));
         let approvals = send(client.get(serve.url(&format!("/v1/runs/{run}/approvals")))).await;
         assert_eq!(approvals.body["approvals"], json!([]));
         // A finished run's stream replays and ends.
@@ -63,7 +70,10 @@ fn a_run_is_started_and_followed_over_sse_to_its_end() {
             .await
             .rest()
             .await;
-        assert_eq!(again.iter().map(|e| e.id.unwrap()).collect::<Vec<_>>(), ids[ids.len() - 2..].to_vec());
+        assert_eq!(
+            again.iter().map(|e| e.id.unwrap()).collect::<Vec<_>>(),
+            ids[ids.len() - 2..].to_vec()
+        );
     });
 }
 
@@ -79,7 +89,10 @@ fn a_model_not_allowed_or_a_base_url_or_key_is_refused_and_no_connection_is_made
         state.path(),
         tree.path(),
         &[],
-        &[("OPENAI_BASE_URL", &host), ("OPENAI_API_KEY", "sk-test-not-sent")],
+        &[
+            ("OPENAI_BASE_URL", &host),
+            ("OPENAI_API_KEY", "sk-test-not-sent"),
+        ],
     );
     runtime().block_on(async {
         let client = client();
@@ -92,10 +105,16 @@ fn a_model_not_allowed_or_a_base_url_or_key_is_refused_and_no_connection_is_made
         };
         for (body, code) in [
             (with("model", json!("openai:gpt-4o")), "model_not_allowed"),
-            (with("lead_model", json!("anthropic:claude-sonnet-4-5")), "model_not_allowed"),
+            (
+                with("lead_model", json!("anthropic:claude-sonnet-4-5")),
+                "model_not_allowed",
+            ),
             (with("base_url", json!(host)), "forbidden_field"),
             (with("api_key", json!("sk-other")), "forbidden_field"),
-            (with("limits", json!({"OPENAI_BASE_URL": host})), "forbidden_field"),
+            (
+                with("limits", json!({"OPENAI_BASE_URL": host})),
+                "forbidden_field",
+            ),
             (with("prices", json!("/etc/prices.toml")), "forbidden_field"),
             (with("model", json!("nonsense")), "invalid_model"),
         ] {
@@ -109,14 +128,23 @@ fn a_model_not_allowed_or_a_base_url_or_key_is_refused_and_no_connection_is_made
         "no connection was made to the provider's host"
     );
     // Nothing was logged for the refused runs.
-    assert!(SqliteStore::open_existing(state.path()).unwrap().runs().unwrap().is_empty());
+    assert!(SqliteStore::open_existing(state.path())
+        .unwrap()
+        .runs()
+        .unwrap()
+        .is_empty());
 }
 
 #[test]
 fn a_reconnect_with_last_event_id_gets_no_gap_and_no_duplicate() {
     let tree = rust_tree();
     let state = tempfile::tempdir().unwrap();
-    let serve = Serve::start(state.path(), tree.path(), &["--offline-latency-ms", "100"], &[]);
+    let serve = Serve::start(
+        state.path(),
+        tree.path(),
+        &["--offline-latency-ms", "100"],
+        &[],
+    );
     runtime().block_on(async {
         let client = client();
         let run = start_explore(&client, &serve, ".", slow()).await;
@@ -135,9 +163,16 @@ fn a_reconnect_with_last_event_id_gets_no_gap_and_no_duplicate() {
         assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>());
         assert_eq!(seen.last().unwrap().event, "run_finished");
         // `?after=` does the same; a bad Last-Event-ID is refused.
-        let after = send(client.get(serve.url(&format!("/v1/runs/{run}/events?after={}", ids.len() - 1)))).await;
+        let after =
+            send(client.get(serve.url(&format!("/v1/runs/{run}/events?after={}", ids.len() - 1))))
+                .await;
         assert_eq!(after.status, 200);
-        let bad = send(client.get(serve.url(&format!("/v1/runs/{run}/events"))).header("Last-Event-ID", "x")).await;
+        let bad = send(
+            client
+                .get(serve.url(&format!("/v1/runs/{run}/events")))
+                .header("Last-Event-ID", "x"),
+        )
+        .await;
         assert_eq!((bad.status, bad.code()), (400, "invalid_last_event_id"));
         // The client that went away did not cancel the run.
         assert_eq!(settled(&client, &serve, &run).await["state"], "finished");
@@ -148,7 +183,12 @@ fn a_reconnect_with_last_event_id_gets_no_gap_and_no_duplicate() {
 fn a_run_is_cancelled_on_request_and_only_then() {
     let tree = rust_tree();
     let state = tempfile::tempdir().unwrap();
-    let serve = Serve::start(state.path(), tree.path(), &["--offline-latency-ms", "200"], &[]);
+    let serve = Serve::start(
+        state.path(),
+        tree.path(),
+        &["--offline-latency-ms", "200"],
+        &[],
+    );
     runtime().block_on(async {
         let client = client();
         let run = start_explore(&client, &serve, ".", slow()).await;
@@ -178,9 +218,17 @@ fn with_a_token_every_route_but_healthz_needs_it() {
         let client = client();
         for request in [
             client.get(serve.url("/v1/runs")),
-            client.get(serve.url("/v1/runs")).bearer_auth("s3cret-token-valu"),
-            client.get(serve.url("/v1/runs")).header("authorization", token),
-            post_json(&client, &serve.url("/v1/runs"), &json!({"kind": "explore", "root": ".", "question": "q"})),
+            client
+                .get(serve.url("/v1/runs"))
+                .bearer_auth("s3cret-token-valu"),
+            client
+                .get(serve.url("/v1/runs"))
+                .header("authorization", token),
+            post_json(
+                &client,
+                &serve.url("/v1/runs"),
+                &json!({"kind": "explore", "root": ".", "question": "q"}),
+            ),
             client.get(serve.url("/openapi.json")),
             client.post(serve.url("/mcp")),
         ] {
@@ -193,7 +241,11 @@ fn with_a_token_every_route_but_healthz_needs_it() {
         assert_eq!(ok.status, 200);
         let health = send(client.get(serve.url("/healthz"))).await;
         assert_eq!(health.status, 200);
-        assert!(SqliteStore::open_existing(state.path()).unwrap().runs().unwrap().is_empty());
+        assert!(SqliteStore::open_existing(state.path())
+            .unwrap()
+            .runs()
+            .unwrap()
+            .is_empty());
     });
 }
 
@@ -225,9 +277,17 @@ fn only_roots_under_an_allowed_root_are_used() {
         let url = serve.url("/v1/runs");
         let allowed = tree.path().canonicalize().unwrap();
         for (root, status, code) in [
-            (outside.path().display().to_string(), 403, "root_not_allowed"),
+            (
+                outside.path().display().to_string(),
+                403,
+                "root_not_allowed",
+            ),
             ("src/../..".to_string(), 403, "root_not_allowed"),
-            (format!("{}/src/..", allowed.display()), 403, "root_not_allowed"),
+            (
+                format!("{}/src/..", allowed.display()),
+                403,
+                "root_not_allowed",
+            ),
             ("out".to_string(), 403, "root_not_allowed"),
             ("Cargo.toml".to_string(), 403, "root_not_directory"),
             ("missing".to_string(), 404, "root_not_found"),
@@ -241,7 +301,11 @@ fn only_roots_under_an_allowed_root_are_used() {
         let answer = send(post_json(&client, &url, &body)).await;
         assert_eq!((answer.status, answer.code()), (403, "root_not_allowed"));
     });
-    assert!(SqliteStore::open_existing(state.path()).unwrap().runs().unwrap().is_empty());
+    assert!(SqliteStore::open_existing(state.path())
+        .unwrap()
+        .runs()
+        .unwrap()
+        .is_empty());
 }
 
 #[test]
@@ -251,7 +315,14 @@ fn an_oversized_body_is_413_and_a_run_beyond_max_runs_is_429() {
     let serve = Serve::start(
         state.path(),
         tree.path(),
-        &["--max-body-bytes", "2048", "--max-runs", "1", "--offline-latency-ms", "100"],
+        &[
+            "--max-body-bytes",
+            "2048",
+            "--max-runs",
+            "1",
+            "--offline-latency-ms",
+            "100",
+        ],
         &[],
     );
     runtime().block_on(async {
@@ -261,9 +332,8 @@ fn an_oversized_body_is_413_and_a_run_beyond_max_runs_is_429() {
         let answer = send(post_json(&client, &url, &big)).await;
         assert_eq!((answer.status, answer.code()), (413, "body_too_large"));
         // Without a declared length (chunked), the cap holds as the body is read.
-        let stream = futures_util::stream::iter(
-            (0..8).map(|_| Ok::<_, std::io::Error>(vec![b' '; 1024])),
-        );
+        let stream =
+            futures_util::stream::iter((0..8).map(|_| Ok::<_, std::io::Error>(vec![b' '; 1024])));
         let chunked = client
             .post(&url)
             .header("content-type", "application/json")
@@ -319,7 +389,11 @@ fn fifty_clients_following_ten_runs_lose_no_event() {
     let store = SqliteStore::open_existing(state.path()).unwrap();
     for (run, events) in &runs {
         let logged = store.events(run).unwrap();
-        assert_eq!(events.len(), logged.len(), "{run}: every logged event reached the client");
+        assert_eq!(
+            events.len(),
+            logged.len(),
+            "{run}: every logged event reached the client"
+        );
         for (sse, logged) in events.iter().zip(&logged) {
             let data: baton::checkpoint::LoggedEvent = serde_json::from_str(&sse.data).unwrap();
             assert_eq!(&data, logged);
@@ -342,7 +416,10 @@ fn keep_alives_go_out_while_a_stream_is_idle() {
         let run = start_explore(&client, &serve, ".", json!({"limits": {"shards": 1}})).await;
         let mut stream = SseReader::open(&client, &serve, &run, None, None).await;
         stream.rest().await;
-        assert!(stream.comments >= 1, "a keep-alive while the model took its time");
+        assert!(
+            stream.comments >= 1,
+            "a keep-alive while the model took its time"
+        );
     });
 }
 
@@ -362,21 +439,39 @@ fn one_state_serves_the_command_line_and_two_servers() {
         .as_str()
         .unwrap()
         .to_string();
-    let a = Serve::start(state.path(), tree.path(), &["--offline-latency-ms", "20"], &[]);
-    let b = Serve::start(state.path(), tree.path(), &["--offline-latency-ms", "20"], &[]);
+    let a = Serve::start(
+        state.path(),
+        tree.path(),
+        &["--offline-latency-ms", "20"],
+        &[],
+    );
+    let b = Serve::start(
+        state.path(),
+        tree.path(),
+        &["--offline-latency-ms", "20"],
+        &[],
+    );
     let started = runtime().block_on(async {
         let client = client();
         let seen = send(client.get(a.url(&format!("/v1/runs/{cli_run}")))).await;
-        assert_eq!(seen.body["state"], "finished", "the command line's run, seen by the server");
+        assert_eq!(
+            seen.body["state"], "finished",
+            "the command line's run, seen by the server"
+        );
         let mut started = Vec::new();
         for i in 0..6 {
             let serve = if i % 2 == 0 { &a } else { &b };
-            started.push(start_explore(&client, serve, ".", json!({"limits": {"shards": 2}})).await);
+            started
+                .push(start_explore(&client, serve, ".", json!({"limits": {"shards": 2}})).await);
         }
         for run in &started {
             // Each server sees the other's runs.
             for serve in [&a, &b] {
-                assert_eq!(settled(&client, serve, run).await["state"], "finished", "{run}");
+                assert_eq!(
+                    settled(&client, serve, run).await["state"],
+                    "finished",
+                    "{run}"
+                );
             }
         }
         let listed = send(client.get(b.url("/v1/runs?limit=100"))).await;
@@ -392,7 +487,10 @@ fn one_state_serves_the_command_line_and_two_servers() {
     let rows = listed["runs"].as_array().unwrap();
     assert_eq!(rows.len(), 7);
     for run in started.iter().chain([&cli_run]) {
-        let row = rows.iter().find(|r| r["run_id"] == run.as_str()).expect("listed");
+        let row = rows
+            .iter()
+            .find(|r| r["run_id"] == run.as_str())
+            .expect("listed");
         assert_eq!(row["state"], "finished");
     }
     let brief = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
@@ -407,17 +505,35 @@ fn one_state_serves_the_command_line_and_two_servers() {
 fn a_server_killed_mid_run_lists_it_interrupted_and_resumes_it() {
     let tree = rust_tree();
     let state = tempfile::tempdir().unwrap();
-    let mut serve = Serve::start(state.path(), tree.path(), &["--offline-latency-ms", "150"], &[]);
+    let mut serve = Serve::start(
+        state.path(),
+        tree.path(),
+        &["--offline-latency-ms", "150"],
+        &[],
+    );
     let run = runtime().block_on(async {
         let client = client();
         let run = start_explore(&client, &serve, ".", slow()).await;
         let mut stream = SseReader::open(&client, &serve, &run, None, None).await;
-        while stream.next().await.unwrap().event != "handoff_accepted" {}
+        let mut seen = Vec::new();
+        loop {
+            let event = stream.next().await;
+            let Some(event) = event else {
+                panic!("the stream ended first: {seen:?}")
+            };
+            if event.event == "handoff_accepted" {
+                break;
+            }
+            seen.push((event.event, event.data));
+        }
         run
     });
     serve.child.kill().unwrap(); // SIGKILL
     serve.child.wait().unwrap();
-    let before = SqliteStore::open_existing(state.path()).unwrap().events(&run).unwrap();
+    let before = SqliteStore::open_existing(state.path())
+        .unwrap()
+        .events(&run)
+        .unwrap();
     assert_eq!(count_kind(&before, "run_finished"), 0, "killed mid-run");
     let accepted_before = count_kind(&before, "handoff_accepted");
     let serve = Serve::start(state.path(), tree.path(), &[], &[]);
@@ -427,10 +543,28 @@ fn a_server_killed_mid_run_lists_it_interrupted_and_resumes_it() {
         assert_eq!(seen.body["state"], "interrupted");
         let listed = send(client.get(serve.url("/v1/runs"))).await;
         assert_eq!(listed.body["runs"][0]["state"], "interrupted");
-        let resumed = send(post_json(&client, &serve.url(&format!("/v1/runs/{run}/resume")), &json!({}))).await;
+        // Following an interrupted run gives what it logged, then ends: nothing more comes.
+        let mut stream = SseReader::open(&client, &serve, &run, None, None).await;
+        let replayed = stream.rest().await;
+        assert_eq!(replayed.len(), before.len());
+        assert_eq!(
+            replayed.last().and_then(|e| e.id),
+            before.last().map(|e| e.seq)
+        );
+        let resumed = send(post_json(
+            &client,
+            &serve.url(&format!("/v1/runs/{run}/resume")),
+            &json!({}),
+        ))
+        .await;
         assert_eq!(resumed.status, 202, "{}", resumed.body);
         assert_eq!(resumed.body["run_id"], run.as_str());
-        let again = send(post_json(&client, &serve.url(&format!("/v1/runs/{run}/resume")), &json!({}))).await;
+        let again = send(post_json(
+            &client,
+            &serve.url(&format!("/v1/runs/{run}/resume")),
+            &json!({}),
+        ))
+        .await;
         assert_eq!(again.status, 409, "{}", again.body);
         let body = settled(&client, &serve, &run).await;
         assert_eq!(body["state"], "finished");
@@ -439,8 +573,15 @@ fn a_server_killed_mid_run_lists_it_interrupted_and_resumes_it() {
         assert!(report.subagents.iter().all(|s| s.state.accepted()));
         assert_citations_hold(&report, tree.path());
     });
-    let after = SqliteStore::open_existing(state.path()).unwrap().events(&run).unwrap();
-    assert_eq!(count_kind(&after, "handoff_accepted"), 4, "no handoff twice");
+    let after = SqliteStore::open_existing(state.path())
+        .unwrap()
+        .events(&run)
+        .unwrap();
+    assert_eq!(
+        count_kind(&after, "handoff_accepted"),
+        4,
+        "no handoff twice"
+    );
     assert!(accepted_before >= 1);
     let mut accepted: Vec<String> = after
         .iter()

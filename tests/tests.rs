@@ -22,6 +22,7 @@ mod fanout;
 mod injection;
 mod library;
 mod mcp;
+mod openapi;
 mod policy;
 mod policy_resume;
 mod properties;

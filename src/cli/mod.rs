@@ -470,9 +470,7 @@ fn coordinator(args: &ModelArgs) -> Result<CoordinatorBuilder, String> {
     let lead = args
         .lead_model
         .as_deref()
-        .map(|text| {
-            baton::model::ModelSpec::parse(text).map_err(|e| format!("--lead-model: {e}"))
-        })
+        .map(|text| baton::model::ModelSpec::parse(text).map_err(|e| format!("--lead-model: {e}")))
         .transpose()?;
     args.connection.settings()?.coordinator(
         &spec,
@@ -617,7 +615,7 @@ async fn explore(args: ExploreArgs, corpus: Option<std::sync::Arc<baton::Corpus>
 
 /// The roles `baton explore` spawns may not reserve effects for approval: nothing on the
 /// command line could decide a request, and each call would wait until it expired.
-fn approvals_undecidable(dir: &std::path::Path) -> Result<(), String> {
+pub(crate) fn approvals_undecidable(dir: &std::path::Path) -> Result<(), String> {
     let roles = baton::context::load_roles(Some(dir)).map_err(|e| e.to_string())?;
     for name in [
         baton::RoleId::EXPLORER,

@@ -22,6 +22,10 @@ pub(crate) struct ServerArgs {
     /// Runs at once; beyond it a start or resume is refused (429, Retry-After).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
     max_runs: u32,
+    /// Extra role profiles (`*.toml`) adding to or replacing the built-in ones; a role may
+    /// reserve effects for approval (`approve = ["read"]`), decided over the approvals routes.
+    #[arg(long)]
+    roles: Option<std::path::PathBuf>,
     #[command(flatten)]
     connection: ConnectionArgs,
     #[command(flatten)]
@@ -56,6 +60,7 @@ fn server(args: &ServerArgs, edit: impl FnOnce(&mut ServerConfig)) -> Result<Ser
     config.allow_roots = args.allow_roots.clone();
     config.allow_models = args.allow_models.clone();
     config.max_runs = args.max_runs as usize;
+    config.roles = args.roles.clone();
     config.models = args.connection.settings()?;
     config.token = std::env::var("BATON_TOKEN").ok().filter(|t| !t.is_empty());
     if let Some(token) = &config.token {
@@ -101,8 +106,18 @@ pub(crate) async fn serve(args: ServeArgs) -> i32 {
     }
 }
 
-/// `baton mcp`: serves MCP on stdin and stdout until the client closes them.
+/// `baton mcp`: serves MCP on stdin and stdout until the client closes them. Its roles may
+/// not reserve effects for approval: no MCP tool decides a request.
 pub(crate) async fn mcp(args: McpArgs) -> i32 {
+    if let Some(dir) = &args.server.roles {
+        if let Err(e) = super::approvals_undecidable(dir) {
+            say!(
+                "{}",
+                e.replace("the command line cannot", "baton mcp cannot")
+            );
+            return EXIT_USAGE;
+        }
+    }
     let server = match server(&args.server, |_| {}) {
         Ok(s) => s,
         Err(e) => {

@@ -66,20 +66,17 @@ pub fn router(server: Server) -> Router {
 /// The routes, the MCP server's host check loopback-only or (bound elsewhere, behind the
 /// token) off.
 fn app(server: Server, loopback: bool) -> Router {
-    let mut api: Router<Server> = Router::new()
-        .route("/v1/runs", post(start).get(list))
-        .route("/v1/runs/{id}", get(run))
-        .route("/v1/runs/{id}/events", get(events))
-        .route("/v1/runs/{id}/cancel", post(cancel))
-        .route("/v1/runs/{id}/resume", post(resume))
-        .route("/v1/runs/{id}/brief", get(brief))
-        .route("/v1/runs/{id}/approvals", get(approvals))
-        .route("/v1/runs/{id}/approvals/{aid}", post(decide))
-        .route("/openapi.json", get(openapi));
+    let mut api: Router<Server> = Router::new();
+    for (path, _) in ROUTES.iter().filter(|(path, _)| *path != "/healthz") {
+        api = api.route(path, handlers(path));
+    }
     api = api.nest_service("/mcp", super::mcp::mcp_service(server.clone(), loopback));
-    let api = api.route_layer(axum::middleware::from_fn_with_state(server.clone(), authorized));
+    let api = api.route_layer(axum::middleware::from_fn_with_state(
+        server.clone(),
+        authorized,
+    ));
     Router::new()
-        .route("/healthz", get(healthz))
+        .route("/healthz", handlers("/healthz"))
         .merge(api)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -87,12 +84,48 @@ fn app(server: Server, loopback: bool) -> Router {
         .with_state(server)
 }
 
+/// Every route of the HTTP API and its methods (`/mcp` aside: MCP's own), as the router is
+/// built from it; `contracts/openapi.json` must describe exactly these.
+pub const ROUTES: &[(&str, &[&str])] = &[
+    ("/healthz", &["GET"]),
+    ("/openapi.json", &["GET"]),
+    ("/v1/runs", &["GET", "POST"]),
+    ("/v1/runs/{id}", &["GET"]),
+    ("/v1/runs/{id}/events", &["GET"]),
+    ("/v1/runs/{id}/cancel", &["POST"]),
+    ("/v1/runs/{id}/resume", &["POST"]),
+    ("/v1/runs/{id}/brief", &["GET"]),
+    ("/v1/runs/{id}/approvals", &["GET"]),
+    ("/v1/runs/{id}/approvals/{aid}", &["POST"]),
+];
+
+/// The handlers of one route of [`ROUTES`].
+fn handlers(path: &str) -> axum::routing::MethodRouter<Server> {
+    match path {
+        "/healthz" => get(healthz),
+        "/openapi.json" => get(openapi),
+        "/v1/runs" => post(start).get(list),
+        "/v1/runs/{id}" => get(run),
+        "/v1/runs/{id}/events" => get(events),
+        "/v1/runs/{id}/cancel" => post(cancel),
+        "/v1/runs/{id}/resume" => post(resume),
+        "/v1/runs/{id}/brief" => get(brief),
+        "/v1/runs/{id}/approvals" => get(approvals),
+        "/v1/runs/{id}/approvals/{aid}" => post(decide),
+        _ => axum::routing::MethodRouter::new(),
+    }
+}
+
 async fn not_found() -> Problem {
     Problem::not_found("no_route", "no such route")
 }
 
 async fn method_not_allowed() -> Problem {
-    Problem::new(405, "method_not_allowed", "this route does not take that method")
+    Problem::new(
+        405,
+        "method_not_allowed",
+        "this route does not take that method",
+    )
 }
 
 /// One span per request: its method, path, the run it names, and its status.
@@ -127,8 +160,12 @@ async fn authorized(State(server): State<Server>, request: Request, next: Next) 
             .and_then(|v| v.strip_prefix("Bearer "))
             .unwrap_or("");
         if !same_secret(given, token) {
-            return Problem::new(401, "unauthorized", "a bearer token is required (Authorization: Bearer …)")
-                .into_response();
+            return Problem::new(
+                401,
+                "unauthorized",
+                "a bearer token is required (Authorization: Bearer …)",
+            )
+            .into_response();
         }
     }
     next.run(request).await
@@ -138,7 +175,10 @@ async fn authorized(State(server): State<Server>, request: Request, next: Next) 
 fn same_secret(given: &str, token: &str) -> bool {
     let a = crate::digest::sha256_hex(given.as_bytes());
     let b = crate::digest::sha256_hex(token.as_bytes());
-    a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.bytes()
+        .zip(b.bytes())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+        == 0
 }
 
 /// A body read whole within the server's cap: 413 beyond it (said before it is read when
@@ -181,7 +221,11 @@ async fn openapi() -> Response {
     response
 }
 
-async fn start(State(server): State<Server>, headers: HeaderMap, body: Body) -> Result<Response, Problem> {
+async fn start(
+    State(server): State<Server>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Problem> {
     let bytes = read_body(&server, &headers, body).await?;
     let request: RunRequest = parse_body(&bytes)?;
     let started = server.start(request).await?;
@@ -212,9 +256,15 @@ fn default_limit() -> usize {
     50
 }
 
-async fn list(State(server): State<Server>, page: Result<Query<Page>, axum::extract::rejection::QueryRejection>) -> Result<Response, Problem> {
+async fn list(
+    State(server): State<Server>,
+    page: Result<Query<Page>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, Problem> {
     let Query(page) = page.map_err(|e| Problem::bad("invalid_query", e.body_text()))?;
-    Ok(answer(StatusCode::OK, server.list(page.offset, page.limit).await?))
+    Ok(answer(
+        StatusCode::OK,
+        server.list(page.offset, page.limit).await?,
+    ))
 }
 
 async fn run(State(server): State<Server>, Path(id): Path<String>) -> Result<Response, Problem> {
@@ -244,7 +294,10 @@ async fn brief(State(server): State<Server>, Path(id): Path<String>) -> Result<R
     Ok(answer(StatusCode::OK, server.brief(&id).await?))
 }
 
-async fn approvals(State(server): State<Server>, Path(id): Path<String>) -> Result<Response, Problem> {
+async fn approvals(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
     let pending = server.approvals(&id)?;
     Ok(answer(
         StatusCode::OK,
@@ -285,7 +338,12 @@ fn start_after(headers: &HeaderMap, query: &After) -> Result<u64, Problem> {
             .to_str()
             .ok()
             .and_then(|v| v.trim().parse::<u64>().ok())
-            .ok_or_else(|| Problem::bad("invalid_last_event_id", "Last-Event-ID: not a sequence number")),
+            .ok_or_else(|| {
+                Problem::bad(
+                    "invalid_last_event_id",
+                    "Last-Event-ID: not a sequence number",
+                )
+            }),
         None => Ok(query.after.unwrap_or(0)),
     }
 }
@@ -303,7 +361,8 @@ async fn events(
         let mut follower = state?;
         match follower.next().await? {
             Ok(event) => {
-                let data = crate::redact::scrubbed(serde_json::to_string(&event).unwrap_or_default());
+                let data =
+                    crate::redact::scrubbed(serde_json::to_string(&event).unwrap_or_default());
                 let sse = Event::default()
                     .id(event.seq.to_string())
                     .event(event.event.kind())
@@ -311,7 +370,9 @@ async fn events(
                 Some((Ok::<_, Infallible>(sse), Some(follower)))
             }
             Err(problem) => {
-                let sse = Event::default().event("error").data(problem.body().to_string());
+                let sse = Event::default()
+                    .event("error")
+                    .data(problem.body().to_string());
                 Some((Ok(sse), None))
             }
         }
@@ -340,7 +401,9 @@ pub async fn serve(server: Server, addr: SocketAddr) -> Result<Listening, String
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("--addr {addr}: {e}"))?;
-    let addr = listener.local_addr().map_err(|e| format!("--addr {addr}: {e}"))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| format!("--addr {addr}: {e}"))?;
     let app = app(server, addr.ip().is_loopback());
     let task = tokio::spawn(async move { axum::serve(listener, app).await });
     Ok(Listening { addr, task })

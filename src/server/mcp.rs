@@ -168,7 +168,11 @@ impl BatonMcp {
 
     /// Runs a request to its end, sending progress as each subagent ends when the client
     /// asked for it; the report, or the failure.
-    async fn run_to_end(&self, request: RunRequest, ctx: RequestContext<RoleServer>) -> CallToolResult {
+    async fn run_to_end(
+        &self,
+        request: RunRequest,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         let started = match self.server.start(request).await {
             Ok(s) => s,
             Err(p) => return failed(p),
@@ -179,19 +183,27 @@ impl BatonMcp {
             let mut ended = 0u32;
             while let Some(Ok(event)) = follower.next().await {
                 match event.event {
-                    RunEvent::HandoffAccepted { subagent, handoff, .. } => {
+                    RunEvent::HandoffAccepted {
+                        subagent, handoff, ..
+                    } => {
                         handed.insert(
                             subagent,
                             (handoff.settled_conclusions.len(), handoff.open_items.len()),
                         );
                     }
-                    RunEvent::SubagentEnded { subagent, state, .. } => {
+                    RunEvent::SubagentEnded {
+                        subagent, state, ..
+                    } => {
                         ended += 1;
                         if let Some(token) = &token {
-                            let message =
-                                progress_message(&subagent, state.label(), handed.get(&subagent).copied());
-                            let param = ProgressNotificationParam::new(token.clone(), f64::from(ended))
-                                .with_message(message);
+                            let message = progress_message(
+                                &subagent,
+                                state.label(),
+                                handed.get(&subagent).copied(),
+                            );
+                            let param =
+                                ProgressNotificationParam::new(token.clone(), f64::from(ended))
+                                    .with_message(message);
                             // A client gone does not stop the run: its report is kept.
                             let _ = ctx.peer.notify_progress(param).await;
                         }
@@ -203,7 +215,8 @@ impl BatonMcp {
         match self.server.wait(&started.run_id).await {
             Ok(report) => match serde_json::to_value(&*report) {
                 Ok(value) => structured(
-                    serde_json::from_str(&crate::redact::scrubbed(value.to_string())).unwrap_or(value),
+                    serde_json::from_str(&crate::redact::scrubbed(value.to_string()))
+                        .unwrap_or(value),
                     crate::redact::scrubbed(report.to_markdown()),
                 ),
                 Err(e) => failed(Problem::internal(e.to_string())),
@@ -243,7 +256,10 @@ impl BatonMcp {
     #[tool(
         description = "Start an exploration and return its run id at once; poll get_run for its state and report."
     )]
-    async fn start_explore(&self, args: Parameters<ExploreArgs>) -> Result<CallToolResult, ErrorData> {
+    async fn start_explore(
+        &self,
+        args: Parameters<ExploreArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
         Ok(self.start(args.0.request()).await)
     }
 
@@ -251,7 +267,10 @@ impl BatonMcp {
     #[tool(
         description = "Start a research run over a folder of documents and return its run id at once; poll get_run for its state and report."
     )]
-    async fn start_research(&self, args: Parameters<ResearchArgs>) -> Result<CallToolResult, ErrorData> {
+    async fn start_research(
+        &self,
+        args: Parameters<ResearchArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
         Ok(self.start(args.0.request()).await)
     }
 
@@ -280,7 +299,11 @@ impl BatonMcp {
                     Some(report) if value["report"].is_object() => {
                         crate::redact::scrubbed(report.to_markdown())
                     }
-                    _ => format!("run {} is {}", args.0.run_id, value["state"].as_str().unwrap_or("?")),
+                    _ => format!(
+                        "run {} is {}",
+                        args.0.run_id,
+                        value["state"].as_str().unwrap_or("?")
+                    ),
                 };
                 structured(value, text)
             }
@@ -292,7 +315,10 @@ impl BatonMcp {
     #[tool(
         description = "Check a handoff (markdown or JSON form) against the three-section contract and a tree: structure, that each cited file and line exists, and that each quote is in the lines cited. Returns the verdict with each violation's code and line."
     )]
-    async fn validate_handoff(&self, args: Parameters<ValidateArgs>) -> Result<CallToolResult, ErrorData> {
+    async fn validate_handoff(
+        &self,
+        args: Parameters<ValidateArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
         let args = args.0;
         let roots = self.server.inner_roots();
         let checked = tokio::task::spawn_blocking(move || validate_handoff(&roots, &args))
@@ -306,7 +332,9 @@ impl BatonMcp {
     }
 
     /// A run's brief.
-    #[tool(description = "A run's brief: its checkpoint as a person reads it before resuming (goal, constraints, what is settled, open, unknown).")]
+    #[tool(
+        description = "A run's brief: its checkpoint as a person reads it before resuming (goal, constraints, what is settled, open, unknown)."
+    )]
     async fn brief(&self, args: Parameters<RunArgs>) -> Result<CallToolResult, ErrorData> {
         Ok(match self.server.brief(&args.0.run_id).await {
             Ok(value) => {
@@ -319,11 +347,17 @@ impl BatonMcp {
 }
 
 /// The contract's verdict on a handoff against a tree under an allowed root.
-fn validate_handoff(roots: &[std::path::PathBuf], args: &ValidateArgs) -> Result<(Value, String), Problem> {
+fn validate_handoff(
+    roots: &[std::path::PathBuf],
+    args: &ValidateArgs,
+) -> Result<(Value, String), Problem> {
     if args.handoff.len() > crate::handoff::MAX_HANDOFF_BYTES {
         return Err(Problem::bad(
             "invalid_body",
-            format!("handoff: over the {}-byte limit", crate::handoff::MAX_HANDOFF_BYTES),
+            format!(
+                "handoff: over the {}-byte limit",
+                crate::handoff::MAX_HANDOFF_BYTES
+            ),
         ));
     }
     let root = allowed_dir(roots, "root", &args.root)?;
@@ -383,9 +417,15 @@ pub fn mcp_service(
     BatonMcp,
     rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
 > {
-    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-    let mut config = StreamableHttpServerConfig::default()
-        .with_max_request_body_bytes(server.config().body_limit.max(crate::handoff::MAX_HANDOFF_BYTES * 2));
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    let mut config = StreamableHttpServerConfig::default().with_max_request_body_bytes(
+        server
+            .config()
+            .body_limit
+            .max(crate::handoff::MAX_HANDOFF_BYTES * 2),
+    );
     if !loopback {
         config = config.disable_allowed_hosts();
     }

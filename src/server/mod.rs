@@ -16,8 +16,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use http::{router, serve, Listening};
-pub use mcp::{mcp_service, serve_stdio, BatonMcp, ExploreArgs, ResearchArgs, RunArgs, ValidateArgs};
+pub use http::{router, serve, Listening, ROUTES};
+pub use mcp::{
+    mcp_service, serve_stdio, BatonMcp, ExploreArgs, ResearchArgs, RunArgs, ValidateArgs,
+};
 pub use problem::Problem;
 pub use request::{
     allowed_dir, allowed_model, check_limits, parse_body, spec_name, Constraint, Decision,
@@ -163,6 +165,9 @@ pub struct ServerConfig {
     pub keep_alive: Duration,
     /// The largest request body taken, in bytes (larger: 413).
     pub body_limit: usize,
+    /// Role profiles (`*.toml`) adding to or replacing the built-in ones for every run: a
+    /// role may reserve effects for approval, decided over `/approvals`.
+    pub roles: Option<PathBuf>,
 }
 
 impl ServerConfig {
@@ -178,6 +183,7 @@ impl ServerConfig {
             models: ModelSettings::default(),
             keep_alive: Duration::from_secs(15),
             body_limit: 64 * 1024,
+            roles: None,
         }
     }
 }
@@ -227,7 +233,11 @@ impl Server {
                 models.push(spec);
             }
         }
-        let store = crate::checkpoint::SqliteStore::open(&config.state).map_err(|e| e.to_string())?;
+        if let Some(dir) = &config.roles {
+            crate::context::load_roles(Some(dir)).map_err(|e| format!("--roles: {e}"))?;
+        }
+        let store =
+            crate::checkpoint::SqliteStore::open(&config.state).map_err(|e| e.to_string())?;
         Ok(Server {
             inner: Arc::new(runs::Inner::new(config, roots, models, Arc::new(store))),
         })

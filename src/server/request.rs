@@ -203,7 +203,12 @@ pub fn check_limits(limits: &Limits) -> Result<(), Problem> {
     range("max_subagents", l.max_subagents.map(u64::from), 1, 100_000)?;
     range("shards", l.shards.map(u64::from), 1, 100_000)?;
     range("max_turns", l.max_turns.map(u64::from), 1, 10_000)?;
-    range("max_tool_calls", l.max_tool_calls.map(u64::from), 1, 100_000)?;
+    range(
+        "max_tool_calls",
+        l.max_tool_calls.map(u64::from),
+        1,
+        100_000,
+    )?;
     range("max_tokens", l.max_tokens, 1, 1_000_000_000)?;
     range("repairs", l.repairs.map(u64::from), 0, 10)?;
     for (name, v) in [
@@ -264,7 +269,10 @@ pub fn allowed_dir(allow: &[PathBuf], field: &str, given: &str) -> Result<PathBu
         return Err(Problem::bad("invalid_body", format!("{field}: empty")));
     }
     if given.contains('\0') {
-        return Err(Problem::bad("invalid_body", format!("{field}: holds a NUL")));
+        return Err(Problem::bad(
+            "invalid_body",
+            format!("{field}: holds a NUL"),
+        ));
     }
     let path = Path::new(given);
     if path.components().any(|c| c == Component::ParentDir) {
@@ -307,7 +315,12 @@ pub fn allowed_dir(allow: &[PathBuf], field: &str, given: &str) -> Result<PathBu
                 format!("{field} `{given}`: no such directory"),
             ))
         }
-        Err(e) => return Err(Problem::forbidden("root_not_allowed", format!("{field} `{given}`: {e}"))),
+        Err(e) => {
+            return Err(Problem::forbidden(
+                "root_not_allowed",
+                format!("{field} `{given}`: {e}"),
+            ))
+        }
     };
     if outside(&canonical) {
         return Err(refused());
@@ -341,7 +354,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ok.constraints.len(), 1);
-        let e = parse_body::<RunRequest>(br#"{"kind":"explore","question":"q","x":1}"#).unwrap_err();
+        let e =
+            parse_body::<RunRequest>(br#"{"kind":"explore","question":"q","x":1}"#).unwrap_err();
         assert_eq!(e.code, "invalid_body");
         assert!(e.detail.contains("`x`"), "{}", e.detail);
     }
@@ -382,7 +396,10 @@ mod tests {
         assert_eq!(code("sub"), Ok(allowed.join("sub")));
         assert_eq!(code(allowed.to_str().unwrap()), Ok(allowed.clone()));
         assert_eq!(code("sub/../sub"), Err((403, "root_not_allowed")));
-        assert_eq!(code(dir.path().to_str().unwrap()), Err((403, "root_not_allowed")));
+        assert_eq!(
+            code(dir.path().to_str().unwrap()),
+            Err((403, "root_not_allowed"))
+        );
         assert_eq!(code("file"), Err((403, "root_not_directory")));
         assert_eq!(code("missing"), Err((404, "root_not_found")));
         #[cfg(unix)]

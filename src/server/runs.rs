@@ -21,7 +21,9 @@ use super::request::{
     RunKind, RunRequest,
 };
 use super::{ModelNames, ServerConfig};
-use crate::checkpoint::{project, EventStore, LoggedEvent, RunEvent, SqliteStore, StoreError};
+use crate::checkpoint::{
+    project, Checkpoint, EventStore, LoggedEvent, RunEvent, SqliteStore, StoreError,
+};
 use crate::coordinator::{CoordinatorBuilder, RunControl, RunHandle, Task};
 use crate::model::ModelSpec;
 use crate::policy::{ApprovalError, ApprovalRequest, Budget};
@@ -141,11 +143,21 @@ impl super::Server {
         let builder = inner
             .config
             .models
-            .coordinator(&model, lead.as_ref(), max_cost, per_subagent, ModelNames::FIELDS)
+            .coordinator(
+                &model,
+                lead.as_ref(),
+                max_cost,
+                per_subagent,
+                ModelNames::FIELDS,
+            )
             .map_err(|e| Problem::bad("invalid_model", e))?;
-        Ok(builder
+        let mut builder = builder
             .store(Arc::clone(&inner.store) as Arc<dyn EventStore>)
-            .index_dir(inner.config.state.clone()))
+            .index_dir(inner.config.state.clone());
+        if let Some(dir) = &inner.config.roles {
+            builder = builder.roles(dir.clone());
+        }
+        Ok(builder)
     }
 
     /// Starts a run: the request checked (fields, model, limits, root, constraints, the task
@@ -159,10 +171,16 @@ impl super::Server {
             (RunKind::Explore, Some(root), None) => ("root", root),
             (RunKind::Research, None, Some(corpus)) => ("corpus", corpus),
             (RunKind::Explore, _, _) => {
-                return Err(Problem::bad("invalid_body", "an explore run takes `root` (and no `corpus`)"))
+                return Err(Problem::bad(
+                    "invalid_body",
+                    "an explore run takes `root` (and no `corpus`)",
+                ))
             }
             (RunKind::Research, _, _) => {
-                return Err(Problem::bad("invalid_body", "a research run takes `corpus` (and no `root`)"))
+                return Err(Problem::bad(
+                    "invalid_body",
+                    "a research run takes `corpus` (and no `root`)",
+                ))
             }
         };
         let dir = allowed_dir(&self.inner.roots, field, given)?;
@@ -178,8 +196,9 @@ impl super::Server {
                 Constraint::Text(text) => builder.constraint(text.clone()),
                 Constraint::Rules(value) => {
                     let text = value.to_string();
-                    let rules = crate::policy::rules_from_json(&text)
-                        .map_err(|why| Problem::bad("invalid_constraint", format!("constraints: {why}")))?;
+                    let rules = crate::policy::rules_from_json(&text).map_err(|why| {
+                        Problem::bad("invalid_constraint", format!("constraints: {why}"))
+                    })?;
                     builder.constraint_rules(text, rules)
                 }
             };
@@ -241,11 +260,19 @@ impl super::Server {
     /// hold running), with the models the request names.
     pub async fn resume(&self, run_id: &str, request: ResumeRequest) -> Result<Started, Problem> {
         if self.inner.live.contains_key(run_id) {
-            return Err(Problem::conflict("run_live", format!("run {run_id} is running here")));
+            return Err(Problem::conflict(
+                "run_live",
+                format!("run {run_id} is running here"),
+            ));
         }
         let kind = self.kind_of(run_id).await?;
         let coordinator = self
-            .builder(request.model.as_deref(), request.lead_model.as_deref(), None, None)?
+            .builder(
+                request.model.as_deref(),
+                request.lead_model.as_deref(),
+                None,
+                None,
+            )?
             .build();
         let permit = slot(&self.inner)?;
         let handle = coordinator.resume(run_id).await.map_err(Problem::from)?;
@@ -339,13 +366,33 @@ impl super::Server {
         }
     }
 
+    /// A run's events, their projection and its state, read so that a run ending during the
+    /// read is seen as ended with its report kept (the report is kept before the run leaves
+    /// the live map, and a run elsewhere releases its claim after its last event).
+    async fn settled_view(
+        &self,
+        run_id: &str,
+    ) -> Result<(Vec<LoggedEvent>, Checkpoint, &'static str), Problem> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let live_before = self.inner.live.contains_key(run_id);
+            let store = Arc::clone(&self.inner.store);
+            let id = run_id.to_string();
+            let events = blocking(move || Ok(store.events(&id)?)).await?;
+            let cp = project(run_id, &events);
+            let state = self.state_of(run_id, cp.finished);
+            // Ended here, or its claim let go, while the events were read: read them again.
+            let ended_meanwhile = (live_before && state != "running") || state == "interrupted";
+            if !ended_meanwhile || tries >= 2 {
+                return Ok((events, cp, state));
+            }
+        }
+    }
+
     /// A run as a client sees it: state, counts, usage and cost, the report when done.
     pub async fn run(&self, run_id: &str) -> Result<Value, Problem> {
-        let store = Arc::clone(&self.inner.store);
-        let id = run_id.to_string();
-        let events = blocking(move || Ok(store.events(&id)?)).await?;
-        let cp = project(run_id, &events);
-        let state = self.state_of(run_id, cp.finished);
+        let (events, cp, state) = self.settled_view(run_id).await?;
         let outcomes: Vec<_> = cp.plans.iter().filter_map(|p| p.outcome).collect();
         let counts = HandoffCounts::of(&outcomes);
         let total = cp.budgets.total;
@@ -388,7 +435,9 @@ impl super::Server {
             return Some(Arc::clone(&r));
         }
         let path = report_path(&self.inner.config.state, run_id);
-        let read = tokio::task::spawn_blocking(move || std::fs::read(path)).await.ok()?;
+        let read = tokio::task::spawn_blocking(move || std::fs::read(path))
+            .await
+            .ok()?;
         let report: Report = serde_json::from_slice(&read.ok()?).ok()?;
         let report = Arc::new(report);
         self.inner
@@ -551,7 +600,9 @@ pub(super) fn links(run_id: &str) -> Value {
 
 fn report_path(state: &std::path::Path, run_id: &str) -> PathBuf {
     let digest = crate::digest::sha256_hex(run_id.as_bytes());
-    state.join("reports").join(format!("{}.json", &digest[..32]))
+    state
+        .join("reports")
+        .join(format!("{}.json", &digest[..32]))
 }
 
 /// Writes a report under the state (a temporary file renamed into place, so a reader never
@@ -638,15 +689,17 @@ impl Follower {
             }
             return;
         }
-        // Not held here: ended when its last event ends the run and nobody holds it.
+        // Not held here: ended when its last event ends the run, or when no process holds
+        // its claim (interrupted: nothing more comes until it is resumed), and nobody holds it.
         let store = Arc::clone(&self.server.inner.store);
         let (id, last) = (self.run_id.clone(), self.last);
         let ended = blocking(move || {
             let tail = store.events_after(&id, last.saturating_sub(1), 1)?;
             // Nothing at `last`: the client asked past the log's end; nothing more will come.
-            Ok(tail
+            let finished = tail
                 .first()
-                .is_none_or(|e| matches!(e.event, RunEvent::RunFinished { .. })))
+                .is_none_or(|e| matches!(e.event, RunEvent::RunFinished { .. }));
+            Ok(finished || !matches!(store.claim(&id), Err(StoreError::InUse(_))))
         })
         .await
         .unwrap_or(true);

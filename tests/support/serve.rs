@@ -98,7 +98,11 @@ impl Answer {
 }
 
 /// A POST of `body` as JSON.
-pub(crate) fn post_json(client: &reqwest::Client, url: &str, body: &Value) -> reqwest::RequestBuilder {
+pub(crate) fn post_json(
+    client: &reqwest::Client,
+    url: &str,
+    body: &Value,
+) -> reqwest::RequestBuilder {
     client
         .post(url)
         .header("content-type", "application/json")
@@ -217,7 +221,12 @@ impl SseReader {
 }
 
 /// Starts an exploration of `root` (as the request names it) and returns its id.
-pub(crate) async fn start_explore(client: &reqwest::Client, serve: &Serve, root: &str, extra: Value) -> String {
+pub(crate) async fn start_explore(
+    client: &reqwest::Client,
+    serve: &Serve,
+    root: &str,
+    extra: Value,
+) -> String {
     let mut body = serde_json::json!({
         "kind": "explore", "root": root, "question": "where is the retry delay computed?",
     });
@@ -228,7 +237,10 @@ pub(crate) async fn start_explore(client: &reqwest::Client, serve: &Serve, root:
     }
     let answer = send(post_json(client, &serve.url("/v1/runs"), &body)).await;
     assert_eq!(answer.status, 202, "{}", answer.body);
-    answer.body["run_id"].as_str().expect("a run id").to_string()
+    answer.body["run_id"]
+        .as_str()
+        .expect("a run id")
+        .to_string()
 }
 
 /// Polls a run until its state is not `running` (a minute at most); its JSON.

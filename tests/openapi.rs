@@ -1,0 +1,557 @@
+//! `contracts/openapi.json` against the server: every route and method the router takes and
+//! no other, every request body's fields as the server's types read them, and every status
+//! and response field a real scenario over a loopback socket elicits — each one documented,
+//! each documented one elicited.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{json, Value};
+
+use crate::support::rust_tree;
+use crate::support::serve::{client, send, Answer, Serve};
+
+const TOKEN: &str = "openapi-test-token";
+
+fn doc() -> Value {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/contracts/openapi.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A `$ref` followed to its schema.
+fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
+    match schema["$ref"].as_str() {
+        Some(r) => &doc["components"]["schemas"][r.trim_start_matches("#/components/schemas/")],
+        None => schema,
+    }
+}
+
+fn names(schema: &Value, key: &str) -> BTreeSet<String> {
+    match key {
+        "properties" => schema["properties"]
+            .as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default(),
+        _ => schema[key]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// A request body type's fields and required fields, as serde reads it (schemars).
+fn rust_fields<T: schemars::JsonSchema>() -> (BTreeSet<String>, BTreeSet<String>) {
+    let schema = serde_json::to_value(schemars::schema_for!(T)).unwrap();
+    (names(&schema, "properties"), names(&schema, "required"))
+}
+
+#[test]
+fn request_bodies_have_the_fields_the_server_reads() {
+    use baton::server::{DecisionRequest, Limits, ResumeRequest, RunRequest};
+    let doc = doc();
+    let schemas = &doc["components"]["schemas"];
+    for (name, (props, required)) in [
+        ("RunRequest", rust_fields::<RunRequest>()),
+        ("Limits", rust_fields::<Limits>()),
+        ("ResumeRequest", rust_fields::<ResumeRequest>()),
+        ("DecisionRequest", rust_fields::<DecisionRequest>()),
+    ] {
+        assert_eq!(names(&schemas[name], "properties"), props, "{name}: fields");
+        assert_eq!(
+            names(&schemas[name], "required"),
+            required,
+            "{name}: required"
+        );
+        assert_eq!(
+            schemas[name]["additionalProperties"], false,
+            "{name}: unknown fields refused"
+        );
+    }
+}
+
+/// One request of the scenario and what came back.
+struct Seen {
+    method: &'static str,
+    route: &'static str,
+    answer: Answer,
+}
+
+struct Scenario<'a> {
+    client: reqwest::Client,
+    serve: &'a Serve,
+    seen: Vec<Seen>,
+}
+
+impl Scenario<'_> {
+    async fn go(
+        &mut self,
+        method: &'static str,
+        route: &'static str,
+        path: &str,
+        body: Option<String>,
+        auth: bool,
+    ) -> &Answer {
+        let url = self.serve.url(path);
+        let mut request = match method {
+            "GET" => self.client.get(url),
+            _ => self.client.post(url),
+        };
+        if auth {
+            request = request.bearer_auth(TOKEN);
+        }
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body);
+        }
+        let answer = send(request).await;
+        self.seen.push(Seen {
+            method,
+            route,
+            answer,
+        });
+        &self.seen.last().unwrap().answer
+    }
+
+    /// Grants (or the first time, with `deny_one`, denies) what `run` waits on until it ends.
+    async fn decide_until_done(&mut self, run: &str) {
+        for _ in 0..2000 {
+            let state = self
+                .go(
+                    "GET",
+                    "/v1/runs/{id}",
+                    &format!("/v1/runs/{run}"),
+                    None,
+                    true,
+                )
+                .await
+                .body["state"]
+                .clone();
+            if state != "running" {
+                return;
+            }
+            let pending = self
+                .go(
+                    "GET",
+                    "/v1/runs/{id}/approvals",
+                    &format!("/v1/runs/{run}/approvals"),
+                    None,
+                    true,
+                )
+                .await
+                .body["approvals"]
+                .clone();
+            for request in pending.as_array().unwrap() {
+                let aid = request["id"].as_str().unwrap().to_string();
+                let path = format!("/v1/runs/{run}/approvals/{aid}");
+                let granted = self
+                    .go(
+                        "POST",
+                        "/v1/runs/{id}/approvals/{aid}",
+                        &path,
+                        Some(json!({"decision": "grant"}).to_string()),
+                        true,
+                    )
+                    .await;
+                assert_eq!(granted.status, 200, "{}", granted.body);
+                let again = self
+                    .go(
+                        "POST",
+                        "/v1/runs/{id}/approvals/{aid}",
+                        &path,
+                        Some(json!({"decision": "deny"}).to_string()),
+                        true,
+                    )
+                    .await;
+                assert_eq!(again.status, 409, "{}", again.body);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        panic!("{run} did not end");
+    }
+
+    async fn settle(&mut self, run: &str) {
+        for _ in 0..1200 {
+            let answer = self
+                .go(
+                    "GET",
+                    "/v1/runs/{id}",
+                    &format!("/v1/runs/{run}"),
+                    None,
+                    true,
+                )
+                .await;
+            if answer.body["state"] != "running" {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        panic!("{run} did not end");
+    }
+}
+
+/// Every route of the scenario, its statuses: refusals, then two runs that wait on approvals.
+async fn scenario(s: &mut Scenario<'_>) {
+    let start = |root: &str| {
+        Some(json!({"kind": "explore", "root": root, "question": "where is next_delay?", "limits": {"shards": 1}}).to_string())
+    };
+    s.go("GET", "/healthz", "/healthz", None, false).await;
+    s.go("GET", "/openapi.json", "/openapi.json", None, true)
+        .await;
+    s.go("GET", "/openapi.json", "/openapi.json", None, false)
+        .await;
+    for (body, auth) in [
+        (Some("{not json".to_string()), true),
+        (start("/"), true),
+        (start("missing"), true),
+        (
+            Some(json!({"kind": "explore", "root": ".", "question": "x".repeat(4000)}).to_string()),
+            true,
+        ),
+        (start("."), false),
+    ] {
+        s.go("POST", "/v1/runs", "/v1/runs", body, auth).await;
+    }
+    s.go("GET", "/v1/runs", "/v1/runs?limit=x", None, true)
+        .await;
+    s.go("GET", "/v1/runs", "/v1/runs", None, false).await;
+    let unknown = "run-unknown";
+    for (method, route, rest) in [
+        ("GET", "/v1/runs/{id}", ""),
+        ("GET", "/v1/runs/{id}/events", "/events"),
+        ("POST", "/v1/runs/{id}/cancel", "/cancel"),
+        ("POST", "/v1/runs/{id}/resume", "/resume"),
+        ("GET", "/v1/runs/{id}/brief", "/brief"),
+        ("GET", "/v1/runs/{id}/approvals", "/approvals"),
+        ("POST", "/v1/runs/{id}/approvals/{aid}", "/approvals/ap1"),
+    ] {
+        let body = (method == "POST").then(|| json!({"decision": "grant"}).to_string());
+        let body = if rest == "/resume" {
+            Some("{}".into())
+        } else {
+            body
+        };
+        s.go(
+            method,
+            route,
+            &format!("/v1/runs/{unknown}{rest}"),
+            body.clone(),
+            true,
+        )
+        .await;
+        s.go(
+            method,
+            route,
+            &format!("/v1/runs/{unknown}{rest}"),
+            body,
+            false,
+        )
+        .await;
+    }
+
+    // Run B: every read waits for approval; each is granted.
+    let b = s
+        .go("POST", "/v1/runs", "/v1/runs", start("."), true)
+        .await
+        .body["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let decide = format!("/v1/runs/{b}/approvals/ap-none");
+    s.go(
+        "POST",
+        "/v1/runs/{id}/approvals/{aid}",
+        &decide,
+        Some(json!({"decision": "maybe"}).to_string()),
+        true,
+    )
+    .await;
+    s.go(
+        "POST",
+        "/v1/runs/{id}/approvals/{aid}",
+        &decide,
+        Some(json!({"decision": "grant"}).to_string()),
+        true,
+    )
+    .await;
+    s.go(
+        "POST",
+        "/v1/runs/{id}/approvals/{aid}",
+        &decide,
+        Some(format!(
+            "{{\"decision\":\"deny\",\"reason\":\"{}\"}}",
+            "x".repeat(4000)
+        )),
+        true,
+    )
+    .await;
+    s.decide_until_done(&b).await;
+    s.go("GET", "/v1/runs", "/v1/runs?limit=1", None, true)
+        .await;
+    s.go(
+        "GET",
+        "/v1/runs/{id}/events",
+        &format!("/v1/runs/{b}/events"),
+        None,
+        true,
+    )
+    .await;
+    s.go(
+        "GET",
+        "/v1/runs/{id}/brief",
+        &format!("/v1/runs/{b}/brief"),
+        None,
+        true,
+    )
+    .await;
+    s.go(
+        "POST",
+        "/v1/runs/{id}/cancel",
+        &format!("/v1/runs/{b}/cancel"),
+        None,
+        true,
+    )
+    .await;
+    s.go(
+        "POST",
+        "/v1/runs/{id}/resume",
+        &format!("/v1/runs/{b}/resume"),
+        Some(json!({"model": "x", "extra": 1}).to_string()),
+        true,
+    )
+    .await;
+    s.go(
+        "POST",
+        "/v1/runs/{id}/resume",
+        &format!("/v1/runs/{b}/resume"),
+        Some(format!("{{\"model\":\"{}\"}}", "x".repeat(4000))),
+        true,
+    )
+    .await;
+
+    // Run A waits on its first approval: the one slot is taken.
+    let a = s
+        .go("POST", "/v1/runs", "/v1/runs", start("."), true)
+        .await
+        .body["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    s.go("POST", "/v1/runs", "/v1/runs", start("."), true).await;
+    s.go(
+        "POST",
+        "/v1/runs/{id}/resume",
+        &format!("/v1/runs/{b}/resume"),
+        Some("{}".into()),
+        true,
+    )
+    .await;
+    s.go(
+        "POST",
+        "/v1/runs/{id}/resume",
+        &format!("/v1/runs/{a}/resume"),
+        Some("{}".into()),
+        true,
+    )
+    .await;
+    s.go(
+        "POST",
+        "/v1/runs/{id}/cancel",
+        &format!("/v1/runs/{a}/cancel"),
+        None,
+        true,
+    )
+    .await;
+    s.settle(&a).await;
+    // Resumed, then cancelled again.
+    s.go(
+        "POST",
+        "/v1/runs/{id}/resume",
+        &format!("/v1/runs/{a}/resume"),
+        None,
+        true,
+    )
+    .await;
+    s.go(
+        "POST",
+        "/v1/runs/{id}/cancel",
+        &format!("/v1/runs/{a}/cancel"),
+        None,
+        true,
+    )
+    .await;
+    s.settle(&a).await;
+    s.go(
+        "GET",
+        "/v1/runs/{id}/events",
+        &format!("/v1/runs/{a}/events"),
+        None,
+        true,
+    )
+    .await;
+    s.go(
+        "GET",
+        "/v1/runs/{id}/events",
+        &format!("/v1/runs/{a}/events?after=x"),
+        None,
+        true,
+    )
+    .await;
+}
+
+#[test]
+fn every_route_field_and_status_is_documented_and_every_documented_one_is_served() {
+    let tree = rust_tree();
+    let roles = tempfile::tempdir().unwrap();
+    let explorer = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/contracts/roles/explorer.toml"
+    ))
+    .unwrap();
+    std::fs::write(
+        roles.path().join("explorer.toml"),
+        explorer.replace("mandatory = [", "approve = [\"read\"]\nmandatory = ["),
+    )
+    .unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let roles_dir = roles.path().display().to_string();
+    let serve = Serve::start(
+        state.path(),
+        tree.path(),
+        &[
+            "--max-runs",
+            "1",
+            "--max-body-bytes",
+            "2048",
+            "--roles",
+            &roles_dir,
+        ],
+        &[("BATON_TOKEN", TOKEN)],
+    );
+    let doc = doc();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let seen = runtime.block_on(async {
+        let mut s = Scenario {
+            client: client(),
+            serve: &serve,
+            seen: Vec::new(),
+        };
+        // The document served is the file.
+        let served = s
+            .go("GET", "/openapi.json", "/openapi.json", None, true)
+            .await;
+        assert_eq!(served.body, doc);
+        // Routes: the router takes exactly the methods of ROUTES on each path, the document
+        // exactly ROUTES.
+        for (path, methods) in baton::server::ROUTES {
+            let concrete = path.replace("{id}", "run-x").replace("{aid}", "ap1");
+            for method in ["GET", "POST", "PUT", "DELETE", "PATCH"] {
+                let request = s
+                    .client
+                    .request(method.parse().unwrap(), serve.url(&concrete))
+                    .bearer_auth(TOKEN);
+                let answer = send(request).await;
+                let routed = answer.status != 405 && answer.body["code"] != "no_route";
+                assert_eq!(
+                    routed,
+                    methods.contains(&method),
+                    "{method} {path}: {}",
+                    answer.status
+                );
+            }
+        }
+        scenario(&mut s).await;
+        s.seen
+    });
+    let documented: BTreeSet<(String, String)> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .flat_map(|(p, ops)| {
+            ops.as_object()
+                .unwrap()
+                .keys()
+                .map(move |m| (m.to_uppercase(), p.clone()))
+        })
+        .collect();
+    let routed: BTreeSet<(String, String)> = baton::server::ROUTES
+        .iter()
+        .flat_map(|(p, ms)| ms.iter().map(move |m| (m.to_string(), p.to_string())))
+        .collect();
+    assert_eq!(documented, routed, "the document's routes are the router's");
+
+    // Statuses: each seen one documented, each documented one seen.
+    let mut statuses: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for s in &seen {
+        let key = (s.method.to_string(), s.route.to_string());
+        let op = &doc["paths"][s.route][s.method.to_lowercase()];
+        let status = s.answer.status.to_string();
+        assert!(
+            op["responses"].get(&status).is_some()
+                || (s.answer.status >= 500 && op["responses"].get("default").is_some()),
+            "{} {} answered {status}, undocumented: {}",
+            s.method,
+            s.route,
+            s.answer.body
+        );
+        statuses.entry(key).or_default().insert(status.clone());
+        // Fields: the body's top-level fields are the documented schema's.
+        let response = &op["responses"][&status];
+        let Some((media, content)) = response["content"]
+            .as_object()
+            .and_then(|c| c.iter().next())
+        else {
+            continue;
+        };
+        let schema = resolve(&doc, &content["schema"]);
+        if media == "text/event-stream" || s.route == "/openapi.json" {
+            continue;
+        }
+        let body = s
+            .answer
+            .body
+            .as_object()
+            .unwrap_or_else(|| panic!("{} {}: not JSON", s.method, s.route));
+        let fields: BTreeSet<String> = body.keys().cloned().collect();
+        assert_eq!(
+            fields,
+            names(schema, "properties"),
+            "{} {} {status}: fields",
+            s.method,
+            s.route
+        );
+        assert!(names(schema, "required").is_subset(&fields));
+        assert_eq!(
+            s.answer.header("content-type"),
+            Some(media.as_str()),
+            "{} {}",
+            s.method,
+            s.route
+        );
+    }
+    for (method, path) in &routed {
+        let op = &doc["paths"][path][method.to_lowercase()];
+        let listed: BTreeSet<String> = op["responses"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|k| *k != "default")
+            .cloned()
+            .collect();
+        let got = statuses
+            .get(&(method.clone(), path.clone()))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(
+            listed, got,
+            "{method} {path}: documented statuses against those served"
+        );
+    }
+}
