@@ -1,6 +1,6 @@
 //! Measures `baton serve` on loopback, in one process with its clients: the time from
 //! `POST /v1/runs` to the first Server-Sent Event of the run (30 runs, one after another, each
-//! an offline exploration of a small generated tree), and requests a second for
+//! an offline exploration of a small generated tree followed to its end before the next), and requests a second for
 //! `GET /v1/runs/{id}` of a finished run (8 clients on kept-alive connections for 5 s).
 //! Prints JSON.
 //!
@@ -58,6 +58,9 @@ async fn main() {
         let started: serde_json::Value =
             serde_json::from_slice(&answer.bytes().await.expect("a body")).expect("JSON");
         let run = started["run_id"].as_str().expect("a run id").to_string();
+        if std::env::var_os("BENCH_SPLIT").is_some() {
+            eprintln!("post {:.1} ms", t0.elapsed().as_secs_f64() * 1000.0);
+        }
         let mut events = client
             .get(format!("{base}/v1/runs/{run}/events"))
             .send()
@@ -69,7 +72,8 @@ async fn main() {
             text.push_str(&String::from_utf8_lossy(&chunk));
         }
         first_event.push(t0.elapsed().as_secs_f64() * 1000.0);
-        drop(events);
+        // The run is followed to its end, so the next is timed on an idle server.
+        while events.chunk().await.expect("a chunk").is_some() {}
         last_run = run;
     }
     // Let the last run finish, so its GET reads a whole log and a report.

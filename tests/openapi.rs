@@ -536,6 +536,19 @@ fn every_route_field_and_status_is_documented_and_every_documented_one_is_served
             s.route
         );
     }
+    // Codes: each problem answered carries a listed code with its listed status.
+    for s in seen.iter().filter(|s| s.answer.status >= 400) {
+        let code = s.answer.body["code"].as_str().unwrap_or_default();
+        assert!(
+            baton::server::CODES
+                .iter()
+                .any(|(c, st, _)| *c == code && *st == s.answer.status),
+            "{} {}: {} {code} is not listed",
+            s.method,
+            s.route,
+            s.answer.status
+        );
+    }
     for (method, path) in &routed {
         let op = &doc["paths"][path][method.to_lowercase()];
         let listed: BTreeSet<String> = op["responses"]
@@ -554,4 +567,53 @@ fn every_route_field_and_status_is_documented_and_every_documented_one_is_served
             "{method} {path}: documented statuses against those served"
         );
     }
+}
+
+/// The string literals that follow each `Problem::` constructor in the server's source: the
+/// codes it can answer with.
+fn codes_in_source() -> BTreeSet<String> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/server");
+    let mut codes = BTreeSet::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        for (at, _) in text.match_indices("Problem::") {
+            let rest = &text[at..];
+            let name_end = rest.find('(').unwrap_or(0);
+            if !matches!(
+                &rest[9..name_end],
+                "new" | "bad" | "forbidden" | "not_found" | "conflict"
+            ) {
+                continue;
+            }
+            let args = &rest[name_end..rest.len().min(name_end + 200)];
+            let Some(open) = args.find('"') else { continue };
+            let close = args[open + 1..].find('"').unwrap() + open + 1;
+            let code = &args[open + 1..close];
+            if !code.is_empty() && code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+                codes.insert(code.to_string());
+            }
+        }
+    }
+    codes
+}
+
+#[test]
+fn every_error_code_is_listed_and_documented() {
+    let listed: BTreeSet<String> = baton::server::CODES
+        .iter()
+        .map(|(c, _, _)| c.to_string())
+        .collect();
+    assert_eq!(listed.len(), baton::server::CODES.len(), "no code twice");
+    let used = codes_in_source();
+    assert!(used.len() >= 25, "the scan finds the codes: {used:?}");
+    assert_eq!(used, listed, "codes the server's source uses against CODES");
+    let doc = doc();
+    let enumerated: BTreeSet<String> = doc["components"]["schemas"]["Problem"]["properties"]
+        ["code"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(enumerated, listed, "the document's codes are CODES");
 }

@@ -228,3 +228,190 @@ async fn the_library_example_runs_as_written() {
     }
     assert!(!markdown.contains("docs/notes.md"), "{markdown}");
 }
+
+/// Splits a shell line into words: whitespace apart, '…' and "…" quoting.
+fn shell_words(line: &str) -> Vec<String> {
+    let (mut words, mut word, mut quote, mut any) = (Vec::new(), String::new(), None, false);
+    for c in line.chars() {
+        match (quote, c) {
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                any = true;
+            }
+            (Some(q), c) if c == q => quote = None,
+            (None, c) if c.is_whitespace() => {
+                if any {
+                    words.push(std::mem::take(&mut word));
+                }
+                any = false;
+            }
+            (_, c) => {
+                word.push(c);
+                any = true;
+            }
+        }
+    }
+    if any {
+        words.push(word);
+    }
+    words
+}
+
+/// The README's curl walkthrough: its indented lines, each split from its `# comment`.
+fn walkthrough() -> Vec<(Vec<String>, String)> {
+    let readme = include_str!("../README.md");
+    let start = readme
+        .find("The curl walkthrough")
+        .expect("the walkthrough");
+    readme[start..]
+        .lines()
+        .skip(1)
+        .skip_while(|l| !l.starts_with("    "))
+        .take_while(|l| l.starts_with("    "))
+        .map(|l| match l.split_once("  # ") {
+            Some((command, comment)) => (shell_words(command), comment.to_string()),
+            None => (shell_words(l), String::new()),
+        })
+        .collect()
+}
+
+/// SSE ids of a stream's text, in order.
+fn sse_ids(text: &str) -> Vec<u64> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("id:"))
+        .map(|id| id.trim().parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn the_readme_curl_walkthrough_runs_as_written() {
+    use crate::support::serve::{client, send, Serve};
+    let lines = walkthrough();
+    assert!(lines.len() >= 9, "{lines:?}");
+    let (serve_line, _) = &lines[0];
+    assert_eq!(serve_line[..2], ["baton", "serve"], "{serve_line:?}");
+    assert_eq!(serve_line.last().map(String::as_str), Some("&"));
+    let args = serve_line[1..serve_line.len() - 1].to_vec();
+    let tree = rust_tree();
+    let state = tempfile::tempdir().unwrap();
+    let serve = Serve::start_in(tree.path(), state.path(), &args);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = client();
+        let mut run_id = String::new();
+        let mut methods = std::collections::BTreeSet::new();
+        for (words, comment) in &lines[1..] {
+            assert_eq!(words[0], "curl", "{words:?}");
+            let (mut method, mut headers, mut body, mut url) =
+                ("GET".to_string(), Vec::new(), None, None);
+            let mut rest = words[1..].iter();
+            while let Some(word) = rest.next() {
+                match word.as_str() {
+                    "-s" | "-N" | "-sN" => {}
+                    "-X" => method = rest.next().unwrap().clone(),
+                    "-H" => headers.push(rest.next().unwrap().clone()),
+                    "-d" => body = Some(rest.next().unwrap().clone()),
+                    w if w.starts_with('-') => panic!("a curl flag the test does not know: {w}"),
+                    w => url = Some(w.to_string()),
+                }
+            }
+            let url = url
+                .expect("a URL")
+                .replace("localhost:7878", serve.base.trim_start_matches("http://"))
+                .replace("RUN_ID", &run_id);
+            let url = format!("http://{url}");
+            methods.insert(method.clone());
+            let mut request = client.request(method.parse().unwrap(), &url);
+            let mut last_event_id = None;
+            for header in &headers {
+                let (name, value) = header.split_once(": ").unwrap();
+                if name.eq_ignore_ascii_case("last-event-id") {
+                    last_event_id = Some(value.parse::<u64>().unwrap());
+                }
+                request = request.header(name, value);
+            }
+            if let Some(body) = body {
+                request = request.body(body);
+            }
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            let expected = comment.get(..3).and_then(|s| s.parse::<u16>().ok());
+            let is_events = url.contains("/events");
+            let text = response.text().await.unwrap();
+            match expected {
+                Some(code) => assert_eq!(status, code, "{url}: {text}"),
+                None => assert!((200..300).contains(&status), "{url}: {status} {text}"),
+            }
+            if method == "POST" && url.ends_with("/v1/runs") {
+                let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+                run_id = value["run_id"].as_str().unwrap().to_string();
+            }
+            if is_events {
+                // Whole, in order, from where it was asked to start, to the run's end.
+                let ids = sse_ids(&text);
+                let first = last_event_id.map_or(1, |n| n + 1);
+                assert_eq!(
+                    ids,
+                    (first..first + ids.len() as u64).collect::<Vec<_>>(),
+                    "{text}"
+                );
+                assert!(ids.len() > 5, "{text}");
+                assert!(text.contains("event: run_finished"), "{text}");
+            }
+            if url.ends_with(&format!("/v1/runs/{run_id}")) {
+                let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+                assert_eq!(value["state"], "finished");
+                assert!(
+                    value["report"]["handoff"]["settled_conclusions"]
+                        .as_array()
+                        .is_some_and(|s| !s.is_empty()),
+                    "{value}"
+                );
+            }
+        }
+        assert!(!run_id.is_empty() && methods.contains("POST"));
+        // The run is the state's, as the command line sees it.
+        let seen = send(client.get(serve.url(&format!("/v1/runs/{run_id}")))).await;
+        assert_eq!(seen.status, 200);
+    });
+    let runs = baton()
+        .current_dir(tree.path())
+        .args(["runs", "--json", "--state"])
+        .arg(state.path())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&runs.stdout).contains("\"run_id\""));
+}
+
+#[test]
+fn the_readme_lists_every_error_code_with_its_status() {
+    let readme = include_str!("../README.md");
+    let start = readme
+        .find("Every error is `application/problem+json`")
+        .unwrap();
+    let text = &readme[start..];
+    let text = &text[text.find("a stable `code`:").unwrap() + 16..];
+    let text = &text[..text.find("A server killed").unwrap()];
+    let (mut listed, mut pending) = (Vec::new(), Vec::new());
+    let mut rest = text;
+    while let Some(at) = rest.find(['`', '(']) {
+        if rest[at..].starts_with('`') {
+            let end = rest[at + 1..].find('`').unwrap() + at + 1;
+            pending.push(rest[at + 1..end].to_string());
+            rest = &rest[end + 1..];
+        } else {
+            let end = rest[at..].find(')').unwrap() + at;
+            let status: u16 = rest[at + 1..end].parse().unwrap();
+            listed.extend(pending.drain(..).map(|c| (c, status)));
+            rest = &rest[end + 1..];
+        }
+    }
+    assert!(pending.is_empty(), "{pending:?}");
+    let mut expected: Vec<(String, u16)> = baton::server::CODES
+        .iter()
+        .map(|(c, s, _)| (c.to_string(), *s))
+        .collect();
+    listed.sort();
+    expected.sort();
+    assert_eq!(listed, expected);
+}

@@ -74,6 +74,29 @@ fn a_run_is_started_and_followed_over_sse_to_its_end() {
             again.iter().map(|e| e.id.unwrap()).collect::<Vec<_>>(),
             ids[ids.len() - 2..].to_vec()
         );
+        // A finished run resumed logs more: its view follows (it is not kept past its log).
+        let before = send(client.get(serve.url(&format!("/v1/runs/{run}")))).await;
+        let resumed = send(post_json(
+            &client,
+            &serve.url(&format!("/v1/runs/{run}/resume")),
+            &json!({}),
+        ))
+        .await;
+        assert_eq!(resumed.status, 202, "{}", resumed.body);
+        let after = settled(&client, &serve, &run).await;
+        assert_eq!(after["state"], "finished");
+        assert!(
+            after["events"].as_u64() > before.body["events"].as_u64(),
+            "{after}"
+        );
+        let report: baton::Report = serde_json::from_value(after["report"].clone()).unwrap();
+        assert_eq!(
+            report.handoff.settled_conclusions.len(),
+            body["report"]["handoff"]["settled_conclusions"]
+                .as_array()
+                .unwrap()
+                .len()
+        );
     });
 }
 
@@ -594,4 +617,63 @@ fn a_server_killed_mid_run_lists_it_interrupted_and_resumes_it() {
     accepted.dedup();
     assert_eq!(accepted.len(), 4);
     let _ = Duration::ZERO;
+}
+
+#[test]
+fn each_request_is_a_span_carrying_its_run_id_beside_the_runs_spans() {
+    let tree = rust_tree();
+    let state = tempfile::tempdir().unwrap();
+    let serve = Serve::start(
+        state.path(),
+        tree.path(),
+        &["--log-format", "json"],
+        &[("BATON_LOG", "baton=info")],
+    );
+    let run = runtime().block_on(async {
+        let client = client();
+        let run = start_explore(&client, &serve, ".", json!({"limits": {"shards": 1}})).await;
+        assert_eq!(settled(&client, &serve, &run).await["state"], "finished");
+        let unknown = send(client.get(serve.url("/v1/runs/run-unknown"))).await;
+        assert_eq!(unknown.status, 404);
+        run
+    });
+    // Spans are written as they close: the last request's may come just after its answer.
+    let mut closed = Vec::new();
+    for _ in 0..100 {
+        closed = serve
+            .log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v["fields"]["message"] == "close")
+            .map(|v| v["span"].clone())
+            .collect::<Vec<Value>>();
+        if closed.iter().any(|s| s["path"] == "/v1/runs/run-unknown") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let request = |method: &str, path: &str| {
+        closed
+            .iter()
+            .find(|s| s["name"] == "request" && s["method"] == method && s["path"] == path)
+            .unwrap_or_else(|| panic!("no span for {method} {path}: {closed:?}"))
+            .clone()
+    };
+    // The run's id on the request that started it (not in its path) and on one that names it.
+    assert_eq!(request("POST", "/v1/runs")["run_id"], run.as_str());
+    assert_eq!(request("POST", "/v1/runs")["status"], 202);
+    assert_eq!(
+        request("GET", &format!("/v1/runs/{run}"))["run_id"],
+        run.as_str()
+    );
+    assert_eq!(request("GET", "/v1/runs/run-unknown")["status"], 404);
+    // The run's own span carries the same id: the two join on it.
+    assert!(
+        closed
+            .iter()
+            .any(|s| s["name"] == "run" && s["run_id"] == run.as_str()),
+        "{closed:?}"
+    );
 }

@@ -136,13 +136,17 @@ async fn traced(request: Request, next: Next) -> Response {
         .and_then(|rest| rest.split('/').next())
         .unwrap_or("")
         .to_string();
+    // The run's id is recorded once known: from the path, or by the route that starts it.
     let span = tracing::info_span!(
         "request",
         method = %request.method(),
         path = %path,
-        run_id = %run_id,
+        run_id = tracing::field::Empty,
         status = tracing::field::Empty,
     );
+    if !run_id.is_empty() {
+        span.record("run_id", run_id.as_str());
+    }
     let response = next.run(request).instrument(span.clone()).await;
     span.record("status", response.status().as_u16());
     tracing::info!(parent: &span, status = response.status().as_u16(), "answered");
@@ -287,7 +291,8 @@ async fn resume(
 ) -> Result<Response, Problem> {
     let bytes = read_body(&server, &headers, body).await?;
     let request: ResumeRequest = parse_body(&bytes)?;
-    Ok(started_answer(&server.resume(&id, request).await?))
+    let started = server.resume(&id, request).await?;
+    Ok(started_answer(&started))
 }
 
 async fn brief(State(server): State<Server>, Path(id): Path<String>) -> Result<Response, Problem> {
@@ -405,6 +410,13 @@ pub async fn serve(server: Server, addr: SocketAddr) -> Result<Listening, String
         .local_addr()
         .map_err(|e| format!("--addr {addr}: {e}"))?;
     let app = app(server, addr.ip().is_loopback());
+    // No Nagle delay: an event written just after the stream's headers goes out at once,
+    // not after the client's delayed acknowledgement (some 40 ms).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY could not be set");
+        }
+    });
     let task = tokio::spawn(async move { axum::serve(listener, app).await });
     Ok(Listening { addr, task })
 }

@@ -20,7 +20,7 @@ pub use http::{router, serve, Listening, ROUTES};
 pub use mcp::{
     mcp_service, serve_stdio, BatonMcp, ExploreArgs, ResearchArgs, RunArgs, ValidateArgs,
 };
-pub use problem::Problem;
+pub use problem::{Problem, CODES};
 pub use request::{
     allowed_dir, allowed_model, check_limits, parse_body, spec_name, Constraint, Decision,
     DecisionRequest, Limits, ResumeRequest, RunKind, RunRequest,

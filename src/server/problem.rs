@@ -3,6 +3,90 @@
 
 use serde::Serialize;
 
+/// Every code a problem carries, with its status and what it means: the `code` enum of
+/// `contracts/openapi.json` and the README's table are this list (tested).
+pub const CODES: &[(&str, u16, &str)] = &[
+    ("invalid_json", 400, "the body is not JSON"),
+    (
+        "invalid_body",
+        400,
+        "a field is unknown, missing, of the wrong type or empty",
+    ),
+    (
+        "forbidden_field",
+        400,
+        "a field names a host, URL, key, token, header or price",
+    ),
+    ("invalid_model", 400, "a model field is not a model spec"),
+    (
+        "model_not_allowed",
+        400,
+        "the model spec is not one the server allows",
+    ),
+    (
+        "invalid_limit",
+        400,
+        "a limit is outside the command line's range",
+    ),
+    ("invalid_constraint", 400, "a constraint cannot be read"),
+    ("invalid_root", 400, "the root cannot be opened as a tree"),
+    ("invalid_corpus", 400, "the corpus cannot be indexed"),
+    ("invalid_task", 400, "the library refused the task"),
+    ("invalid_query", 400, "a query parameter cannot be read"),
+    (
+        "invalid_last_event_id",
+        400,
+        "Last-Event-ID is not a sequence number",
+    ),
+    (
+        "invalid_handoff",
+        400,
+        "the handoff given to validate cannot be read",
+    ),
+    ("unauthorized", 401, "the bearer token is missing or wrong"),
+    (
+        "root_not_allowed",
+        403,
+        "the root or corpus is outside every allowed root (`..`, a link out)",
+    ),
+    ("root_not_directory", 403, "the root or corpus is a file"),
+    ("root_not_found", 404, "the root or corpus does not exist"),
+    ("run_not_found", 404, "no such run"),
+    ("approval_not_found", 404, "no such request for approval"),
+    ("no_route", 404, "no such route"),
+    (
+        "method_not_allowed",
+        405,
+        "the route does not take this method",
+    ),
+    ("run_live", 409, "the run is running: it cannot be resumed"),
+    (
+        "run_not_live",
+        409,
+        "the run is not running here: it cannot be cancelled or decided",
+    ),
+    ("run_in_use", 409, "another process holds the run"),
+    (
+        "approval_decided",
+        409,
+        "the request for approval was decided already",
+    ),
+    ("no_report", 409, "the run has no report here"),
+    ("approval_expired", 410, "the request for approval expired"),
+    ("body_too_large", 413, "the body is over the server's limit"),
+    (
+        "too_many_runs",
+        429,
+        "max-runs runs are running: try again after Retry-After seconds",
+    ),
+    (
+        "internal",
+        500,
+        "the server failed: its state could not be read or written",
+    ),
+    ("run_damaged", 500, "the run's log is damaged"),
+];
+
 /// A refused or failed request: its HTTP status, a stable code, and one line saying why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Problem {
@@ -27,6 +111,10 @@ impl Problem {
     /// A problem of `status` with `code`; the detail is made one line and scrubbed of every
     /// secret the process holds.
     pub fn new(status: u16, code: &'static str, detail: impl Into<String>) -> Problem {
+        debug_assert!(
+            CODES.iter().any(|(c, st, _)| *c == code && *st == status),
+            "{code} ({status}) is not in CODES"
+        );
         let detail = crate::text::one_line(&crate::redact::scrub(&detail.into()));
         Problem {
             status,
@@ -70,6 +158,7 @@ impl Problem {
             404 => "Not Found",
             405 => "Method Not Allowed",
             409 => "Conflict",
+            410 => "Gone",
             413 => "Content Too Large",
             415 => "Unsupported Media Type",
             429 => "Too Many Requests",

@@ -73,7 +73,23 @@ pub(super) struct Inner {
     reports: DashMap<String, Arc<Report>>,
     /// Why a run that ended here has no report (its report could not be made or written).
     failures: DashMap<String, String>,
+    /// Views of ended runs with their reports, by the sequence number of their last event:
+    /// one is given again while the log has nothing after it (a resume logs more).
+    views: DashMap<String, (u64, Arc<Value>)>,
     slots: Arc<Semaphore>,
+}
+
+/// Ended runs whose views and reports are kept in memory; beyond it the maps are emptied
+/// (a report is read back from `reports/`, a view made again).
+const KEPT: usize = 512;
+
+/// Inserts into a map kept under [`KEPT`] entries: when full, it keeps only the entries
+/// `pinned` names (a report that could not be written has no other copy).
+fn keep<V>(map: &DashMap<String, V>, key: &str, value: V, pinned: impl Fn(&str) -> bool) {
+    if map.len() >= KEPT {
+        map.retain(|k, _| pinned(k));
+    }
+    map.insert(key.to_string(), value);
 }
 
 impl Inner {
@@ -92,6 +108,7 @@ impl Inner {
             live: DashMap::new(),
             reports: DashMap::new(),
             failures: DashMap::new(),
+            views: DashMap::new(),
             slots,
         }
     }
@@ -312,7 +329,8 @@ impl super::Server {
                         tracing::error!(run_id = %id, error = %e, "the report could not be written");
                         inner.failures.insert(id.clone(), e);
                     }
-                    inner.reports.insert(id.clone(), Arc::new(report));
+                    let unsaved = |k: &str| inner.failures.contains_key(k);
+                    keep(&inner.reports, &id, Arc::new(report), unsaved);
                 }
                 Err(e) => {
                     inner.failures.insert(id.clone(), e.to_string());
@@ -392,6 +410,32 @@ impl super::Server {
 
     /// A run as a client sees it: state, counts, usage and cost, the report when done.
     pub async fn run(&self, run_id: &str) -> Result<Value, Problem> {
+        let kept = self.inner.views.get(run_id).map(|v| v.clone());
+        if let Some((seq, view)) = kept {
+            let store = Arc::clone(&self.inner.store);
+            let id = run_id.to_string();
+            let more = blocking(move || Ok(store.events_after(&id, seq, 1)?)).await?;
+            if more.is_empty() && !self.inner.live.contains_key(run_id) {
+                return Ok(Value::clone(&view));
+            }
+        }
+        let view = self.made_view(run_id).await?;
+        if matches!(view["state"].as_str(), Some("finished" | "cancelled"))
+            && view["report"].is_object()
+        {
+            let seq = view["events"].as_u64().unwrap_or(0);
+            keep(
+                &self.inner.views,
+                run_id,
+                (seq, Arc::new(view.clone())),
+                |_| false,
+            );
+        }
+        Ok(view)
+    }
+
+    /// A run's view made from its log.
+    async fn made_view(&self, run_id: &str) -> Result<Value, Problem> {
         let (events, cp, state) = self.settled_view(run_id).await?;
         let outcomes: Vec<_> = cp.plans.iter().filter_map(|p| p.outcome).collect();
         let counts = HandoffCounts::of(&outcomes);
@@ -440,9 +484,8 @@ impl super::Server {
             .ok()?;
         let report: Report = serde_json::from_slice(&read.ok()?).ok()?;
         let report = Arc::new(report);
-        self.inner
-            .reports
-            .insert(run_id.to_string(), Arc::clone(&report));
+        let unsaved = |k: &str| self.inner.failures.contains_key(k);
+        keep(&self.inner.reports, run_id, Arc::clone(&report), unsaved);
         Some(report)
     }
 

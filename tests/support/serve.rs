@@ -4,6 +4,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -12,6 +13,8 @@ use serde_json::Value;
 pub(crate) struct Serve {
     pub(crate) child: Child,
     pub(crate) base: String,
+    /// Its stderr, a line each, but the listening line.
+    pub(crate) log: Arc<Mutex<Vec<String>>>,
 }
 
 impl Drop for Serve {
@@ -32,29 +35,62 @@ impl Serve {
             .arg(state)
             .arg("--allow-root")
             .arg(root)
-            .args(args)
-            .env_remove("BATON_TOKEN")
-            .env_remove("BATON_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+            .args(args);
         for (k, v) in env {
             command.env(k, v);
         }
+        Serve::launch(command)
+    }
+
+    /// Starts `baton ARGS…` (a `serve` command line) in `dir`, on a free loopback port.
+    pub(crate) fn start_in(dir: &Path, state: &Path, args: &[String]) -> Serve {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_baton"));
+        command
+            .current_dir(dir)
+            .args(args)
+            .args(["--addr", "127.0.0.1:0", "--state"])
+            .arg(state);
+        Serve::launch(command)
+    }
+
+    /// Spawns the command (no token or log filter inherited unless it sets them) and waits
+    /// for the line naming its address; every other line of stderr is kept in `log`.
+    fn launch(mut command: Command) -> Serve {
+        for var in ["BATON_TOKEN", "BATON_LOG"] {
+            if command.get_envs().all(|(k, _)| k != var) {
+                command.env_remove(var);
+            }
+        }
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
         let mut child = command.spawn().expect("spawn baton serve");
         let stderr = child.stderr.take().expect("stderr");
         let mut lines = BufReader::new(stderr).lines();
-        let line = lines
-            .next()
-            .expect("a line from baton serve")
-            .expect("stderr readable");
-        let addr = line
-            .strip_prefix("baton: listening on ")
-            .unwrap_or_else(|| panic!("not the listening line: {line}"))
-            .to_string();
-        // The rest of stderr is drained so the child never blocks on it.
-        std::thread::spawn(move || for _ in lines {});
-        Serve { child, base: addr }
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let addr = loop {
+            let line = lines
+                .next()
+                .expect("the listening line from baton serve")
+                .expect("stderr readable");
+            match line.strip_prefix("baton: listening on ") {
+                Some(addr) => break addr.to_string(),
+                None => log.lock().unwrap().push(line),
+            }
+        };
+        // The rest of stderr is read so the child never blocks on it.
+        let kept = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                kept.lock().unwrap().push(line);
+            }
+        });
+        Serve {
+            child,
+            base: addr,
+            log,
+        }
     }
 
     /// The URL of `path`.
