@@ -443,15 +443,17 @@
 //! model only by a spec the server allows, limits in the command line's ranges, a root or
 //! corpus only under an allowed root after canonicalisation (`..`, a symlink out, a file
 //! refused); `server/problem.rs`: [`server::Problem`], every error as
-//! `application/problem+json` with a stable code; `server/runs.rs`: the runs this process
+//! `application/problem+json` with a stable code from [`server::CODES`] (the OpenAPI
+//! document's and the README's list); `server/runs.rs`: the runs this process
 //! holds (at most `max_runs`, 429 beyond), a tap on each run's log (so no client holds a run
-//! back), reports kept in memory and written under the state (`reports/`), the state of any
+//! back), reports kept in memory and written under the state (`reports/`), the views of ended
+//! runs kept while their log has nothing more (both maps bounded), the state of any
 //! run of the state (running here or in another process holding its claim, finished,
 //! cancelled, interrupted), and [`server::Follower`] (a run's events from any point, no gap,
 //! no duplicate, ending with the run); `server/http.rs`: the axum routes, Server-Sent Events
 //! with `Last-Event-ID`, the bearer token compared in constant time, body caps, a span per
-//! request carrying the run's id, and `/openapi.json` (`contracts/openapi.json`, compiled
-//! in); `server/mcp.rs`: the rmcp tools (`explore`, `research` with
+//! request carrying the run's id, `TCP_NODELAY` on every connection, and `/openapi.json`
+//! (`contracts/openapi.json`, compiled in); `server/mcp.rs`: the rmcp tools (`explore`, `research` with
 //! `contracts/report.schema.json` as their output schema and progress notifications,
 //! `start_explore`, `start_research`, `get_run`, `validate_handoff`, `brief`) over stdio and
 //! streamable HTTP.
@@ -461,7 +463,8 @@
 //! from the run's event stream alone),
 //! `index` and the corpus `research` opens under the state directory (`cli/research.rs`),
 //! `validate` (`cli/validate.rs`), `serve` and `mcp` (`cli/serve.rs`: flags to a server
-//! configuration, `BATON_TOKEN` from the environment), `runs` / `brief` (a research run's cited passages read again: stale when they changed) / `context` (`cli/runs.rs`), `compact`
+//! configuration, `BATON_TOKEN` from the environment, `--roles` refused by `mcp` when a role
+//! reserves effects for approval, as no MCP tool decides one), `runs` / `brief` (a research run's cited passages read again: stale when they changed) / `context` (`cli/runs.rs`), `compact`
 //! (`cli/compact.rs`: kept lines passed through byte for byte), the `--state` directory,
 //! bounded input reads, one-line usage errors, text from runs made terminal-safe and scrubbed
 //! of secrets, and exit codes.

@@ -7,17 +7,22 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rmcp::model::ProtocolVersion;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientRequest, ContentBlock, ProgressNotificationParam,
     Request, ServerResult,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, PeerRequestOptions, RunningService,
+};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{json, Value};
 
 use crate::support::serve::Serve;
-use crate::support::{assert_citations_hold, rust_tree};
+use crate::support::{
+    assert_citations_hold, assert_docs_answered, rust_tree, write_docs, DOCS_QUESTION,
+};
 
 /// A client that keeps every progress notification.
 #[derive(Clone, Default)]
@@ -120,7 +125,14 @@ fn conforms(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
 }
 
 /// The checks both transports share.
-async fn exercise(service: &RunningService<RoleClient, Client>, tree: &std::path::Path) {
+async fn exercise(
+    service: &RunningService<RoleClient, Client>,
+    tree: &std::path::Path,
+    revision: ProtocolVersion,
+) {
+    // rmcp's client and this server agree on the revision the client asked for.
+    let version = service.peer_info().map(|i| i.protocol_version.clone());
+    assert_eq!(version, Some(revision));
     let tools = service.list_all_tools().await.expect("tools");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     for name in [
@@ -137,6 +149,12 @@ async fn exercise(service: &RunningService<RoleClient, Client>, tree: &std::path
     let explore = tools.iter().find(|t| t.name == "explore").unwrap();
     let schema = Value::Object((*explore.output_schema.clone().expect("an output schema")).clone());
     let input = Value::Object((*explore.input_schema).clone());
+    let research = tools.iter().find(|t| t.name == "research").unwrap();
+    assert_eq!(
+        research.output_schema, explore.output_schema,
+        "one report schema"
+    );
+    assert!(research.input_schema["properties"]["corpus"].is_object());
     assert!(
         input["properties"]["root"].is_object() && input["properties"]["question"].is_object(),
         "{input}"
@@ -186,12 +204,31 @@ async fn exercise(service: &RunningService<RoleClient, Client>, tree: &std::path
         (1..=steps.len()).map(|n| n as f64).collect::<Vec<_>>(),
         "{progress:?}"
     );
+    // Each message: the subagent, its state, and what of its handoff was accepted.
     for p in &progress {
         let message = p.message.clone().unwrap_or_default();
-        assert!(
-            message.starts_with("sa") && message.contains("handed off"),
-            "{message}"
-        );
+        let (who, what) = message.split_once(": ").expect(&message);
+        let summary = report
+            .subagents
+            .iter()
+            .find(|s| who == format!("{} {}", s.id, s.state.label()))
+            .unwrap_or_else(|| panic!("{message}: no such subagent and state"));
+        let counts: Vec<&str> = what
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|d| !d.is_empty())
+            .collect();
+        if summary.state.accepted() {
+            assert_eq!(
+                what,
+                format!(
+                    "{} settled conclusion(s), {} open item(s) accepted",
+                    counts[0], counts[1]
+                ),
+                "{message}"
+            );
+        } else {
+            assert_eq!(what, "nothing accepted", "{message}");
+        }
     }
 
     // A run as a handle.
@@ -225,6 +262,43 @@ async fn exercise(service: &RunningService<RoleClient, Client>, tree: &std::path
         "{}",
         text_of(&brief)
     );
+
+    // research and start_research: the same over a folder of documents.
+    write_docs(tree);
+    let result = call(
+        service,
+        "research",
+        json!({"corpus": "docs", "question": DOCS_QUESTION}),
+    )
+    .await;
+    assert_ne!(result.is_error, Some(true), "{}", text_of(&result));
+    let value = result.structured_content.clone().expect("structured");
+    conforms(&schema, &value, "report").unwrap();
+    let report: baton::Report = serde_json::from_value(value).unwrap();
+    assert_docs_answered(&report, tree);
+    let started = call(
+        service,
+        "start_research",
+        json!({"corpus": "docs", "question": DOCS_QUESTION}),
+    )
+    .await;
+    let run_id = started.structured_content.as_ref().unwrap()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut done = Value::Null;
+    for _ in 0..600 {
+        let got = call(service, "get_run", json!({"run_id": run_id})).await;
+        done = got.structured_content.clone().unwrap();
+        if done["state"] != "running" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(done["state"], "finished", "{done}");
+    assert_eq!(done["kind"], "research");
+    let report: baton::Report = serde_json::from_value(done["report"].clone()).unwrap();
+    assert_docs_answered(&report, tree);
 
     // validate_handoff: the contract's verdict with its codes.
     let bad = "## Settled conclusions\n- `next_delay` doubles the wait [src/net/retry.rs:900-901]\n\n## Open items\n- none\n\n## Hard constraints\n- none\n";
@@ -294,10 +368,15 @@ fn baton_mcp_over_stdio_serves_the_tools() {
         });
         let transport = TokioChildProcess::new(command).expect("spawn baton mcp");
         let service = Client::default()
-            .serve(transport)
+            .serve_with_lifecycle(
+                transport,
+                ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                },
+            )
             .await
             .expect("initialised");
-        exercise(&service, tree.path()).await;
+        exercise(&service, tree.path(), ProtocolVersion::V_2026_07_28).await;
         service.cancel().await.expect("closed");
     });
     // The runs landed in the state the command line reads.
@@ -307,7 +386,11 @@ fn baton_mcp_over_stdio_serves_the_tools() {
         .output()
         .unwrap();
     let listed: Value = serde_json::from_slice(&runs.stdout).unwrap();
-    assert_eq!(listed["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        listed["runs"].as_array().unwrap().len(),
+        4,
+        "explore, start_explore, research, start_research"
+    );
 }
 
 #[test]
@@ -337,7 +420,87 @@ fn the_mcp_server_over_streamable_http_serves_the_same_tools_behind_the_token() 
             .serve(transport)
             .await
             .expect("initialised");
-        exercise(&service, tree.path()).await;
+        // The legacy handshake: rmcp's `serve` initializes with the last revision that has one.
+        exercise(
+            &service,
+            tree.path(),
+            ProtocolVersion::LATEST_WITH_INITIALIZE,
+        )
+        .await;
         service.cancel().await.expect("closed");
+    });
+}
+
+/// An `initialize` of the 2025-06-18 revision posted to `/mcp` with the token and a `Host`
+/// header; its status (and, answered, the revision the server agreed to).
+async fn initialize_with_host(base: &str, token: &str, host: &str) -> u16 {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"}}});
+    let client = crate::support::serve::client();
+    let answer = client
+        .post(format!("{base}/mcp"))
+        .bearer_auth(token)
+        .header("host", host)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("answered");
+    let status = answer.status().as_u16();
+    let text = answer.text().await.unwrap_or_default();
+    if status == 200 {
+        // An earlier revision is negotiated, not refused.
+        assert!(text.contains(r#""protocolVersion":"2025-06-18""#), "{text}");
+    }
+    status
+}
+
+#[test]
+fn mcp_host_names_are_checked_on_loopback_and_left_to_the_token_elsewhere() {
+    let tree = rust_tree();
+    let token = "host-token-123";
+    let root = tree.path().display().to_string();
+    let serve_args = |addr: &str| -> Vec<String> {
+        ["serve", "--allow-root", &root, "--addr", addr]
+            .map(String::from)
+            .to_vec()
+    };
+    let state = tempfile::tempdir().unwrap();
+    let local = Serve::start_in(
+        tree.path(),
+        state.path(),
+        &serve_args("127.0.0.1:0"),
+        &[("BATON_TOKEN", token)],
+    );
+    let wide = Serve::start_in(
+        tree.path(),
+        state.path(),
+        &serve_args("0.0.0.0:0"),
+        &[("BATON_TOKEN", token)],
+    );
+    let port = wide.base.rsplit(':').next().unwrap().to_string();
+    let wide_base = format!("http://127.0.0.1:{port}");
+    runtime().block_on(async {
+        let local_host = local.base.trim_start_matches("http://").to_string();
+        assert_eq!(
+            initialize_with_host(&local.base, token, &local_host).await,
+            200
+        );
+        // A name that is not loopback's (DNS rebinding) is refused on a loopback server…
+        assert_eq!(
+            initialize_with_host(&local.base, token, "evil.example").await,
+            403
+        );
+        // …and taken by one bound beyond loopback, where the token guards it.
+        assert_eq!(
+            initialize_with_host(&wide_base, token, "baton.example").await,
+            200
+        );
+        assert_eq!(
+            initialize_with_host(&wide_base, "wrong-token", "baton.example").await,
+            401
+        );
     });
 }

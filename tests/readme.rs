@@ -107,6 +107,56 @@ fn the_flags_defaults_are_the_documented_ones() {
 }
 
 #[test]
+fn the_serve_defaults_are_the_documented_ones_and_an_unusable_model_is_said_at_start() {
+    let out = baton().args(["serve", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    for (flag, default) in [
+        ("--addr", "127.0.0.1:7878"),
+        ("--keep-alive-secs", "15"),
+        ("--max-body-bytes", "65536"),
+        ("--max-runs", "8"),
+    ] {
+        let at = help
+            .find(&format!("{flag} <"))
+            .unwrap_or_else(|| panic!("{flag} in {help}"));
+        let rest = &help[at..];
+        let next = rest[2..].find(" --").map_or(rest.len(), |i| i + 2);
+        assert!(
+            rest[..next].contains(&format!("[default: {default}]")),
+            "{flag}: {}",
+            &rest[..next]
+        );
+    }
+    // A model allowed with no key to reach it: one line at start, exit 2, nothing served.
+    let state = tempfile::tempdir().unwrap();
+    for command in ["serve", "mcp"] {
+        let addr: &[&str] = if command == "serve" {
+            &["--addr", "127.0.0.1:0"]
+        } else {
+            &[]
+        };
+        let out = baton()
+            .arg(command)
+            .args(addr)
+            .args(["--allow-model", "anthropic:claude-sonnet-4-5", "--state"])
+            .arg(state.path())
+            .env_remove("ANTHROPIC_API_KEY")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains("--allow-model anthropic:claude-sonnet-4-5"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("ANTHROPIC_API_KEY"), "{stderr}");
+    }
+}
+
+#[test]
 fn an_unknown_run_on_an_existing_state_is_exit_2() {
     let dir = rust_tree();
     let state = tempfile::tempdir().unwrap();
@@ -294,7 +344,7 @@ fn the_readme_curl_walkthrough_runs_as_written() {
     let args = serve_line[1..serve_line.len() - 1].to_vec();
     let tree = rust_tree();
     let state = tempfile::tempdir().unwrap();
-    let serve = Serve::start_in(tree.path(), state.path(), &args);
+    let serve = Serve::start_in(tree.path(), state.path(), &args, &[]);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let client = client();

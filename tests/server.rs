@@ -9,7 +9,9 @@ use baton::checkpoint::{EventStore, SqliteStore};
 use serde_json::{json, Value};
 
 use crate::support::serve::{client, post_json, send, settled, start_explore, Serve, SseReader};
-use crate::support::{assert_citations_hold, count_kind, rust_tree};
+use crate::support::{
+    assert_citations_hold, assert_docs_answered, count_kind, rust_tree, write_docs, DOCS_QUESTION,
+};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -676,4 +678,30 @@ fn each_request_is_a_span_carrying_its_run_id_beside_the_runs_spans() {
             .any(|s| s["name"] == "run" && s["run_id"] == run.as_str()),
         "{closed:?}"
     );
+}
+
+#[test]
+fn a_research_run_over_a_corpus_is_followed_to_its_end() {
+    let tree = rust_tree();
+    write_docs(tree.path());
+    let state = tempfile::tempdir().unwrap();
+    let serve = Serve::start(state.path(), tree.path(), &[], &[]);
+    runtime().block_on(async {
+        let client = client();
+        let body = json!({"kind": "research", "corpus": "docs", "question": DOCS_QUESTION});
+        let started = send(post_json(&client, &serve.url("/v1/runs"), &body)).await;
+        assert_eq!(started.status, 202, "{}", started.body);
+        assert_eq!(started.body["kind"], "research");
+        let run = started.body["run_id"].as_str().unwrap().to_string();
+        let events = SseReader::open(&client, &serve, &run, None, None)
+            .await
+            .rest()
+            .await;
+        assert_eq!(events.last().unwrap().event, "run_finished");
+        let body = settled(&client, &serve, &run).await;
+        assert_eq!(body["kind"], "research");
+        assert_eq!(body["state"], "finished");
+        let report: baton::Report = serde_json::from_value(body["report"].clone()).unwrap();
+        assert_docs_answered(&report, tree.path());
+    });
 }

@@ -150,9 +150,9 @@ fn structured(value: Value, text: String) -> CallToolResult {
 fn progress_message(subagent: &str, state: &str, handed: Option<(usize, usize)>) -> String {
     match handed {
         Some((conclusions, open)) => format!(
-            "{subagent} {state}: handed off {conclusions} settled conclusion(s), {open} open item(s)"
+            "{subagent} {state}: {conclusions} settled conclusion(s), {open} open item(s) accepted"
         ),
-        None => format!("{subagent} {state}: handed off nothing accepted"),
+        None => format!("{subagent} {state}: nothing accepted"),
     }
 }
 

@@ -280,3 +280,46 @@ pub(crate) fn kill_when(
 pub(crate) fn count_kind(events: &[baton::checkpoint::LoggedEvent], kind: &str) -> usize {
     events.iter().filter(|e| e.event.kind() == kind).count()
 }
+
+/// A small folder of documents under `dir/docs` whose answer to [`DOCS_QUESTION`] is the
+/// first sentence of `retry.md` (line 3).
+pub(crate) fn write_docs(dir: &Path) {
+    let docs = dir.join("docs");
+    fs::create_dir_all(&docs).unwrap();
+    fs::write(
+        docs.join("retry.md"),
+        "# Upload retries\n\nA failed upload is attempted again five times, then the part is dropped.\n\nThe wait doubles after each attempt.\n",
+    )
+    .unwrap();
+    for i in 0..3 {
+        fs::write(
+            docs.join(format!("other{i}.md")),
+            format!("# Other {i}\n\nThe server stores parts in buckets number {i}.\n"),
+        )
+        .unwrap();
+    }
+}
+
+/// The question [`write_docs`]'s documents answer.
+pub(crate) const DOCS_QUESTION: &str = "How many times is a failed upload attempted again?";
+
+/// The report answers [`DOCS_QUESTION`] first, from `retry.md`, quoting what it holds.
+pub(crate) fn assert_docs_answered(report: &Report, dir: &Path) {
+    let first = report
+        .handoff
+        .settled_conclusions
+        .first()
+        .unwrap_or_else(|| panic!("no settled conclusion: {}", report.to_markdown()));
+    assert!(first.claim.contains("five times"), "{}", first.claim);
+    assert!(
+        cited_docs(report)
+            .iter()
+            .any(|d| d.starts_with("retry.md#")),
+        "{:?}",
+        cited_docs(report)
+    );
+    let text = fs::read_to_string(dir.join("docs/retry.md")).unwrap();
+    for quoted in first.claim.split('`').skip(1).step_by(2) {
+        assert!(text.contains(quoted), "`{quoted}` is not in retry.md");
+    }
+}

@@ -42,14 +42,26 @@ impl Serve {
         Serve::launch(command)
     }
 
-    /// Starts `baton ARGS…` (a `serve` command line) in `dir`, on a free loopback port.
-    pub(crate) fn start_in(dir: &Path, state: &Path, args: &[String]) -> Serve {
+    /// Starts `baton ARGS…` (a `serve` command line) in `dir` with `env`, on a free loopback
+    /// port unless ARGS name an `--addr`.
+    pub(crate) fn start_in(
+        dir: &Path,
+        state: &Path,
+        args: &[String],
+        env: &[(&str, &str)],
+    ) -> Serve {
         let mut command = Command::new(env!("CARGO_BIN_EXE_baton"));
         command
             .current_dir(dir)
             .args(args)
-            .args(["--addr", "127.0.0.1:0", "--state"])
+            .arg("--state")
             .arg(state);
+        if !args.iter().any(|a| a == "--addr") {
+            command.args(["--addr", "127.0.0.1:0"]);
+        }
+        for (k, v) in env {
+            command.env(k, v);
+        }
         Serve::launch(command)
     }
 
