@@ -725,9 +725,8 @@ impl Follower {
             .map(|l| l.seen.clone());
         if let Some(mut seen) = seen {
             let now = *seen.borrow_and_update();
-            if now.ended {
-                self.last_look = true;
-            } else if now.seq <= self.last && seen.changed().await.is_err() {
+            // Ended, or nothing new and the tap gone while waiting: one more read, then the end.
+            if now.ended || (now.seq <= self.last && seen.changed().await.is_err()) {
                 self.last_look = true;
             }
             return;
