@@ -172,6 +172,21 @@ pub(crate) fn scrubbed(text: String) -> String {
     }
 }
 
+/// A JSON value with every string in it (keys too) scrubbed as [`scrub`] does.
+pub(crate) fn scrubbed_value(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Value::String(scrubbed(s)),
+        Value::Array(items) => Value::Array(items.into_iter().map(scrubbed_value).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (scrubbed(k), scrubbed_value(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 /// A writer that scrubs what passes through it (stderr's traces); each write is scrubbed
 /// whole, and a tracing line is written in one.
 pub(crate) struct ScrubbingWriter<W>(pub(crate) W);

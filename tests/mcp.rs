@@ -504,3 +504,89 @@ fn mcp_host_names_are_checked_on_loopback_and_left_to_the_token_elsewhere() {
         );
     });
 }
+
+/// Progress as the server writes it, line by line over stdio (rmcp's client may hand
+/// notifications to its handler out of order; the wire may not).
+#[test]
+fn progress_goes_out_in_increasing_order_on_the_wire() {
+    use std::io::{BufRead, BufReader, Write};
+    let tree = rust_tree();
+    let state = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["mcp", "--offline-latency-ms", "20", "--allow-root"])
+        .arg(tree.path())
+        .arg("--state")
+        .arg(state.path())
+        .env_remove("BATON_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "wire", "version": "1"}}}),
+    );
+    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["result"]["protocolVersion"], "2025-06-18", "{first}");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "explore", "_meta": {"progressToken": "p1"},
+        "arguments": {"root": ".", "question": "where is Cache?", "limits": {"shards": 3}}}}),
+    );
+    let mut steps = Vec::new();
+    let answer = loop {
+        let line = lines.next().expect("a line").unwrap();
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["method"] == "notifications/progress" {
+            assert_eq!(message["params"]["progressToken"], "p1");
+            steps.push(message["params"]["progress"].as_f64().unwrap());
+        } else if message["id"] == 2 {
+            break message;
+        }
+    };
+    assert_ne!(answer["result"]["isError"], true, "{answer}");
+    let subagents = answer["result"]["structuredContent"]["subagents"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(subagents >= 2, "{answer}");
+    // One per subagent, each sent after the one before: 1, 2, 3, …
+    assert_eq!(steps, (1..=subagents).map(|n| n as f64).collect::<Vec<_>>());
+    // A run started as a handle finishes though the client goes away at once.
+    send(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "start_explore",
+        "arguments": {"root": ".", "question": "where is next_delay?", "limits": {"shards": 3, "agents": 1}}}}),
+    );
+    let started: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    let run = started["result"]["structuredContent"]["run_id"]
+        .as_str()
+        .expect("a run id")
+        .to_string();
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    let runs = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["runs", "--json", "--state"])
+        .arg(state.path())
+        .output()
+        .unwrap();
+    let listed: Value = serde_json::from_slice(&runs.stdout).unwrap();
+    let row = listed["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["run_id"] == run.as_str())
+        .cloned();
+    assert_eq!(
+        row.map(|r| r["state"].clone()),
+        Some(json!("finished")),
+        "{listed}"
+    );
+}

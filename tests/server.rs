@@ -110,26 +110,30 @@ fn a_model_not_allowed_or_a_base_url_or_key_is_refused_and_no_connection_is_made
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let host = format!("http://{}/v1", listener.local_addr().unwrap());
+    // One model is allowed, so the server could reach that host: only a refusal keeps it away.
     let serve = Serve::start(
         state.path(),
         tree.path(),
-        &[],
+        &["--allow-model", "openai:gpt-4o"],
         &[
             ("OPENAI_BASE_URL", &host),
             ("OPENAI_API_KEY", "sk-test-not-sent"),
         ],
     );
+    let client = client();
+    let url = serve.url("/v1/runs");
+    let base = json!({"kind": "explore", "root": ".", "question": "where is next_delay?", "model": "openai:gpt-4o"});
     runtime().block_on(async {
-        let client = client();
-        let url = serve.url("/v1/runs");
-        let base = json!({"kind": "explore", "root": ".", "question": "where is next_delay?"});
         let with = |k: &str, v: Value| {
             let mut b = base.clone();
             b[k] = v;
             b
         };
         for (body, code) in [
-            (with("model", json!("openai:gpt-4o")), "model_not_allowed"),
+            (
+                with("model", json!("openai:gpt-4o-mini")),
+                "model_not_allowed",
+            ),
             (
                 with("lead_model", json!("anthropic:claude-sonnet-4-5")),
                 "model_not_allowed",
@@ -158,6 +162,25 @@ fn a_model_not_allowed_or_a_base_url_or_key_is_refused_and_no_connection_is_made
         .runs()
         .unwrap()
         .is_empty());
+    // The control: the allowed model, asked for, does reach that host.
+    runtime().block_on(async {
+        let answer = send(post_json(&client, &url, &base)).await;
+        assert_eq!(answer.status, 202, "{}", answer.body);
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match listener.accept() {
+            Ok(_) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the allowed model never connected"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
 }
 
 #[test]
@@ -214,7 +237,7 @@ fn a_run_is_cancelled_on_request_and_only_then() {
         &["--offline-latency-ms", "200"],
         &[],
     );
-    runtime().block_on(async {
+    let run = runtime().block_on(async {
         let client = client();
         let run = start_explore(&client, &serve, ".", slow()).await;
         let mut stream = SseReader::open(&client, &serve, &run, None, None).await;
@@ -230,6 +253,85 @@ fn a_run_is_cancelled_on_request_and_only_then() {
         assert_eq!((again.status, again.code()), (409, "run_not_live"));
         let unknown = send(client.post(serve.url("/v1/runs/run-nope/cancel"))).await;
         assert_eq!((unknown.status, unknown.code()), (404, "run_not_found"));
+        run
+    });
+    // Finished by the command line: the server gives that report, not its cancelled one.
+    let resumed = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["resume", &run, "--no-progress", "--json", "--state"])
+        .arg(state.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        resumed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    runtime().block_on(async {
+        let body = settled(&client(), &serve, &run).await;
+        assert_eq!(body["state"], "finished", "{body}");
+        assert_eq!(body["report"]["cancelled"], false, "{body}");
+    });
+}
+
+#[test]
+fn runs_outside_the_allowed_roots_are_not_shown_and_a_command_line_run_has_its_report() {
+    let inside = rust_tree();
+    let outside = rust_tree();
+    let state = tempfile::tempdir().unwrap();
+    let explore = |root: &std::path::Path| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+            .args(["explore", "--no-progress", "--json", "--state"])
+            .arg(state.path())
+            .arg(root)
+            .arg("where is Cache?")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let mine = explore(inside.path());
+    let theirs = explore(outside.path())["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let serve = Serve::start(state.path(), inside.path(), &[], &[]);
+    runtime().block_on(async {
+        let client = client();
+        let listed = send(client.get(serve.url("/v1/runs"))).await;
+        assert_eq!(listed.body["total"], 1, "{}", listed.body);
+        assert_eq!(listed.body["runs"][0]["run_id"], mine["run_id"]);
+        // The command line kept its report in the state: the server gives it.
+        let seen =
+            send(client.get(serve.url(&format!("/v1/runs/{}", mine["run_id"].as_str().unwrap()))))
+                .await;
+        assert_eq!(seen.body["state"], "finished");
+        assert_eq!(
+            seen.body["report"], mine,
+            "the report the command line printed"
+        );
+        for (post, rest) in [
+            (false, ""),
+            (false, "/events"),
+            (false, "/brief"),
+            (true, "/resume"),
+        ] {
+            let url = serve.url(&format!("/v1/runs/{theirs}{rest}"));
+            let answer = if post {
+                send(post_json(&client, &url, &json!({}))).await
+            } else {
+                send(client.get(url)).await
+            };
+            assert_eq!(
+                (answer.status, answer.code()),
+                (403, "root_not_allowed"),
+                "{rest}"
+            );
+            assert!(!answer
+                .body
+                .to_string()
+                .contains(&outside.path().display().to_string()));
+        }
     });
 }
 

@@ -9,6 +9,7 @@ mod brief;
 mod effect;
 mod event;
 mod feed;
+mod lock;
 mod log;
 mod manifest;
 mod projection;

@@ -285,6 +285,12 @@ fn cut_short(path: &Path) -> Option<String> {
 }
 
 impl SqliteStore {
+    /// Whether a process holds the run's claim (it is running there), looked at without
+    /// keeping it: the lock is taken and let go at once, and a claim made meanwhile waits.
+    pub fn held(&self, run_id: &str) -> Result<bool, StoreError> {
+        super::lock::held(&self.path, run_id)
+    }
+
     /// Opens (creating if needed) the store in `dir`.
     /// ```
     /// let state = tempfile::tempdir().unwrap();
@@ -654,38 +660,7 @@ impl EventStore for SqliteStore {
     /// lives; the system releases it when the process dies, so a killed run can be resumed at
     /// once.
     fn claim(&self, run_id: &str) -> Result<RunClaim, StoreError> {
-        let dir = self
-            .path
-            .parent()
-            .unwrap_or_else(|| Path::new("."))
-            .join("locks");
-        let failed = |e: std::io::Error| StoreError::Write(format!("{}: {e}", dir.display()));
-        std::fs::create_dir_all(&dir).map_err(failed)?;
-        let digest = crate::digest::sha256_hex(run_id.as_bytes());
-        let path = dir.join(format!("{}.lock", &digest[..32]));
-        let mut options = std::fs::OpenOptions::new();
-        options.create(true).truncate(false).write(true);
-        // Never through a link, never waiting on a FIFO: the lock is a regular file of the
-        // state directory's own.
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-        }
-        let file = options
-            .open(&path)
-            .map_err(|e| StoreError::Write(format!("{}: {e}", path.display())))?;
-        if !file.metadata().map_err(failed)?.is_file() {
-            return Err(StoreError::Write(format!(
-                "{}: not a regular file",
-                path.display()
-            )));
-        }
-        match file.try_lock() {
-            Ok(()) => Ok(RunClaim::locked(file)),
-            Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::InUse(run_id.to_string())),
-            Err(std::fs::TryLockError::Error(e)) => Err(failed(e)),
-        }
+        super::lock::claim(&self.path, run_id)
     }
 
     fn latest_checkpoint(&self, run_id: &str) -> Result<Option<Checkpoint>, StoreError> {

@@ -517,11 +517,13 @@ async fn resume(args: ResumeArgs) -> i32 {
     let started = coordinator.build().resume(&args.run).await;
     // The display follows what the resumed run does, from its first event on.
     let resumed_after = events.last().map_or(0, |e| e.seq);
+    let show = !args.model.no_progress;
     finish(
         started,
         resumed_after,
-        !args.model.no_progress,
+        show,
         args.model.json,
+        &args.state.state,
     )
     .await
 }
@@ -610,7 +612,8 @@ async fn explore(args: ExploreArgs, corpus: Option<std::sync::Arc<baton::Corpus>
         .repairs(args.repairs)
         .build();
     let started = coordinator.start(task).await;
-    finish(started, 0, !args.model.no_progress, args.model.json).await
+    let show = !args.model.no_progress;
+    finish(started, 0, show, args.model.json, &args.state.state).await
 }
 
 /// The roles `baton explore` spawns may not reserve effects for approval: nothing on the
@@ -633,12 +636,14 @@ pub(crate) fn approvals_undecidable(dir: &std::path::Path) -> Result<(), String>
 }
 
 /// Follows a run — the live display drawn from its events after `after` (Ctrl-C cancels it) —
-/// then prints its report and maps it to an exit code.
+/// then prints its report, keeps it under the state for the servers, and maps it to an exit
+/// code.
 async fn finish(
     started: Result<baton::RunHandle, RunError>,
     after: u64,
     show: bool,
     json: bool,
+    state: &std::path::Path,
 ) -> i32 {
     let handle = match started {
         Ok(h) => h,
@@ -656,11 +661,14 @@ async fn finish(
         }
     });
     let result = handle.report().await;
-    let _ = display.await;
+    let last_seq = display.await.unwrap_or(0);
     let report = match result {
         Ok(report) => report,
         Err(e) => return report_error(&e),
     };
+    // Kept where `baton serve` and `baton mcp` give it from (with the log's last event, so a
+    // later resume's log is never answered with this report).
+    let kept = baton::server::save_report(state, &report, last_seq);
     // The report first: a stderr that cannot be written loses the summary line, not the
     // report.
     let printed = print_report(&report, json);
@@ -670,6 +678,10 @@ async fn finish(
             say!("could not write the report: {e}");
             return EXIT_FAILED;
         }
+    }
+    if let Err(e) = kept {
+        say!("could not keep the report under the state: {e}");
+        return EXIT_FAILED;
     }
     if report.cancelled {
         EXIT_CANCELLED

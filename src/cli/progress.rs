@@ -215,18 +215,23 @@ impl Board {
 /// Draws the run's events until its stream ends; hidden, it only reads them. What it holds is
 /// bounded by the subagents running at once: a finished subagent's line is kept only among
 /// the last few, its cost folded into the total. A stream that fails (the log cannot be read)
-/// ends the display; the run's report says what happened.
-pub(crate) fn spawn(mut events: EventStream, show: bool) -> tokio::task::JoinHandle<()> {
+/// ends the display; the run's report says what happened. Gives the last sequence number read.
+pub(crate) fn spawn(mut events: EventStream, show: bool) -> tokio::task::JoinHandle<u64> {
     tokio::spawn(async move {
+        let mut last = 0;
         if !show {
-            while let Some(Ok(_)) = events.next().await {}
-            return;
+            while let Some(Ok(logged)) = events.next().await {
+                last = logged.seq;
+            }
+            return last;
         }
         let mut board = Board::new(ProgressDrawTarget::stderr());
         while let Some(Ok(logged)) = events.next().await {
+            last = logged.seq;
             board.apply(logged.event);
         }
         board.finish();
+        last
     })
 }
 

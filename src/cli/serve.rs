@@ -106,8 +106,9 @@ pub(crate) async fn serve(args: ServeArgs) -> i32 {
     }
 }
 
-/// `baton mcp`: serves MCP on stdin and stdout until the client closes them. Its roles may
-/// not reserve effects for approval: no MCP tool decides a request.
+/// `baton mcp`: serves MCP on stdin and stdout until the client closes them, then waits for
+/// the runs it started to end. Its roles may not reserve effects for approval: no MCP tool
+/// decides a request.
 pub(crate) async fn mcp(args: McpArgs) -> i32 {
     if let Some(dir) = &args.server.roles {
         if let Err(e) = super::approvals_undecidable(dir) {
@@ -125,7 +126,17 @@ pub(crate) async fn mcp(args: McpArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    match baton::server::serve_stdio(server).await {
+    let served = baton::server::serve_stdio(server.clone()).await;
+    // The client has gone: runs it started as handles (start_explore) still finish.
+    let left = server.running();
+    if left > 0 {
+        say!("waiting for {left} run(s) started over MCP to end (Ctrl-C leaves them interrupted: `baton resume` continues them)");
+        tokio::select! {
+            _ = server.wait_all() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    }
+    match served {
         Ok(()) => EXIT_DONE,
         Err(e) => {
             say!("{e}");

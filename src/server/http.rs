@@ -24,6 +24,26 @@ use super::problem::Problem;
 use super::request::{parse_body, DecisionRequest, ResumeRequest, RunRequest};
 use super::Server;
 
+/// A route's path parameters; one that cannot be read (not UTF-8 once decoded) is 400
+/// `invalid_path`, a problem like every other error.
+struct Params<T>(T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned + Send> axum::extract::FromRequestParts<S>
+    for Params<T>
+{
+    type Rejection = Problem;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Problem> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(value)) => Ok(Params(value)),
+            Err(e) => Err(Problem::bad("invalid_path", e.body_text())),
+        }
+    }
+}
+
 /// The OpenAPI document of these routes (`contracts/openapi.json`, compiled in).
 pub(crate) const OPENAPI: &str = include_str!("../../contracts/openapi.json");
 
@@ -271,12 +291,18 @@ async fn list(
     ))
 }
 
-async fn run(State(server): State<Server>, Path(id): Path<String>) -> Result<Response, Problem> {
+async fn run(
+    State(server): State<Server>,
+    Params(id): Params<String>,
+) -> Result<Response, Problem> {
     Ok(answer(StatusCode::OK, server.run(&id).await?))
 }
 
-async fn cancel(State(server): State<Server>, Path(id): Path<String>) -> Result<Response, Problem> {
-    server.cancel(&id)?;
+async fn cancel(
+    State(server): State<Server>,
+    Params(id): Params<String>,
+) -> Result<Response, Problem> {
+    server.cancel(&id).await?;
     Ok(answer(
         StatusCode::ACCEPTED,
         json!({ "run_id": id, "state": "cancelling" }),
@@ -285,7 +311,7 @@ async fn cancel(State(server): State<Server>, Path(id): Path<String>) -> Result<
 
 async fn resume(
     State(server): State<Server>,
-    Path(id): Path<String>,
+    Params(id): Params<String>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
@@ -295,15 +321,18 @@ async fn resume(
     Ok(started_answer(&started))
 }
 
-async fn brief(State(server): State<Server>, Path(id): Path<String>) -> Result<Response, Problem> {
+async fn brief(
+    State(server): State<Server>,
+    Params(id): Params<String>,
+) -> Result<Response, Problem> {
     Ok(answer(StatusCode::OK, server.brief(&id).await?))
 }
 
 async fn approvals(
     State(server): State<Server>,
-    Path(id): Path<String>,
+    Params(id): Params<String>,
 ) -> Result<Response, Problem> {
-    let pending = server.approvals(&id)?;
+    let pending = server.approvals(&id).await?;
     Ok(answer(
         StatusCode::OK,
         json!({ "run_id": id, "approvals": pending }),
@@ -312,7 +341,7 @@ async fn approvals(
 
 async fn decide(
     State(server): State<Server>,
-    Path((id, aid)): Path<(String, String)>,
+    Params((id, aid)): Params<(String, String)>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
@@ -355,7 +384,7 @@ fn start_after(headers: &HeaderMap, query: &After) -> Result<u64, Problem> {
 
 async fn events(
     State(server): State<Server>,
-    Path(id): Path<String>,
+    Params(id): Params<String>,
     query: Result<Query<After>, axum::extract::rejection::QueryRejection>,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {

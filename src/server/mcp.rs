@@ -139,10 +139,11 @@ fn failed(problem: Problem) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(problem.detail)])
 }
 
-/// Structured content with a text of its own.
+/// Structured content with a text of its own, both scrubbed of every secret the process
+/// holds (as every HTTP answer is).
 fn structured(value: Value, text: String) -> CallToolResult {
-    let mut result = CallToolResult::structured(value);
-    result.content = vec![ContentBlock::text(text)];
+    let mut result = CallToolResult::structured(crate::redact::scrubbed_value(value));
+    result.content = vec![ContentBlock::text(crate::redact::scrubbed(text))];
     result
 }
 
@@ -214,11 +215,7 @@ impl BatonMcp {
         }
         match self.server.wait(&started.run_id).await {
             Ok(report) => match serde_json::to_value(&*report) {
-                Ok(value) => structured(
-                    serde_json::from_str(&crate::redact::scrubbed(value.to_string()))
-                        .unwrap_or(value),
-                    crate::redact::scrubbed(report.to_markdown()),
-                ),
+                Ok(value) => structured(value, report.to_markdown()),
                 Err(e) => failed(Problem::internal(e.to_string())),
             },
             Err(p) => failed(p),
@@ -295,11 +292,11 @@ impl BatonMcp {
     async fn get_run(&self, args: Parameters<RunArgs>) -> Result<CallToolResult, ErrorData> {
         Ok(match self.server.run(&args.0.run_id).await {
             Ok(value) => {
-                let text = match self.server.report_of(&args.0.run_id).await {
-                    Some(report) if value["report"].is_object() => {
-                        crate::redact::scrubbed(report.to_markdown())
-                    }
-                    _ => format!(
+                let report =
+                    serde_json::from_value::<crate::report::Report>(value["report"].clone());
+                let text = match report {
+                    Ok(report) => report.to_markdown(),
+                    Err(_) => format!(
                         "run {} is {}",
                         args.0.run_id,
                         value["state"].as_str().unwrap_or("?")

@@ -6,9 +6,11 @@
 //! run's log, their reports) and follows any run of the state, `server/problem.rs` is the
 //! error every surface returns.
 
+mod follow;
 mod http;
 mod mcp;
 mod problem;
+mod reports;
 mod request;
 mod runs;
 
@@ -16,16 +18,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use follow::Follower;
 pub use http::{router, serve, Listening, ROUTES};
 pub use mcp::{
     mcp_service, serve_stdio, BatonMcp, ExploreArgs, ResearchArgs, RunArgs, ValidateArgs,
 };
 pub use problem::{Problem, CODES};
+pub use reports::{load_report, save_report};
 pub use request::{
     allowed_dir, allowed_model, check_limits, parse_body, spec_name, Constraint, Decision,
     DecisionRequest, Limits, ResumeRequest, RunKind, RunRequest,
 };
-pub use runs::{Follower, Started};
+pub use runs::Started;
 
 use crate::coordinator::{Coordinator, CoordinatorBuilder};
 use crate::model::{HttpOptions, ModelSpec, PriceTable, Provider};

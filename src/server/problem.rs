@@ -43,6 +43,11 @@ pub const CODES: &[(&str, u16, &str)] = &[
         400,
         "the handoff given to validate cannot be read",
     ),
+    (
+        "invalid_path",
+        400,
+        "a run or approval id in the path cannot be read",
+    ),
     ("unauthorized", 401, "the bearer token is missing or wrong"),
     (
         "root_not_allowed",

@@ -117,6 +117,13 @@ pub struct ResumeRequest {
     /// The lead's own model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lead_model: Option<String>,
+    /// The cost limit of the resumed run, in dollars (what the run spent counts against it):
+    /// a run's cost limits are the resuming process's, as with `baton resume --max-cost`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<f64>,
+    /// Each subagent's cost limit of the resumed run, in dollars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_per_subagent: Option<f64>,
 }
 
 /// `POST /v1/runs/{id}/approvals/{aid}`: the application's decision.

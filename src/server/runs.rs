@@ -2,17 +2,14 @@
 //! `max_runs` at once), a tap on each run's log that says how far it has gone, its report
 //! kept in memory and written under the state (`reports/`), and what any run of the state —
 //! started here, by the command line, the library or another server — looks like to a client:
-//! its state, counts, usage and report, its brief, its requests for approval, and its events
-//! followed from any point with no gap and no duplicate ([`Follower`]).
-
-use std::collections::VecDeque;
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
+//! its state, counts, usage and report, its brief, its requests for approval. A run of the
+//! state whose root is not under an allowed root is not shown (403), nor resumed.
 
 use dashmap::DashMap;
 use serde::Serialize;
 use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use super::problem::Problem;
@@ -21,18 +18,12 @@ use super::request::{
     RunKind, RunRequest,
 };
 use super::{ModelNames, ServerConfig};
-use crate::checkpoint::{
-    project, Checkpoint, EventStore, LoggedEvent, RunEvent, SqliteStore, StoreError,
-};
+use crate::checkpoint::{project, Checkpoint, EventStore, LoggedEvent, RunEvent, SqliteStore};
 use crate::coordinator::{CoordinatorBuilder, RunControl, RunHandle, Task};
 use crate::model::ModelSpec;
 use crate::policy::{ApprovalError, ApprovalRequest, Budget};
 use crate::report::{HandoffCounts, Report};
 
-/// Events a follower reads from the store at a time.
-const PAGE: usize = 512;
-/// How often a follower of a run that runs elsewhere (another process) looks for more.
-const POLL: Duration = Duration::from_millis(250);
 /// Seconds a client refused for too many runs is told to wait.
 const RETRY_AFTER: u64 = 5;
 
@@ -40,14 +31,16 @@ const RETRY_AFTER: u64 = 5;
 /// run has ended here (its report taken).
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Seen {
-    seq: u64,
-    ended: bool,
+    pub(super) seq: u64,
+    pub(super) ended: bool,
+    /// The tap could not read the log: followers look again for themselves.
+    pub(super) blind: bool,
 }
 
 /// A run this server started or resumed and that has not ended.
-struct Live {
+pub(super) struct Live {
     control: RunControl,
-    seen: watch::Receiver<Seen>,
+    pub(super) seen: watch::Receiver<Seen>,
 }
 
 /// A run started (or resumed): its id, kind, and what the run said of its constraints.
@@ -67,10 +60,13 @@ pub(super) struct Inner {
     /// Canonical allowed roots.
     roots: Vec<PathBuf>,
     models: Vec<ModelSpec>,
-    store: Arc<SqliteStore>,
-    live: DashMap<String, Live>,
-    /// Reports of runs that ended here, or read back from `reports/`.
-    reports: DashMap<String, Arc<Report>>,
+    pub(super) store: Arc<SqliteStore>,
+    pub(super) live: DashMap<String, Live>,
+    /// Reports of runs that ended here, or read back from `reports/`, with the sequence
+    /// number of the run's last event when each was made.
+    reports: DashMap<String, (u64, Arc<Report>)>,
+    /// The kind and root of each run of the state seen in scope (its first event's).
+    scopes: DashMap<String, (&'static str, String)>,
     /// Why a run that ended here has no report (its report could not be made or written).
     failures: DashMap<String, String>,
     /// Views of ended runs with their reports, by the sequence number of their last event:
@@ -107,6 +103,7 @@ impl Inner {
             store,
             live: DashMap::new(),
             reports: DashMap::new(),
+            scopes: DashMap::new(),
             failures: DashMap::new(),
             views: DashMap::new(),
             slots,
@@ -131,7 +128,7 @@ fn slot(inner: &Inner) -> Result<OwnedSemaphorePermit, Problem> {
 }
 
 /// Runs `f` on a blocking thread (the store and the corpus read files).
-async fn blocking<T: Send + 'static>(
+pub(super) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, Problem> + Send + 'static,
 ) -> Result<T, Problem> {
     tokio::task::spawn_blocking(f)
@@ -274,7 +271,8 @@ impl super::Server {
     }
 
     /// Continues a run of the state from its last durable event (one this server does not
-    /// hold running), with the models the request names.
+    /// hold running), with the models and cost limits the request names — only a run whose
+    /// root is, canonicalised now, under an allowed root.
     pub async fn resume(&self, run_id: &str, request: ResumeRequest) -> Result<Started, Problem> {
         if self.inner.live.contains_key(run_id) {
             return Err(Problem::conflict(
@@ -282,13 +280,19 @@ impl super::Server {
                 format!("run {run_id} is running here"),
             ));
         }
-        let kind = self.kind_of(run_id).await?;
+        let (kind, root) = self.scope(run_id).await?;
+        allowed_dir(&self.inner.roots, "root", &root)?;
+        check_limits(&crate::server::request::Limits {
+            max_cost: request.max_cost,
+            max_cost_per_subagent: request.max_cost_per_subagent,
+            ..Default::default()
+        })?;
         let coordinator = self
             .builder(
                 request.model.as_deref(),
                 request.lead_model.as_deref(),
-                None,
-                None,
+                request.max_cost,
+                request.max_cost_per_subagent,
             )?
             .build();
         let permit = slot(&self.inner)?;
@@ -320,21 +324,31 @@ impl super::Server {
         tokio::spawn(async move {
             // The tap reads as fast as the run logs: it never holds the run back.
             let mut events = handle.events();
-            while let Some(Ok(event)) = events.next().await {
-                tx.send_modify(|s| s.seq = event.seq);
+            while let Some(read) = events.next().await {
+                match read {
+                    Ok(event) => tx.send_modify(|s| s.seq = event.seq),
+                    Err(e) => {
+                        // Followers read the store themselves from now on.
+                        tracing::error!(run_id = %id, error = %e, "the run's log could not be followed");
+                        tx.send_modify(|s| s.blind = true);
+                        break;
+                    }
+                }
             }
+            let seq = tx.borrow().seq;
             match handle.report().await {
                 Ok(report) => {
-                    if let Err(e) = save_report(&inner.config.state, &report) {
-                        tracing::error!(run_id = %id, error = %e, "the report could not be written");
-                        inner.failures.insert(id.clone(), e);
+                    match super::reports::save_report(&inner.config.state, &report, seq) {
+                        Ok(()) => drop(inner.failures.remove(&id)),
+                        Err(e) => {
+                            tracing::error!(run_id = %id, error = %e, "the report could not be written");
+                            keep(&inner.failures, &id, e, |_| false);
+                        }
                     }
                     let unsaved = |k: &str| inner.failures.contains_key(k);
-                    keep(&inner.reports, &id, Arc::new(report), unsaved);
+                    keep(&inner.reports, &id, (seq, Arc::new(report)), unsaved);
                 }
-                Err(e) => {
-                    inner.failures.insert(id.clone(), e.to_string());
-                }
+                Err(e) => keep(&inner.failures, &id, e.to_string(), |_| false),
             }
             inner.live.remove(&id);
             tx.send_modify(|s| s.ended = true);
@@ -353,19 +367,50 @@ impl super::Server {
         }
     }
 
-    /// `explore`, `research` or `job`, from the run's first event.
-    async fn kind_of(&self, run_id: &str) -> Result<&'static str, Problem> {
+    /// A run's kind (`explore`, `research` or `job`) and root, from its first event: 404 for
+    /// an unknown run, 403 for one whose root is not under an allowed root (a run the command
+    /// line made elsewhere on a shared state, or a job with no root).
+    pub(super) async fn scope(&self, run_id: &str) -> Result<(&'static str, String), Problem> {
+        if let Some(known) = self.inner.scopes.get(run_id) {
+            return Ok(known.clone());
+        }
         let store = Arc::clone(&self.inner.store);
         let id = run_id.to_string();
-        blocking(move || {
+        let (kind, root) = blocking(move || {
             let first = store.events_after(&id, 0, 1)?;
             Ok(match first.first().map(|e| &e.event) {
-                Some(RunEvent::RunStarted { task, .. }) if task.corpus.is_some() => "research",
-                Some(RunEvent::RunStarted { task, .. }) if task.custom => "job",
-                _ => "explore",
+                Some(RunEvent::RunStarted { task, root, .. }) => {
+                    let kind = match () {
+                        _ if task.corpus.is_some() => "research",
+                        _ if task.custom => "job",
+                        _ => "explore",
+                    };
+                    (kind, root.clone())
+                }
+                _ => ("explore", String::new()),
             })
         })
-        .await
+        .await?;
+        if !self.in_scope(&root) {
+            return Err(Problem::forbidden(
+                "root_not_allowed",
+                format!("run {run_id} is not under a root this server allows"),
+            ));
+        }
+        keep(&self.inner.scopes, run_id, (kind, root.clone()), |_| false);
+        Ok((kind, root))
+    }
+
+    /// Whether a run's logged root lies under an allowed root (compared by components: the
+    /// logged root is the canonical one the run was started on).
+    fn in_scope(&self, root: &str) -> bool {
+        let root = Path::new(root);
+        root.is_absolute()
+            && self
+                .inner
+                .roots
+                .iter()
+                .any(|allowed| root.starts_with(allowed))
     }
 
     /// Where a run stands: `running` (here, or in another process holding its claim),
@@ -377,8 +422,8 @@ impl super::Server {
         match finished {
             Some(false) => "finished",
             Some(true) => "cancelled",
-            None => match self.inner.store.claim(run_id) {
-                Err(StoreError::InUse(_)) => "running",
+            None => match self.inner.store.held(run_id) {
+                Ok(true) => "running",
                 _ => "interrupted",
             },
         }
@@ -410,6 +455,7 @@ impl super::Server {
 
     /// A run as a client sees it: state, counts, usage and cost, the report when done.
     pub async fn run(&self, run_id: &str) -> Result<Value, Problem> {
+        let (kind, _) = self.scope(run_id).await?;
         let kept = self.inner.views.get(run_id).map(|v| v.clone());
         if let Some((seq, view)) = kept {
             let store = Arc::clone(&self.inner.store);
@@ -419,7 +465,7 @@ impl super::Server {
                 return Ok(Value::clone(&view));
             }
         }
-        let view = self.made_view(run_id).await?;
+        let view = self.made_view(run_id, kind).await?;
         if matches!(view["state"].as_str(), Some("finished" | "cancelled"))
             && view["report"].is_object()
         {
@@ -435,14 +481,20 @@ impl super::Server {
     }
 
     /// A run's view made from its log.
-    async fn made_view(&self, run_id: &str) -> Result<Value, Problem> {
+    async fn made_view(&self, run_id: &str, kind: &str) -> Result<Value, Problem> {
         let (events, cp, state) = self.settled_view(run_id).await?;
         let outcomes: Vec<_> = cp.plans.iter().filter_map(|p| p.outcome).collect();
         let counts = HandoffCounts::of(&outcomes);
         let total = cp.budgets.total;
-        let report = match state {
-            "finished" | "cancelled" => self.report_of(run_id).await,
-            _ => None,
+        let (report, report_error) = match state {
+            "finished" | "cancelled" => match self.report_of(run_id, cp.last_seq).await? {
+                Some(report) => (Some(report), None),
+                None => (None, Some(self.inner.failures.get(run_id).map_or_else(
+                    || format!("no report is kept for run {run_id} as its log ends now: resume it to make one"),
+                    |f| f.clone(),
+                ))),
+            },
+            _ => (None, self.inner.failures.get(run_id).map(|f| f.clone())),
         };
         let (question, root) = match events.first().map(|e| &e.event) {
             Some(RunEvent::RunStarted { question, root, .. }) => (question.clone(), root.clone()),
@@ -450,7 +502,7 @@ impl super::Server {
         };
         Ok(json!({
             "run_id": run_id,
-            "kind": self.kind_of(run_id).await?,
+            "kind": kind,
             "question": question,
             "root": root,
             "state": state,
@@ -468,25 +520,35 @@ impl super::Server {
                 "cost_usd": total.cost_micros as f64 / 1e6,
             },
             "report": report.as_deref(),
-            "report_error": self.inner.failures.get(run_id).map(|f| f.clone()),
+            "report_error": report_error,
             "links": links(run_id),
         }))
     }
 
-    /// The report of a run that ended: kept in memory, else read back from `reports/`.
-    pub async fn report_of(&self, run_id: &str) -> Option<Arc<Report>> {
-        if let Some(r) = self.inner.reports.get(run_id) {
-            return Some(Arc::clone(&r));
+    /// The report of a run whose log ends at `seq`: kept in memory, else read back from
+    /// `reports/` (whoever ended the run wrote it) — only one made when the log ended there.
+    /// An error when a kept report cannot be read.
+    pub async fn report_of(&self, run_id: &str, seq: u64) -> Result<Option<Arc<Report>>, Problem> {
+        if let Some(kept) = self.inner.reports.get(run_id).filter(|k| k.0 == seq) {
+            return Ok(Some(Arc::clone(&kept.1)));
         }
-        let path = report_path(&self.inner.config.state, run_id);
-        let read = tokio::task::spawn_blocking(move || std::fs::read(path))
-            .await
-            .ok()?;
-        let report: Report = serde_json::from_slice(&read.ok()?).ok()?;
+        let state = self.inner.config.state.clone();
+        let id = run_id.to_string();
+        let read =
+            blocking(move || super::reports::load_report(&state, &id).map_err(Problem::internal))
+                .await?;
+        let Some((made_at, report)) = read.filter(|(made_at, _)| *made_at == seq) else {
+            return Ok(None);
+        };
         let report = Arc::new(report);
         let unsaved = |k: &str| self.inner.failures.contains_key(k);
-        keep(&self.inner.reports, run_id, Arc::clone(&report), unsaved);
-        Some(report)
+        keep(
+            &self.inner.reports,
+            run_id,
+            (made_at, Arc::clone(&report)),
+            unsaved,
+        );
+        Ok(Some(report))
     }
 
     /// Waits for a run this server holds to end; then its report (or why it has none).
@@ -499,8 +561,9 @@ impl super::Server {
                 }
             }
         }
-        if let Some(report) = self.report_of(run_id).await {
-            return Ok(report);
+        // The report this server kept when the run ended here.
+        if let Some(kept) = self.inner.reports.get(run_id) {
+            return Ok(Arc::clone(&kept.1));
         }
         Err(match self.inner.failures.get(run_id) {
             Some(why) => Problem::internal(why.clone()),
@@ -508,19 +571,43 @@ impl super::Server {
         })
     }
 
-    /// The runs of the state, newest first: `limit` (1–200) from `offset`.
+    /// How many runs this server holds running.
+    pub fn running(&self) -> usize {
+        self.inner.live.len()
+    }
+
+    /// Waits for every run this server holds to end.
+    pub async fn wait_all(&self) {
+        let seen: Vec<_> = self.inner.live.iter().map(|l| l.seen.clone()).collect();
+        for mut seen in seen {
+            while !seen.borrow_and_update().ended {
+                if seen.changed().await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// The runs of the state under an allowed root, newest first: `limit` (1–200) from
+    /// `offset`. A run's state comes from its last event (a `run_finished` ends it) and its
+    /// claim.
     pub async fn list(&self, offset: usize, limit: usize) -> Result<Value, Problem> {
         let store = Arc::clone(&self.inner.store);
-        let rows = blocking(move || Ok(store.runs()?)).await?;
+        let mut rows = blocking(move || Ok(store.runs()?)).await?;
+        rows.retain(|row| self.in_scope(&row.root));
         let limit = limit.clamp(1, 200);
         let mut runs = Vec::new();
         for row in rows.iter().skip(offset).take(limit) {
             let store = Arc::clone(&self.inner.store);
-            let id = row.run_id.clone();
-            let finished = blocking(move || Ok(project(&id, &store.events(&id)?).finished))
-                .await
-                .ok()
-                .flatten();
+            let (id, last) = (row.run_id.clone(), row.last_seq);
+            let finished = blocking(move || {
+                let tail = store.events_after(&id, last.saturating_sub(1), 1)?;
+                Ok(match tail.first().map(|e| &e.event) {
+                    Some(RunEvent::RunFinished { cancelled }) => Some(*cancelled),
+                    _ => None,
+                })
+            })
+            .await?;
             runs.push(json!({
                 "run_id": row.run_id,
                 "question": row.question,
@@ -531,35 +618,38 @@ impl super::Server {
                 "links": links(&row.run_id),
             }));
         }
-        let next = (offset + limit < rows.len())
-            .then(|| format!("/v1/runs?offset={}&limit={limit}", offset + limit));
+        let end = offset.saturating_add(limit);
+        let next = (end < rows.len()).then(|| format!("/v1/runs?offset={end}&limit={limit}"));
         Ok(json!({ "runs": runs, "total": rows.len(), "next": next }))
     }
 
     /// Cancels a run this server holds.
-    pub fn cancel(&self, run_id: &str) -> Result<(), Problem> {
-        match self.inner.live.get(run_id) {
-            Some(live) => {
-                live.control.cancel();
+    pub async fn cancel(&self, run_id: &str) -> Result<(), Problem> {
+        let control = self.inner.live.get(run_id).map(|l| l.control.clone());
+        match control {
+            Some(control) => {
+                control.cancel();
                 Ok(())
             }
-            None => Err(self.not_live(run_id)),
+            None => Err(self.not_live(run_id).await),
         }
     }
 
-    /// Why a run cannot be acted on here: unknown (404), or not running in this server (409).
-    fn not_live(&self, run_id: &str) -> Problem {
-        match self.inner.store.events_after(run_id, 0, 1) {
+    /// Why a run cannot be acted on here: unknown (404), out of scope (403), or not running
+    /// in this server (409).
+    async fn not_live(&self, run_id: &str) -> Problem {
+        match self.scope(run_id).await {
             Ok(_) => Problem::conflict(
                 "run_not_live",
                 format!("run {run_id} is not running in this server"),
             ),
-            Err(e) => Problem::from(e),
+            Err(problem) => problem,
         }
     }
 
     /// A run's brief: what a person reads before resuming it.
     pub async fn brief(&self, run_id: &str) -> Result<Value, Problem> {
+        self.scope(run_id).await?;
         let store = Arc::clone(&self.inner.store);
         let id = run_id.to_string();
         blocking(move || {
@@ -573,11 +663,12 @@ impl super::Server {
     }
 
     /// The requests for approval a run this server holds waits on (none for another run).
-    pub fn approvals(&self, run_id: &str) -> Result<Vec<ApprovalRequest>, Problem> {
-        if let Some(live) = self.inner.live.get(run_id) {
-            return Ok(live.control.approvals());
+    pub async fn approvals(&self, run_id: &str) -> Result<Vec<ApprovalRequest>, Problem> {
+        let control = self.inner.live.get(run_id).map(|l| l.control.clone());
+        if let Some(control) = control {
+            return Ok(control.approvals());
         }
-        self.inner.store.events_after(run_id, 0, 1)?;
+        self.scope(run_id).await?;
         Ok(Vec::new())
     }
 
@@ -588,9 +679,9 @@ impl super::Server {
         approval: &str,
         decision: DecisionRequest,
     ) -> Result<(), Problem> {
-        let control = match self.inner.live.get(run_id) {
-            Some(live) => live.control.clone(),
-            None => return Err(self.not_live(run_id)),
+        let control = self.inner.live.get(run_id).map(|l| l.control.clone());
+        let Some(control) = control else {
+            return Err(self.not_live(run_id).await);
         };
         let decided = match decision.decision {
             Decision::Grant => control.approve(approval).await,
@@ -606,26 +697,6 @@ impl super::Server {
             _ => Problem::conflict("approval_decided", e.to_string()),
         })
     }
-
-    /// Follows a run's events after `after`: every event once, in order, those logged first,
-    /// then each as it is logged; the stream ends when the run has ended. 404 for an unknown
-    /// run.
-    pub async fn follow(&self, run_id: &str, after: u64) -> Result<Follower, Problem> {
-        // A run held here exists even before its first event is durable.
-        if !self.inner.live.contains_key(run_id) {
-            let store = Arc::clone(&self.inner.store);
-            let id = run_id.to_string();
-            blocking(move || Ok(store.events_after(&id, 0, 1)?)).await?;
-        }
-        Ok(Follower {
-            server: self.clone(),
-            run_id: run_id.to_string(),
-            last: after,
-            buffer: VecDeque::new(),
-            done: false,
-            last_look: false,
-        })
-    }
 }
 
 /// The routes of a run.
@@ -639,121 +710,4 @@ pub(super) fn links(run_id: &str) -> Value {
         "resume": format!("{base}/resume"),
         "approvals": format!("{base}/approvals"),
     })
-}
-
-fn report_path(state: &std::path::Path, run_id: &str) -> PathBuf {
-    let digest = crate::digest::sha256_hex(run_id.as_bytes());
-    state
-        .join("reports")
-        .join(format!("{}.json", &digest[..32]))
-}
-
-/// Writes a report under the state (a temporary file renamed into place, so a reader never
-/// sees half of one); one line on failure.
-fn save_report(state: &std::path::Path, report: &Report) -> Result<(), String> {
-    let path = report_path(state, &report.run_id);
-    let dir = path.parent().unwrap_or(state);
-    let failed = |e: std::io::Error| format!("{}: {e}", dir.display());
-    std::fs::create_dir_all(dir).map_err(failed)?;
-    let text = report.to_json().map_err(|e| e.to_string())?;
-    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, text).map_err(failed)?;
-    std::fs::rename(&tmp, &path).map_err(failed)
-}
-
-/// A reader of one run's events (see [`super::Server::follow`]).
-pub struct Follower {
-    server: super::Server,
-    run_id: String,
-    last: u64,
-    buffer: VecDeque<LoggedEvent>,
-    done: bool,
-    /// The run was seen to end: one more read of the store, then the end.
-    last_look: bool,
-}
-
-impl std::fmt::Debug for Follower {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Follower")
-            .field("run_id", &self.run_id)
-            .field("last", &self.last)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Follower {
-    /// The next event; `None` once the run has ended and every event was given. An error (the
-    /// log could not be read, or is damaged) ends the stream.
-    pub async fn next(&mut self) -> Option<Result<LoggedEvent, Problem>> {
-        loop {
-            if let Some(event) = self.buffer.pop_front() {
-                self.last = event.seq;
-                return Some(Ok(event));
-            }
-            if self.done {
-                return None;
-            }
-            let store = Arc::clone(&self.server.inner.store);
-            let (id, last) = (self.run_id.clone(), self.last);
-            match blocking(move || Ok(store.events_after(&id, last, PAGE)?)).await {
-                Err(e) => {
-                    self.done = true;
-                    return Some(Err(e));
-                }
-                Ok(page) if !page.is_empty() => {
-                    self.buffer.extend(page);
-                    continue;
-                }
-                Ok(_) => {}
-            }
-            if self.last_look {
-                self.done = true;
-                continue;
-            }
-            self.wait().await;
-        }
-    }
-
-    /// Waits for more: on the tap of a run this server holds, or — a run running elsewhere,
-    /// or none — by looking again after a while; sets `last_look` once the run has ended.
-    async fn wait(&mut self) {
-        let seen = self
-            .server
-            .inner
-            .live
-            .get(&self.run_id)
-            .map(|l| l.seen.clone());
-        if let Some(mut seen) = seen {
-            let now = *seen.borrow_and_update();
-            // Ended, or nothing new and the tap gone while waiting: one more read, then the end.
-            if now.ended || (now.seq <= self.last && seen.changed().await.is_err()) {
-                self.last_look = true;
-            }
-            return;
-        }
-        // Not held here: ended when its last event ends the run, or when no process holds
-        // its claim (interrupted: nothing more comes until it is resumed), and nobody holds it.
-        let store = Arc::clone(&self.server.inner.store);
-        let (id, last) = (self.run_id.clone(), self.last);
-        let ended = blocking(move || {
-            let tail = store.events_after(&id, last.saturating_sub(1), 1)?;
-            // Nothing at `last`: the client asked past the log's end; nothing more will come.
-            let finished = tail
-                .first()
-                .is_none_or(|e| matches!(e.event, RunEvent::RunFinished { .. }));
-            Ok(finished || !matches!(store.claim(&id), Err(StoreError::InUse(_))))
-        })
-        .await
-        .unwrap_or(true);
-        if ended && !self.server.inner.live.contains_key(&self.run_id) {
-            self.last_look = true;
-        } else {
-            tokio::time::sleep(POLL).await;
-        }
-    }
-
-    /// The sequence number of the last event given (or the one it started after).
-    pub fn last_seq(&self) -> u64 {
-        self.last
-    }
 }

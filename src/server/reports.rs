@@ -1,0 +1,92 @@
+//! Reports kept under the state (`reports/<digest of the run id>.json`), each with the
+//! sequence number of the run's last event when it was made: a report is given for a run only
+//! while its log has nothing after that (a resume logs more, and makes a report of its own).
+//! The command line and the server both write them, so a run ended by either has its report.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::Report;
+
+/// A report as kept: the run's last sequence number when it was made, and the report.
+#[derive(Debug, Serialize, Deserialize)]
+struct Kept {
+    seq: u64,
+    report: Report,
+}
+
+fn report_path(state: &Path, run_id: &str) -> PathBuf {
+    let digest = crate::digest::sha256_hex(run_id.as_bytes());
+    state
+        .join("reports")
+        .join(format!("{}.json", &digest[..32]))
+}
+
+/// Writes a run's report, made when its log ended at `seq`, under the state (a temporary
+/// file renamed into place, so a reader never sees half of one; secrets scrubbed); one line
+/// on failure.
+pub fn save_report(state: &Path, report: &Report, seq: u64) -> Result<(), String> {
+    let path = report_path(state, &report.run_id);
+    let dir = path.parent().unwrap_or(state);
+    let failed = |e: std::io::Error| format!("{}: {e}", dir.display());
+    std::fs::create_dir_all(dir).map_err(failed)?;
+    let kept = serde_json::json!({ "seq": seq, "report": report });
+    let text = crate::redact::scrubbed(kept.to_string());
+    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, text).map_err(failed)?;
+    std::fs::rename(&tmp, &path).map_err(failed)
+}
+
+/// The report kept for a run and the sequence number it was made at; `None` when none is
+/// kept; an error (one line) when one is there but cannot be read.
+pub fn load_report(state: &Path, run_id: &str) -> Result<Option<(u64, Report)>, String> {
+    let path = report_path(state, run_id);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let kept: Kept = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("{}: not a kept report: {e}", path.display()))?;
+    if kept.report.run_id != run_id {
+        return Err(format!("{}: the report of another run", path.display()));
+    }
+    Ok(Some((kept.seq, kept.report)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_reads_back_with_its_seq_and_damage_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(load_report(dir.path(), "run-1").unwrap().map(|k| k.0), None);
+        let tree = crate::testing::fixture_tree();
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let mut report = runtime
+            .block_on(
+                crate::Coordinator::builder()
+                    .build()
+                    .run(crate::Task::explore("where is next_delay?", tree.path())),
+            )
+            .unwrap();
+        report.run_id = "run-1".into();
+        save_report(dir.path(), &report, 42).unwrap();
+        let (seq, back) = load_report(dir.path(), "run-1").unwrap().unwrap();
+        assert_eq!((seq, back.run_id.as_str()), (42, "run-1"));
+        // Another run's report under this run's name is refused.
+        report.run_id = "run-2".into();
+        save_report(dir.path(), &report, 7).unwrap();
+        let two = report_path(dir.path(), "run-2");
+        std::fs::copy(&two, report_path(dir.path(), "run-1")).unwrap();
+        assert!(load_report(dir.path(), "run-1")
+            .unwrap_err()
+            .contains("another run"));
+        std::fs::write(two, "{not json").unwrap();
+        assert!(load_report(dir.path(), "run-2")
+            .unwrap_err()
+            .contains("not a kept report"));
+    }
+}
