@@ -290,7 +290,9 @@
 //! `checkpoint/store.rs`: the [`EventStore`] trait (`events_after` pages through a log), sealing and
 //! verifying the chain, the in-memory store of [`testing`] (also the log of a run started
 //! without a store), [`StoreError`] (reads, writes and a poisoned lock apart) and
-//! [`checkpoint::RunClaim`]; `checkpoint/sqlite.rs`: the
+//! [`checkpoint::RunClaim`]; `checkpoint/lock.rs`: a run's claim, an exclusive lock on a
+//! file beside the database that a claim waits out for a moment while a reader looks whether
+//! the run is held ([`SqliteStore::held`]); `checkpoint/sqlite.rs`: the
 //! [`SqliteStore`] (WAL, `synchronous=FULL`, a bounded queue whose backlog an async appender
 //! waits below) and `checkpoint/writer.rs` its one group-commit writer thread (immediate
 //! transactions, retried on BUSY for up to 30 s, a run's head read under the lock). Opening a
@@ -446,17 +448,22 @@
 //! `application/problem+json` with a stable code from [`server::CODES`] (the OpenAPI
 //! document's and the README's list); `server/runs.rs`: the runs this process
 //! holds (at most `max_runs`, 429 beyond), a tap on each run's log (so no client holds a run
-//! back), reports kept in memory and written under the state (`reports/`), the views of ended
-//! runs kept while their log has nothing more (both maps bounded), the state of any
-//! run of the state (running here or in another process holding its claim, finished,
-//! cancelled, interrupted), and [`server::Follower`] (a run's events from any point, no gap,
-//! no duplicate, ending with the run); `server/http.rs`: the axum routes, Server-Sent Events
+//! back), the views of ended runs and their reports kept while their log has nothing more
+//! (the maps bounded), the state of any run of the state (running here or in another process
+//! holding its claim, finished, cancelled, interrupted), and the scope of each: a run whose
+//! logged root is not under an allowed root is not listed, shown or resumed (403);
+//! `server/reports.rs`: [`server::save_report`] / [`server::load_report`], a run's report kept
+//! under the state (`reports/`) with the sequence number its log ended at, written by whoever
+//! ends the run (the command line too); `server/follow.rs`: [`server::Follower`] (a run's
+//! events from any point, no gap, no duplicate, ending with the run, or with what an
+//! interrupted run logged); `server/http.rs`: the axum routes, Server-Sent Events
 //! with `Last-Event-ID`, the bearer token compared in constant time, body caps, a span per
-//! request carrying the run's id, `TCP_NODELAY` on every connection, and `/openapi.json`
-//! (`contracts/openapi.json`, compiled in); `server/mcp.rs`: the rmcp tools (`explore`, `research` with
+//! request carrying the run's id, path parameters read as problems too, `TCP_NODELAY` on
+//! every connection, and `/openapi.json` (`contracts/openapi.json`, compiled in);
+//! `server/mcp.rs`: the rmcp tools (`explore`, `research` with
 //! `contracts/report.schema.json` as their output schema and progress notifications,
 //! `start_explore`, `start_research`, `get_run`, `validate_handoff`, `brief`) over stdio and
-//! streamable HTTP.
+//! streamable HTTP, every answer scrubbed of secrets.
 //!
 //! ## The binary: `cli`
 //! Argument parsing, `explore` / `research` / `resume` with the progress display (`cli/progress.rs`, drawn
@@ -464,7 +471,8 @@
 //! `index` and the corpus `research` opens under the state directory (`cli/research.rs`),
 //! `validate` (`cli/validate.rs`), `serve` and `mcp` (`cli/serve.rs`: flags to a server
 //! configuration, `BATON_TOKEN` from the environment, `--roles` refused by `mcp` when a role
-//! reserves effects for approval, as no MCP tool decides one), `runs` / `brief` (a research run's cited passages read again: stale when they changed) / `context` (`cli/runs.rs`), `compact`
+//! reserves effects for approval, as no MCP tool decides one; `mcp` waits for the runs it
+//! started when its client leaves), a finished run's report kept under the state, `runs` / `brief` (a research run's cited passages read again: stale when they changed) / `context` (`cli/runs.rs`), `compact`
 //! (`cli/compact.rs`: kept lines passed through byte for byte), the `--state` directory,
 //! bounded input reads, one-line usage errors, text from runs made terminal-safe and scrubbed
 //! of secrets, and exit codes.

@@ -201,7 +201,16 @@ fn reading_commands_write_nothing_and_read_a_state_on_read_only_media() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, ["baton.db", "locks"], "a read left files behind");
+    // The run that finished left its log, its lock and its report; the reads nothing more.
+    assert_eq!(
+        names,
+        ["baton.db", "locks", "reports"],
+        "a read left files behind"
+    );
+    let reports = std::fs::read_dir(state.path().join("reports"))
+        .unwrap()
+        .count();
+    assert_eq!(reports, 1, "the finished run's report alone");
 
     // The same state behind a read-only bind mount, in a user and mount namespace of its own.
     let mount = tempfile::tempdir().unwrap();

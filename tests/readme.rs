@@ -436,9 +436,7 @@ fn the_readme_curl_walkthrough_runs_as_written() {
 #[test]
 fn the_readme_lists_every_error_code_with_its_status() {
     let readme = include_str!("../README.md");
-    let start = readme
-        .find("Every error is `application/problem+json`")
-        .unwrap();
+    let start = readme.find("is `application/problem+json` —").unwrap();
     let text = &readme[start..];
     let text = &text[text.find("a stable `code`:").unwrap() + 16..];
     let text = &text[..text.find("A server killed").unwrap()];

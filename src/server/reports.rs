@@ -66,11 +66,9 @@ mod tests {
         let tree = crate::testing::fixture_tree();
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let mut report = runtime
-            .block_on(
-                crate::Coordinator::builder()
-                    .build()
-                    .run(crate::Task::explore("where is next_delay?", tree.path())),
-            )
+            .block_on(crate::coordinator::Coordinator::builder().build().run(
+                crate::coordinator::Task::explore("where is next_delay?", tree.path()),
+            ))
             .unwrap();
         report.run_id = "run-1".into();
         save_report(dir.path(), &report, 42).unwrap();
