@@ -96,6 +96,24 @@ impl Scenario<'_> {
         body: Option<String>,
         auth: bool,
     ) -> &Answer {
+        let headers: &[(&str, &str)] = if body.is_some() {
+            &[("content-type", "application/json")]
+        } else {
+            &[]
+        };
+        self.go_with(method, route, path, body, auth, headers).await
+    }
+
+    /// As [`Scenario::go`], with these headers (and no content type unless they give one).
+    async fn go_with(
+        &mut self,
+        method: &'static str,
+        route: &'static str,
+        path: &str,
+        body: Option<String>,
+        auth: bool,
+        headers: &[(&str, &str)],
+    ) -> &Answer {
         let url = self.serve.url(path);
         let mut request = match method {
             "GET" => self.client.get(url),
@@ -104,10 +122,11 @@ impl Scenario<'_> {
         if auth {
             request = request.bearer_auth(TOKEN);
         }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
         if let Some(body) = body {
-            request = request
-                .header("content-type", "application/json")
-                .body(body);
+            request = request.body(body);
         }
         let answer = send(request).await;
         self.seen.push(Seen {
@@ -219,6 +238,30 @@ async fn scenario(s: &mut Scenario<'_>) {
     }
     s.go("GET", "/v1/runs", "/v1/runs?limit=x", None, true)
         .await;
+    // What a web page could send: another Host or Origin (403), a body not JSON (415).
+    for (route, methods) in baton::server::ROUTES
+        .iter()
+        .filter(|(r, _)| *r != "/healthz")
+    {
+        let path = route.replace("{id}", "run-x").replace("{aid}", "ap1");
+        for method in *methods {
+            for header in [("host", "evil.example"), ("origin", "http://evil.example")] {
+                let answer = s.go_with(method, route, &path, None, true, &[header]).await;
+                assert_eq!(
+                    answer.status, 403,
+                    "{method} {route} {header:?}: {}",
+                    answer.body
+                );
+            }
+            if *method == "POST" && !route.ends_with("/cancel") {
+                let plain = [("content-type", "text/plain")];
+                let answer = s
+                    .go_with(method, route, &path, Some("{}".into()), true, &plain)
+                    .await;
+                assert_eq!(answer.status, 415, "{method} {route}: {}", answer.body);
+            }
+        }
+    }
     s.go("GET", "/v1/runs", "/v1/runs", None, false).await;
     let unknown = "run-unknown";
     for (method, route, rest) in [

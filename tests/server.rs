@@ -366,6 +366,13 @@ fn with_a_token_every_route_but_healthz_needs_it() {
         }
         let ok = send(client.get(serve.url("/v1/runs")).bearer_auth(token)).await;
         assert_eq!(ok.status, 200);
+        // The scheme's name in any case.
+        let lower = client
+            .get(serve.url("/v1/runs"))
+            .header("authorization", format!("bearer {token}"));
+        assert_eq!(send(lower).await.status, 200);
+        let bad_limit = send(client.get(serve.url("/v1/runs?limit=0")).bearer_auth(token)).await;
+        assert_eq!((bad_limit.status, bad_limit.code()), (400, "invalid_query"));
         let health = send(client.get(serve.url("/healthz"))).await;
         assert_eq!(health.status, 200);
         assert!(SqliteStore::open_existing(state.path())

@@ -91,10 +91,12 @@ fn app(server: Server, loopback: bool) -> Router {
         api = api.route(path, handlers(path));
     }
     api = api.nest_service("/mcp", super::mcp::mcp_service(server.clone(), loopback));
-    let api = api.route_layer(axum::middleware::from_fn_with_state(
-        server.clone(),
-        authorized,
-    ));
+    let api = api
+        .route_layer(axum::middleware::from_fn_with_state(
+            server.clone(),
+            authorized,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(loopback, from_here));
     Router::new()
         .route("/healthz", handlers("/healthz"))
         .merge(api)
@@ -181,8 +183,10 @@ async fn authorized(State(server): State<Server>, request: Request, next: Next) 
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or("");
+            // The scheme's name is case-insensitive (RFC 9110).
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map_or("", |(_, token)| token.trim());
         if !same_secret(given, token) {
             return Problem::new(
                 401,
@@ -193,6 +197,75 @@ async fn authorized(State(server): State<Server>, request: Request, next: Next) 
         }
     }
     next.run(request).await
+}
+
+/// What a web page could send on a user's behalf, refused: on a loopback server (no token a
+/// browser would not send), a `Host` or `Origin` other than loopback's is 403 (DNS
+/// rebinding, a cross-site request); everywhere, a body that is not `application/json` is
+/// 415 (a cross-site form or `text/plain` post needs no preflight).
+async fn from_here(State(loopback): State<bool>, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    if loopback {
+        let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+        if host.is_some_and(|h| !loopback_host(h)) {
+            return Problem::forbidden(
+                "host_not_allowed",
+                "the Host header is not this loopback server's",
+            )
+            .into_response();
+        }
+        let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
+        let from_loopback = |o: &str| {
+            o.strip_prefix("http://")
+                .or_else(|| o.strip_prefix("https://"))
+                .is_some_and(loopback_host)
+        };
+        if origin.is_some_and(|o| !from_loopback(o)) {
+            return Problem::forbidden(
+                "origin_not_allowed",
+                "a request from a web page of another origin",
+            )
+            .into_response();
+        }
+    }
+    let has_body = headers.contains_key(header::TRANSFER_ENCODING)
+        || headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim() != "0");
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if has_body && !json {
+        return Problem::new(
+            415,
+            "unsupported_media_type",
+            "the body must be application/json",
+        )
+        .into_response();
+    }
+    next.run(request).await
+}
+
+/// Whether `host` (a Host header or an origin's authority: a name or address and an optional
+/// port) names the loopback interface.
+fn loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(name, port)| {
+            if port.bytes().all(|b| b.is_ascii_digit()) {
+                name
+            } else {
+                host
+            }
+        }),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Whether two secrets are equal, in time that depends on neither.
@@ -285,6 +358,12 @@ async fn list(
     page: Result<Query<Page>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, Problem> {
     let Query(page) = page.map_err(|e| Problem::bad("invalid_query", e.body_text()))?;
+    if !(1..=200).contains(&page.limit) {
+        return Err(Problem::bad(
+            "invalid_query",
+            format!("limit: {} is not in 1..=200", page.limit),
+        ));
+    }
     Ok(answer(
         StatusCode::OK,
         server.list(page.offset, page.limit).await?,
@@ -452,6 +531,32 @@ pub async fn serve(server: Server, addr: SocketAddr) -> Result<Listening, String
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn only_loopback_names_and_addresses_are_loopback_hosts() {
+        for host in [
+            "localhost",
+            "LOCALHOST:7878",
+            "127.0.0.1",
+            "127.0.0.1:80",
+            "127.3.4.5:1",
+            "[::1]",
+            "[::1]:7878",
+        ] {
+            assert!(super::loopback_host(host), "{host}");
+        }
+        for host in [
+            "evil.example",
+            "evil.example:7878",
+            "localhost.evil.example",
+            "10.0.0.1:7878",
+            "[::2]:1",
+            "",
+            "127.0.0.1.evil.example",
+        ] {
+            assert!(!super::loopback_host(host), "{host}");
+        }
+    }
+
     #[test]
     fn secrets_compare_equal_only_when_equal() {
         assert!(super::same_secret("s3cret", "s3cret"));

@@ -50,6 +50,16 @@ pub const CODES: &[(&str, u16, &str)] = &[
     ),
     ("unauthorized", 401, "the bearer token is missing or wrong"),
     (
+        "host_not_allowed",
+        403,
+        "a loopback server was asked under another host name",
+    ),
+    (
+        "origin_not_allowed",
+        403,
+        "a web page of another origin sent the request",
+    ),
+    (
         "root_not_allowed",
         403,
         "the root or corpus is outside every allowed root (`..`, a link out)",
@@ -79,6 +89,11 @@ pub const CODES: &[(&str, u16, &str)] = &[
     ("no_report", 409, "the run has no report here"),
     ("approval_expired", 410, "the request for approval expired"),
     ("body_too_large", 413, "the body is over the server's limit"),
+    (
+        "unsupported_media_type",
+        415,
+        "the body is not application/json",
+    ),
     (
         "too_many_runs",
         429,

@@ -30,6 +30,13 @@ pub fn save_report(state: &Path, report: &Report, seq: u64) -> Result<(), String
     let path = report_path(state, &report.run_id);
     let dir = path.parent().unwrap_or(state);
     let failed = |e: std::io::Error| format!("{}: {e}", dir.display());
+    // The folder is the state's own: never one a link leads to.
+    if std::fs::symlink_metadata(dir).is_ok_and(|m| !m.is_dir()) {
+        return Err(format!(
+            "{}: not a directory of the state's own",
+            dir.display()
+        ));
+    }
     std::fs::create_dir_all(dir).map_err(failed)?;
     let kept = serde_json::json!({ "seq": seq, "report": report });
     let text = crate::redact::scrubbed(kept.to_string());
@@ -86,5 +93,14 @@ mod tests {
         assert!(load_report(dir.path(), "run-2")
             .unwrap_err()
             .contains("not a kept report"));
+        // A link in the folder's place is not followed.
+        #[cfg(unix)]
+        {
+            let state = tempfile::tempdir().unwrap();
+            let victim = tempfile::tempdir().unwrap();
+            std::os::unix::fs::symlink(victim.path(), state.path().join("reports")).unwrap();
+            assert!(save_report(state.path(), &report, 1).is_err());
+            assert_eq!(std::fs::read_dir(victim.path()).unwrap().count(), 0);
+        }
     }
 }

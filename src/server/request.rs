@@ -154,6 +154,9 @@ const FORBIDDEN_WORDS: [&str; 10] = [
     "url", "key", "secret", "token", "price", "header", "host", "endpoint", "password", "auth",
 ];
 
+/// Fields of the requests whose names hold one of those words and carry no such thing.
+const KNOWN_FIELDS: [&str; 1] = ["max_tokens"];
+
 /// Parses a JSON body into `T`, refusing first any field (at any depth of an object) whose
 /// name speaks of a host, a key or a price (`forbidden_field`), then anything `T` does not
 /// hold (`invalid_body`, serde's one line naming the field).
@@ -164,6 +167,12 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Pro
         serde_json::from_slice(bytes)
             .map_err(|e| Problem::bad("invalid_json", format!("the body is not JSON: {e}")))?
     };
+    if !value.is_object() {
+        return Err(Problem::bad(
+            "invalid_body",
+            "the body is not a JSON object",
+        ));
+    }
     if let Some(field) = forbidden_field(&value) {
         return Err(Problem::bad(
             "forbidden_field",
@@ -183,7 +192,9 @@ fn forbidden_field(value: &serde_json::Value) -> Option<String> {
     };
     for (name, inner) in map {
         let lower = name.to_ascii_lowercase();
-        if FORBIDDEN_WORDS.iter().any(|w| lower.contains(w)) {
+        if FORBIDDEN_WORDS.iter().any(|w| lower.contains(w))
+            && !KNOWN_FIELDS.contains(&name.as_str())
+        {
             return Some(name.clone());
         }
         if name == "constraints" {
@@ -365,6 +376,22 @@ mod tests {
             parse_body::<RunRequest>(br#"{"kind":"explore","question":"q","x":1}"#).unwrap_err();
         assert_eq!(e.code, "invalid_body");
         assert!(e.detail.contains("`x`"), "{}", e.detail);
+        // A limit named like a key is a limit; elsewhere the name is refused.
+        let ok: RunRequest =
+            parse_body(br#"{"kind":"explore","question":"q","limits":{"max_tokens":1000}}"#)
+                .unwrap();
+        assert_eq!(ok.limits.max_tokens, Some(1000));
+        let e = parse_body::<RunRequest>(br#"{"kind":"explore","question":"q","tokens":1}"#)
+            .unwrap_err();
+        assert_eq!(e.code, "forbidden_field");
+        // The body is an object: serde's sequence form of a struct is not taken.
+        for body in [&br#"["explore","proj",null,"q"]"#[..], b"[]", b"3"] {
+            let e = parse_body::<RunRequest>(body).unwrap_err();
+            assert_eq!(
+                (e.code, e.detail.as_str()),
+                ("invalid_body", "the body is not a JSON object")
+            );
+        }
     }
 
     #[test]
