@@ -814,3 +814,31 @@ fn a_research_run_over_a_corpus_is_followed_to_its_end() {
         assert_docs_answered(&report, tree.path());
     });
 }
+
+#[test]
+fn a_loopback_server_refuses_any_other_host_however_it_is_spelled() {
+    use std::io::{Read, Write};
+    let tree = rust_tree();
+    let state = tempfile::tempdir().unwrap();
+    let serve = Serve::start(state.path(), tree.path(), &[], &[]);
+    let addr = serve.base.trim_start_matches("http://").to_string();
+    let status = |head: &str| {
+        let mut tcp = std::net::TcpStream::connect(&addr).unwrap();
+        write!(tcp, "{head}Connection: close\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        tcp.read_to_string(&mut answer).unwrap();
+        answer.split(' ').nth(1).unwrap_or("").to_string()
+    };
+    assert_eq!(
+        status(&format!("GET /v1/runs HTTP/1.1\r\nHost: {addr}\r\n")),
+        "200"
+    );
+    for head in [
+        format!("GET /v1/runs HTTP/1.1\r\nHost: {addr}\r\nHost: evil.example\r\n"),
+        "GET http://evil.example/v1/runs HTTP/1.1\r\nHost: localhost\r\n".to_string(),
+        format!("POST /v1/runs/run-x/cancel HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://localhost\r\nOrigin: http://evil.example\r\nContent-Length: 0\r\n"),
+        format!("GET /v1/runs HTTP/1.1\r\nHost: {addr}\r\nOrigin: null\r\n"),
+    ] {
+        assert_eq!(status(&head), "403", "{head}");
+    }
+}

@@ -206,21 +206,27 @@ async fn authorized(State(server): State<Server>, request: Request, next: Next) 
 async fn from_here(State(loopback): State<bool>, request: Request, next: Next) -> Response {
     let headers = request.headers();
     if loopback {
-        let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
-        if host.is_some_and(|h| !loopback_host(h)) {
+        // Every Host given, and the request line's own in absolute form, names loopback.
+        let line = request.uri().authority().map(|a| a.as_str());
+        let mut hosts = headers
+            .get_all(header::HOST)
+            .iter()
+            .map(|v| v.to_str().ok())
+            .chain(line.map(Some));
+        if hosts.any(|h| !h.is_some_and(loopback_host)) {
             return Problem::forbidden(
                 "host_not_allowed",
                 "the Host header is not this loopback server's",
             )
             .into_response();
         }
-        let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
         let from_loopback = |o: &str| {
             o.strip_prefix("http://")
                 .or_else(|| o.strip_prefix("https://"))
                 .is_some_and(loopback_host)
         };
-        if origin.is_some_and(|o| !from_loopback(o)) {
+        let mut origins = headers.get_all(header::ORIGIN).iter();
+        if origins.any(|o| !o.to_str().is_ok_and(from_loopback)) {
             return Problem::forbidden(
                 "origin_not_allowed",
                 "a request from a web page of another origin",

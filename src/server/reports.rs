@@ -49,15 +49,39 @@ pub fn save_report(state: &Path, report: &Report, seq: u64) -> Result<(), String
 /// kept; an error (one line) when one is there but cannot be read.
 pub fn load_report(state: &Path, run_id: &str) -> Result<Option<(u64, Report)>, String> {
     let path = report_path(state, run_id);
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
+    // Named without the state's own path, and never with what the file holds.
+    let name = format!(
+        "reports/{}",
+        path.file_name()
+            .map_or(String::new(), |n| n.to_string_lossy().into_owned())
+    );
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    // Never through a link, never waiting on a FIFO: only a regular file is read.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let mut file = match options.open(&path) {
+        Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Err(e) => return Err(format!("{name}: {e}")),
     };
-    let kept: Kept = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("{}: not a kept report: {e}", path.display()))?;
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(format!("{name}: not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| format!("{name}: {e}"))?;
+    let kept: Kept = serde_json::from_slice(&bytes).map_err(|e| {
+        format!(
+            "{name}: not a kept report (line {}, column {})",
+            e.line(),
+            e.column()
+        )
+    })?;
     if kept.report.run_id != run_id {
-        return Err(format!("{}: the report of another run", path.display()));
+        return Err(format!("{name}: the report of another run"));
     }
     Ok(Some((kept.seq, kept.report)))
 }
@@ -89,6 +113,25 @@ mod tests {
         assert!(load_report(dir.path(), "run-1")
             .unwrap_err()
             .contains("another run"));
+        std::fs::write(&two, r#"{"report":"sk-what-the-file-holds"}"#).unwrap();
+        let said = load_report(dir.path(), "run-2").unwrap_err();
+        let state = dir.path().display().to_string();
+        assert!(
+            !said.contains("sk-what") && !said.contains(&state),
+            "{said}"
+        );
+        // A FIFO in a report's place is not waited on.
+        #[cfg(unix)]
+        {
+            let fifo = report_path(dir.path(), "run-3");
+            let made = std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap();
+            assert!(made.success());
+            let said = load_report(dir.path(), "run-3").unwrap_err();
+            assert!(said.contains("not a regular file"), "{said}");
+        }
         std::fs::write(two, "{not json").unwrap();
         assert!(load_report(dir.path(), "run-2")
             .unwrap_err()

@@ -173,6 +173,13 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Pro
             "the body is not a JSON object",
         ));
     }
+    // Serde takes a struct from an array by position: `limits` is an object or nothing.
+    if value
+        .get("limits")
+        .is_some_and(|l| !(l.is_object() || l.is_null()))
+    {
+        return Err(Problem::bad("invalid_body", "limits: not a JSON object"));
+    }
     if let Some(field) = forbidden_field(&value) {
         return Err(Problem::bad(
             "forbidden_field",
@@ -384,6 +391,12 @@ mod tests {
         let e = parse_body::<RunRequest>(br#"{"kind":"explore","question":"q","tokens":1}"#)
             .unwrap_err();
         assert_eq!(e.code, "forbidden_field");
+        let e = parse_body::<RunRequest>(br#"{"kind":"explore","question":"q","limits":[4,4,4]}"#)
+            .unwrap_err();
+        assert_eq!(
+            (e.code, e.detail.as_str()),
+            ("invalid_body", "limits: not a JSON object")
+        );
         // The body is an object: serde's sequence form of a struct is not taken.
         for body in [&br#"["explore","proj",null,"q"]"#[..], b"[]", b"3"] {
             let e = parse_body::<RunRequest>(body).unwrap_err();
