@@ -154,13 +154,12 @@ const FORBIDDEN_WORDS: [&str; 10] = [
     "url", "key", "secret", "token", "price", "header", "host", "endpoint", "password", "auth",
 ];
 
-/// Fields of the requests whose names hold one of those words and carry no such thing.
-const KNOWN_FIELDS: [&str; 1] = ["max_tokens"];
-
-/// Parses a JSON body into `T`, refusing first any field (at any depth of an object) whose
-/// name speaks of a host, a key or a price (`forbidden_field`), then anything `T` does not
-/// hold (`invalid_body`, serde's one line naming the field).
-pub fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem> {
+/// Parses a JSON body into `T`, refusing first what `T`'s schema does not declare the way
+/// it is given: a field (at any depth of an object) whose name speaks of a host, a key or a
+/// price and that `T` does not declare (`forbidden_field`), a body or field given as an array
+/// where `T` declares none (`invalid_body`: serde would read a struct from an array by
+/// position); then anything else `T` does not hold (`invalid_body`, serde's one line).
+pub fn parse_body<T: serde::de::DeserializeOwned + JsonSchema>(bytes: &[u8]) -> Result<T, Problem> {
     let value: serde_json::Value = if bytes.iter().all(u8::is_ascii_whitespace) {
         serde_json::Value::Object(Default::default())
     } else {
@@ -173,45 +172,80 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Pro
             "the body is not a JSON object",
         ));
     }
-    // Serde takes a struct from an array by position: `limits` is an object or nothing.
-    if value
-        .get("limits")
-        .is_some_and(|l| !(l.is_object() || l.is_null()))
-    {
-        return Err(Problem::bad("invalid_body", "limits: not a JSON object"));
-    }
-    if let Some(field) = forbidden_field(&value) {
-        return Err(Problem::bad(
-            "forbidden_field",
-            format!(
-                "field `{field}`: base URLs, keys and prices come from the server's environment and flags, never from a request"
-            ),
-        ));
-    }
+    let shape = Shape::of::<T>();
+    shape.check(&value, "")?;
     serde_json::from_value(value).map_err(|e| Problem::bad("invalid_body", e.to_string()))
 }
 
-/// The first field name, depth first, that holds a forbidden word (constraints' rules are
-/// data of the policy and may name hosts: `constraints` is not searched).
-fn forbidden_field(value: &serde_json::Value) -> Option<String> {
-    let serde_json::Value::Object(map) = value else {
-        return None;
-    };
-    for (name, inner) in map {
-        let lower = name.to_ascii_lowercase();
-        if FORBIDDEN_WORDS.iter().any(|w| lower.contains(w))
-            && !KNOWN_FIELDS.contains(&name.as_str())
-        {
-            return Some(name.clone());
-        }
-        if name == "constraints" {
-            continue;
-        }
-        if let Some(found) = forbidden_field(inner) {
-            return Some(format!("{name}.{found}"));
+/// What a request type's schema declares: every field name, and those whose value is an
+/// array.
+struct Shape {
+    declared: std::collections::BTreeSet<String>,
+    arrays: std::collections::BTreeSet<String>,
+}
+
+impl Shape {
+    fn of<T: JsonSchema>() -> Shape {
+        let schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();
+        let mut shape = Shape {
+            declared: Default::default(),
+            arrays: Default::default(),
+        };
+        shape.collect(&schema);
+        shape
+    }
+
+    /// Every `properties` object of the schema, its definitions included.
+    fn collect(&mut self, schema: &serde_json::Value) {
+        match schema {
+            serde_json::Value::Object(map) => {
+                if let Some(serde_json::Value::Object(props)) = map.get("properties") {
+                    for (name, field) in props {
+                        self.declared.insert(name.clone());
+                        let kind = &field["type"];
+                        if kind == "array"
+                            || kind.as_array().is_some_and(|k| k.contains(&"array".into()))
+                        {
+                            self.arrays.insert(name.clone());
+                        }
+                    }
+                }
+                map.values().for_each(|v| self.collect(v));
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| self.collect(v)),
+            _ => {}
         }
     }
-    None
+
+    /// Checks an object's fields depth first (constraints' rules are data of the policy and
+    /// may name hosts: `constraints` is not searched).
+    fn check(&self, value: &serde_json::Value, at: &str) -> Result<(), Problem> {
+        let serde_json::Value::Object(map) = value else {
+            return Ok(());
+        };
+        for (name, inner) in map {
+            let path = format!("{at}{name}");
+            let lower = name.to_ascii_lowercase();
+            if FORBIDDEN_WORDS.iter().any(|w| lower.contains(w)) && !self.declared.contains(name) {
+                return Err(Problem::bad(
+                    "forbidden_field",
+                    format!(
+                        "field `{path}`: base URLs, keys and prices come from the server's environment and flags, never from a request"
+                    ),
+                ));
+            }
+            if inner.is_array() && !self.arrays.contains(name) {
+                return Err(Problem::bad(
+                    "invalid_body",
+                    format!("{path}: not a JSON array field"),
+                ));
+            }
+            if name != "constraints" {
+                self.check(inner, &format!("{path}."))?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Checks each limit against the command line's range; the error names the field.
@@ -395,7 +429,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             (e.code, e.detail.as_str()),
-            ("invalid_body", "limits: not a JSON object")
+            ("invalid_body", "limits: not a JSON array field")
         );
         // The body is an object: serde's sequence form of a struct is not taken.
         for body in [&br#"["explore","proj",null,"q"]"#[..], b"[]", b"3"] {
