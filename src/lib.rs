@@ -441,7 +441,9 @@
 //! [`server::Server`] (the core every surface calls) and [`server::ModelSettings`] (how models
 //! are reached: prices, HTTP options, windows; `ModelSettings::coordinator` builds the
 //! command line's coordinator and a request's alike); `server/request.rs`: what a client
-//! sends and its checks — a field naming a URL, key, token or price refused at any depth, a
+//! sends and its checks — a body's shape held to its type's schema (a field naming a URL,
+//! key, token or price that the type does not declare refused at any depth, an array only
+//! where the type declares one), a
 //! model only by a spec the server allows, limits in the command line's ranges, a root or
 //! corpus only under an allowed root after canonicalisation (`..`, a symlink out, a file
 //! refused); `server/problem.rs`: [`server::Problem`], every error as

@@ -19,7 +19,7 @@ use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{json, Value};
 
-use crate::support::serve::Serve;
+use crate::support::serve::{cli_runs, Serve};
 use crate::support::{
     assert_citations_hold, assert_docs_answered, rust_tree, write_docs, DOCS_QUESTION,
 };
@@ -380,14 +380,8 @@ fn baton_mcp_over_stdio_serves_the_tools() {
         service.cancel().await.expect("closed");
     });
     // The runs landed in the state the command line reads.
-    let runs = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
-        .args(["runs", "--json", "--state"])
-        .arg(state.path())
-        .output()
-        .unwrap();
-    let listed: Value = serde_json::from_slice(&runs.stdout).unwrap();
     assert_eq!(
-        listed["runs"].as_array().unwrap().len(),
+        cli_runs(state.path()).len(),
         4,
         "explore, start_explore, research, start_research"
     );
@@ -572,21 +566,11 @@ fn progress_goes_out_in_increasing_order_on_the_wire() {
     drop(stdin);
     let status = child.wait().unwrap();
     assert!(status.success(), "{status}");
-    let runs = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
-        .args(["runs", "--json", "--state"])
-        .arg(state.path())
-        .output()
-        .unwrap();
-    let listed: Value = serde_json::from_slice(&runs.stdout).unwrap();
-    let row = listed["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["run_id"] == run.as_str())
-        .cloned();
+    let listed = cli_runs(state.path());
+    let row = listed.iter().find(|r| r["run_id"] == run.as_str()).cloned();
     assert_eq!(
         row.map(|r| r["state"].clone()),
         Some(json!("finished")),
-        "{listed}"
+        "{listed:?}"
     );
 }

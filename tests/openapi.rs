@@ -469,14 +469,7 @@ fn every_route_field_and_status_is_documented_and_every_documented_one_is_served
     let roles_dir = roles.path().display().to_string();
     // The command line runs on a tree the server does not allow, in the same state.
     let elsewhere = rust_tree();
-    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
-        .args(["explore", "--no-progress", "--json", "--state"])
-        .arg(state.path())
-        .arg(elsewhere.path())
-        .arg("where is Cache?")
-        .output()
-        .unwrap();
-    let outside_run = serde_json::from_slice::<Value>(&cli.stdout).unwrap()["run_id"]
+    let outside_run = crate::support::serve::cli_explore(state.path(), elsewhere.path())["run_id"]
         .as_str()
         .unwrap()
         .to_string();

@@ -8,7 +8,9 @@ use std::time::Duration;
 use baton::checkpoint::{EventStore, SqliteStore};
 use serde_json::{json, Value};
 
-use crate::support::serve::{client, post_json, send, settled, start_explore, Serve, SseReader};
+use crate::support::serve::{
+    cli_explore, cli_runs, client, post_json, send, settled, start_explore, Serve, SseReader,
+};
 use crate::support::{
     assert_citations_hold, assert_docs_answered, count_kind, rust_tree, write_docs, DOCS_QUESTION,
 };
@@ -279,19 +281,8 @@ fn runs_outside_the_allowed_roots_are_not_shown_and_a_command_line_run_has_its_r
     let inside = rust_tree();
     let outside = rust_tree();
     let state = tempfile::tempdir().unwrap();
-    let explore = |root: &std::path::Path| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
-            .args(["explore", "--no-progress", "--json", "--state"])
-            .arg(state.path())
-            .arg(root)
-            .arg("where is Cache?")
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0));
-        serde_json::from_slice::<Value>(&out.stdout).unwrap()
-    };
-    let mine = explore(inside.path());
-    let theirs = explore(outside.path())["run_id"]
+    let mine = cli_explore(state.path(), inside.path());
+    let theirs = cli_explore(state.path(), outside.path())["run_id"]
         .as_str()
         .unwrap()
         .to_string();
@@ -561,15 +552,7 @@ fn keep_alives_go_out_while_a_stream_is_idle() {
 fn one_state_serves_the_command_line_and_two_servers() {
     let tree = rust_tree();
     let state = tempfile::tempdir().unwrap();
-    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
-        .args(["explore", "--no-progress", "--json", "--state"])
-        .arg(state.path())
-        .arg(tree.path())
-        .arg("where is Cache?")
-        .output()
-        .unwrap();
-    assert_eq!(cli.status.code(), Some(0));
-    let cli_run = serde_json::from_slice::<Value>(&cli.stdout).unwrap()["run_id"]
+    let cli_run = cli_explore(state.path(), tree.path())["run_id"]
         .as_str()
         .unwrap()
         .to_string();
@@ -612,13 +595,7 @@ fn one_state_serves_the_command_line_and_two_servers() {
         assert_eq!(listed.body["total"], 7);
         started
     });
-    let runs = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
-        .args(["runs", "--json", "--state"])
-        .arg(state.path())
-        .output()
-        .unwrap();
-    let listed: Value = serde_json::from_slice(&runs.stdout).unwrap();
-    let rows = listed["runs"].as_array().unwrap();
+    let rows = cli_runs(state.path());
     assert_eq!(rows.len(), 7);
     for run in started.iter().chain([&cli_run]) {
         let row = rows

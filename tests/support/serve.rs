@@ -303,3 +303,30 @@ pub(crate) async fn settled(client: &reqwest::Client, serve: &Serve, run: &str) 
     }
     panic!("run {run} still running after a minute");
 }
+
+/// `baton explore --json --state STATE ROOT "where is Cache?"` on the command line: its
+/// report (exit 0 asserted).
+pub(crate) fn cli_explore(state: &Path, root: &Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["explore", "--no-progress", "--json", "--state"])
+        .arg(state)
+        .arg(root)
+        .arg("where is Cache?")
+        .env_remove("BATON_LOG")
+        .output()
+        .expect("baton explore");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    serde_json::from_slice(&out.stdout).expect("a JSON report")
+}
+
+/// `baton runs --json --state STATE`: the rows the command line lists.
+pub(crate) fn cli_runs(state: &Path) -> Vec<Value> {
+    let out = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["runs", "--json", "--state"])
+        .arg(state)
+        .env_remove("BATON_LOG")
+        .output()
+        .expect("baton runs");
+    let listed: Value = serde_json::from_slice(&out.stdout).expect("a JSON listing");
+    listed["runs"].as_array().cloned().unwrap_or_default()
+}
