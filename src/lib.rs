@@ -569,15 +569,15 @@ pub use handoff::{
     FileProblem, FileText, Files, Form, Handoff, HardConstraint, Layer, OpenItem, Parsed,
     Violation, ViolationCode, WorkspaceFiles, FILE_CACHE_BYTES, MAX_HANDOFF_BYTES,
 };
-pub use lead::merge_handoffs;
+pub use lead::{merge_handoffs, DEFAULT_MAX_WAVES};
 pub use model::{Model, ModelError, ModelRequest, ModelResponse, Usage};
 pub use policy::{
     Approval, ApprovalDecision, ApprovalError, ApprovalRequest, Approver, Budget, Category,
     Consequence, Denial, Effect, Policy, Rule, Spent, TimeLimits,
 };
 pub use report::{
-    ConstraintReport, Enforcement, HandoffCounts, ModelUsage, Report, ReportedConstraint, RunUsage,
-    SubagentState, SubagentSummary,
+    AlsoFound, ConstraintReport, Enforcement, HandoffCounts, ModelUsage, Report,
+    ReportedConstraint, RunUsage, SubagentState, SubagentSummary, Wave, SHOWN_CONCLUSIONS,
 };
 /// For the binary: the characters it escapes in what it prints.
 #[doc(hidden)]

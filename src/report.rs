@@ -335,6 +335,48 @@ pub struct Report {
     /// reader, never a rule or a permission (the gate reads only the run's `constraints`).
     #[serde(default)]
     pub reported_constraints: Vec<ReportedConstraint>,
+    /// Why each settled conclusion stands where it does, in their order (empty when the lead
+    /// model wrote the conclusions).
+    #[serde(default)]
+    pub rank_reasons: Vec<String>,
+    /// Findings that passed but do not answer: tied to the question only by common words, or
+    /// far weaker than the answers. In rank order, after the answers.
+    #[serde(default)]
+    pub also_found: Vec<AlsoFound>,
+    /// The run's waves, in order: what each planned and added, and why the last was the last.
+    #[serde(default)]
+    pub waves: Vec<Wave>,
+    /// Why the run stopped planning waves.
+    #[serde(default)]
+    pub stopped_because: String,
+}
+
+/// How many settled findings the command line prints unless `--all` is given.
+pub const SHOWN_CONCLUSIONS: usize = 5;
+
+/// A finding listed after the answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlsoFound {
+    /// The finding.
+    pub claim: String,
+    /// Where it can be re-checked.
+    pub sources: Vec<crate::source::SourceId>,
+    /// Why it is not among the answers.
+    pub rank_reason: String,
+}
+
+/// One wave of a run: the subagents it planned, the settled conclusions it added.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Wave {
+    /// 1 for the first plan, 2 for the first follow-ups, and so on.
+    pub n: u32,
+    /// The subagents it planned.
+    pub subagents: Vec<String>,
+    /// Findings it settled that no earlier wave had (by the lines they cite).
+    pub added: usize,
+    /// Why no wave followed it (set on the last wave only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_because: Option<String>,
 }
 
 /// A limit a subagent or the lead's model reported in its handoff. It is data: nothing
@@ -415,6 +457,67 @@ impl Report {
     /// ```
     pub fn to_markdown(&self) -> String {
         self.handoff.to_markdown()
+    }
+
+    /// The report as the command line prints it: the first [`SHOWN_CONCLUSIONS`] settled
+    /// findings (negative evidence always), then — after the three sections — how many more
+    /// there are and why the run stopped; with `all`, every settled conclusion and the
+    /// findings ranked below the answers too.
+    /// ```
+    /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dir = baton::testing::fixture_tree();
+    /// let report = baton::Coordinator::builder().build()
+    ///     .run(baton::Task::explore("where is next_delay defined?", dir.path())).await.unwrap();
+    /// assert!(report.to_markdown_shown(false).starts_with("## Settled conclusions"));
+    /// assert!(report.to_markdown_shown(true).contains("Stopped: "));
+    /// # });
+    /// ```
+    pub fn to_markdown_shown(&self, all: bool) -> String {
+        use crate::handoff::ConclusionKind;
+        let mut shown = self.handoff.clone();
+        let mut hidden = 0;
+        if !all {
+            let mut findings = 0;
+            shown.settled_conclusions.retain(|c| {
+                if c.kind != ConclusionKind::Finding {
+                    return true;
+                }
+                findings += 1;
+                let keep = findings <= SHOWN_CONCLUSIONS;
+                hidden += usize::from(!keep);
+                keep
+            });
+        }
+        let mut out = shown.to_markdown();
+        if all && !self.also_found.is_empty() {
+            out.push_str("\n## Also found (ranked below the answers)\n");
+            for a in &self.also_found {
+                let sources: Vec<String> = a.sources.iter().map(|s| s.to_string()).collect();
+                out.push_str(&format!(
+                    "- {} [{}] ({})\n",
+                    crate::text::one_line(&a.claim),
+                    sources.join(", "),
+                    a.rank_reason
+                ));
+            }
+        }
+        let more = if all { 0 } else { self.also_found.len() };
+        if hidden + more > 0 {
+            out.push_str(&format!(
+                "\n{hidden} more settled conclusion(s) and {more} finding(s) ranked below the answers are not shown: --all shows them, --json holds them.\n"
+            ));
+        }
+        if !self.stopped_because.is_empty() {
+            if hidden + more == 0 {
+                out.push('\n');
+            }
+            out.push_str(&format!(
+                "Stopped: {} (wave(s): {}).\n",
+                self.stopped_because,
+                self.waves.len()
+            ));
+        }
+        out
     }
 
     /// The report as one JSON document (the `--json` wire format: fields may be added, never

@@ -38,6 +38,7 @@ fn checkpoint(evidence_items: usize) -> Checkpoint {
             repairs: 2,
             shards: None,
             tools: vec!["grep".into(), "read_file".into()],
+            max_waves: None,
             task: Default::default(),
         },
         RunEvent::ConstraintStated {
@@ -370,6 +371,7 @@ async fn killed_run(store: &MemoryStore, run_id: &str, root: &std::path::Path, q
             budget: baton::Budget::default(),
             repairs: 2,
             shards: None,
+            max_waves: None,
             tools: vec![
                 "list_dir".into(),
                 "glob".into(),

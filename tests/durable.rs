@@ -583,7 +583,7 @@ proptest! {
         let mut all = vec![(1, RunEvent::RunStarted {
             question: "q".into(), root: "/r".into(), model: "m".into(), agents: 1,
             max_subagents: 3, budget: baton::Budget::default(), repairs: 2, shards: None, tools: vec!["grep".into()],
-            task: Default::default(),
+            max_waves: None, task: Default::default(),
         })];
         all.extend(events.into_iter().map(|e| (2, e)));
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();

@@ -313,6 +313,7 @@ async fn a_refused_append_stops_its_run_and_no_other() {
         repairs: 0,
         shards: None,
         tools: vec![],
+        max_waves: None,
         task: Default::default(),
     };
     let finished = || RunEvent::RunFinished { cancelled: false };

@@ -36,5 +36,6 @@ mod secrets;
 mod server;
 mod supervision;
 mod trace;
+mod waves;
 mod window;
 mod wire;

@@ -162,6 +162,9 @@ pub enum RunEvent {
         shards: Option<usize>,
         /// The tools every subagent may call.
         tools: Vec<String>,
+        /// Most waves of subagents (none: a log written before waves, read as the default).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_waves: Option<usize>,
         /// The task's kind, roles and subtasks, when it is not a plain exploration.
         #[serde(default, skip_serializing_if = "TaskSpec::is_plain")]
         task: TaskSpec,
@@ -541,6 +544,7 @@ pub(crate) fn run_started_fixture() -> RunEvent {
         repairs: 2,
         shards: None,
         tools: vec!["grep".into()],
+        max_waves: None,
         task: TaskSpec::default(),
     }
 }

@@ -750,6 +750,7 @@ mod tests {
                         repairs: 0,
                         shards: None,
                         tools: Vec::new(),
+                        max_waves: None,
                         model: "offline".into(),
                         task: Default::default(),
                     };

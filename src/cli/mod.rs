@@ -310,6 +310,10 @@ struct ModelArgs {
     /// Print exactly one JSON document on stdout instead of the markdown report.
     #[arg(long)]
     json: bool,
+    /// Print every settled conclusion and the findings ranked below the answers (the
+    /// markdown report shows the first five settled findings).
+    #[arg(long)]
+    all: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -334,6 +338,11 @@ struct ExploreArgs {
     /// Most subagents one run may spawn.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     max_subagents: u32,
+    /// Most waves: the first plan, then follow-ups planned from the checkpoint after each wave
+    /// (a name an answer uses, traced where it was not searched). A run stops sooner when a
+    /// wave adds no settled conclusion or the question asks only where something is.
+    #[arg(long, default_value_t = baton::DEFAULT_MAX_WAVES as u32, value_parser = clap::value_parser!(u32).range(1..=100))]
+    max_waves: u32,
     /// Shards (subagents) to split the tree into; default: one per agent, or one per MiB of files when that is more (at most --max-subagents, at most one per file).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     shards: Option<u32>,
@@ -522,7 +531,7 @@ async fn resume(args: ResumeArgs) -> i32 {
         started,
         resumed_after,
         show,
-        args.model.json,
+        args.model.printed(),
         &args.state.state,
     )
     .await
@@ -604,6 +613,7 @@ async fn explore(args: ExploreArgs, corpus: Option<std::sync::Arc<baton::Corpus>
         .store(store)
         .agents(args.agents as usize)
         .max_subagents(args.max_subagents as usize)
+        .max_waves(args.max_waves as usize)
         .budget(Budget {
             model_turns: args.max_turns,
             tool_calls: args.max_tool_calls,
@@ -613,7 +623,7 @@ async fn explore(args: ExploreArgs, corpus: Option<std::sync::Arc<baton::Corpus>
         .build();
     let started = coordinator.start(task).await;
     let show = !args.model.no_progress;
-    finish(started, 0, show, args.model.json, &args.state.state).await
+    finish(started, 0, show, args.model.printed(), &args.state.state).await
 }
 
 /// The roles `baton explore` spawns may not reserve effects for approval: nothing on the
@@ -642,7 +652,7 @@ async fn finish(
     started: Result<baton::RunHandle, RunError>,
     after: u64,
     show: bool,
-    json: bool,
+    json: Printed,
     state: &std::path::Path,
 ) -> i32 {
     let handle = match started {
@@ -701,13 +711,29 @@ fn report_error(e: &RunError) -> i32 {
     }
 }
 
-fn print_report(report: &Report, json: bool) -> std::io::Result<()> {
+/// How a report is printed: one JSON document, or markdown (capped unless `--all`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Printed {
+    pub(crate) json: bool,
+    pub(crate) all: bool,
+}
+
+impl ModelArgs {
+    pub(crate) fn printed(&self) -> Printed {
+        Printed {
+            json: self.json,
+            all: self.all,
+        }
+    }
+}
+
+fn print_report(report: &Report, how: Printed) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
-    if json {
+    if how.json {
         let text = report.to_json().map_err(std::io::Error::other)?;
         writeln!(out, "{text}")?;
     } else {
-        write!(out, "{}", terminal_safe(&report.to_markdown()))?;
+        write!(out, "{}", terminal_safe(&report.to_markdown_shown(how.all)))?;
     }
     out.flush()
 }

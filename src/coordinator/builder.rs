@@ -208,6 +208,17 @@ impl CoordinatorBuilder {
         self
     }
 
+    /// Most waves a run works in (default [`DEFAULT_MAX_WAVES`](crate::DEFAULT_MAX_WAVES)):
+    /// the first plan, then follow-ups planned from the checkpoint after each wave ends.
+    /// ```
+    /// let coordinator = baton::Coordinator::builder().max_waves(1).build();
+    /// assert!(format!("{coordinator:?}").contains("max_waves: 1"));
+    /// ```
+    pub fn max_waves(mut self, max: usize) -> CoordinatorBuilder {
+        self.inner.max_waves = max;
+        self
+    }
+
     /// Each subagent's budget (a role's own limits aside).
     /// ```
     /// let budget = baton::Budget { model_turns: 4, tool_calls: 10, tokens: 50_000 };

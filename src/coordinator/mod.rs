@@ -156,6 +156,7 @@ pub struct Coordinator {
     tools: ToolRegistry,
     agents: usize,
     max_subagents: usize,
+    max_waves: usize,
     budget: Budget,
     repairs: u32,
     shards: Option<usize>,
@@ -193,6 +194,7 @@ impl std::fmt::Debug for Coordinator {
             .field("tools", &self.tools)
             .field("agents", &self.agents)
             .field("max_subagents", &self.max_subagents)
+            .field("max_waves", &self.max_waves)
             .field("budget", &self.budget)
             .field("repairs", &self.repairs)
             .field("shards", &self.shards)
@@ -223,6 +225,7 @@ impl Default for Coordinator {
             tools: ToolRegistry::workspace(),
             agents: 4,
             max_subagents: 32,
+            max_waves: crate::lead::DEFAULT_MAX_WAVES,
             budget: Budget::default(),
             repairs: 2,
             shards: None,
@@ -399,6 +402,7 @@ impl Coordinator {
             tools: prepared.tools,
             agents: self.agents,
             max_subagents: self.max_subagents,
+            max_waves: self.max_waves,
             budget: self.budget,
             repairs: self.repairs,
             shards: self.shards,
@@ -473,9 +477,13 @@ impl Coordinator {
 
     /// The question, the workspace, the constraints and the roles of a task, each checked.
     fn prepare(&self, task: &Task) -> Result<Prepared, RunError> {
-        if self.agents == 0 || self.max_subagents == 0 || self.shards == Some(0) {
+        if self.agents == 0
+            || self.max_subagents == 0
+            || self.max_waves == 0
+            || self.shards == Some(0)
+        {
             return Err(RunError::BadSetting(
-                "--agents and --max-subagents must be at least 1".into(),
+                "--agents, --max-subagents and --max-waves must be at least 1".into(),
             ));
         }
         let question = task.question().trim().to_string();

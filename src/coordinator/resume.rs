@@ -47,6 +47,7 @@ impl Coordinator {
             tools: read.tools,
             agents: settings.agents,
             max_subagents: settings.max_subagents,
+            max_waves: settings.max_waves,
             budget: settings.budget,
             repairs: settings.repairs,
             shards: settings.shards,

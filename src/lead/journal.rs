@@ -36,6 +36,7 @@ pub(super) fn started(config: &RunConfig) -> RunEvent {
         repairs: config.repairs,
         shards: config.shards,
         tools: config.tools.names(),
+        max_waves: Some(config.max_waves),
         task: config.task.clone(),
     }
 }

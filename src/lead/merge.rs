@@ -6,9 +6,11 @@ use crate::contracts::RoleId;
 use std::collections::HashMap;
 
 use super::relevance::Rarity;
-use crate::handoff::{Conclusion, ConclusionKind, Dropped, Handoff, HardConstraint, OpenItem};
+use crate::handoff::{
+    Conclusion, ConclusionKind, Dropped, Files, Handoff, HardConstraint, OpenItem,
+};
 use crate::report::ReportedConstraint;
-use crate::source::{path_factor, Observation, ObservationLog, SourceId};
+use crate::source::{Observation, ObservationLog, SourceId};
 use crate::text::one_line;
 
 /// One search a subagent ran, as a finished subagent keeps it for the merge: what it looked
@@ -78,6 +80,8 @@ pub(crate) struct Accepted<'a> {
     pub(crate) id: &'a str,
     /// Conclusions taken out of it: they alone broke the contract.
     pub(crate) dropped: &'a [Dropped],
+    /// Its wave (1: the first plan; more: a follow-up; 0: a verifier's check).
+    pub(crate) wave: u32,
 }
 
 /// A shard nobody explored, and why.
@@ -124,6 +128,7 @@ pub fn merge_handoffs(accepted: &[(Handoff, Vec<String>, ObservationLog)]) -> Ha
             doubted: false,
             id: "",
             dropped: &[],
+            wave: 1,
         })
         .collect();
     merge(&list, &[], WHOLE_TREE)
@@ -140,7 +145,36 @@ pub(crate) fn merge(
     unexplored: &[Unexplored<'_>],
     whole: &str,
 ) -> Handoff {
+    merge_ranked(
+        accepted,
+        unexplored,
+        whole,
+        &crate::handoff::MemoryFiles::new(),
+    )
+    .handoff
+}
+
+/// The lead's handoff with its ranking: the reason of each settled conclusion's rank (in
+/// their order) and the findings listed after the answers.
+#[derive(Debug, Default)]
+pub(crate) struct Merged {
+    pub(crate) handoff: Handoff,
+    /// One per settled conclusion, in order.
+    pub(crate) reasons: Vec<String>,
+    /// Findings that do not answer (common words only, or far below the best), in rank order
+    /// with their reasons.
+    pub(crate) also_found: Vec<(Conclusion, String)>,
+}
+
+/// [`merge`], its findings ranked with the cited lines `files` holds.
+pub(crate) fn merge_ranked(
+    accepted: &[Accepted<'_>],
+    unexplored: &[Unexplored<'_>],
+    whole: &str,
+    files: &dyn Files,
+) -> Merged {
     let mut out = Handoff::default();
+    let mut merged = Merged::default();
     // Findings, taken in turn from each subagent, duplicates merged.
     // What an accepted verifier confirmed: a claim (its words) with the sources it cites. A
     // doubted finding stands only if the verifier settled that same claim on a source it
@@ -160,10 +194,22 @@ pub(crate) fn merge(
         }),
         _ => true,
     };
-    out.settled_conclusions = ranked_findings(accepted, &stands);
+    for r in ranked_findings(accepted, &stands, files) {
+        if r.answers {
+            out.settled_conclusions.push(r.conclusion);
+            merged.reasons.push(r.reason);
+        } else {
+            merged.also_found.push((r.conclusion, r.reason));
+        }
+    }
     let mut open_items = OpenItems::default();
     let (absent, unsearched) =
         super::absence::negative_evidence(accepted, unexplored.is_empty(), whole);
+    merged.reasons.extend(
+        absent
+            .iter()
+            .map(|_| "negative evidence: what was searched and matched nothing".to_string()),
+    );
     out.settled_conclusions.extend(absent);
     for item in unsearched {
         open_items.add(item);
@@ -183,7 +229,8 @@ pub(crate) fn merge(
         unexplored_items(u, &mut open_items);
     }
     out.open_items = open_items.list;
-    out
+    merged.handoff = out;
+    merged
 }
 
 /// The findings that stand, taken in turn from each subagent (duplicates merged), most
@@ -191,7 +238,8 @@ pub(crate) fn merge(
 fn ranked_findings(
     accepted: &[Accepted<'_>],
     stands: &impl Fn(&Accepted<'_>, &Conclusion) -> bool,
-) -> Vec<Conclusion> {
+    files: &dyn Files,
+) -> Vec<super::ranking::Ranked> {
     let findings: Vec<Vec<&Conclusion>> = accepted
         .iter()
         .map(|a| {
@@ -213,17 +261,18 @@ fn ranked_findings(
     }
     let merged = merged.list;
     // Most telling first: by the rarity of what each claim matches (ties keep the turns).
+    let own: std::collections::BTreeSet<&str> = accepted
+        .iter()
+        .filter(|a| a.wave <= 1)
+        .flat_map(|a| a.searches.iter().map(|s| s.pattern.as_str()))
+        .collect();
     let rarity = Rarity::from_counts(
         accepted
             .iter()
             .flat_map(|a| a.searches.iter().map(|s| (s.pattern.as_str(), s.matches))),
-    );
-    let mut scored: Vec<(f64, Conclusion)> = merged
-        .into_iter()
-        .map(|c| (rarity.score(&c.claim) * source_weight(&c), c))
-        .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-    scored.into_iter().map(|(_, c)| c).collect()
+    )
+    .capped(&own);
+    super::ranking::rank(merged, files, &rarity)
 }
 
 /// What of one accepted handoff is not settled: findings the verifier did not confirm,
@@ -352,15 +401,6 @@ pub(crate) fn reported_constraints<'a>(
     out
 }
 
-/// Source above tests and docs: the weight of the best kind of file a conclusion cites.
-fn source_weight(c: &Conclusion) -> f64 {
-    c.sources
-        .iter()
-        .filter_map(|s| s.file_lines().map(|(path, _, _)| path_factor(path)))
-        .fold(0.0, f64::max)
-        .max(0.3)
-}
-
 /// Findings merged as they come: findings of the same claim are one (their sources joined); a
 /// finding citing exactly the sources of one kept is dropped. Indexed by claim and by sources,
 /// so each costs the same however many came before.
@@ -478,6 +518,7 @@ mod tests {
                 doubted: false,
                 id: "",
                 dropped: &[],
+                wave: 1,
             },
             Accepted {
                 handoff: &b,
@@ -487,6 +528,7 @@ mod tests {
                 doubted: false,
                 id: "",
                 dropped: &[],
+                wave: 1,
             },
         ];
         let everything = merge(&accepted, &[], WHOLE_TREE);
@@ -556,6 +598,7 @@ mod tests {
                 doubted: false,
                 id: "",
                 dropped: &[],
+                wave: 1,
             },
             Accepted {
                 handoff: &b,
@@ -565,6 +608,7 @@ mod tests {
                 doubted: false,
                 id: "",
                 dropped: &[],
+                wave: 1,
             },
         ];
         let merged = merge(&accepted, &[], WHOLE_TREE);
@@ -580,6 +624,7 @@ mod tests {
             doubted: false,
             id: "",
             dropped: &[],
+            wave: 1,
         }
     }
 

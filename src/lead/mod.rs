@@ -27,9 +27,14 @@ mod journal;
 mod leader;
 mod merge;
 pub use merge::merge_handoffs;
+
+/// Most waves a run works in unless told otherwise: the first plan and two rounds of
+/// follow-ups.
+pub const DEFAULT_MAX_WAVES: usize = 3;
 mod parts;
 mod plan;
 mod questions;
+mod ranking;
 mod relevance;
 mod report;
 mod reports;
@@ -38,6 +43,7 @@ mod resume_docs;
 mod start;
 mod state;
 mod verdict;
+mod waves;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -92,6 +98,8 @@ pub(crate) struct RunConfig {
     pub(crate) tools: ToolRegistry,
     pub(crate) agents: usize,
     pub(crate) max_subagents: usize,
+    /// Most waves: the first plan, then follow-ups planned from the checkpoint.
+    pub(crate) max_waves: usize,
     pub(crate) budget: Budget,
     pub(crate) repairs: u32,
     /// Shards to split the tree into (none: one per agent, one more per MiB).

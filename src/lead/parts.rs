@@ -79,6 +79,10 @@ pub(super) struct Fleet {
     /// Set once the plan is in.
     pub(super) planned: bool,
     pub(super) planning_error: Option<String>,
+    /// The waves planned so far, in order (the first plan is wave 1).
+    pub(super) waves: Vec<super::waves::WavePlan>,
+    /// Why no further wave was planned, once that is decided.
+    pub(super) stopped_because: Option<String>,
     /// Set once the second wave was considered.
     pub(super) second_wave_planned: bool,
     /// Set when a verifier was due but could not be spawned: why.

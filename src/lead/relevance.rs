@@ -177,6 +177,39 @@ impl Rarity {
     /// The rarest match counts fully, the next half, the rest a quarter: a claim is not more
     /// telling for repeating common words.
     pub(crate) fn score(&self, text: &str) -> f64 {
+        self.weights(text)
+            .iter()
+            .enumerate()
+            .map(|(i, w)| match i {
+                0 => *w,
+                1 => w / 2.0,
+                _ => w / 4.0,
+            })
+            .sum()
+    }
+
+    /// The same weights, every pattern outside `own` (a follow-up's names) weighing at most
+    /// what the heaviest of `own` (the question's own terms) weighs: a follow-up's rare name
+    /// does not make the question's own subject look common.
+    pub(crate) fn capped(mut self, own: &std::collections::BTreeSet<&str>) -> Rarity {
+        let cap = self
+            .patterns
+            .iter()
+            .filter(|p| own.contains(p.pattern.as_str()))
+            .map(|p| p.weight)
+            .fold(0.0, f64::max);
+        if cap > 0.0 {
+            for p in self.patterns.iter_mut() {
+                if !own.contains(p.pattern.as_str()) {
+                    p.weight = p.weight.min(cap);
+                }
+            }
+        }
+        self
+    }
+
+    /// The weights of the searched patterns `text` matches, heaviest first.
+    pub(crate) fn weights(&self, text: &str) -> Vec<f64> {
         let mut candidates: Vec<usize> = self.always.clone();
         if let Some(needles) = &self.needles {
             for m in needles.find_overlapping_iter(text) {
@@ -195,14 +228,6 @@ impl Rarity {
             .collect();
         weights.sort_by(|a, b| b.total_cmp(a));
         weights
-            .iter()
-            .enumerate()
-            .map(|(i, w)| match i {
-                0 => *w,
-                1 => w / 2.0,
-                _ => w / 4.0,
-            })
-            .sum()
     }
 }
 

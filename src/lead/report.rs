@@ -138,9 +138,15 @@ impl LeadState {
         let accepted = self.accepted_handoffs();
         let unexplored = self.unexplored();
         let whole = with_unsearched(scope_label(&self.policy), &self.fleet.not_searched);
-        let mut handoff = merge::merge(&accepted, &unexplored, &whole);
+        let merged =
+            merge::merge_ranked(&accepted, &unexplored, &whole, self.contexts.files.as_ref());
+        let mut handoff = merged.handoff;
+        let mut rank_reasons = merged.reasons;
         match &self.lead.synthesis {
-            Some(Ok(lead)) => handoff = with_lead(lead, handoff),
+            Some(Ok(lead)) => {
+                handoff = with_lead(lead, handoff);
+                rank_reasons.clear();
+            }
             Some(Err(why)) => handoff.open_items.push(OpenItem {
                 item:
                     "The lead model's report was not used: the accepted handoffs are merged instead"
@@ -188,11 +194,23 @@ impl LeadState {
             denials: checkpoint.denials.clone(),
             models,
             reported_constraints: reported,
+            rank_reasons,
+            also_found: merged
+                .also_found
+                .into_iter()
+                .map(|(c, rank_reason)| crate::report::AlsoFound {
+                    claim: c.claim,
+                    sources: c.sources,
+                    rank_reason,
+                })
+                .collect(),
+            waves: self.wave_summaries(),
+            stopped_because: self.fleet.stopped_because.clone().unwrap_or_default(),
         }
     }
 
     /// The accepted handoffs, as the merge takes them.
-    fn accepted_handoffs(&self) -> Vec<merge::Accepted<'_>> {
+    pub(super) fn accepted_handoffs(&self) -> Vec<merge::Accepted<'_>> {
         self.fleet
             .records
             .iter()
@@ -205,6 +223,7 @@ impl LeadState {
                     doubted: r.doubted(),
                     id: &r.summary.id,
                     dropped: &r.dropped,
+                    wave: self.wave_of(&r.summary.id),
                 })
             })
             .collect()

@@ -62,6 +62,10 @@ impl LeadState {
             &self.fleet.left_out,
             &self.fleet.not_searched,
         )]);
+        self.fleet.waves.push(super::waves::WavePlan {
+            n: 1,
+            ids: plan.iter().map(|(id, _)| id.clone()).collect(),
+        });
         self.adopt_plan(plan, BTreeMap::new());
         self.advance(myself).await;
     }

@@ -24,6 +24,7 @@ pub(crate) struct Settings {
     pub(crate) root: String,
     pub(crate) agents: usize,
     pub(crate) max_subagents: usize,
+    pub(crate) max_waves: usize,
     pub(crate) budget: Budget,
     pub(crate) repairs: u32,
     pub(crate) shards: Option<usize>,
@@ -90,6 +91,9 @@ pub(crate) struct Resumption {
     pub(crate) left_out: Vec<String>,
     /// What the plan's walk left out of the tree: how many, and the first twenty.
     pub(crate) not_searched: (usize, Vec<String>),
+    /// The waves the log planned: each plan revision that added subagents other than a
+    /// verifier.
+    pub(crate) waves: Vec<super::waves::WavePlan>,
     /// The run's checkpoint so far, every logged event applied (set by
     /// [`Resumption::prepare`]).
     pub(crate) projector: Option<crate::checkpoint::Projector>,
@@ -430,6 +434,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
     let mut settings = None;
     let mut plan = Vec::new();
     let mut left_out = Vec::new();
+    let mut waves = Vec::new();
     let mut not_searched = (0, Vec::new());
     let mut lead_turns = Vec::new();
     let mut lead_model = None;
@@ -445,9 +450,11 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
                 repairs,
                 shards,
                 task,
+                max_waves,
                 ..
             } => {
                 settings = Some(Settings {
+                    max_waves: max_waves.unwrap_or(crate::lead::DEFAULT_MAX_WAVES),
                     task: task.clone(),
                     shards: *shards,
                     question: question.clone(),
@@ -467,6 +474,20 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
             } => {
                 left_out = dirs.clone();
                 not_searched = (*count, names.clone());
+                let fresh: Vec<&crate::checkpoint::PlannedSubagent> = planned
+                    .iter()
+                    .filter(|p| !plan.iter().any(|(id, _): &(String, Shard)| *id == p.id))
+                    .collect();
+                if !fresh.is_empty()
+                    && fresh
+                        .iter()
+                        .all(|p| p.role != crate::contracts::RoleId::VERIFIER)
+                {
+                    waves.push(super::waves::WavePlan {
+                        n: waves.len() as u32 + 1,
+                        ids: fresh.iter().map(|p| p.id.clone()).collect(),
+                    });
+                }
                 plan = planned_shards(planned);
             }
             RunEvent::ModelConfigured { role, config } if role == "lead" => {
@@ -516,6 +537,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
         stale: Vec::new(),
         left_out,
         not_searched,
+        waves,
         projector: None,
         lead_turns,
         lead_model,

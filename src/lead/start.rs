@@ -84,6 +84,7 @@ impl LeadState {
             if !resumption.plan.is_empty() {
                 self.fleet.left_out = resumption.left_out;
                 self.fleet.not_searched = resumption.not_searched;
+                self.fleet.waves = resumption.waves;
                 self.adopt_plan(resumption.plan, resumption.subagents);
                 self.advance(myself).await;
                 return;

@@ -586,7 +586,7 @@ impl LeadState {
     pub(super) async fn advance(&mut self, myself: &ActorRef<LeadMsg>) {
         self.fill(myself).await;
         let idle = self.fleet.planned && self.fleet.queue.is_empty() && self.running() == 0;
-        if idle && self.second_wave() {
+        if idle && (self.next_wave() || self.second_wave()) {
             self.fill(myself).await;
         }
         self.finish_if_done(myself);

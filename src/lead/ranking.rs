@@ -1,0 +1,437 @@
+//! Ranking, pure: the order a report gives its findings, and which of them answer. What
+//! defines or computes the thing asked about comes before where it is used, a use before a
+//! mention; code before comments; source before tests, benches, examples and docs; a finding
+//! tied to the question only by its common words after one that names its subject.
+//! Findings citing the same lines (or lines a few apart in one file) are one, citing every
+//! range. Each finding keeps the reason of its rank.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use super::relevance::Rarity;
+use crate::handoff::{Conclusion, Files};
+use crate::source::{path_factor, SourceId};
+
+/// A pattern weighing at least this share of the heaviest weight found names the question's
+/// subject (the rarest of what was searched); one lighter is a common word.
+pub(crate) const SUBJECT_SHARE: f64 = 0.6;
+/// A finding that names the subject answers when it scores at least this share of the best;
+/// below it, it is listed after the answers.
+pub(crate) const ANSWER_SHARE: f64 = 0.35;
+/// Two ranges of one file this few lines apart cite one place.
+const NEAR_LINES: u32 = 1;
+
+/// What a finding's cited lines do with what was searched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Role {
+    /// A definition whose line holds a searched term.
+    Defines,
+    /// A line of code holding a searched term.
+    Computes,
+    /// A call of a searched name (a use).
+    Uses,
+    /// A comment, a doc comment or a document's prose.
+    Mentions,
+    /// Nothing to read (a passage, a record): neither raised nor lowered.
+    Unread,
+}
+
+impl Role {
+    fn factor(self) -> f64 {
+        match self {
+            Role::Defines => 1.0,
+            Role::Computes => 0.85,
+            Role::Unread => 0.85,
+            Role::Uses => 0.7,
+            Role::Mentions => 0.4,
+        }
+    }
+
+    /// Definitions and code first, then uses, then mentions.
+    fn tier(self) -> u8 {
+        match self {
+            Role::Defines | Role::Computes | Role::Unread => 0,
+            Role::Uses => 1,
+            Role::Mentions => 2,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Role::Defines => "defines it",
+            Role::Computes => "code that computes it",
+            Role::Uses => "a use",
+            Role::Mentions => "a comment or a document's mention",
+            Role::Unread => "a cited passage",
+        }
+    }
+}
+
+/// A finding with its place in the order.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Ranked {
+    pub(crate) conclusion: Conclusion,
+    /// Why it stands where it does, for `--json`'s `rank_reason`.
+    pub(crate) reason: String,
+    /// Whether it answers (names the subject and scores near the best): the rest are listed
+    /// after the answers, as also found.
+    pub(crate) answers: bool,
+    score: f64,
+}
+
+/// What the ranking reads of one finding.
+struct Facts {
+    role: Role,
+    /// The kind of file it cites: 1 for source, less for tests, examples, docs, metadata.
+    file: f64,
+    /// Its file's words were test code (a `#[cfg(test)]` module, a `#[test]`).
+    test_code: bool,
+    /// The heaviest searched pattern its claim and cited lines match.
+    heaviest: f64,
+    rarity: f64,
+}
+
+/// Orders `findings` (in the order they came) and marks those that answer. `files` gives the
+/// cited lines (a finding with none to read keeps its claim alone); `rarity` weighs what the
+/// run searched.
+pub(crate) fn rank(findings: Vec<Conclusion>, files: &dyn Files, rarity: &Rarity) -> Vec<Ranked> {
+    let facts: Vec<Facts> = findings.iter().map(|c| facts(c, files, rarity)).collect();
+    // The subject: the rarest searched terms a finding holds. With nothing searched (a model
+    // that only read), nothing tells it apart.
+    let heaviest = facts.iter().map(|f| f.heaviest).fold(0.0, f64::max);
+    let searched = heaviest > 0.0;
+    let subject_floor = heaviest * SUBJECT_SHARE;
+    let mut scored: Vec<(Ranked, bool, (u8, u8))> = findings
+        .into_iter()
+        .zip(facts)
+        .map(|(c, facts)| {
+            let names_subject =
+                !searched || (facts.heaviest > 0.0 && facts.heaviest >= subject_floor);
+            let file = if facts.test_code {
+                facts.file.min(0.6)
+            } else {
+                facts.file
+            };
+            let score = facts.rarity * facts.role.factor() * file;
+            let reason = reason(&facts, file, names_subject);
+            let tiers = (file_tier(file), facts.role.tier());
+            (
+                Ranked {
+                    conclusion: c,
+                    reason,
+                    answers: false,
+                    score,
+                },
+                names_subject,
+                tiers,
+            )
+        })
+        .collect();
+    // The subject first; then source before tests before docs; then definitions and code
+    // before uses before mentions; then the weight of what it matches. Ties keep the order
+    // they came in.
+    scored.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then(a.2.cmp(&b.2))
+            .then(b.0.score.total_cmp(&a.0.score))
+    });
+    let best = scored
+        .iter()
+        .filter(|(_, s, _)| *s)
+        .map(|(r, _, _)| r.score)
+        .fold(0.0, f64::max);
+    let mut out: Vec<Ranked> = Vec::new();
+    for (mut r, names_subject, _) in scored {
+        if let Some(kept) = out.iter_mut().find(|k| near(&k.conclusion, &r.conclusion)) {
+            for s in r.conclusion.sources {
+                if !kept.conclusion.sources.contains(&s) {
+                    kept.conclusion.sources.push(s);
+                }
+            }
+            continue;
+        }
+        r.answers = names_subject && r.score >= best * ANSWER_SHARE;
+        out.push(r);
+    }
+    // The answers first; the order within each part is the rank.
+    out.sort_by_key(|r| !r.answers);
+    out
+}
+
+/// Whether two findings cite one place: a range of the same file overlapping, or a few lines
+/// apart.
+fn near(a: &Conclusion, b: &Conclusion) -> bool {
+    a.sources
+        .iter()
+        .filter_map(SourceId::file_lines)
+        .any(|(p, a1, a2)| {
+            b.sources
+                .iter()
+                .filter_map(SourceId::file_lines)
+                .any(|(q, b1, b2)| p == q && a1 <= b2 + NEAR_LINES && b1 <= a2 + NEAR_LINES)
+        })
+}
+
+/// Source first, then tests, benches and examples, then docs and metadata.
+fn file_tier(file: f64) -> u8 {
+    if file >= 1.0 {
+        0
+    } else if file >= 0.6 {
+        1
+    } else {
+        2
+    }
+}
+
+fn reason(facts: &Facts, file: f64, names_subject: bool) -> String {
+    let kind = if facts.test_code {
+        "test code"
+    } else if file >= 1.0 {
+        "source"
+    } else if file >= 0.6 {
+        "a test, bench or example"
+    } else if file >= 0.4 {
+        "docs"
+    } else {
+        "metadata"
+    };
+    format!(
+        "{}; {} in {kind}; {}",
+        if names_subject {
+            "names the question's subject"
+        } else {
+            "tied to the question only by common words"
+        },
+        facts.role.label(),
+        format_args!("weight {:.2}", facts.rarity * facts.role.factor() * file)
+    )
+}
+
+/// A definition line: its keyword and name.
+fn definition() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(
+            r#"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:(?:async|unsafe|const|extern(?:\s+"[^"]*")?|default|export|static|abstract|final|private|public|protected)\s+)*(?:fn|struct|enum|trait|union|type|const|static|mod|impl|macro_rules!|class|def|function|interface|func)\b"#,
+        )
+        .expect("a valid pattern")
+    })
+}
+
+/// Whether a line is a comment (or a doc comment) rather than code.
+pub(crate) fn is_comment(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("//")
+        || t.starts_with("/*")
+        || t.starts_with("*")
+        || (t.starts_with('#') && !t.starts_with("#[") && !t.starts_with("#!["))
+        || t.starts_with("--")
+        || t.starts_with("\"\"\"")
+}
+
+/// Reads what ranking needs of one finding: its cited lines, classified.
+fn facts(c: &Conclusion, files: &dyn Files, rarity: &Rarity) -> Facts {
+    let mut role = Role::Unread;
+    let mut file: f64 = 0.0;
+    let mut test_code = false;
+    let mut heaviest = rarity.weights(&c.claim).first().copied().unwrap_or(0.0);
+    let calls = c.claim.contains(" calls `");
+    for (path, a, b) in c.sources.iter().filter_map(SourceId::file_lines) {
+        let factor = path_factor(path);
+        file = file.max(factor);
+        let Ok(text) = files.text(path) else {
+            continue;
+        };
+        let cited = text.lines(a, b);
+        test_code |= cited.contains("#[test]") || in_test_module(text.lines(1, a));
+        let matched: Vec<&str> = cited
+            .lines()
+            .filter(|l| !rarity.weights(l).is_empty())
+            .collect();
+        for line in &matched {
+            heaviest = heaviest.max(rarity.weights(line)[0]);
+        }
+        let here = if factor <= 0.4 {
+            Role::Mentions
+        } else if matched.iter().any(|l| definition().is_match(l)) {
+            Role::Defines
+        } else if matched.iter().any(|l| !is_comment(l)) {
+            if calls {
+                Role::Uses
+            } else {
+                Role::Computes
+            }
+        } else if matched.is_empty() && calls {
+            Role::Uses
+        } else {
+            Role::Mentions
+        };
+        role = role.min(here);
+    }
+    if file == 0.0 {
+        file = 1.0;
+    }
+    Facts {
+        role,
+        file,
+        test_code,
+        heaviest,
+        rarity: rarity.score(&c.claim),
+    }
+}
+
+/// Whether the lines before a place open a test module (`#[cfg(test)]`).
+fn in_test_module(before: &str) -> bool {
+    before.lines().any(|l| l.trim() == "#[cfg(test)]")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::MemoryFiles;
+
+    fn finding(claim: &str, source: &str) -> Conclusion {
+        Conclusion {
+            claim: claim.into(),
+            sources: vec![SourceId::parse(source).unwrap()],
+            kind: crate::handoff::ConclusionKind::Finding,
+        }
+    }
+
+    /// "retry" is rare (the subject), "config" common.
+    fn rarity() -> Rarity {
+        Rarity::from_counts([("^", 10_000), ("retr", 4), ("config", 900)])
+    }
+
+    fn order(files: &MemoryFiles, findings: Vec<Conclusion>) -> Vec<String> {
+        rank(findings, files, &rarity())
+            .into_iter()
+            .map(|r| r.conclusion.sources[0].to_string())
+            .collect()
+    }
+
+    #[test]
+    fn a_definition_comes_before_a_use_and_a_use_before_a_mention() {
+        let mut files = MemoryFiles::new();
+        files.insert("src/a.rs", "// retry later\n");
+        files.insert("src/b.rs", "    let d = retry_delay(3);\n");
+        files.insert("src/c.rs", "pub fn retry_delay(n: u32) -> u32 {\n");
+        let got = order(
+            &files,
+            vec![
+                finding("a.rs mentions retry", "src/a.rs:1"),
+                finding("`go` calls `retry_delay`", "src/b.rs:1"),
+                finding("c.rs defines retry_delay", "src/c.rs:1"),
+            ],
+        );
+        assert_eq!(got, ["src/c.rs:1", "src/b.rs:1", "src/a.rs:1"]);
+    }
+
+    #[test]
+    fn code_comes_before_a_comment() {
+        let mut files = MemoryFiles::new();
+        files.insert("src/a.rs", "/// the retry count\n");
+        files.insert("src/b.rs", "    if retries > max { return; }\n");
+        let got = order(
+            &files,
+            vec![
+                finding("a.rs line 1 mentions retry", "src/a.rs:1"),
+                finding("b.rs line 1 holds retry", "src/b.rs:1"),
+            ],
+        );
+        assert_eq!(got, ["src/b.rs:1", "src/a.rs:1"]);
+    }
+
+    #[test]
+    fn source_comes_before_tests_benches_examples_and_docs() {
+        let mut files = MemoryFiles::new();
+        let code = "    let n = retries + 1;\n";
+        for path in ["docs/guide.md", "tests/t.rs", "benches/b.rs", "src/r.rs"] {
+            files.insert(path, code);
+        }
+        files.insert(
+            "src/m.rs",
+            "fn f() {}\n#[cfg(test)]\nmod tests {\n    let n = retries + 1;\n}\n",
+        );
+        let got = order(
+            &files,
+            vec![
+                finding("docs hold retry", "docs/guide.md:1"),
+                finding("a test holds retry", "tests/t.rs:1"),
+                finding("the test module holds retry", "src/m.rs:4"),
+                finding("r.rs holds retry", "src/r.rs:1"),
+            ],
+        );
+        assert_eq!(got[0], "src/r.rs:1");
+        assert_eq!(got[3], "docs/guide.md:1");
+        let ranked = rank(
+            vec![finding("the test module holds retry", "src/m.rs:4")],
+            &files,
+            &rarity(),
+        );
+        assert!(
+            ranked[0].reason.contains("test code"),
+            "{}",
+            ranked[0].reason
+        );
+    }
+
+    #[test]
+    fn common_words_alone_rank_below_the_subject_and_do_not_answer() {
+        let mut files = MemoryFiles::new();
+        files.insert("src/a.rs", "pub fn load_config() {}\n");
+        files.insert("src/b.rs", "// retry\n");
+        let ranked = rank(
+            vec![
+                finding("a.rs defines load_config", "src/a.rs:1"),
+                finding("b.rs mentions retry", "src/b.rs:1"),
+            ],
+            &files,
+            &rarity(),
+        );
+        assert_eq!(ranked[0].conclusion.sources[0].to_string(), "src/b.rs:1");
+        assert!(ranked[0].answers);
+        assert!(!ranked[1].answers, "{:?}", ranked[1]);
+        assert!(ranked[1].reason.contains("only by common words"));
+    }
+
+    #[test]
+    fn findings_on_one_place_are_one_citing_every_range() {
+        let mut files = MemoryFiles::new();
+        files.insert("src/a.rs", &"    retry();\n".repeat(40));
+        let ranked = rank(
+            vec![
+                finding("a.rs line 3 retries", "src/a.rs:1-5"),
+                finding("a.rs line 7 retries", "src/a.rs:6-9"),
+                finding("a.rs line 30 retries", "src/a.rs:30"),
+            ],
+            &files,
+            &rarity(),
+        );
+        assert_eq!(ranked.len(), 2);
+        let cited: Vec<String> = ranked[0]
+            .conclusion
+            .sources
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(cited, ["src/a.rs:1-5", "src/a.rs:6-9"]);
+    }
+
+    #[test]
+    fn a_weak_finding_is_listed_after_the_answers() {
+        let mut files = MemoryFiles::new();
+        files.insert("src/a.rs", "pub fn retry_config() {}\n");
+        files.insert("docs/b.md", "retry\n");
+        let ranked = rank(
+            vec![
+                finding("docs mention retry", "docs/b.md:1"),
+                finding("a.rs defines retry_config", "src/a.rs:1"),
+            ],
+            &files,
+            &rarity(),
+        );
+        assert!(ranked[0].answers && !ranked[1].answers, "{ranked:?}");
+    }
+}

@@ -1,0 +1,226 @@
+//! Waves: follow-ups planned from the checkpoint after a wave ends — a connection that spans
+//! two shards needs the second wave; a wave that adds nothing stops the run, and says so; a
+//! run killed in its second wave resumes to the uninterrupted report.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use baton::checkpoint::{EventStore, RunEvent};
+use baton::{Coordinator, SqliteStore, Task};
+use serde_json::Value;
+
+/// `a/` starts the engine and calls `flush_pages`; `b/` defines it in words the question
+/// never uses: no first-wave subagent can find it.
+fn spanning_tree() -> tempfile::TempDir {
+    crate::support::tree(&[
+        (
+            "a/engine.rs",
+            "/// Boots the engine and hands its buffer to the storage layer.\npub fn start_engine(cfg: u32) -> usize {\n    let buf = vec![0u8; cfg as usize];\n    flush_pages(&buf)\n}\n",
+        ),
+        (
+            "b/sink.rs",
+            "/// Hands the bytes over.\npub fn flush_pages(buf: &[u8]) -> usize {\n    buf.len()\n}\n",
+        ),
+    ])
+}
+
+const SPANNING: &str = "How does start_engine reach the storage layer?";
+
+fn cited_paths(report: &baton::Report) -> Vec<String> {
+    crate::support::cited_files(report)
+        .into_iter()
+        .map(|(p, _, _)| p)
+        .collect()
+}
+
+async fn explore(root: &Path, question: &str, waves: usize) -> (baton::Report, Vec<RunEvent>) {
+    let store = std::sync::Arc::new(baton::testing::MemoryStore::new());
+    let coordinator = Coordinator::builder()
+        .store(store.clone())
+        .shards(2)
+        .max_waves(waves)
+        .build();
+    let report = coordinator
+        .run(Task::explore(question, root))
+        .await
+        .unwrap();
+    let events = EventStore::events(store.as_ref(), &report.run_id)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
+    (report, events)
+}
+
+fn wave_revisions(events: &[RunEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::PlanRevised { reason, .. } if reason.starts_with("wave ") => {
+                Some(reason.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_connection_across_two_shards_needs_the_second_wave() {
+    let tree = spanning_tree();
+    let (one, events) = explore(tree.path(), SPANNING, 1).await;
+    assert!(
+        !cited_paths(&one).iter().any(|p| p == "b/sink.rs"),
+        "one wave cannot reach b/: {}",
+        one.to_markdown()
+    );
+    assert!(wave_revisions(&events).is_empty());
+    assert_eq!(one.waves.len(), 1);
+    assert_eq!(one.stopped_because, "--max-waves 1 reached");
+
+    let (two, events) = explore(tree.path(), SPANNING, 3).await;
+    crate::support::assert_citations_hold(&two, tree.path());
+    let sink = two.handoff.settled_conclusions.iter().position(|c| {
+        c.sources
+            .iter()
+            .any(|s| s.to_string().starts_with("b/sink.rs"))
+    });
+    assert!(
+        sink.is_some(),
+        "the second wave settles b/: {}",
+        two.to_markdown()
+    );
+    let revisions = wave_revisions(&events);
+    assert_eq!(revisions.len(), 1, "{revisions:?}");
+    assert!(revisions[0].contains("`flush_pages`"), "{}", revisions[0]);
+    assert!(two.waves.len() >= 2, "{:?}", two.waves);
+    assert!(two.waves[1].added >= 1, "{:?}", two.waves);
+    // The follow-up's subagent was compiled from the checkpoint: its brief names the name
+    // it traces, and it searched only where nobody had.
+    let follow_up = &two.waves[1].subagents[0];
+    let summary = two.subagents.iter().find(|s| &s.id == follow_up).unwrap();
+    assert_eq!(summary.state, baton::SubagentState::HandedOff);
+}
+
+#[tokio::test]
+async fn a_wave_that_adds_nothing_stops_the_run_and_says_so() {
+    // The name the answer calls is defined inside the lines the first wave cites.
+    let tree = crate::support::tree(&[
+        (
+            "a/engine.rs",
+            "pub fn start_engine() -> u32 {\n    fn tick_clock() -> u32 { 7 }\n    tick_clock()\n}\n",
+        ),
+        ("b/other.rs", "pub fn unrelated() {}\n"),
+    ]);
+    let (report, events) = explore(tree.path(), "How does start_engine run?", 3).await;
+    assert_eq!(wave_revisions(&events).len(), 1);
+    assert_eq!(report.waves.len(), 2, "{:?}", report.waves);
+    assert_eq!(report.waves[1].added, 0);
+    assert_eq!(report.stopped_because, "wave 2 added no settled conclusion");
+    assert_eq!(
+        report.waves[1].stopped_because.as_deref(),
+        Some("wave 2 added no settled conclusion")
+    );
+}
+
+#[tokio::test]
+async fn a_definition_question_stops_after_one_wave() {
+    let tree = spanning_tree();
+    let (report, events) = explore(tree.path(), "Where is start_engine defined?", 3).await;
+    assert!(wave_revisions(&events).is_empty());
+    assert_eq!(report.waves.len(), 1);
+    assert!(
+        report.stopped_because.contains("not how things connect"),
+        "{}",
+        report.stopped_because
+    );
+}
+
+fn baton() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_baton"))
+}
+
+fn args(root: &Path, state: &Path) -> Vec<String> {
+    [
+        "explore",
+        &root.display().to_string(),
+        SPANNING,
+        "--json",
+        "--no-progress",
+        "--agents",
+        "1",
+        "--shards",
+        "2",
+        "--state",
+        &state.display().to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn essentials(stdout: &[u8]) -> Value {
+    let v: Value = serde_json::from_slice(stdout).expect("one JSON report");
+    serde_json::json!([
+        v["handoff"],
+        v["waves"],
+        v["stopped_because"],
+        v["also_found"]
+    ])
+}
+
+#[cfg(unix)]
+#[test]
+fn a_run_killed_in_its_second_wave_resumes_to_the_uninterrupted_report() {
+    let tree = spanning_tree();
+    let clean_state = tempfile::tempdir().unwrap();
+    let clean = baton()
+        .args(args(tree.path(), clean_state.path()))
+        .output()
+        .unwrap();
+    assert_eq!(clean.status.code(), Some(0));
+
+    let killed_state = tempfile::tempdir().unwrap();
+    let spawn = || {
+        baton()
+            .args(args(tree.path(), killed_state.path()))
+            .args(["--offline-latency-ms", "300"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    // Killed once the second wave is planned and its subagent spawned, before it hands off.
+    let run_id = crate::support::kill_when(killed_state.path(), spawn, |events| {
+        let revised = events.iter().any(|e| {
+            matches!(&e.event, RunEvent::PlanRevised { reason, .. } if reason.starts_with("wave 2"))
+        });
+        revised && crate::support::count_kind(events, "subagent_spawned") == 3
+    });
+    let store = SqliteStore::open(killed_state.path()).unwrap();
+    let before = store.events(&run_id).unwrap();
+    assert_eq!(crate::support::count_kind(&before, "handoff_accepted"), 2);
+    drop(store);
+
+    let resumed = baton()
+        .args(["resume", &run_id, "--json", "--no-progress", "--state"])
+        .arg(killed_state.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        resumed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    assert_eq!(essentials(&resumed.stdout), essentials(&clean.stdout));
+    let store = SqliteStore::open(killed_state.path()).unwrap();
+    let after = store.events(&run_id).unwrap();
+    // The second wave was not planned again.
+    let revisions = after
+        .iter()
+        .filter(|e| {
+            matches!(&e.event, RunEvent::PlanRevised { reason, .. } if reason.starts_with("wave 2"))
+        })
+        .count();
+    assert_eq!(revisions, 1);
+}
