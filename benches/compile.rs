@@ -28,6 +28,7 @@ fn events() -> Vec<LoggedEvent> {
                 "grep".into(),
                 "read_file".into(),
             ],
+            max_waves: None,
             task: Default::default(),
         },
         RunEvent::ConstraintStated {

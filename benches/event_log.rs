@@ -44,6 +44,7 @@ fn main() {
                     repairs: 2,
                     shards: None,
                     tools: vec!["grep".into()],
+                    max_waves: None,
                     task: Default::default(),
                 },
             )],

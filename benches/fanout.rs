@@ -71,6 +71,7 @@ fn events() -> Vec<LoggedEvent> {
             repairs: 2,
             shards: Some(N),
             tools: vec!["grep".into(), "read_file".into()],
+            max_waves: None,
             task: Default::default(),
         },
         RunEvent::PlanRevised {

@@ -390,7 +390,16 @@
 //! size, and briefs (pure); `lead/merge.rs`: accepted handoffs merged (pure; also public as
 //! [`merge_handoffs`]); `lead/absence.rs`: negative evidence from the logged searches ("the
 //! whole tree" only when every shard ran the same search over its whole share);
-//! `lead/relevance.rs`: conclusions ordered by the rarity of what they match (pure);
+//! `lead/relevance.rs`: the rarity of what was searched (pure); `lead/ranking.rs`: the
+//! report's order (pure): findings naming the question's subject (its rarest searched terms
+//! a finding holds) first, then source before tests before docs, definitions and code before
+//! uses before mentions, then weight; findings on overlapping lines merged; those naming the
+//! subject and scoring at least 35% of the best answer; the rest are listed as also
+//! found, each with its `rank_reason`; `lead/waves.rs`: waves — after a wave ends, a pure
+//! planner proposes follow-ups from the checkpoint (names an answer's claim or cited code
+//! uses, traced where no subagent searched them), logged as a plan revision, until a wave
+//! adds no settled conclusion, the question asks only where something is, the budget
+//! (`--max-subagents`, `--max-cost`) or `--max-waves` runs out;
 //! `lead/start.rs`: the run's start or resume logged, its policy taken, its planning started
 //! off the actor; `lead/report.rs`: the report, the end of the run, and the planner's work
 //! off the actor (`plan_task`: the tree walked and sharded among explorers, one subtask per

@@ -35,12 +35,14 @@ fn report(out: &Output) -> baton::Report {
     })
 }
 
+/// Whether the report cites docs/ anywhere: among its answers or what it found besides.
 fn cites_docs(report: &baton::Report) -> bool {
     report
         .handoff
         .settled_conclusions
         .iter()
         .flat_map(|c| &c.sources)
+        .chain(report.also_found.iter().flat_map(|a| &a.sources))
         .any(|s| s.to_string().starts_with("docs"))
 }
 

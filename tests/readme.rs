@@ -26,10 +26,10 @@ fn readme_sample() -> String {
     let block: Vec<&str> = readme[start..]
         .lines()
         .skip_while(|l| !l.starts_with("    ## Settled conclusions"))
-        .take_while(|l| l.starts_with("    "))
-        .map(|l| &l[4..])
+        .take_while(|l| l.starts_with("    ") || l.is_empty())
+        .map(|l| l.get(4..).unwrap_or(""))
         .collect();
-    format!("{}\n", block.join("\n"))
+    format!("{}\n", block.join("\n").trim_end())
 }
 
 #[test]

@@ -224,3 +224,39 @@ fn a_run_killed_in_its_second_wave_resumes_to_the_uninterrupted_report() {
         .count();
     assert_eq!(revisions, 1);
 }
+
+#[tokio::test]
+async fn markdown_shows_five_findings_and_says_how_many_more_all_shows_them() {
+    let tree = spanning_tree();
+    let (mut report, _) = explore(tree.path(), SPANNING, 1).await;
+    let extra = baton::Conclusion {
+        claim: "a/engine.rs holds `flush_pages(&buf)`".into(),
+        sources: vec![baton::SourceId::parse("a/engine.rs:4").unwrap()],
+        kind: baton::ConclusionKind::Finding,
+    };
+    report.handoff.settled_conclusions = vec![extra; 7];
+    report.also_found.push(baton::AlsoFound {
+        claim: "a comment".into(),
+        sources: vec![baton::SourceId::parse("a/engine.rs:1").unwrap()],
+        rank_reason: "tied to the question only by common words".into(),
+    });
+    let shown = report.to_markdown_shown(false);
+    assert_eq!(shown.matches("[a/engine.rs:4]").count(), 5, "{shown}");
+    assert!(shown.contains("2 more settled conclusion(s) and 1 finding(s) ranked below the answers are not shown: --all shows them"), "{shown}");
+    let all = report.to_markdown_shown(true);
+    assert_eq!(all.matches("[a/engine.rs:4]").count(), 7);
+    assert!(all.contains("## Also found") && all.contains("a comment [a/engine.rs:1]"));
+    assert!(all.contains("Stopped: --max-waves 1 reached"));
+    let json: Value = serde_json::from_str(&report.to_json().unwrap()).unwrap();
+    assert_eq!(
+        json["handoff"]["settled_conclusions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        7
+    );
+    assert_eq!(
+        json["also_found"][0]["rank_reason"],
+        "tied to the question only by common words"
+    );
+}

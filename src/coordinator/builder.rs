@@ -208,8 +208,9 @@ impl CoordinatorBuilder {
         self
     }
 
-    /// Most waves a run works in (default [`DEFAULT_MAX_WAVES`](crate::DEFAULT_MAX_WAVES)):
-    /// the first plan, then follow-ups planned from the checkpoint after each wave ends.
+    /// Most waves a run works in (default 1: the plan alone; the command line's default is
+    /// [`DEFAULT_MAX_WAVES`](crate::DEFAULT_MAX_WAVES)): the first plan, then follow-ups
+    /// planned from the checkpoint after each wave ends.
     /// ```
     /// let coordinator = baton::Coordinator::builder().max_waves(1).build();
     /// assert!(format!("{coordinator:?}").contains("max_waves: 1"));

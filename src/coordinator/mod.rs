@@ -225,7 +225,7 @@ impl Default for Coordinator {
             tools: ToolRegistry::workspace(),
             agents: 4,
             max_subagents: 32,
-            max_waves: crate::lead::DEFAULT_MAX_WAVES,
+            max_waves: 1,
             budget: Budget::default(),
             repairs: 2,
             shards: None,

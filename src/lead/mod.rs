@@ -28,8 +28,8 @@ mod leader;
 mod merge;
 pub use merge::merge_handoffs;
 
-/// Most waves a run works in unless told otherwise: the first plan and two rounds of
-/// follow-ups.
+/// Most waves a command-line run works in unless told otherwise: the first plan and two
+/// rounds of follow-ups (a library run keeps to one unless its builder says more).
 pub const DEFAULT_MAX_WAVES: usize = 3;
 mod parts;
 mod plan;

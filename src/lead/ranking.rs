@@ -289,7 +289,7 @@ fn in_test_module(before: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::MemoryFiles;
+    use crate::handoff::MemoryFiles;
 
     fn finding(claim: &str, source: &str) -> Conclusion {
         Conclusion {

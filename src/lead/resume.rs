@@ -454,7 +454,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
                 ..
             } => {
                 settings = Some(Settings {
-                    max_waves: max_waves.unwrap_or(crate::lead::DEFAULT_MAX_WAVES),
+                    max_waves: max_waves.unwrap_or(1),
                     task: task.clone(),
                     shards: *shards,
                     question: question.clone(),
