@@ -397,8 +397,9 @@
 //! subject and scoring at least 35% of the best answer; the rest are listed as also
 //! found, each with its `rank_reason`; `lead/waves.rs`: waves — after a wave ends, a pure
 //! planner proposes follow-ups from the checkpoint (names an answer's claim or cited code
-//! uses, traced where no subagent searched them), logged as a plan revision, until a wave
-//! adds no settled conclusion, the question asks only where something is, the budget
+//! uses, traced where no subagent searched them; a follow-up's findings answer only with the
+//! traced name's definition), logged as a plan revision, until a wave adds no settled
+//! conclusion, the question asks only where something is, the budget
 //! (`--max-subagents`, `--max-cost`) or `--max-waves` runs out;
 //! `lead/start.rs`: the run's start or resume logged, its policy taken, its planning started
 //! off the actor; `lead/report.rs`: the report, the end of the run, and the planner's work

@@ -94,11 +94,29 @@ async fn a_connection_across_two_shards_needs_the_second_wave() {
     assert!(revisions[0].contains("`flush_pages`"), "{}", revisions[0]);
     assert!(two.waves.len() >= 2, "{:?}", two.waves);
     assert!(two.waves[1].added >= 1, "{:?}", two.waves);
-    // The follow-up's subagent was compiled from the checkpoint: its brief names the name
-    // it traces, and it searched only where nobody had.
+    // The follow-up's subagent handed off, over the paths nobody had searched for the name.
     let follow_up = &two.waves[1].subagents[0];
     let summary = two.subagents.iter().find(|s| &s.id == follow_up).unwrap();
     assert_eq!(summary.state, baton::SubagentState::HandedOff);
+    let planned = events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            RunEvent::PlanRevised { subagents, .. } => {
+                subagents.iter().find(|p| &p.id == follow_up).cloned()
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        planned
+            .question
+            .as_deref()
+            .unwrap_or("")
+            .contains("`flush_pages`"),
+        "{planned:?}"
+    );
+    assert!(!planned.scope.contains(&".".to_string()), "{planned:?}");
 }
 
 #[tokio::test]
@@ -234,7 +252,13 @@ async fn markdown_shows_five_findings_and_says_how_many_more_all_shows_them() {
         sources: vec![baton::SourceId::parse("a/engine.rs:4").unwrap()],
         kind: baton::ConclusionKind::Finding,
     };
+    let negative = baton::Conclusion {
+        claim: "no line matches /nowhere_xyz/ in the whole tree".into(),
+        sources: vec![baton::SourceId::parse("call:sa1.1").unwrap()],
+        kind: baton::ConclusionKind::NegativeEvidence,
+    };
     report.handoff.settled_conclusions = vec![extra; 7];
+    report.handoff.settled_conclusions.push(negative);
     report.also_found.push(baton::AlsoFound {
         claim: "a comment".into(),
         sources: vec![baton::SourceId::parse("a/engine.rs:1").unwrap()],
@@ -242,6 +266,10 @@ async fn markdown_shows_five_findings_and_says_how_many_more_all_shows_them() {
     });
     let shown = report.to_markdown_shown(false);
     assert_eq!(shown.matches("[a/engine.rs:4]").count(), 5, "{shown}");
+    assert!(
+        shown.contains("Negative evidence: no line matches /nowhere_xyz/"),
+        "{shown}"
+    );
     assert!(shown.contains("2 more settled conclusion(s) and 1 finding(s) ranked below the answers are not shown: --all shows them"), "{shown}");
     let all = report.to_markdown_shown(true);
     assert_eq!(all.matches("[a/engine.rs:4]").count(), 7);
@@ -253,7 +281,7 @@ async fn markdown_shows_five_findings_and_says_how_many_more_all_shows_them() {
             .as_array()
             .unwrap()
             .len(),
-        7
+        8
     );
     assert_eq!(
         json["also_found"][0]["rank_reason"],

@@ -90,6 +90,16 @@ pub struct Conclusion {
     pub kind: ConclusionKind,
 }
 
+/// A finding citing one source, written in the source grammar (the lead's tests).
+#[cfg(test)]
+pub(crate) fn finding(claim: &str, source: &str) -> Conclusion {
+    Conclusion {
+        claim: claim.into(),
+        sources: vec![SourceId::parse(source).expect("a source the tests write")],
+        kind: ConclusionKind::Finding,
+    }
+}
+
 impl Conclusion {
     /// The conclusion as one markdown bullet (its text on one line, sources in brackets).
     pub fn to_markdown(&self) -> String {

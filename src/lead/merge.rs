@@ -98,9 +98,12 @@ pub(crate) struct Unexplored<'a> {
     pub(crate) unverified: Option<&'a Handoff>,
 }
 
-/// Merges accepted handoffs as a lead does: duplicate conclusions merged with their sources,
-/// conclusions ordered by the rarity of what they match, negative evidence derived from the
-/// searches each observation log holds. Each entry is a handoff, its subagent's shard (its
+/// Merges accepted handoffs as a lead does: duplicate conclusions (the same claim, or lines
+/// overlapping or adjacent in one file) merged with their sources, findings in the report's
+/// order (the question's subject first, source before tests before docs, definitions and code
+/// before uses before mentions, then the rarity of what they match; no file is read here, so
+/// a finding's role comes from its claim alone), negative evidence derived from the searches
+/// each observation log holds. Each entry is a handoff, its subagent's shard (its
 /// paths) and its observation log, in shard order.
 /// ```
 /// let parse = |t: &str| baton::parse_handoff(t).handoff;
@@ -137,21 +140,26 @@ pub fn merge_handoffs(accepted: &[(Handoff, Vec<String>, ObservationLog)]) -> Ha
 /// What negative evidence calls everything the shards covered, when no constraint narrowed it.
 pub(crate) const WHOLE_TREE: &str = "the whole tree";
 
-/// The lead's handoff from the accepted ones (in shard order) and the unexplored shards.
-/// `whole` names everything the shards covered ("the whole tree", or the read scope the
-/// constraints allow).
+/// The lead's handoff from the accepted ones (in shard order) and the unexplored shards,
+/// every finding kept: the answers first, then the rest in rank order, before the negative
+/// evidence. `whole` names everything the shards covered ("the whole tree", or the read
+/// scope the constraints allow).
 pub(crate) fn merge(
     accepted: &[Accepted<'_>],
     unexplored: &[Unexplored<'_>],
     whole: &str,
 ) -> Handoff {
-    merge_ranked(
-        accepted,
-        unexplored,
-        whole,
-        &crate::handoff::MemoryFiles::new(),
-    )
-    .handoff
+    let files = crate::handoff::MemoryFiles::new();
+    let merged = merge_ranked(accepted, unexplored, whole, &files);
+    let mut handoff = merged.handoff;
+    let at = handoff
+        .settled_conclusions
+        .iter()
+        .position(|c| c.kind != ConclusionKind::Finding)
+        .unwrap_or(handoff.settled_conclusions.len());
+    let rest = merged.also_found.into_iter().map(|(c, _)| c);
+    handoff.settled_conclusions.splice(at..at, rest);
+    handoff
 }
 
 /// The lead's handoff with its ranking: the reason of each settled conclusion's rank (in
@@ -272,7 +280,19 @@ fn ranked_findings(
             .flat_map(|a| a.searches.iter().map(|s| (s.pattern.as_str(), s.matches))),
     )
     .capped(&own);
-    super::ranking::rank(merged, files, &rarity)
+    // A finding only a follow-up made (no first-wave subagent or verifier handed it off).
+    let first: std::collections::HashSet<&str> = accepted
+        .iter()
+        .filter(|a| a.wave <= 1)
+        .flat_map(|a| {
+            a.handoff
+                .settled_conclusions
+                .iter()
+                .map(|c| c.claim.as_str())
+        })
+        .collect();
+    let follow_up = |c: &Conclusion| !first.contains(c.claim.as_str());
+    super::ranking::rank(merged, files, &rarity, &follow_up)
 }
 
 /// What of one accepted handoff is not settled: findings the verifier did not confirm,
@@ -466,14 +486,7 @@ impl OpenItems {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn finding(claim: &str, source: &str) -> Conclusion {
-        Conclusion {
-            claim: claim.into(),
-            sources: vec![SourceId::parse(source).unwrap()],
-            kind: ConclusionKind::Finding,
-        }
-    }
+    use crate::handoff::finding;
 
     fn searched(log: &mut ObservationLog, id: &str, pattern: &str, matches: usize) {
         log.record([Observation::Searched {

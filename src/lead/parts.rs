@@ -81,6 +81,8 @@ pub(super) struct Fleet {
     pub(super) planning_error: Option<String>,
     /// The waves planned so far, in order (the first plan is wave 1).
     pub(super) waves: Vec<super::waves::WavePlan>,
+    /// Each wave's subagents by id (a verifier is in none).
+    pub(super) wave_of: HashMap<String, u32>,
     /// Why no further wave was planned, once that is decided.
     pub(super) stopped_because: Option<String>,
     /// Set once the second wave was considered.

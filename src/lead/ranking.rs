@@ -5,6 +5,7 @@
 //! Findings citing the same lines (or lines a few apart in one file) are one, citing every
 //! range. Each finding keeps the reason of its rank.
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use regex::Regex;
@@ -78,6 +79,7 @@ pub(crate) struct Ranked {
     /// after the answers, as also found.
     pub(crate) answers: bool,
     score: f64,
+    role: Role,
 }
 
 /// What the ranking reads of one finding.
@@ -94,8 +96,14 @@ struct Facts {
 
 /// Orders `findings` (in the order they came) and marks those that answer. `files` gives the
 /// cited lines (a finding with none to read keeps its claim alone); `rarity` weighs what the
-/// run searched.
-pub(crate) fn rank(findings: Vec<Conclusion>, files: &dyn Files, rarity: &Rarity) -> Vec<Ranked> {
+/// run searched; `follow_up` tells a finding only a follow-up made: of those, only the
+/// definition of the name it traced answers (the link), its uses are listed after.
+pub(crate) fn rank(
+    findings: Vec<Conclusion>,
+    files: &dyn Files,
+    rarity: &Rarity,
+    follow_up: &dyn Fn(&Conclusion) -> bool,
+) -> Vec<Ranked> {
     let facts: Vec<Facts> = findings.iter().map(|c| facts(c, files, rarity)).collect();
     // The subject: the rarest searched terms a finding holds. With nothing searched (a model
     // that only read), nothing tells it apart.
@@ -122,6 +130,7 @@ pub(crate) fn rank(findings: Vec<Conclusion>, files: &dyn Files, rarity: &Rarity
                     reason,
                     answers: false,
                     score,
+                    role: facts.role,
                 },
                 names_subject,
                 tiers,
@@ -142,35 +151,51 @@ pub(crate) fn rank(findings: Vec<Conclusion>, files: &dyn Files, rarity: &Rarity
         .map(|(r, _, _)| r.score)
         .fold(0.0, f64::max);
     let mut out: Vec<Ranked> = Vec::new();
+    // Each kept finding's cited ranges by file: a finding is checked against its files' only.
+    let mut places: HashMap<String, Vec<(u32, u32, usize)>> = HashMap::new();
     for (mut r, names_subject, _) in scored {
-        if let Some(kept) = out.iter_mut().find(|k| near(&k.conclusion, &r.conclusion)) {
+        let ranges: Vec<(&str, u32, u32)> = r
+            .conclusion
+            .sources
+            .iter()
+            .filter_map(SourceId::file_lines)
+            .collect();
+        let same = ranges.iter().find_map(|(p, a, b)| {
+            places.get(*p)?.iter().find_map(|(c, d, i)| {
+                (*a <= d.saturating_add(NEAR_LINES) && *c <= b.saturating_add(NEAR_LINES))
+                    .then_some(*i)
+            })
+        });
+        if let Some(i) = same {
+            let kept = &mut out[i];
             for s in r.conclusion.sources {
                 if !kept.conclusion.sources.contains(&s) {
+                    if let Some((p, a, b)) = s.file_lines() {
+                        places.entry(p.to_string()).or_default().push((a, b, i));
+                    }
                     kept.conclusion.sources.push(s);
                 }
             }
             continue;
         }
-        r.answers = names_subject && r.score >= best * ANSWER_SHARE;
+        for (p, a, b) in ranges {
+            places
+                .entry(p.to_string())
+                .or_default()
+                .push((a, b, out.len()));
+        }
+        r.answers = names_subject
+            && r.score >= best * ANSWER_SHARE
+            && !(follow_up(&r.conclusion) && r.role != Role::Defines);
+        if follow_up(&r.conclusion) && !r.answers {
+            r.reason
+                .push_str("; a follow-up's finding other than the traced name's definition");
+        }
         out.push(r);
     }
     // The answers first; the order within each part is the rank.
     out.sort_by_key(|r| !r.answers);
     out
-}
-
-/// Whether two findings cite one place: a range of the same file overlapping, or a few lines
-/// apart.
-fn near(a: &Conclusion, b: &Conclusion) -> bool {
-    a.sources
-        .iter()
-        .filter_map(SourceId::file_lines)
-        .any(|(p, a1, a2)| {
-            b.sources
-                .iter()
-                .filter_map(SourceId::file_lines)
-                .any(|(q, b1, b2)| p == q && a1 <= b2 + NEAR_LINES && b1 <= a2 + NEAR_LINES)
-        })
 }
 
 /// Source first, then tests, benches and examples, then docs and metadata.
@@ -204,29 +229,39 @@ fn reason(facts: &Facts, file: f64, names_subject: bool) -> String {
             "tied to the question only by common words"
         },
         facts.role.label(),
-        format_args!("weight {:.2}", facts.rarity * facts.role.factor() * file)
+        format_args!(
+            "weight {:.2}",
+            (facts.rarity * facts.role.factor() * file).max(0.0)
+        )
     )
 }
 
-/// A definition line: its keyword and name.
+/// A definition line, its name captured.
 fn definition() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(
-            r#"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:(?:async|unsafe|const|extern(?:\s+"[^"]*")?|default|export|static|abstract|final|private|public|protected)\s+)*(?:fn|struct|enum|trait|union|type|const|static|mod|impl|macro_rules!|class|def|function|interface|func)\b"#,
+            r#"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:(?:async|unsafe|const|extern(?:\s+"[^"]*")?|default|export|static|abstract|final|private|public|protected)\s+)*(?:fn|struct|enum|trait|union|type|const|static|mod|impl|macro_rules!|class|def|function|interface|func|#define)\s+(?:<[^>]*>\s*)?(?:&?'?[\p{XID_Start}_][\p{XID_Continue}]*::)*([\p{XID_Start}_][\p{XID_Continue}]*)"#,
         )
         .expect("a valid pattern")
     })
 }
 
-/// Whether a line is a comment (or a doc comment) rather than code.
+/// Whether a line is a comment (or a doc comment) rather than code: `//`, `/*`, a block
+/// comment's ` * ` line, `# ` (not `#[…]`, `#define`, `#include`), `-- `, a docstring's `"""`.
+/// `*ptr = …` and `#define X` are code.
 pub(crate) fn is_comment(line: &str) -> bool {
     let t = line.trim_start();
+    let then = |prefix: &str| {
+        t.strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '/', '!']))
+    };
     t.starts_with("//")
         || t.starts_with("/*")
-        || t.starts_with("*")
-        || (t.starts_with('#') && !t.starts_with("#[") && !t.starts_with("#!["))
-        || t.starts_with("--")
+        || then("*")
+        || then("#")
+        || t.starts_with("##")
+        || then("--")
         || t.starts_with("\"\"\"")
 }
 
@@ -236,33 +271,57 @@ fn facts(c: &Conclusion, files: &dyn Files, rarity: &Rarity) -> Facts {
     let mut file: f64 = 0.0;
     let mut test_code = false;
     let mut heaviest = rarity.weights(&c.claim).first().copied().unwrap_or(0.0);
+    // Only when no line can be read does the claim's wording tell a use.
     let calls = c.claim.contains(" calls `");
-    for (path, a, b) in c.sources.iter().filter_map(SourceId::file_lines) {
+    for source in &c.sources {
+        let (path, a, b) = match source {
+            SourceId::File { path, lines } => match lines {
+                Some((a, b)) => (path.as_str(), *a, *b),
+                None => {
+                    file = file.max(path_factor(path));
+                    continue;
+                }
+            },
+            _ => continue,
+        };
         let factor = path_factor(path);
         file = file.max(factor);
         let Ok(text) = files.text(path) else {
             continue;
         };
         let cited = text.lines(a, b);
-        test_code |= cited.contains("#[test]") || in_test_module(text.lines(1, a));
-        let matched: Vec<&str> = cited
-            .lines()
-            .filter(|l| !rarity.weights(l).is_empty())
-            .collect();
-        for line in &matched {
-            heaviest = heaviest.max(rarity.weights(line)[0]);
+        let before = text.lines(1, a.saturating_sub(1));
+        test_code |= cited.contains("#[test]") || in_test_module(before);
+        // The cited lines that hold a searched term, each weighed once, and whether each is
+        // a comment (a block comment or a docstring opened above counts).
+        let comments = comment_lines(path, before, cited);
+        let mut code: Vec<&str> = Vec::new();
+        let mut any = false;
+        for ((line, w), comment) in cited.lines().zip(rarity.line_weights(cited)).zip(comments) {
+            if w > 0.0 {
+                heaviest = heaviest.max(w);
+                any = true;
+                if !comment {
+                    code.push(line);
+                }
+            }
         }
+        let defines = |l: &&str| {
+            definition()
+                .captures(l)
+                .is_some_and(|c| !rarity.weights(&c[1]).is_empty())
+        };
         let here = if factor <= 0.4 {
             Role::Mentions
-        } else if matched.iter().any(|l| definition().is_match(l)) {
+        } else if code.iter().any(defines) {
             Role::Defines
-        } else if matched.iter().any(|l| !is_comment(l)) {
-            if calls {
+        } else if !code.is_empty() {
+            if code.iter().all(|l| calls_searched(l, rarity)) {
                 Role::Uses
             } else {
                 Role::Computes
             }
-        } else if matched.is_empty() && calls {
+        } else if !any && calls {
             Role::Uses
         } else {
             Role::Mentions
@@ -281,23 +340,86 @@ fn facts(c: &Conclusion, files: &dyn Files, rarity: &Rarity) -> Facts {
     }
 }
 
-/// Whether the lines before a place open a test module (`#[cfg(test)]`).
+/// Per line of `cited`: whether it is a comment — a comment line, or a line inside a block
+/// comment (`/* … */`) or, in Python, a docstring (`"""`) that the lines `before` opened. A
+/// `/*` or `*/` inside a string (an odd number of `"` before it) is not one.
+fn comment_lines(path: &str, before: &str, cited: &str) -> Vec<bool> {
+    let python = path.ends_with(".py") || path.ends_with(".pyi");
+    let mut block = false;
+    let mut doc = false;
+    let step = |line: &str, block: &mut bool, doc: &mut bool| {
+        let mut rest = line;
+        let mut quotes = 0;
+        while let Some(i) = rest.find(['"', '/', '*']) {
+            let tail = &rest[i..];
+            if python && tail.starts_with("\"\"\"") {
+                *doc = !*doc;
+                rest = &tail[3..];
+                continue;
+            }
+            if tail.starts_with('"') {
+                quotes += 1;
+            } else if !*block && quotes % 2 == 0 && tail.starts_with("/*") {
+                *block = true;
+                rest = &tail[2..];
+                continue;
+            } else if *block && tail.starts_with("*/") {
+                *block = false;
+                rest = &tail[2..];
+                continue;
+            }
+            rest = &tail[1..];
+        }
+    };
+    for line in before.lines() {
+        step(line, &mut block, &mut doc);
+    }
+    cited
+        .lines()
+        .map(|line| {
+            let inside = block || doc;
+            step(line, &mut block, &mut doc);
+            inside || is_comment(line)
+        })
+        .collect()
+}
+
+/// Whether a line of code calls a name a search matched (`retry_delay(3)`): a use.
+fn calls_searched(line: &str, rarity: &Rarity) -> bool {
+    static CALL: OnceLock<Regex> = OnceLock::new();
+    let call = CALL.get_or_init(|| {
+        Regex::new(r"([\p{XID_Start}_][\p{XID_Continue}]*)\s*(?:::<[^>]*>)?\(")
+            .expect("a valid pattern")
+    });
+    call.captures_iter(line)
+        .any(|m| !rarity.weights(&m[1]).is_empty())
+}
+
+/// Whether the lines before a place leave it inside a test module: a `#[cfg(test)]` whose
+/// next item is a `mod … {` that no line at the left margin has closed since. (An item of
+/// its own under `#[cfg(test)]` — a `use`, a helper — opens no module.)
 fn in_test_module(before: &str) -> bool {
-    before.lines().any(|l| l.trim() == "#[cfg(test)]")
+    let lines: Vec<&str> = before.lines().collect();
+    let Some(attr) = lines.iter().rposition(|l| l.trim() == "#[cfg(test)]") else {
+        return false;
+    };
+    let mut rest = lines[attr + 1..].iter();
+    let opens_module = rest
+        .by_ref()
+        .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with("#["))
+        .is_some_and(|l| {
+            let t = l.trim_start();
+            (t.starts_with("mod ") || t.starts_with("pub mod ") || t.starts_with("pub(crate) mod "))
+                && t.trim_end().ends_with('{')
+        });
+    opens_module && !rest.any(|l| l.starts_with('}'))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handoff::finding;
     use crate::handoff::MemoryFiles;
-
-    fn finding(claim: &str, source: &str) -> Conclusion {
-        Conclusion {
-            claim: claim.into(),
-            sources: vec![SourceId::parse(source).unwrap()],
-            kind: crate::handoff::ConclusionKind::Finding,
-        }
-    }
 
     /// "retry" is rare (the subject), "config" common.
     fn rarity() -> Rarity {
@@ -305,7 +427,7 @@ mod tests {
     }
 
     fn order(files: &MemoryFiles, findings: Vec<Conclusion>) -> Vec<String> {
-        rank(findings, files, &rarity())
+        rank(findings, files, &rarity(), &|_| false)
             .into_iter()
             .map(|r| r.conclusion.sources[0].to_string())
             .collect()
@@ -347,7 +469,13 @@ mod tests {
     fn source_comes_before_tests_benches_examples_and_docs() {
         let mut files = MemoryFiles::new();
         let code = "    let n = retries + 1;\n";
-        for path in ["docs/guide.md", "tests/t.rs", "benches/b.rs", "src/r.rs"] {
+        for path in [
+            "docs/guide.md",
+            "tests/t.rs",
+            "benches/b.rs",
+            "examples/e.rs",
+            "src/r.rs",
+        ] {
             files.insert(path, code);
         }
         files.insert(
@@ -359,22 +487,93 @@ mod tests {
             vec![
                 finding("docs hold retry", "docs/guide.md:1"),
                 finding("a test holds retry", "tests/t.rs:1"),
+                finding("a bench holds retry", "benches/b.rs:1"),
                 finding("the test module holds retry", "src/m.rs:4"),
+                finding("an example holds retry", "examples/e.rs:1"),
                 finding("r.rs holds retry", "src/r.rs:1"),
             ],
         );
         assert_eq!(got[0], "src/r.rs:1");
-        assert_eq!(got[3], "docs/guide.md:1");
+        assert_eq!(got[5], "docs/guide.md:1");
+        // Tests, benches, examples and the test module in between, in the order they came.
+        assert_eq!(
+            &got[1..5],
+            [
+                "tests/t.rs:1",
+                "benches/b.rs:1",
+                "src/m.rs:4",
+                "examples/e.rs:1"
+            ]
+        );
         let ranked = rank(
             vec![finding("the test module holds retry", "src/m.rs:4")],
             &files,
             &rarity(),
+            &|_| false,
         );
         assert!(
             ranked[0].reason.contains("test code"),
             "{}",
             ranked[0].reason
         );
+    }
+
+    #[test]
+    fn comments_are_told_from_code_in_every_common_form() {
+        for comment in [
+            "// x", "/// x", "  * x", " */", "# x", "#", "-- x", "/* x */",
+        ] {
+            assert!(is_comment(comment), "{comment}");
+        }
+        for code in [
+            "*delay = next(*delay);",
+            "#define RETRY 3",
+            "#[test]",
+            "x -= 1;",
+        ] {
+            assert!(!is_comment(code), "{code}");
+        }
+        // A block comment opened above, or a docstring in Python, holds the cited lines.
+        let cited = "fn beta() {}\n*/\nfn gamma() {}\n";
+        assert_eq!(comment_lines("a.rs", "/* old:", cited), [true, true, false]);
+        assert_eq!(
+            comment_lines("a.rs", "let g = \"**/*.rs\";", "fn beta() {}\n"),
+            [false],
+            "a /* inside a string opens nothing"
+        );
+        assert_eq!(comment_lines("a.py", "\"\"\"Doc.", "def beta():\n"), [true]);
+        assert_eq!(comment_lines("a.rs", "\"\"\"", "fn beta() {}\n"), [false]);
+    }
+
+    #[test]
+    fn defining_another_name_around_a_call_is_a_use_not_a_definition() {
+        let mut files = MemoryFiles::new();
+        files.insert(
+            "src/user.rs",
+            "fn main() { let c = retry_now(\"demo\"); }\n",
+        );
+        files.insert(
+            "src/retry.rs",
+            "pub fn retry_now(s: &str) -> u32 {\n    1\n}\n",
+        );
+        let got = order(
+            &files,
+            vec![
+                finding("user.rs defines `main`", "src/user.rs:1"),
+                finding("retry.rs defines `retry_now`", "src/retry.rs:1-3"),
+            ],
+        );
+        assert_eq!(got, ["src/retry.rs:1-3", "src/user.rs:1"]);
+    }
+
+    #[test]
+    fn only_a_test_module_still_open_makes_test_code() {
+        assert!(in_test_module(
+            "fn a() {}\n#[cfg(test)]\nmod tests {\n    fn t() {\n"
+        ));
+        assert!(!in_test_module("#[cfg(test)]\nuse std::fmt;\nfn a() {\n"));
+        assert!(!in_test_module("#[cfg(test)]\nmod tests {\n}\nfn a() {\n"));
+        assert!(!in_test_module(""));
     }
 
     #[test]
@@ -389,6 +588,7 @@ mod tests {
             ],
             &files,
             &rarity(),
+            &|_| false,
         );
         assert_eq!(ranked[0].conclusion.sources[0].to_string(), "src/b.rs:1");
         assert!(ranked[0].answers);
@@ -408,6 +608,7 @@ mod tests {
             ],
             &files,
             &rarity(),
+            &|_| false,
         );
         assert_eq!(ranked.len(), 2);
         let cited: Vec<String> = ranked[0]
@@ -431,6 +632,7 @@ mod tests {
             ],
             &files,
             &rarity(),
+            &|_| false,
         );
         assert!(ranked[0].answers && !ranked[1].answers, "{ranked:?}");
     }

@@ -210,6 +210,47 @@ impl Rarity {
 
     /// The weights of the searched patterns `text` matches, heaviest first.
     pub(crate) fn weights(&self, text: &str) -> Vec<f64> {
+        let mut weights: Vec<f64> = self
+            .candidates(text)
+            .into_iter()
+            .filter_map(|i| self.patterns.get(i))
+            .filter(|p| p.is_match(text))
+            .map(|p| p.weight)
+            .collect();
+        weights.sort_by(|a, b| b.total_cmp(a));
+        weights
+    }
+
+    /// The heaviest weight each line of `text` matches (0 for a line matching none): every
+    /// pattern that may match is compiled once for the whole text, not once a line.
+    pub(crate) fn line_weights(&self, text: &str) -> Vec<f64> {
+        let lines: Vec<&str> = text.lines().collect();
+        let mut out = vec![0.0_f64; lines.len()];
+        for p in self
+            .candidates(text)
+            .into_iter()
+            .filter_map(|i| self.patterns.get(i))
+        {
+            let own;
+            let re = if p.shared {
+                p.regex.get_or_init(|| p.compile()).as_ref()
+            } else {
+                own = p.compile();
+                own.as_ref()
+            };
+            let Some(re) = re else { continue };
+            for (w, line) in out.iter_mut().zip(&lines) {
+                if *w < p.weight && re.is_match(line) {
+                    *w = p.weight;
+                }
+            }
+        }
+        out
+    }
+
+    /// The patterns that may match `text`: those without needles, and the owners of every
+    /// needle it holds.
+    fn candidates(&self, text: &str) -> Vec<usize> {
         let mut candidates: Vec<usize> = self.always.clone();
         if let Some(needles) = &self.needles {
             for m in needles.find_overlapping_iter(text) {
@@ -220,14 +261,7 @@ impl Rarity {
         }
         candidates.sort_unstable();
         candidates.dedup();
-        let mut weights: Vec<f64> = candidates
-            .into_iter()
-            .filter_map(|i| self.patterns.get(i))
-            .filter(|p| p.is_match(text))
-            .map(|p| p.weight)
-            .collect();
-        weights.sort_by(|a, b| b.total_cmp(a));
-        weights
+        candidates
     }
 }
 
@@ -305,6 +339,14 @@ mod tests {
             .collect();
         always.sort_unstable();
         assert_eq!(always, ["(?i)MiXeD", "[0-9]+ms", "ab|abcdef", "x?y*"]);
+    }
+
+    #[test]
+    fn each_line_gets_the_heaviest_weight_it_matches() {
+        let rarity = Rarity::from_counts([("^", 1000), ("retr", 2), ("config", 400)]);
+        let w = rarity.line_weights("fn retry_config()\nconfig only\nnothing\n");
+        assert!(w[0] > w[1] && w[1] > 0.0 && w[2] == 0.0, "{w:?}");
+        assert_eq!(w[0], rarity.weights("fn retry_config()")[0]);
     }
 
     #[test]

@@ -142,10 +142,13 @@ impl LeadState {
             merge::merge_ranked(&accepted, &unexplored, &whole, self.contexts.files.as_ref());
         let mut handoff = merged.handoff;
         let mut rank_reasons = merged.reasons;
+        let mut also_found = merged.also_found;
         match &self.lead.synthesis {
             Some(Ok(lead)) => {
                 handoff = with_lead(lead, handoff);
+                // The lead model's conclusions stand in place of the ranking's.
                 rank_reasons.clear();
+                also_found.clear();
             }
             Some(Err(why)) => handoff.open_items.push(OpenItem {
                 item:
@@ -195,8 +198,7 @@ impl LeadState {
             models,
             reported_constraints: reported,
             rank_reasons,
-            also_found: merged
-                .also_found
+            also_found: also_found
                 .into_iter()
                 .map(|(c, rank_reason)| crate::report::AlsoFound {
                     claim: c.claim,
@@ -205,7 +207,11 @@ impl LeadState {
                 })
                 .collect(),
             waves: self.wave_summaries(),
-            stopped_because: self.fleet.stopped_because.clone().unwrap_or_default(),
+            stopped_because: match (&self.fleet.stopped_because, self.cancelled) {
+                (Some(why), _) => why.clone(),
+                (None, true) => "the run was cancelled".into(),
+                (None, false) => String::new(),
+            },
         }
     }
 

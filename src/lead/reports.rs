@@ -62,7 +62,7 @@ impl LeadState {
             &self.fleet.left_out,
             &self.fleet.not_searched,
         )]);
-        self.fleet.waves.push(super::waves::WavePlan {
+        self.push_wave(super::waves::WavePlan {
             n: 1,
             ids: plan.iter().map(|(id, _)| id.clone()).collect(),
         });

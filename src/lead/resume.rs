@@ -474,9 +474,13 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
             } => {
                 left_out = dirs.clone();
                 not_searched = (*count, names.clone());
+                let known: std::collections::HashSet<&str> = plan
+                    .iter()
+                    .map(|(id, _): &(String, Shard)| id.as_str())
+                    .collect();
                 let fresh: Vec<&crate::checkpoint::PlannedSubagent> = planned
                     .iter()
-                    .filter(|p| !plan.iter().any(|(id, _): &(String, Shard)| *id == p.id))
+                    .filter(|p| !known.contains(p.id.as_str()))
                     .collect();
                 if !fresh.is_empty()
                     && fresh

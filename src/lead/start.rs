@@ -84,7 +84,9 @@ impl LeadState {
             if !resumption.plan.is_empty() {
                 self.fleet.left_out = resumption.left_out;
                 self.fleet.not_searched = resumption.not_searched;
-                self.fleet.waves = resumption.waves;
+                for wave in resumption.waves {
+                    self.push_wave(wave);
+                }
                 self.adopt_plan(resumption.plan, resumption.subagents);
                 self.advance(myself).await;
                 return;

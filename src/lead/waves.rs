@@ -51,9 +51,28 @@ pub(crate) struct Checkpointed<'a> {
 /// reader per shard is not enough: a definition question is answered by the first wave.
 pub(crate) fn wants_follow_ups(question: &str) -> bool {
     const CONNECTING: &[&str] = &[
-        "how", "trace", "path", "flow", "call", "calls", "called", "reach", "reaches", "end",
-        "ends", "through", "chain", "after", "then", "pass", "passes", "passed", "tie", "ties",
-        "connect", "connects", "lead", "leads", "route", "routes", "get", "gets",
+        "how",
+        "trace",
+        "flow",
+        "flows",
+        "calls",
+        "called",
+        "reach",
+        "reaches",
+        "through",
+        "chain",
+        "passes",
+        "passed",
+        "ties",
+        "connect",
+        "connects",
+        "connected",
+        "route",
+        "routes",
+        "routed",
+        "invoke",
+        "invokes",
+        "invoked",
     ];
     let words: Vec<String> = question
         .split(|c: char| !c.is_alphanumeric())
@@ -112,14 +131,39 @@ const PRELUDE: &[&str] = &[
     "match",
     "true",
     "false",
+    "write_all",
+    "flush",
+    "is_ok",
+    "is_err",
+    "from_millis",
+    "from_secs",
+    "sleep",
+    "spawn",
+    "join",
+    "send",
+    "recv",
+    "read_to_string",
+    "to_vec",
+    "extend",
+    "contains",
+    "starts_with",
+    "ends_with",
+    "split",
+    "trim",
+    "parse",
+    "with_capacity",
+    "append",
+    "remove",
+    "print",
 ];
 
 /// The names a finding's quoted code uses that are worth tracing: identifiers with an
 /// underscore or an inner capital, or called (`name(`), at least four characters long.
 pub(crate) fn names_in(claim: &str) -> Vec<String> {
     static IDENT: OnceLock<Regex> = OnceLock::new();
-    let ident = IDENT
-        .get_or_init(|| Regex::new(r"[A-Za-z_][A-Za-z0-9_]*(\s*\()?").expect("a valid pattern"));
+    let ident = IDENT.get_or_init(|| {
+        Regex::new(r"[\p{XID_Start}_][\p{XID_Continue}]*(\s*\()?").expect("a valid pattern")
+    });
     let mut out = Vec::new();
     for (i, quoted) in claim.split('`').enumerate() {
         if i % 2 == 0 {
@@ -132,7 +176,7 @@ pub(crate) fn names_in(claim: &str) -> Vec<String> {
             let shaped = name.contains('_') && name.trim_matches('_').contains('_')
                 || name.chars().skip(1).any(|c| c.is_ascii_uppercase())
                     && name.chars().any(|c| c.is_ascii_lowercase());
-            if name.len() >= 4
+            if name.chars().count() >= 4
                 && (shaped || called)
                 && !PRELUDE.contains(&name)
                 && !out.iter().any(|n: &String| n == name)
@@ -149,7 +193,8 @@ pub(crate) fn names_in(claim: &str) -> Vec<String> {
 pub(crate) fn callees_in(cited: &str) -> Vec<String> {
     static CALL: OnceLock<Regex> = OnceLock::new();
     let call = CALL.get_or_init(|| {
-        Regex::new(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:::<[^>]*>)?\(").expect("a valid pattern")
+        Regex::new(r"([\p{XID_Start}_][\p{XID_Continue}]*)\s*(?:::<[^>]*>)?\(")
+            .expect("a valid pattern")
     });
     const KEYWORDS: &[&str] = &[
         "while", "match", "return", "loop", "else", "assert", "panic",
@@ -163,7 +208,7 @@ pub(crate) fn callees_in(cited: &str) -> Vec<String> {
                 .iter()
                 .any(|k| before.ends_with(k));
             if !defined
-                && name.len() >= 4
+                && name.chars().count() >= 4
                 && !PRELUDE.contains(&name)
                 && !KEYWORDS.contains(&name)
                 && !out.iter().any(|n| n == name)
@@ -180,6 +225,7 @@ pub(crate) fn callees_in(cited: &str) -> Vec<String> {
 pub(crate) fn follow_ups(cp: &Checkpointed<'_>) -> Vec<FollowUp> {
     let mut out: Vec<FollowUp> = Vec::new();
     let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut compiled: std::collections::HashMap<String, Option<Regex>> = Default::default();
     for (answer, cited) in cp.answers {
         let mut names = names_in(&answer.claim);
         for callee in callees_in(cited) {
@@ -198,12 +244,27 @@ pub(crate) fn follow_ups(cp: &Checkpointed<'_>) -> Vec<FollowUp> {
             if cp.asked.contains(&question) {
                 continue;
             }
-            let lower = name.to_lowercase();
-            // Where it was searched: the paths of every subagent that searched for it.
+            let call = format!("{name}(");
+            // Where it was searched: the paths of every subagent one of whose patterns finds
+            // the name or a call of it (a pattern that matches any line at all, such as `^`, says nothing).
+            let mut finds = |pattern: &str| {
+                compiled
+                    .entry(pattern.to_string())
+                    .or_insert_with(|| {
+                        regex::RegexBuilder::new(pattern)
+                            .case_insensitive(true)
+                            .size_limit(1 << 20)
+                            .build()
+                            .ok()
+                            .filter(|re| !re.is_match(""))
+                    })
+                    .as_ref()
+                    .is_some_and(|re| re.is_match(&name) || re.is_match(&call))
+            };
             let covered: Vec<&String> = cp
                 .searched
                 .iter()
-                .filter(|(_, patterns)| patterns.iter().any(|p| p.to_lowercase().contains(&lower)))
+                .filter(|(_, patterns)| patterns.iter().any(|p| finds(p)))
                 .flat_map(|(paths, _)| paths.iter())
                 .collect();
             if covered.iter().any(|p| p.as_str() == ".") {
@@ -271,39 +332,77 @@ pub(crate) fn added(earlier: &[&Conclusion], wave: &[&Conclusion]) -> usize {
 impl LeadState {
     /// The wave a subagent belongs to (0: none — a verifier's check).
     pub(super) fn wave_of(&self, id: &str) -> u32 {
-        self.fleet
-            .waves
-            .iter()
-            .find(|w| w.ids.iter().any(|i| i == id))
-            .map_or(0, |w| w.n)
+        self.fleet.wave_of.get(id).copied().unwrap_or(0)
     }
 
-    /// The findings of a wave's accepted handoffs.
-    fn findings_of(&self, n: u32) -> Vec<&Conclusion> {
-        self.fleet
-            .records
-            .iter()
-            .filter(|r| self.wave_of(&r.summary.id) == n)
-            .filter_map(|r| r.handoff.as_ref())
-            .flat_map(|h| h.settled_conclusions.iter())
+    /// Records a wave as planned.
+    pub(super) fn push_wave(&mut self, wave: WavePlan) {
+        for id in &wave.ids {
+            self.fleet.wave_of.insert(id.clone(), wave.n);
+        }
+        self.fleet.waves.push(wave);
+    }
+
+    /// The run's answers from the waves' handoffs (a verifier's check left out, so what the
+    /// waves decide is the same before and after one), best first, and how many settled
+    /// conclusions each wave added: an answer belongs to the earliest wave that found it,
+    /// and adds only if it cites lines no earlier wave's answer cites.
+    fn answers_by_wave(&self) -> (Vec<Conclusion>, Vec<usize>) {
+        let accepted: Vec<merge::Accepted<'_>> = self
+            .accepted_handoffs()
+            .into_iter()
+            .filter(|a| !a.verifier)
+            .collect();
+        let merged = merge::merge_ranked(
+            &accepted,
+            &[],
+            merge::WHOLE_TREE,
+            self.contexts.files.as_ref(),
+        );
+        let answers: Vec<Conclusion> = merged
+            .handoff
+            .settled_conclusions
+            .into_iter()
             .filter(|c| c.kind == crate::handoff::ConclusionKind::Finding)
-            .collect()
+            .collect();
+        let found_in = |c: &Conclusion| {
+            accepted
+                .iter()
+                .filter(|a| {
+                    a.handoff
+                        .settled_conclusions
+                        .iter()
+                        .any(|f| f.claim == c.claim)
+                })
+                .map(|a| a.wave)
+                .min()
+                .unwrap_or(1)
+        };
+        let mut earlier: Vec<&Conclusion> = Vec::new();
+        let mut added_by = Vec::new();
+        for w in &self.fleet.waves {
+            let this: Vec<&Conclusion> = answers.iter().filter(|c| found_in(c) == w.n).collect();
+            added_by.push(added(&earlier, &this));
+            earlier.extend(this);
+        }
+        (answers, added_by)
     }
 
     /// What each wave planned and added, the last with why the run planned no more.
     pub(super) fn wave_summaries(&self) -> Vec<Wave> {
-        let mut out: Vec<Wave> = Vec::new();
-        let mut earlier: Vec<&Conclusion> = Vec::new();
-        for w in &self.fleet.waves {
-            let found = self.findings_of(w.n);
-            out.push(Wave {
+        let (_, added_by) = self.answers_by_wave();
+        let mut out: Vec<Wave> = self
+            .fleet
+            .waves
+            .iter()
+            .zip(added_by)
+            .map(|(w, added)| Wave {
                 n: w.n,
                 subagents: w.ids.clone(),
-                added: added(&earlier, &found),
+                added,
                 stopped_because: None,
-            });
-            earlier.extend(found);
-        }
+            })
+            .collect();
         if let (Some(last), Some(why)) = (out.last_mut(), &self.fleet.stopped_because) {
             last.stopped_because = Some(why.clone());
         }
@@ -311,40 +410,65 @@ impl LeadState {
     }
 
     /// Once a wave has ended: plans the next from the checkpoint, or says why there is none
-    /// (`fleet.stopped_because`). True when a wave was planned.
+    /// (`fleet.stopped_because`). True when a wave was planned. Decided from the waves alone,
+    /// so a resumed run decides as the uninterrupted one did; none is planned once a
+    /// verifier's check is.
     pub(super) fn next_wave(&mut self) -> bool {
-        if self.fleet.stopped_because.is_some() || self.cancelled {
+        if self.fleet.stopped_because.is_some() {
             return false;
         }
-        let why = self.why_no_wave();
-        if let Some(why) = why {
+        if self.cancelled {
+            self.fleet.stopped_because = Some("the run was cancelled".into());
+            return false;
+        }
+        let (answers, added_by) = self.answers_by_wave();
+        if let Some(why) = self.why_no_wave(&added_by) {
             self.fleet.stopped_because = Some(why);
             return false;
         }
-        let follow = self.proposed();
-        if follow.is_empty() {
-            self.fleet.stopped_because = Some(
-                "nothing left to follow: every name the answers use was searched wherever the first wave looked".into(),
-            );
+        let follow = self.proposed(&answers);
+        // A verifier is planned only once no wave is: after a resume the same holds.
+        let verifying = self
+            .fleet
+            .records
+            .iter()
+            .any(|r| r.shard.role == RoleId::VERIFIER);
+        if follow.is_empty() || verifying {
+            self.fleet.stopped_because = Some(if answers.is_empty() {
+                "no answer to follow from: the waves settled no finding".into()
+            } else {
+                "nothing left to follow: every name the answers use was searched wherever the first wave looked".into()
+            });
             return false;
         }
+        // A verifier due to re-check doubted findings keeps its slot.
+        let reserved = usize::from(self.doubts_any());
         let room = self
             .config
             .max_subagents
-            .saturating_sub(self.fleet.records.len());
+            .saturating_sub(self.fleet.wave_of.len() + reserved);
         let n = self.fleet.waves.last().map_or(1, |w| w.n) + 1;
-        let mut new: Vec<(String, Shard)> = Vec::new();
-        for (i, f) in follow.into_iter().take(room).enumerate() {
-            let id = format!("sa{}", self.fleet.records.len() + i + 1);
-            new.push((
-                id,
-                Shard {
+        let first = self.fleet.records.len();
+        let new: Vec<(String, Shard)> = follow
+            .into_iter()
+            .take(room)
+            .enumerate()
+            .map(|(i, f)| {
+                let shard = Shard {
                     paths: f.paths,
                     bytes: 0,
                     role: RoleId::EXPLORER,
                     question: Some(f.question),
-                },
+                };
+                (format!("sa{}", first + i + 1), shard)
+            })
+            .collect();
+        if new.is_empty() {
+            self.fleet.stopped_because = Some(format!(
+                "--max-subagents {} reached",
+                self.config.max_subagents
             ));
+            return false;
         }
         let reason = format!(
             "wave {n}: {} follow-up(s) planned from the checkpoint: {}",
@@ -367,7 +491,7 @@ impl LeadState {
             &self.fleet.left_out,
             &self.fleet.not_searched,
         )]);
-        self.fleet.waves.push(WavePlan {
+        self.push_wave(WavePlan {
             n,
             ids: new.iter().map(|(id, _)| id.clone()).collect(),
         });
@@ -375,8 +499,8 @@ impl LeadState {
         true
     }
 
-    /// Why no further wave is planned, if a rule says so.
-    fn why_no_wave(&self) -> Option<String> {
+    /// Why no further wave is planned, if a rule says so. `added_by`: what each wave added.
+    fn why_no_wave(&self, added_by: &[usize]) -> Option<String> {
         let last = self.fleet.waves.last()?;
         let explores = self.config.workspace.is_some()
             && self
@@ -387,16 +511,19 @@ impl LeadState {
         if !explores {
             return Some("only an exploration of a tree plans follow-ups".into());
         }
-        if last.n >= 2 {
-            let earlier: Vec<&Conclusion> = (1..last.n).flat_map(|n| self.findings_of(n)).collect();
-            if added(&earlier, &self.findings_of(last.n)) == 0 {
-                return Some(format!("wave {} added no settled conclusion", last.n));
-            }
+        if last.n >= 2 && added_by.last() == Some(&0) {
+            return Some(format!("wave {} added no settled conclusion", last.n));
         }
         if last.n as usize >= self.config.max_waves {
             return Some(format!("--max-waves {} reached", self.config.max_waves));
         }
-        if self.fleet.records.len() >= self.config.max_subagents {
+        if last.n == 1 && !wants_follow_ups(&self.contexts.search_question) {
+            return Some(
+                "the question asks where something is, not how things connect: the first wave's answers stand".into(),
+            );
+        }
+        let planned = self.fleet.wave_of.len();
+        if planned >= self.config.max_subagents {
             return Some(format!(
                 "--max-subagents {} reached",
                 self.config.max_subagents
@@ -410,30 +537,15 @@ impl LeadState {
         {
             return Some("the run's cost limit (--max-cost) was reached".into());
         }
-        if last.n == 1 && !wants_follow_ups(&self.contexts.search_question) {
-            return Some(
-                "the question asks where something is, not how things connect: the first wave's answers stand".into(),
-            );
-        }
         None
     }
 
-    /// The planner's follow-ups from the run's checkpoint: the answers so far, what each
-    /// subagent searched where.
-    fn proposed(&self) -> Vec<FollowUp> {
-        let accepted = self.accepted_handoffs();
-        let merged = merge::merge_ranked(
-            &accepted,
-            &[],
-            merge::WHOLE_TREE,
-            self.contexts.files.as_ref(),
-        );
+    /// The planner's follow-ups from the run's checkpoint: the answers so far with the lines
+    /// they cite, what each subagent of the waves searched where.
+    fn proposed(&self, answers: &[Conclusion]) -> Vec<FollowUp> {
         let files = self.contexts.files.as_ref();
-        let answers: Vec<(Conclusion, String)> = merged
-            .handoff
-            .settled_conclusions
-            .into_iter()
-            .filter(|c| c.kind == crate::handoff::ConclusionKind::Finding)
+        let answers: Vec<(Conclusion, String)> = answers
+            .iter()
             .map(|c| {
                 let cited: Vec<String> = c
                     .sources
@@ -444,28 +556,28 @@ impl LeadState {
                         files.text(p).ok().map(|t| t.lines(a, b).to_string())
                     })
                     .collect();
-                (c, cited.join("\n"))
+                (c.clone(), cited.join("\n"))
             })
             .collect();
-        let searched = self
+        let waves: Vec<&super::parts::SubagentRecord> = self
             .fleet
             .records
+            .iter()
+            .filter(|r| self.wave_of(&r.summary.id) > 0)
+            .collect();
+        let searched = waves
             .iter()
             .map(|r| {
                 let patterns: Vec<&str> = r.searches.iter().map(|s| s.pattern.as_str()).collect();
                 (r.shard.paths.clone(), patterns)
             })
             .collect();
-        let first: Vec<String> = self
-            .fleet
-            .records
+        let first: Vec<String> = waves
             .iter()
             .filter(|r| self.wave_of(&r.summary.id) == 1)
             .flat_map(|r| r.shard.paths.clone())
             .collect();
-        let asked: Vec<String> = self
-            .fleet
-            .records
+        let asked: Vec<String> = waves
             .iter()
             .filter_map(|r| r.shard.question.clone())
             .collect();
@@ -481,14 +593,7 @@ impl LeadState {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn finding(claim: &str, source: &str) -> Conclusion {
-        Conclusion {
-            claim: claim.into(),
-            sources: vec![SourceId::parse(source).unwrap()],
-            kind: crate::handoff::ConclusionKind::Finding,
-        }
-    }
+    use crate::handoff::finding;
 
     #[test]
     fn names_worth_tracing_are_taken_from_quoted_code() {
@@ -511,7 +616,10 @@ mod tests {
         let scope = vec!["a".to_string(), "b".to_string()];
         let cp = Checkpointed {
             answers: &answers,
-            searched: vec![(vec!["a".into()], vec![r"\bflush_pages\s*\("])],
+            searched: vec![(
+                vec!["a".into()],
+                vec!["^", r"flush[_\-\s./:]{0,2}pages|pages[_\-\s./:]{0,2}flush"],
+            )],
             scope: &scope,
             asked: &[],
         };
@@ -522,12 +630,24 @@ mod tests {
         // Searched everywhere: nothing to follow.
         let cp = Checkpointed {
             searched: vec![
-                (vec!["a".into()], vec!["flush_pages", "start"]),
-                (vec!["b".into()], vec!["flush_pages", "start"]),
+                (vec!["a".into()], vec![r"flush[_\-\s./:]{0,2}pages"]),
+                (vec!["b".into()], vec![r"\bflush_pages\s*\("]),
             ],
             ..cp
         };
         assert!(follow_ups(&cp).is_empty());
+    }
+
+    #[test]
+    fn names_are_whole_unicode_identifiers() {
+        assert_eq!(
+            names_in("`démarrer_moteur()` calls `allumer_étincelle(x)`"),
+            ["démarrer_moteur", "allumer_étincelle"]
+        );
+        assert_eq!(
+            callees_in("    allumer_étincelle();\n"),
+            ["allumer_étincelle"]
+        );
     }
 
     #[test]
@@ -542,6 +662,9 @@ mod tests {
             "How does a request get from the router to the handler?"
         ));
         assert!(!wants_follow_ups("Where is the retry delay defined?"));
+        assert!(!wants_follow_ups(
+            "Where is the path of the retry delay defined, and what does get return?"
+        ));
     }
 
     #[test]

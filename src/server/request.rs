@@ -40,6 +40,10 @@ pub struct Limits {
     /// Most subagents the run may spawn (1–100000; default 32).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_subagents: Option<u32>,
+    /// Most waves: the first plan, then follow-ups planned from the checkpoint (1–100;
+    /// default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_waves: Option<u32>,
     /// Shards to split the tree into (1–100000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards: Option<u32>,
@@ -260,6 +264,7 @@ pub fn check_limits(limits: &Limits) -> Result<(), Problem> {
     let l = limits;
     range("agents", l.agents.map(u64::from), 1, 1024)?;
     range("max_subagents", l.max_subagents.map(u64::from), 1, 100_000)?;
+    range("max_waves", l.max_waves.map(u64::from), 1, 100)?;
     range("shards", l.shards.map(u64::from), 1, 100_000)?;
     range("max_turns", l.max_turns.map(u64::from), 1, 10_000)?;
     range(

@@ -222,6 +222,11 @@ impl super::Server {
             .allow_unenforced(request.allow_unenforced)
             .agents(limits.agents.unwrap_or(4) as usize)
             .max_subagents(limits.max_subagents.unwrap_or(32) as usize)
+            .max_waves(
+                limits
+                    .max_waves
+                    .map_or(crate::lead::DEFAULT_MAX_WAVES, |w| w as usize),
+            )
             .repairs(limits.repairs.unwrap_or(2))
             .budget(Budget {
                 model_turns: limits.max_turns.unwrap_or(budget.model_turns),
