@@ -394,7 +394,7 @@
 //! report's order (pure): findings naming the question's subject (its rarest searched terms
 //! a finding holds) first, then source before tests before docs, definitions and code before
 //! uses before mentions, then weight; findings on overlapping lines merged; those naming the
-//! subject and scoring at least 35% of the best answer; the rest are listed as also
+//! subject and scoring at least half the best answer; the rest are listed as also
 //! found, each with its `rank_reason`; `lead/waves.rs`: waves — after a wave ends, a pure
 //! planner proposes follow-ups from the checkpoint (names an answer's claim or cited code
 //! uses, traced where no subagent searched them; a follow-up's findings answer only with the

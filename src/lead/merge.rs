@@ -65,6 +65,7 @@ pub(crate) fn searches_of(log: &ObservationLog, shard: &[String]) -> Vec<Search>
 }
 
 /// One subagent's accepted work.
+#[derive(Clone)]
 pub(crate) struct Accepted<'a> {
     pub(crate) handoff: &'a Handoff,
     /// The subagent's shard.
@@ -211,8 +212,15 @@ pub(crate) fn merge_ranked(
         }
     }
     let mut open_items = OpenItems::default();
+    // Negative evidence is about the question: what the first wave (and a verifier) searched,
+    // not the names follow-ups traced.
+    let asked: Vec<Accepted<'_>> = accepted
+        .iter()
+        .filter(|a| a.wave <= 1)
+        .map(Accepted::clone)
+        .collect();
     let (absent, unsearched) =
-        super::absence::negative_evidence(accepted, unexplored.is_empty(), whole);
+        super::absence::negative_evidence(&asked, unexplored.is_empty(), whole);
     merged.reasons.extend(
         absent
             .iter()
@@ -291,7 +299,19 @@ fn ranked_findings(
                 .map(|c| c.claim.as_str())
         })
         .collect();
-    let follow_up = |c: &Conclusion| !first.contains(c.claim.as_str());
+    // Which follow-up made a finding no first-wave subagent (or verifier) handed off.
+    let follow_up = |c: &Conclusion| {
+        if first.contains(c.claim.as_str()) {
+            return None;
+        }
+        accepted.iter().position(|a| {
+            a.wave > 1
+                && a.handoff
+                    .settled_conclusions
+                    .iter()
+                    .any(|f| f.claim == c.claim)
+        })
+    };
     super::ranking::rank(merged, files, &rarity, &follow_up)
 }
 

@@ -17,9 +17,11 @@ use crate::source::{path_factor, SourceId};
 /// A pattern weighing at least this share of the heaviest weight found names the question's
 /// subject (the rarest of what was searched); one lighter is a common word.
 pub(crate) const SUBJECT_SHARE: f64 = 0.6;
-/// A finding that names the subject answers when it scores at least this share of the best;
-/// below it, it is listed after the answers.
-pub(crate) const ANSWER_SHARE: f64 = 0.35;
+/// A finding that names the subject answers when it scores at least this share of the best
+/// (half); below it, it is listed after the answers.
+pub(crate) const ANSWER_SHARE: f64 = 0.5;
+/// How many lines past a cited range are read to find the definition a doc comment documents.
+const DOC_LOOKAHEAD: u32 = 40;
 /// Two ranges of one file this few lines apart cite one place.
 const NEAR_LINES: u32 = 1;
 
@@ -96,13 +98,14 @@ struct Facts {
 
 /// Orders `findings` (in the order they came) and marks those that answer. `files` gives the
 /// cited lines (a finding with none to read keeps its claim alone); `rarity` weighs what the
-/// run searched; `follow_up` tells a finding only a follow-up made: of those, only the
+/// run searched; `follow_up` tells a finding only a follow-up made, and which follow-up
+/// (ranked after the first wave's: they are links of what those found): of those, only the
 /// definition of the name it traced answers (the link), its uses are listed after.
 pub(crate) fn rank(
     findings: Vec<Conclusion>,
     files: &dyn Files,
     rarity: &Rarity,
-    follow_up: &dyn Fn(&Conclusion) -> bool,
+    follow_up: &dyn Fn(&Conclusion) -> Option<usize>,
 ) -> Vec<Ranked> {
     let facts: Vec<Facts> = findings.iter().map(|c| facts(c, files, rarity)).collect();
     // The subject: the rarest searched terms a finding holds. With nothing searched (a model
@@ -110,7 +113,7 @@ pub(crate) fn rank(
     let heaviest = facts.iter().map(|f| f.heaviest).fold(0.0, f64::max);
     let searched = heaviest > 0.0;
     let subject_floor = heaviest * SUBJECT_SHARE;
-    let mut scored: Vec<(Ranked, bool, (u8, u8))> = findings
+    let mut scored: Vec<(Ranked, bool, (bool, u8, u8))> = findings
         .into_iter()
         .zip(facts)
         .map(|(c, facts)| {
@@ -123,7 +126,7 @@ pub(crate) fn rank(
             };
             let score = facts.rarity * facts.role.factor() * file;
             let reason = reason(&facts, file, names_subject);
-            let tiers = (file_tier(file), facts.role.tier());
+            let tiers = (follow_up(&c).is_some(), file_tier(file), facts.role.tier());
             (
                 Ranked {
                     conclusion: c,
@@ -137,9 +140,9 @@ pub(crate) fn rank(
             )
         })
         .collect();
-    // The subject first; then source before tests before docs; then definitions and code
-    // before uses before mentions; then the weight of what it matches. Ties keep the order
-    // they came in.
+    // The subject first; then the first wave's findings before the follow-ups' links; then
+    // source before tests before docs; then definitions and code before uses before
+    // mentions; then the weight of what it matches. Ties keep the order they came in.
     scored.sort_by(|a, b| {
         b.1.cmp(&a.1)
             .then(a.2.cmp(&b.2))
@@ -153,6 +156,8 @@ pub(crate) fn rank(
     let mut out: Vec<Ranked> = Vec::new();
     // Each kept finding's cited ranges by file: a finding is checked against its files' only.
     let mut places: HashMap<String, Vec<(u32, u32, usize)>> = HashMap::new();
+    // The follow-ups that settled their link already.
+    let mut linked: std::collections::HashSet<usize> = std::collections::HashSet::new();
     for (mut r, names_subject, _) in scored {
         let ranges: Vec<(&str, u32, u32)> = r
             .conclusion
@@ -184,12 +189,17 @@ pub(crate) fn rank(
                 .or_default()
                 .push((a, b, out.len()));
         }
-        r.answers = names_subject
-            && r.score >= best * ANSWER_SHARE
-            && !(follow_up(&r.conclusion) && r.role != Role::Defines);
-        if follow_up(&r.conclusion) && !r.answers {
-            r.reason
-                .push_str("; a follow-up's finding other than the traced name's definition");
+        let from = follow_up(&r.conclusion);
+        // A follow-up settles one link: its best definition of the name it traced.
+        let link = match from {
+            Some(f) => r.role == Role::Defines && linked.insert(f),
+            None => true,
+        };
+        r.answers = names_subject && r.score >= best * ANSWER_SHARE && link;
+        if from.is_some() && !link {
+            r.reason.push_str(
+                "; a follow-up's finding other than its best definition of the traced name",
+            );
         }
         out.push(r);
     }
@@ -294,37 +304,23 @@ fn facts(c: &Conclusion, files: &dyn Files, rarity: &Rarity) -> Facts {
         test_code |= cited.contains("#[test]") || in_test_module(before);
         // The cited lines that hold a searched term, each weighed once, and whether each is
         // a comment (a block comment or a docstring opened above counts).
-        let comments = comment_lines(path, before, cited);
-        let mut code: Vec<&str> = Vec::new();
-        let mut any = false;
-        for ((line, w), comment) in cited.lines().zip(rarity.line_weights(cited)).zip(comments) {
-            if w > 0.0 {
-                heaviest = heaviest.max(w);
-                any = true;
-                if !comment {
-                    code.push(line);
-                }
-            }
-        }
-        let defines = |l: &&str| {
-            definition()
-                .captures(l)
-                .is_some_and(|c| !rarity.weights(&c[1]).is_empty())
-        };
+        // The cited lines and, to find what a doc comment documents, the lines after them.
+        let read_on = text.lines(
+            a,
+            b.saturating_add(DOC_LOOKAHEAD)
+                .min(text.line_count() as u32),
+        );
+        let comments = comment_lines(path, before, read_on);
+        let lines: Vec<&str> = read_on.lines().collect();
+        let weights = rarity.line_weights(cited);
+        heaviest = weights.iter().copied().fold(heaviest, f64::max);
         let here = if factor <= 0.4 {
             Role::Mentions
-        } else if code.iter().any(defines) {
-            Role::Defines
-        } else if !code.is_empty() {
-            if code.iter().all(|l| calls_searched(l, rarity)) {
-                Role::Uses
-            } else {
-                Role::Computes
-            }
-        } else if !any && calls {
+        } else if weights.iter().all(|w| *w == 0.0) && calls {
+            // Nothing read holds a term: the claim's own words tell the use.
             Role::Uses
         } else {
-            Role::Mentions
+            role_of_lines(&c.claim, &lines, &weights, &comments, rarity)
         };
         role = role.min(here);
     }
@@ -338,6 +334,69 @@ fn facts(c: &Conclusion, files: &dyn Files, rarity: &Rarity) -> Facts {
         heaviest,
         rarity: rarity.score(&c.claim),
     }
+}
+
+/// What cited lines do with what was searched (`lines`: the cited lines, then the lines read
+/// on past them; `weights`: one per cited line). The lines the claim quotes (its hit) decide
+/// when it quotes any; else every line holding a searched term. A definition whose name holds
+/// a searched term defines it — as does a comment documenting one (the next code line, past
+/// comments and attributes); a line calling a searched name uses it; other code computes it;
+/// a comment mentions it.
+fn role_of_lines(
+    claim: &str,
+    lines: &[&str],
+    weights: &[f64],
+    comments: &[bool],
+    rarity: &Rarity,
+) -> Role {
+    let quoted: Vec<&str> = claim
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::trim)
+        .filter(|q| q.chars().count() >= 4)
+        .collect();
+    let cited = weights.len().min(lines.len());
+    let mut chosen: Vec<usize> = (0..cited)
+        .filter(|i| quoted.iter().any(|q| lines[*i].contains(q)))
+        .collect();
+    if chosen.is_empty() {
+        chosen = (0..cited).filter(|i| weights[*i] > 0.0).collect();
+    }
+    let defines = |l: &str| {
+        definition()
+            .captures(l)
+            .is_some_and(|c| !rarity.weights(&c[1]).is_empty())
+    };
+    let documented = |i: usize| {
+        lines
+            .iter()
+            .zip(comments)
+            .skip(i + 1)
+            .find(|(l, comment)| {
+                !**comment && !l.trim().is_empty() && !l.trim_start().starts_with("#[")
+            })
+            .is_some_and(|(l, _)| defines(l))
+    };
+    chosen
+        .into_iter()
+        .map(|i| {
+            if comments.get(i).copied().unwrap_or(false) {
+                if documented(i) {
+                    Role::Defines
+                } else {
+                    Role::Mentions
+                }
+            } else if defines(lines[i]) {
+                Role::Defines
+            } else if calls_searched(lines[i], rarity) {
+                Role::Uses
+            } else {
+                Role::Computes
+            }
+        })
+        .min()
+        .unwrap_or(Role::Mentions)
 }
 
 /// Per line of `cited`: whether it is a comment — a comment line, or a line inside a block
@@ -427,7 +486,7 @@ mod tests {
     }
 
     fn order(files: &MemoryFiles, findings: Vec<Conclusion>) -> Vec<String> {
-        rank(findings, files, &rarity(), &|_| false)
+        rank(findings, files, &rarity(), &|_| None)
             .into_iter()
             .map(|r| r.conclusion.sources[0].to_string())
             .collect()
@@ -509,7 +568,7 @@ mod tests {
             vec![finding("the test module holds retry", "src/m.rs:4")],
             &files,
             &rarity(),
-            &|_| false,
+            &|_| None,
         );
         assert!(
             ranked[0].reason.contains("test code"),
@@ -567,6 +626,57 @@ mod tests {
     }
 
     #[test]
+    fn a_follow_up_settles_one_link_after_the_first_waves_answers() {
+        let mut files = MemoryFiles::new();
+        files.insert("src/a.rs", "pub fn retry_all() { retry_step(); }\n");
+        files.insert("src/b.rs", "pub fn retry_step() {}\n");
+        files.insert("src/c.rs", "pub fn retry_step_again() {}\n");
+        files.insert("src/d.rs", "    retry_step();\n");
+        let from_follow_up = |c: &Conclusion| (!c.claim.starts_with("a.rs")).then_some(0);
+        let ranked = rank(
+            vec![
+                finding("b.rs defines retry_step", "src/b.rs:1"),
+                finding("c.rs defines retry_step_again", "src/c.rs:1"),
+                finding("d.rs calls retry_step", "src/d.rs:1"),
+                finding("a.rs defines retry_all", "src/a.rs:1"),
+            ],
+            &files,
+            &rarity(),
+            &from_follow_up,
+        );
+        let answers: Vec<String> = ranked
+            .iter()
+            .filter(|r| r.answers)
+            .map(|r| r.conclusion.sources[0].to_string())
+            .collect();
+        assert_eq!(answers, ["src/a.rs:1", "src/b.rs:1"], "{ranked:?}");
+        assert!(ranked[2]
+            .reason
+            .contains("a follow-up's finding other than"));
+    }
+
+    #[test]
+    fn the_quoted_line_decides_and_a_doc_comment_counts_for_what_it_documents() {
+        let mut files = MemoryFiles::new();
+        let text = "pub fn retry_all() {}\n// retry once more\nlet x = 1;\n/// The retry state.\n#[derive(Debug)]\npub struct Retry;\n";
+        files.insert("src/a.rs", text);
+        let role =
+            |claim: &str, source: &str| facts(&finding(claim, source), &files, &rarity()).role;
+        // The claim quotes the comment: the definition cited around it does not make it one.
+        assert_eq!(
+            role("a.rs line 2: `// retry once more`", "src/a.rs:1-3"),
+            Role::Mentions
+        );
+        // No quote: every line holding a term counts, the definition among them.
+        assert_eq!(role("a.rs mentions retry", "src/a.rs:1-3"), Role::Defines);
+        // A doc comment quoted is the definition it documents, read past the cited line.
+        assert_eq!(
+            role("a.rs line 4: `/// The retry state.`", "src/a.rs:4"),
+            Role::Defines
+        );
+    }
+
+    #[test]
     fn only_a_test_module_still_open_makes_test_code() {
         assert!(in_test_module(
             "fn a() {}\n#[cfg(test)]\nmod tests {\n    fn t() {\n"
@@ -588,7 +698,7 @@ mod tests {
             ],
             &files,
             &rarity(),
-            &|_| false,
+            &|_| None,
         );
         assert_eq!(ranked[0].conclusion.sources[0].to_string(), "src/b.rs:1");
         assert!(ranked[0].answers);
@@ -608,7 +718,7 @@ mod tests {
             ],
             &files,
             &rarity(),
-            &|_| false,
+            &|_| None,
         );
         assert_eq!(ranked.len(), 2);
         let cited: Vec<String> = ranked[0]
@@ -632,7 +742,7 @@ mod tests {
             ],
             &files,
             &rarity(),
-            &|_| false,
+            &|_| None,
         );
         assert!(ranked[0].answers && !ranked[1].answers, "{ranked:?}");
     }
