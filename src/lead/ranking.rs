@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::relevance::Rarity;
+use super::relevance::{LineMatches, Rarity};
 use crate::handoff::{Conclusion, Files};
 use crate::source::{path_factor, SourceId};
 
@@ -280,7 +280,8 @@ fn facts(c: &Conclusion, files: &dyn Files, rarity: &Rarity) -> Facts {
     let mut role = Role::Unread;
     let mut file: f64 = 0.0;
     let mut test_code = false;
-    let mut heaviest = rarity.weights(&c.claim).first().copied().unwrap_or(0.0);
+    let claimed = rarity.weights(&c.claim);
+    let mut heaviest = claimed.first().copied().unwrap_or(0.0);
     // Only when no line can be read does the claim's wording tell a use.
     let calls = c.claim.contains(" calls `");
     for source in &c.sources {
@@ -302,9 +303,9 @@ fn facts(c: &Conclusion, files: &dyn Files, rarity: &Rarity) -> Facts {
         let cited = text.lines(a, b);
         let before = text.lines(1, a.saturating_sub(1));
         test_code |= cited.contains("#[test]") || in_test_module(before);
-        // The cited lines that hold a searched term, each weighed once, and whether each is
-        // a comment (a block comment or a docstring opened above counts).
-        // The cited lines and, to find what a doc comment documents, the lines after them.
+        // The cited lines and, to find what a doc comment documents, the lines after them;
+        // whether each is a comment (a block comment or a docstring opened above counts),
+        // and what each matches.
         let read_on = text.lines(
             a,
             b.saturating_add(DOC_LOOKAHEAD)
@@ -312,7 +313,9 @@ fn facts(c: &Conclusion, files: &dyn Files, rarity: &Rarity) -> Facts {
         );
         let comments = comment_lines(path, before, read_on);
         let lines: Vec<&str> = read_on.lines().collect();
-        let weights = rarity.line_weights(cited);
+        let matched = rarity.lines_matched(read_on);
+        let cited_lines = cited.lines().count().min(lines.len());
+        let weights: Vec<f64> = (0..cited_lines).map(|n| matched.weight(n)).collect();
         heaviest = weights.iter().copied().fold(heaviest, f64::max);
         let here = if factor <= 0.4 {
             Role::Mentions
@@ -320,7 +323,7 @@ fn facts(c: &Conclusion, files: &dyn Files, rarity: &Rarity) -> Facts {
             // Nothing read holds a term: the claim's own words tell the use.
             Role::Uses
         } else {
-            role_of_lines(&c.claim, &lines, &weights, &comments, rarity)
+            role_of_lines(&c.claim, &lines, &weights, &comments, &matched)
         };
         role = role.min(here);
     }
@@ -332,7 +335,7 @@ fn facts(c: &Conclusion, files: &dyn Files, rarity: &Rarity) -> Facts {
         file,
         test_code,
         heaviest,
-        rarity: rarity.score(&c.claim),
+        rarity: Rarity::sum(&claimed),
     }
 }
 
@@ -347,7 +350,7 @@ fn role_of_lines(
     lines: &[&str],
     weights: &[f64],
     comments: &[bool],
-    rarity: &Rarity,
+    matched: &LineMatches<'_>,
 ) -> Role {
     let quoted: Vec<&str> = claim
         .split('`')
@@ -363,20 +366,20 @@ fn role_of_lines(
     if chosen.is_empty() {
         chosen = (0..cited).filter(|i| weights[*i] > 0.0).collect();
     }
-    let defines = |l: &str| {
+    let defines = |n: usize| {
         definition()
-            .captures(l)
-            .is_some_and(|c| !rarity.weights(&c[1]).is_empty())
+            .captures(lines[n])
+            .is_some_and(|c| matched.holds(n, &c[1]))
     };
     let documented = |i: usize| {
-        lines
-            .iter()
-            .zip(comments)
-            .skip(i + 1)
-            .find(|(l, comment)| {
-                !**comment && !l.trim().is_empty() && !l.trim_start().starts_with("#[")
+        (i + 1..lines.len())
+            .find(|n| {
+                let l = lines[*n].trim_start();
+                !comments.get(*n).copied().unwrap_or(false)
+                    && !l.trim().is_empty()
+                    && !l.starts_with("#[")
             })
-            .is_some_and(|(l, _)| defines(l))
+            .is_some_and(defines)
     };
     chosen
         .into_iter()
@@ -387,9 +390,9 @@ fn role_of_lines(
                 } else {
                     Role::Mentions
                 }
-            } else if defines(lines[i]) {
+            } else if defines(i) {
                 Role::Defines
-            } else if calls_searched(lines[i], rarity) {
+            } else if calls_searched(lines[i], |name| matched.holds(i, name)) {
                 Role::Uses
             } else {
                 Role::Computes
@@ -444,14 +447,13 @@ fn comment_lines(path: &str, before: &str, cited: &str) -> Vec<bool> {
 }
 
 /// Whether a line of code calls a name a search matched (`retry_delay(3)`): a use.
-fn calls_searched(line: &str, rarity: &Rarity) -> bool {
+fn calls_searched(line: &str, searched: impl Fn(&str) -> bool) -> bool {
     static CALL: OnceLock<Regex> = OnceLock::new();
     let call = CALL.get_or_init(|| {
         Regex::new(r"([\p{XID_Start}_][\p{XID_Continue}]*)\s*(?:::<[^>]*>)?\(")
             .expect("a valid pattern")
     });
-    call.captures_iter(line)
-        .any(|m| !rarity.weights(&m[1]).is_empty())
+    call.captures_iter(line).any(|m| searched(&m[1]))
 }
 
 /// Whether the lines before a place leave it inside a test module: a `#[cfg(test)]` whose

@@ -176,8 +176,14 @@ impl Rarity {
     ///
     /// The rarest match counts fully, the next half, the rest a quarter: a claim is not more
     /// telling for repeating common words.
+    #[cfg(test)]
     pub(crate) fn score(&self, text: &str) -> f64 {
-        self.weights(text)
+        Rarity::sum(&self.weights(text))
+    }
+
+    /// [`Rarity::score`] of weights already found (heaviest first).
+    pub(crate) fn sum(weights: &[f64]) -> f64 {
+        weights
             .iter()
             .enumerate()
             .map(|(i, w)| match i {
@@ -221,31 +227,34 @@ impl Rarity {
         weights
     }
 
-    /// The heaviest weight each line of `text` matches (0 for a line matching none): every
-    /// pattern that may match is compiled once for the whole text, not once a line.
-    pub(crate) fn line_weights(&self, text: &str) -> Vec<f64> {
+    /// The patterns each line of `text` matches: every pattern that may match is compiled
+    /// once for the whole text, not once a line (nor once a word of a line).
+    pub(crate) fn lines_matched(&self, text: &str) -> LineMatches<'_> {
         let lines: Vec<&str> = text.lines().collect();
-        let mut out = vec![0.0_f64; lines.len()];
-        for p in self
-            .candidates(text)
-            .into_iter()
-            .filter_map(|i| self.patterns.get(i))
-        {
-            let own;
+        let mut per_line: Vec<Vec<usize>> = vec![Vec::new(); lines.len()];
+        let mut compiled: Vec<(usize, Regex)> = Vec::new();
+        for i in self.candidates(text) {
+            let Some(p) = self.patterns.get(i) else {
+                continue;
+            };
             let re = if p.shared {
-                p.regex.get_or_init(|| p.compile()).as_ref()
+                p.regex.get_or_init(|| p.compile()).clone()
             } else {
-                own = p.compile();
-                own.as_ref()
+                p.compile()
             };
             let Some(re) = re else { continue };
-            for (w, line) in out.iter_mut().zip(&lines) {
-                if *w < p.weight && re.is_match(line) {
-                    *w = p.weight;
+            for (hits, line) in per_line.iter_mut().zip(&lines) {
+                if re.is_match(line) {
+                    hits.push(i);
                 }
             }
+            compiled.push((i, re));
         }
-        out
+        LineMatches {
+            rarity: self,
+            per_line,
+            compiled,
+        }
     }
 
     /// The patterns that may match `text`: those without needles, and the owners of every
@@ -262,6 +271,38 @@ impl Rarity {
         candidates.sort_unstable();
         candidates.dedup();
         candidates
+    }
+}
+
+/// What [`Rarity::lines_matched`] found: the patterns each line matches, compiled.
+pub(crate) struct LineMatches<'a> {
+    rarity: &'a Rarity,
+    per_line: Vec<Vec<usize>>,
+    compiled: Vec<(usize, Regex)>,
+}
+
+impl LineMatches<'_> {
+    /// The heaviest weight line `n` matches (0: none, or no such line).
+    pub(crate) fn weight(&self, n: usize) -> f64 {
+        self.per_line.get(n).map_or(0.0, |hits| {
+            hits.iter()
+                .filter_map(|i| self.rarity.patterns.get(*i))
+                .map(|p| p.weight)
+                .fold(0.0, f64::max)
+        })
+    }
+
+    /// Whether `word`, a piece of line `n`, holds a pattern that line matches: a word can
+    /// hold no searched pattern its line does not.
+    pub(crate) fn holds(&self, n: usize, word: &str) -> bool {
+        self.per_line.get(n).is_some_and(|hits| {
+            hits.iter().any(|i| {
+                self.compiled
+                    .iter()
+                    .find(|(j, _)| j == i)
+                    .is_some_and(|(_, re)| re.is_match(word))
+            })
+        })
     }
 }
 
@@ -342,11 +383,17 @@ mod tests {
     }
 
     #[test]
-    fn each_line_gets_the_heaviest_weight_it_matches() {
+    fn each_line_gets_the_heaviest_weight_it_matches_and_its_words_are_checked() {
         let rarity = Rarity::from_counts([("^", 1000), ("retr", 2), ("config", 400)]);
-        let w = rarity.line_weights("fn retry_config()\nconfig only\nnothing\n");
+        let m = rarity.lines_matched("fn retry_config()\nconfig only\nnothing\n");
+        let w: Vec<f64> = (0..3).map(|n| m.weight(n)).collect();
         assert!(w[0] > w[1] && w[1] > 0.0 && w[2] == 0.0, "{w:?}");
         assert_eq!(w[0], rarity.weights("fn retry_config()")[0]);
+        assert!(m.holds(0, "retry_config") && !m.holds(0, "fn"));
+        assert!(
+            !m.holds(2, "retry"),
+            "a line that matched nothing holds nothing"
+        );
     }
 
     #[test]

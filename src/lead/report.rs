@@ -140,6 +140,17 @@ impl LeadState {
         let whole = with_unsearched(scope_label(&self.policy), &self.fleet.not_searched);
         let merged =
             merge::merge_ranked(&accepted, &unexplored, &whole, self.contexts.files.as_ref());
+        // The report's answers serve the waves' summary when no verifier's handoff is in them.
+        let verified = accepted.iter().any(|a| a.verifier);
+        let answers: Option<Vec<crate::handoff::Conclusion>> = (!verified).then(|| {
+            merged
+                .handoff
+                .settled_conclusions
+                .iter()
+                .filter(|c| c.kind == crate::handoff::ConclusionKind::Finding)
+                .cloned()
+                .collect()
+        });
         let mut handoff = merged.handoff;
         let mut rank_reasons = merged.reasons;
         let mut also_found = merged.also_found;
@@ -206,7 +217,7 @@ impl LeadState {
                     rank_reason,
                 })
                 .collect(),
-            waves: self.wave_summaries(),
+            waves: self.wave_summaries(answers.as_deref()),
             stopped_because: match (&self.fleet.stopped_because, self.cancelled) {
                 (Some(why), _) => why.clone(),
                 (None, true) => "the run was cancelled".into(),

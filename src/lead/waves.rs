@@ -304,26 +304,28 @@ fn cite(c: &Conclusion) -> String {
 /// How many of `wave`'s findings cite lines no earlier finding cites (a non-file finding by
 /// its claim).
 pub(crate) fn added(earlier: &[&Conclusion], wave: &[&Conclusion]) -> usize {
-    let overlaps = |a: &Conclusion, b: &Conclusion| {
-        if a.claim == b.claim {
-            return true;
-        }
-        a.sources
-            .iter()
-            .filter_map(SourceId::file_lines)
-            .any(|(p, a1, a2)| {
-                b.sources
-                    .iter()
-                    .filter_map(SourceId::file_lines)
-                    .any(|(q, b1, b2)| p == q && a1 <= b2 && b1 <= a2)
-            })
-    };
-    let mut known: Vec<&Conclusion> = earlier.to_vec();
+    // What is known, indexed: claims, and each file's cited ranges.
+    let mut claims: BTreeSet<&str> = BTreeSet::new();
+    let mut ranges: std::collections::HashMap<&str, Vec<(u32, u32)>> = Default::default();
     let mut n = 0;
-    for c in wave {
-        if !known.iter().any(|k| overlaps(k, c)) {
+    for (i, c) in earlier.iter().chain(wave).enumerate() {
+        let seen = claims.contains(c.claim.as_str())
+            || c.sources
+                .iter()
+                .filter_map(SourceId::file_lines)
+                .any(|(p, a, b)| {
+                    ranges
+                        .get(p)
+                        .is_some_and(|r| r.iter().any(|(c1, c2)| a <= *c2 && *c1 <= b))
+                });
+        if i >= earlier.len() && !seen {
             n += 1;
-            known.push(c);
+        }
+        if i < earlier.len() || !seen {
+            claims.insert(c.claim.as_str());
+            for (p, a, b) in c.sources.iter().filter_map(SourceId::file_lines) {
+                ranges.entry(p).or_default().push((a, b));
+            }
         }
     }
     n
@@ -347,37 +349,36 @@ impl LeadState {
     /// waves decide is the same before and after one), best first, and how many settled
     /// conclusions each wave added: an answer belongs to the earliest wave that found it,
     /// and adds only if it cites lines no earlier wave's answer cites.
-    fn answers_by_wave(&self) -> (Vec<Conclusion>, Vec<usize>) {
+    /// `ranked`: the answers already ranked from the same handoffs, when the caller has them.
+    fn answers_by_wave(&self, ranked: Option<&[Conclusion]>) -> (Vec<Conclusion>, Vec<usize>) {
         let accepted: Vec<merge::Accepted<'_>> = self
             .accepted_handoffs()
             .into_iter()
             .filter(|a| !a.verifier)
             .collect();
-        let merged = merge::merge_ranked(
-            &accepted,
-            &[],
-            merge::WHOLE_TREE,
-            self.contexts.files.as_ref(),
-        );
-        let answers: Vec<Conclusion> = merged
+        let answers: Vec<Conclusion> = match ranked {
+            Some(answers) => answers.to_vec(),
+            None => merge::merge_ranked(
+                &accepted,
+                &[],
+                merge::WHOLE_TREE,
+                self.contexts.files.as_ref(),
+            )
             .handoff
             .settled_conclusions
             .into_iter()
             .filter(|c| c.kind == crate::handoff::ConclusionKind::Finding)
-            .collect();
-        let found_in = |c: &Conclusion| {
-            accepted
-                .iter()
-                .filter(|a| {
-                    a.handoff
-                        .settled_conclusions
-                        .iter()
-                        .any(|f| f.claim == c.claim)
-                })
-                .map(|a| a.wave)
-                .min()
-                .unwrap_or(1)
+            .collect(),
         };
+        // Each claim's earliest wave, indexed once.
+        let mut first_wave: std::collections::HashMap<&str, u32> = Default::default();
+        for a in &accepted {
+            for f in &a.handoff.settled_conclusions {
+                let w = first_wave.entry(f.claim.as_str()).or_insert(a.wave);
+                *w = (*w).min(a.wave);
+            }
+        }
+        let found_in = |c: &Conclusion| first_wave.get(c.claim.as_str()).copied().unwrap_or(1);
         let mut earlier: Vec<&Conclusion> = Vec::new();
         let mut added_by = Vec::new();
         for w in &self.fleet.waves {
@@ -389,8 +390,10 @@ impl LeadState {
     }
 
     /// What each wave planned and added, the last with why the run planned no more.
-    pub(super) fn wave_summaries(&self) -> Vec<Wave> {
-        let (_, added_by) = self.answers_by_wave();
+    /// `ranked`: the report's answers, when no verifier's handoff went into them (the same
+    /// ranking the waves were decided on).
+    pub(super) fn wave_summaries(&self, ranked: Option<&[Conclusion]>) -> Vec<Wave> {
+        let (_, added_by) = self.answers_by_wave(ranked);
         let mut out: Vec<Wave> = self
             .fleet
             .waves
@@ -421,10 +424,17 @@ impl LeadState {
             self.fleet.stopped_because = Some("the run was cancelled".into());
             return false;
         }
-        let (answers, added_by) = self.answers_by_wave();
-        if let Some(why) = self.why_no_wave(&added_by) {
+        if let Some(why) = self.why_no_wave() {
             self.fleet.stopped_because = Some(why);
             return false;
+        }
+        let (answers, added_by) = self.answers_by_wave(None);
+        if let (Some(last), Some(0)) = (self.fleet.waves.last(), added_by.last()) {
+            if last.n >= 2 {
+                self.fleet.stopped_because =
+                    Some(format!("wave {} added no settled conclusion", last.n));
+                return false;
+            }
         }
         let follow = self.proposed(&answers);
         // A verifier is planned only once no wave is: after a resume the same holds.
@@ -499,8 +509,8 @@ impl LeadState {
         true
     }
 
-    /// Why no further wave is planned, if a rule says so. `added_by`: what each wave added.
-    fn why_no_wave(&self, added_by: &[usize]) -> Option<String> {
+    /// Why no further wave is planned, if a rule that needs no ranking says so.
+    fn why_no_wave(&self) -> Option<String> {
         let last = self.fleet.waves.last()?;
         let explores = self.config.workspace.is_some()
             && self
@@ -510,9 +520,6 @@ impl LeadState {
                 .any(|r| r.shard.role == RoleId::EXPLORER);
         if !explores {
             return Some("only an exploration of a tree plans follow-ups".into());
-        }
-        if last.n >= 2 && added_by.last() == Some(&0) {
-            return Some(format!("wave {} added no settled conclusion", last.n));
         }
         if last.n as usize >= self.config.max_waves {
             return Some(format!("--max-waves {} reached", self.config.max_waves));
