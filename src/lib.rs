@@ -393,12 +393,15 @@
 //! `lead/relevance.rs`: the rarity of what was searched (pure); `lead/ranking.rs`: the
 //! report's order (pure): findings naming the question's subject (its rarest searched terms
 //! a finding holds) first, then source before tests before docs, definitions and code before
-//! uses before mentions, then weight; findings on overlapping lines merged; those naming the
-//! subject and scoring at least half the best answer; the rest are listed as also
-//! found, each with its `rank_reason`; `lead/waves.rs`: waves — after a wave ends, a pure
-//! planner proposes follow-ups from the checkpoint (names an answer's claim or cited code
-//! uses, traced where no subagent searched them; a follow-up's findings answer only with the
-//! traced name's definition), logged as a plan revision, until a wave adds no settled
+//! uses before mentions (code calling two or more searched names ties them: code, not a
+//! use), then weight; findings on overlapping lines merged; those naming the subject and
+//! scoring at least half the best of the question's own findings answer; the rest are listed
+//! as also found, each with its `rank_reason`; `lead/code_lines.rs`: what a cited line is
+//! (pure): a comment or code, inside an open test module, the searched names it calls;
+//! `lead/waves.rs`: waves — after a wave ends, a pure planner proposes follow-ups from the
+//! checkpoint (names the first three answers' claims or cited code use, the calls nearest
+//! the quoted line first, two a wave, traced where no subagent searched them; a follow-up's
+//! findings answer only with the traced name's definition), logged as a plan revision, until a wave adds no settled
 //! conclusion, the question asks only where something is, the budget
 //! (`--max-subagents`, `--max-cost`) or `--max-waves` runs out;
 //! `lead/start.rs`: the run's start or resume logged, its policy taken, its planning started

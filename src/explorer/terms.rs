@@ -218,12 +218,22 @@ fn compound_pattern(parts: &[String]) -> String {
 }
 
 /// A stem as a regex for both its spellings: one that ends in `y` (`retry`, from `retries`)
-/// also as `ie` (`RETRIES`, `retried`), so a stem never loses the word it was taken from.
+/// also as `ie` (`RETRIES`, `retried`), so a stem never loses the word it was taken from. A
+/// verb whose stem ends in `d` after a vowel or `n` (`collid`, `includ`, `extend`) is also
+/// spelled with the `s` of its noun (`collision`, `inclusion`, `extension`).
 fn spelled(stem: &str) -> String {
-    match stem.strip_suffix('y') {
-        Some(base) if base.len() >= 3 => format!("{}(?:y|ie)", regex::escape(base)),
-        _ => regex::escape(stem),
+    if let Some(base) = stem.strip_suffix('y') {
+        if base.len() >= 3 {
+            return format!("{}(?:y|ie)", regex::escape(base));
+        }
     }
+    if let Some(base) = stem.strip_suffix('d') {
+        let before = base.chars().last().unwrap_or(' ');
+        if stem.len() >= 6 && "aeioun".contains(before) {
+            return format!("{}(?:d|s)", regex::escape(base));
+        }
+    }
+    regex::escape(stem)
 }
 
 /// `word` (lower case) starting a word or an identifier part: after a non-word character or
@@ -692,5 +702,16 @@ mod tests {
             .collect();
         assert_eq!(uses, ["timeout"]);
         assert_eq!(stem("class"), "class");
+        // A verb in -de finds its noun in -sion, and still itself.
+        let collide = terms("which names collide?");
+        let word = collide.iter().find(|t| t.label == "collide").unwrap();
+        for pattern in [word.pattern.clone(), mention_pattern(word)] {
+            let re = regex::RegexBuilder::new(&pattern)
+                .case_insensitive(true)
+                .build()
+                .unwrap();
+            assert!(re.is_match("hash collisions") && re.is_match("if keys collide"));
+            assert!(!re.is_match("collie"), "{pattern}");
+        }
     }
 }

@@ -22,15 +22,16 @@
 mod absence;
 mod actor;
 mod approvals;
+mod code_lines;
 mod handle;
 mod journal;
 mod leader;
 mod merge;
 pub use merge::merge_handoffs;
 
-/// Most waves a command-line run works in unless told otherwise: the first plan and two
-/// rounds of follow-ups (a library run keeps to one unless its builder says more).
-pub const DEFAULT_MAX_WAVES: usize = 3;
+/// Most waves a command-line run works in unless told otherwise: the first plan and one
+/// round of follow-ups (a library run keeps to one unless its builder says more).
+pub const DEFAULT_MAX_WAVES: usize = 2;
 mod parts;
 mod plan;
 mod questions;

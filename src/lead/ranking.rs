@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
+use super::code_lines::{called_searched, comment_lines, in_test_module, searched_calls};
 use super::relevance::{LineMatches, Rarity};
 use crate::handoff::{Conclusion, Files};
 use crate::source::{path_factor, SourceId};
@@ -108,15 +109,26 @@ pub(crate) fn rank(
     follow_up: &dyn Fn(&Conclusion) -> Option<usize>,
 ) -> Vec<Ranked> {
     let facts: Vec<Facts> = findings.iter().map(|c| facts(c, files, rarity)).collect();
+    // The question's own findings set the bars: a follow-up searched a name of its own, rarer
+    // than the question's words, and is a link of what they found, not a rival.
+    let own: Vec<bool> = findings.iter().map(|c| follow_up(c).is_none()).collect();
+    let any_own = own.iter().any(|o| *o);
+    let sets_bar = |i: usize| own[i] || !any_own;
     // The subject: the rarest searched terms a finding holds. With nothing searched (a model
     // that only read), nothing tells it apart.
-    let heaviest = facts.iter().map(|f| f.heaviest).fold(0.0, f64::max);
+    let heaviest = (0..facts.len())
+        .filter(|i| sets_bar(*i))
+        .map(|i| facts[i].heaviest)
+        .fold(0.0, f64::max);
     let searched = heaviest > 0.0;
     let subject_floor = heaviest * SUBJECT_SHARE;
-    let mut scored: Vec<(Ranked, bool, (bool, u8, u8))> = findings
+    // A finding, whether it names the subject, its tiers, whether it sets the bars.
+    type Scored = (Ranked, bool, (bool, u8, u8), bool);
+    let mut scored: Vec<Scored> = findings
         .into_iter()
         .zip(facts)
-        .map(|(c, facts)| {
+        .enumerate()
+        .map(|(i, (c, facts))| {
             let names_subject =
                 !searched || (facts.heaviest > 0.0 && facts.heaviest >= subject_floor);
             let file = if facts.test_code {
@@ -137,6 +149,7 @@ pub(crate) fn rank(
                 },
                 names_subject,
                 tiers,
+                sets_bar(i),
             )
         })
         .collect();
@@ -150,15 +163,15 @@ pub(crate) fn rank(
     });
     let best = scored
         .iter()
-        .filter(|(_, s, _)| *s)
-        .map(|(r, _, _)| r.score)
+        .filter(|(_, s, _, bar)| *s && *bar)
+        .map(|(r, _, _, _)| r.score)
         .fold(0.0, f64::max);
     let mut out: Vec<Ranked> = Vec::new();
     // Each kept finding's cited ranges by file: a finding is checked against its files' only.
     let mut places: HashMap<String, Vec<(u32, u32, usize)>> = HashMap::new();
     // The follow-ups that settled their link already.
     let mut linked: std::collections::HashSet<usize> = std::collections::HashSet::new();
-    for (mut r, names_subject, _) in scored {
+    for (mut r, names_subject, _, _) in scored {
         let ranges: Vec<(&str, u32, u32)> = r
             .conclusion
             .sources
@@ -257,24 +270,6 @@ fn definition() -> &'static Regex {
     })
 }
 
-/// Whether a line is a comment (or a doc comment) rather than code: `//`, `/*`, a block
-/// comment's ` * ` line, `# ` (not `#[…]`, `#define`, `#include`), `-- `, a docstring's `"""`.
-/// `*ptr = …` and `#define X` are code.
-pub(crate) fn is_comment(line: &str) -> bool {
-    let t = line.trim_start();
-    let then = |prefix: &str| {
-        t.strip_prefix(prefix)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '/', '!']))
-    };
-    t.starts_with("//")
-        || t.starts_with("/*")
-        || then("*")
-        || then("#")
-        || t.starts_with("##")
-        || then("--")
-        || t.starts_with("\"\"\"")
-}
-
 /// Reads what ranking needs of one finding: its cited lines, classified.
 fn facts(c: &Conclusion, files: &dyn Files, rarity: &Rarity) -> Facts {
     let mut role = Role::Unread;
@@ -282,6 +277,9 @@ fn facts(c: &Conclusion, files: &dyn Files, rarity: &Rarity) -> Facts {
     let mut test_code = false;
     let claimed = rarity.weights(&c.claim);
     let mut heaviest = claimed.first().copied().unwrap_or(0.0);
+    // The searched names cited code calls when it ties two or more of them together: they
+    // weigh with the claim's words (a claim that names one call says less than its code).
+    let mut tied: Vec<String> = Vec::new();
     // Only when no line can be read does the claim's wording tell a use.
     let calls = c.claim.contains(" calls `");
     for source in &c.sources {
@@ -317,6 +315,10 @@ fn facts(c: &Conclusion, files: &dyn Files, rarity: &Rarity) -> Facts {
         let cited_lines = cited.lines().count().min(lines.len());
         let weights: Vec<f64> = (0..cited_lines).map(|n| matched.weight(n)).collect();
         heaviest = weights.iter().copied().fold(heaviest, f64::max);
+        let calls_here = called_searched(&lines, cited_lines, &comments, &matched);
+        if calls_here.len() >= 2 {
+            tied.extend(calls_here);
+        }
         let here = if factor <= 0.4 {
             Role::Mentions
         } else if weights.iter().all(|w| *w == 0.0) && calls {
@@ -335,7 +337,11 @@ fn facts(c: &Conclusion, files: &dyn Files, rarity: &Rarity) -> Facts {
         file,
         test_code,
         heaviest,
-        rarity: Rarity::sum(&claimed),
+        rarity: if tied.is_empty() {
+            Rarity::sum(&claimed)
+        } else {
+            Rarity::sum(&rarity.weights(&format!("{}\n{}", c.claim, tied.join(" "))))
+        },
     }
 }
 
@@ -381,6 +387,9 @@ fn role_of_lines(
             })
             .is_some_and(defines)
     };
+    // Code that calls two or more different searched names ties them together: it is where
+    // they connect, not a mere use of one.
+    let ties = called_searched(lines, cited, comments, matched).len() >= 2;
     chosen
         .into_iter()
         .map(|i| {
@@ -392,7 +401,7 @@ fn role_of_lines(
                 }
             } else if defines(i) {
                 Role::Defines
-            } else if calls_searched(lines[i], |name| matched.holds(i, name)) {
+            } else if !ties && !searched_calls(lines[i], |name| matched.holds(i, name)).is_empty() {
                 Role::Uses
             } else {
                 Role::Computes
@@ -400,80 +409,6 @@ fn role_of_lines(
         })
         .min()
         .unwrap_or(Role::Mentions)
-}
-
-/// Per line of `cited`: whether it is a comment — a comment line, or a line inside a block
-/// comment (`/* … */`) or, in Python, a docstring (`"""`) that the lines `before` opened. A
-/// `/*` or `*/` inside a string (an odd number of `"` before it) is not one.
-fn comment_lines(path: &str, before: &str, cited: &str) -> Vec<bool> {
-    let python = path.ends_with(".py") || path.ends_with(".pyi");
-    let mut block = false;
-    let mut doc = false;
-    let step = |line: &str, block: &mut bool, doc: &mut bool| {
-        let mut rest = line;
-        let mut quotes = 0;
-        while let Some(i) = rest.find(['"', '/', '*']) {
-            let tail = &rest[i..];
-            if python && tail.starts_with("\"\"\"") {
-                *doc = !*doc;
-                rest = &tail[3..];
-                continue;
-            }
-            if tail.starts_with('"') {
-                quotes += 1;
-            } else if !*block && quotes % 2 == 0 && tail.starts_with("/*") {
-                *block = true;
-                rest = &tail[2..];
-                continue;
-            } else if *block && tail.starts_with("*/") {
-                *block = false;
-                rest = &tail[2..];
-                continue;
-            }
-            rest = &tail[1..];
-        }
-    };
-    for line in before.lines() {
-        step(line, &mut block, &mut doc);
-    }
-    cited
-        .lines()
-        .map(|line| {
-            let inside = block || doc;
-            step(line, &mut block, &mut doc);
-            inside || is_comment(line)
-        })
-        .collect()
-}
-
-/// Whether a line of code calls a name a search matched (`retry_delay(3)`): a use.
-fn calls_searched(line: &str, searched: impl Fn(&str) -> bool) -> bool {
-    static CALL: OnceLock<Regex> = OnceLock::new();
-    let call = CALL.get_or_init(|| {
-        Regex::new(r"([\p{XID_Start}_][\p{XID_Continue}]*)\s*(?:::<[^>]*>)?\(")
-            .expect("a valid pattern")
-    });
-    call.captures_iter(line).any(|m| searched(&m[1]))
-}
-
-/// Whether the lines before a place leave it inside a test module: a `#[cfg(test)]` whose
-/// next item is a `mod … {` that no line at the left margin has closed since. (An item of
-/// its own under `#[cfg(test)]` — a `use`, a helper — opens no module.)
-fn in_test_module(before: &str) -> bool {
-    let lines: Vec<&str> = before.lines().collect();
-    let Some(attr) = lines.iter().rposition(|l| l.trim() == "#[cfg(test)]") else {
-        return false;
-    };
-    let mut rest = lines[attr + 1..].iter();
-    let opens_module = rest
-        .by_ref()
-        .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with("#["))
-        .is_some_and(|l| {
-            let t = l.trim_start();
-            (t.starts_with("mod ") || t.starts_with("pub mod ") || t.starts_with("pub(crate) mod "))
-                && t.trim_end().ends_with('{')
-        });
-    opens_module && !rest.any(|l| l.starts_with('}'))
 }
 
 #[cfg(test)]
@@ -580,33 +515,6 @@ mod tests {
     }
 
     #[test]
-    fn comments_are_told_from_code_in_every_common_form() {
-        for comment in [
-            "// x", "/// x", "  * x", " */", "# x", "#", "-- x", "/* x */",
-        ] {
-            assert!(is_comment(comment), "{comment}");
-        }
-        for code in [
-            "*delay = next(*delay);",
-            "#define RETRY 3",
-            "#[test]",
-            "x -= 1;",
-        ] {
-            assert!(!is_comment(code), "{code}");
-        }
-        // A block comment opened above, or a docstring in Python, holds the cited lines.
-        let cited = "fn beta() {}\n*/\nfn gamma() {}\n";
-        assert_eq!(comment_lines("a.rs", "/* old:", cited), [true, true, false]);
-        assert_eq!(
-            comment_lines("a.rs", "let g = \"**/*.rs\";", "fn beta() {}\n"),
-            [false],
-            "a /* inside a string opens nothing"
-        );
-        assert_eq!(comment_lines("a.py", "\"\"\"Doc.", "def beta():\n"), [true]);
-        assert_eq!(comment_lines("a.rs", "\"\"\"", "fn beta() {}\n"), [false]);
-    }
-
-    #[test]
     fn defining_another_name_around_a_call_is_a_use_not_a_definition() {
         let mut files = MemoryFiles::new();
         files.insert(
@@ -657,6 +565,58 @@ mod tests {
             .contains("a follow-up's finding other than"));
     }
 
+    /// Code calling two different searched names ties them together: computing, not a use.
+    #[test]
+    fn code_calling_two_searched_names_ties_them_and_is_no_mere_use() {
+        let mut files = MemoryFiles::new();
+        files.insert(
+            "src/b.rs",
+            "pub fn go() {\n    let d = retry_delay(3);\n    load_config(d);\n}\n",
+        );
+        files.insert(
+            "src/c.rs",
+            "pub fn go() {\n    let d = retry_delay(3);\n}\n",
+        );
+        let role = |source: &str| {
+            let claim = "`go` calls `retry_delay` at line 2: `let d = retry_delay(3);`";
+            facts(&finding(claim, source), &files, &rarity()).role
+        };
+        assert_eq!(role("src/b.rs:1-4"), Role::Computes);
+        assert_eq!(role("src/c.rs:1-3"), Role::Uses);
+        // What it ties weighs with its claim: the claim names one call, the code two.
+        let weight = |source: &str| {
+            let claim = "`go` calls `retry_delay` at line 2: `let d = retry_delay(3);`";
+            facts(&finding(claim, source), &files, &rarity()).rarity
+        };
+        assert!(weight("src/b.rs:1-4") > weight("src/c.rs:1-3"));
+    }
+
+    /// A follow-up searched a name of its own, rarer than any word of the question: its link
+    /// must not raise the bar the question's own findings are held to.
+    #[test]
+    fn a_follow_ups_rare_name_does_not_demote_the_first_waves_answers() {
+        let mut files = MemoryFiles::new();
+        files.insert("src/a.rs", "// retry later\n");
+        files.insert("src/b.rs", "pub fn from_bytes_7() {}\n");
+        let rarity = Rarity::from_counts([("^", 10_000), ("retr", 400), ("from_bytes_7", 1)]);
+        let from_follow_up = |c: &Conclusion| c.claim.starts_with("b.rs").then_some(0);
+        let ranked = rank(
+            vec![
+                finding("b.rs defines from_bytes_7", "src/b.rs:1"),
+                finding("a.rs mentions retry", "src/a.rs:1"),
+            ],
+            &files,
+            &rarity,
+            &from_follow_up,
+        );
+        let answers: Vec<String> = ranked
+            .iter()
+            .filter(|r| r.answers)
+            .map(|r| r.conclusion.sources[0].to_string())
+            .collect();
+        assert_eq!(answers, ["src/a.rs:1", "src/b.rs:1"], "{ranked:?}");
+    }
+
     #[test]
     fn the_quoted_line_decides_and_a_doc_comment_counts_for_what_it_documents() {
         let mut files = MemoryFiles::new();
@@ -676,16 +636,6 @@ mod tests {
             role("a.rs line 4: `/// The retry state.`", "src/a.rs:4"),
             Role::Defines
         );
-    }
-
-    #[test]
-    fn only_a_test_module_still_open_makes_test_code() {
-        assert!(in_test_module(
-            "fn a() {}\n#[cfg(test)]\nmod tests {\n    fn t() {\n"
-        ));
-        assert!(!in_test_module("#[cfg(test)]\nuse std::fmt;\nfn a() {\n"));
-        assert!(!in_test_module("#[cfg(test)]\nmod tests {\n}\nfn a() {\n"));
-        assert!(!in_test_module(""));
     }
 
     #[test]

@@ -18,7 +18,9 @@ use crate::report::Wave;
 use crate::source::SourceId;
 
 /// Most follow-ups one wave plans.
-pub(crate) const MAX_FOLLOW_UPS: usize = 3;
+pub(crate) const MAX_FOLLOW_UPS: usize = 2;
+/// Follow-ups trace names of the first this many answers: what a reader of the report reads.
+pub(crate) const FOLLOWED_ANSWERS: usize = 3;
 
 /// One wave as planned: its number and its subagents.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +57,7 @@ pub(crate) fn wants_follow_ups(question: &str) -> bool {
         "trace",
         "flow",
         "flows",
+        "call",
         "calls",
         "called",
         "reach",
@@ -200,7 +203,7 @@ pub(crate) fn callees_in(cited: &str) -> Vec<String> {
         "while", "match", "return", "loop", "else", "assert", "panic",
     ];
     let mut out: Vec<String> = Vec::new();
-    for line in cited.lines().filter(|l| !super::ranking::is_comment(l)) {
+    for line in cited.lines().filter(|l| !super::code_lines::is_comment(l)) {
         for c in call.captures_iter(line) {
             let name = &c[1];
             let before = line[..c.get(1).map_or(0, |m| m.start())].trim_end();
@@ -220,15 +223,34 @@ pub(crate) fn callees_in(cited: &str) -> Vec<String> {
     out
 }
 
+/// `names` ordered by how near their first call is to the line the claim quotes (its last
+/// backticked span) in `cited`: what the evidence itself touches first. Without a quote found
+/// there, the order stays.
+fn nearest_first(mut names: Vec<String>, cited: &str, claim: &str) -> Vec<String> {
+    let quote = claim.rsplit('`').nth(1).map(str::trim).unwrap_or("");
+    let Some(at) = (!quote.is_empty()).then(|| cited.find(quote)).flatten() else {
+        return names;
+    };
+    let line_of = |offset: usize| cited[..offset].matches('\n').count();
+    let quoted = line_of(at);
+    names.sort_by_key(|name| {
+        cited
+            .find(&format!("{name}("))
+            .or_else(|| cited.find(name.as_str()))
+            .map_or(usize::MAX, |o| line_of(o).abs_diff(quoted))
+    });
+    names
+}
+
 /// The follow-ups the checkpoint calls for, in order; none when every name the answers use
 /// was already searched everywhere the first wave looked.
 pub(crate) fn follow_ups(cp: &Checkpointed<'_>) -> Vec<FollowUp> {
     let mut out: Vec<FollowUp> = Vec::new();
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut compiled: std::collections::HashMap<String, Option<Regex>> = Default::default();
-    for (answer, cited) in cp.answers {
+    for (answer, cited) in cp.answers.iter().take(FOLLOWED_ANSWERS) {
         let mut names = names_in(&answer.claim);
-        for callee in callees_in(cited) {
+        for callee in nearest_first(callees_in(cited), cited, &answer.claim) {
             if !names.contains(&callee) {
                 names.push(callee);
             }
@@ -645,6 +667,50 @@ mod tests {
         assert!(follow_ups(&cp).is_empty());
     }
 
+    /// Only the first three answers are followed, and a wave plans at most two follow-ups.
+    #[test]
+    fn the_first_three_answers_are_followed_two_names_a_wave() {
+        let answer = |name: &str| {
+            (
+                finding(
+                    &format!("`go` calls `{name}` at line 1: `{name}(x)`"),
+                    "a/run.rs:1",
+                ),
+                String::new(),
+            )
+        };
+        let scope = vec!["a".to_string()];
+        let checkpoint = |answers: &[(Conclusion, String)]| {
+            follow_ups(&Checkpointed {
+                answers,
+                searched: vec![(vec!["a".into()], vec!["^"])],
+                scope: &scope,
+                asked: &[],
+            })
+        };
+        let asked =
+            |f: Vec<FollowUp>| -> Vec<String> { f.into_iter().map(|f| f.question).collect() };
+        let four = [
+            answer("first_name"),
+            answer("second_name"),
+            answer("third_name"),
+            answer("fourth_name"),
+        ];
+        let planned = asked(checkpoint(&four));
+        assert_eq!(planned.len(), MAX_FOLLOW_UPS);
+        assert!(planned[0].contains("`first_name`") && planned[1].contains("`second_name`"));
+        let fourth_only = asked(checkpoint(&[
+            answer("go"),
+            answer("go"),
+            answer("go"),
+            answer("fourth_name"),
+        ]));
+        assert!(
+            fourth_only.iter().all(|q| !q.contains("fourth_name")),
+            "{fourth_only:?}"
+        );
+    }
+
     #[test]
     fn names_are_whole_unicode_identifiers() {
         assert_eq!(
@@ -661,6 +727,17 @@ mod tests {
     fn callees_are_taken_from_the_cited_code_not_its_comments() {
         let cited = "pub fn start() {\n    // see old_path(x)\n    let p = collect_pages(cfg);\n    if ok(p) { flush_pages(&p); }\n}\n";
         assert_eq!(callees_in(cited), ["collect_pages", "flush_pages"]);
+        // The call nearest the quoted line is followed first.
+        let claim = "In `start`, line 4: `if ok(p) { flush_pages(&p); }`";
+        assert_eq!(
+            nearest_first(callees_in(cited), cited, claim),
+            ["flush_pages", "collect_pages"]
+        );
+        // No quote found in the cited text: the order stays.
+        assert_eq!(
+            nearest_first(callees_in(cited), cited, "start calls things"),
+            ["collect_pages", "flush_pages"]
+        );
     }
 
     #[test]
@@ -671,6 +748,9 @@ mod tests {
         assert!(!wants_follow_ups("Where is the retry delay defined?"));
         assert!(!wants_follow_ups(
             "Where is the path of the retry delay defined, and what does get return?"
+        ));
+        assert!(wants_follow_ups(
+            "What starts the worker, and what does it call each time it wakes up?"
         ));
     }
 

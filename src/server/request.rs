@@ -41,7 +41,7 @@ pub struct Limits {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_subagents: Option<u32>,
     /// Most waves: the first plan, then follow-ups planned from the checkpoint (1–100;
-    /// default 3).
+    /// default 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_waves: Option<u32>,
     /// Shards to split the tree into (1–100000).

@@ -1,0 +1,165 @@
+//! What a line of cited code is, pure: a comment or code (block comments and docstrings
+//! opened above count), inside an open test module or not, and which searched names it calls.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use super::relevance::LineMatches;
+
+/// Whether a line is a comment (or a doc comment) rather than code: `//`, `/*`, a block
+/// comment's ` * ` line, `# ` (not `#[…]`, `#define`, `#include`), `-- `, a docstring's `"""`.
+/// `*ptr = …` and `#define X` are code.
+pub(crate) fn is_comment(line: &str) -> bool {
+    let t = line.trim_start();
+    let then = |prefix: &str| {
+        t.strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '/', '!']))
+    };
+    t.starts_with("//")
+        || t.starts_with("/*")
+        || then("*")
+        || then("#")
+        || t.starts_with("##")
+        || then("--")
+        || t.starts_with("\"\"\"")
+}
+
+/// Per line of `cited`: whether it is a comment — a comment line, or a line inside a block
+/// comment (`/* … */`) or, in Python, a docstring (`"""`) that the lines `before` opened. A
+/// `/*` or `*/` inside a string (an odd number of `"` before it) is not one.
+pub(super) fn comment_lines(path: &str, before: &str, cited: &str) -> Vec<bool> {
+    let python = path.ends_with(".py") || path.ends_with(".pyi");
+    let mut block = false;
+    let mut doc = false;
+    let step = |line: &str, block: &mut bool, doc: &mut bool| {
+        let mut rest = line;
+        let mut quotes = 0;
+        while let Some(i) = rest.find(['"', '/', '*']) {
+            let tail = &rest[i..];
+            if python && tail.starts_with("\"\"\"") {
+                *doc = !*doc;
+                rest = &tail[3..];
+                continue;
+            }
+            if tail.starts_with('"') {
+                quotes += 1;
+            } else if !*block && quotes % 2 == 0 && tail.starts_with("/*") {
+                *block = true;
+                rest = &tail[2..];
+                continue;
+            } else if *block && tail.starts_with("*/") {
+                *block = false;
+                rest = &tail[2..];
+                continue;
+            }
+            rest = &tail[1..];
+        }
+    };
+    for line in before.lines() {
+        step(line, &mut block, &mut doc);
+    }
+    cited
+        .lines()
+        .map(|line| {
+            let inside = block || doc;
+            step(line, &mut block, &mut doc);
+            inside || is_comment(line)
+        })
+        .collect()
+}
+
+/// The different searched names the code of the first `cited` of `lines` calls (comments
+/// passed over), lower-cased.
+pub(super) fn called_searched(
+    lines: &[&str],
+    cited: usize,
+    comments: &[bool],
+    matched: &LineMatches<'_>,
+) -> Vec<String> {
+    let mut called: Vec<String> = Vec::new();
+    for n in (0..cited.min(lines.len())).filter(|n| !comments.get(*n).copied().unwrap_or(false)) {
+        for name in searched_calls(lines[n], |name| matched.holds(n, name)) {
+            if !called.contains(&name) {
+                called.push(name);
+            }
+        }
+    }
+    called
+}
+
+/// The names a line of code calls that a search matched (`retry_delay(3)`), lower-cased:
+/// each is a use.
+pub(super) fn searched_calls(line: &str, searched: impl Fn(&str) -> bool) -> Vec<String> {
+    static CALL: OnceLock<Regex> = OnceLock::new();
+    let call = CALL.get_or_init(|| {
+        Regex::new(r"([\p{XID_Start}_][\p{XID_Continue}]*)\s*(?:::<[^>]*>)?\(")
+            .expect("a valid pattern")
+    });
+    call.captures_iter(line)
+        .filter(|m| searched(&m[1]))
+        .map(|m| m[1].to_lowercase())
+        .collect()
+}
+
+/// Whether the lines before a place leave it inside a test module: a `#[cfg(test)]` whose
+/// next item is a `mod … {` that no line at the left margin has closed since. (An item of
+/// its own under `#[cfg(test)]` — a `use`, a helper — opens no module.)
+pub(super) fn in_test_module(before: &str) -> bool {
+    let lines: Vec<&str> = before.lines().collect();
+    let Some(attr) = lines.iter().rposition(|l| l.trim() == "#[cfg(test)]") else {
+        return false;
+    };
+    let mut rest = lines[attr + 1..].iter();
+    let opens_module = rest
+        .by_ref()
+        .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with("#["))
+        .is_some_and(|l| {
+            let t = l.trim_start();
+            (t.starts_with("mod ") || t.starts_with("pub mod ") || t.starts_with("pub(crate) mod "))
+                && t.trim_end().ends_with('{')
+        });
+    opens_module && !rest.any(|l| l.starts_with('}'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_are_told_from_code_in_every_common_form() {
+        for comment in [
+            "// x", "/// x", "  * x", " */", "# x", "#", "-- x", "/* x */",
+        ] {
+            assert!(is_comment(comment), "{comment}");
+        }
+        for code in [
+            "*delay = next(*delay);",
+            "#define RETRY 3",
+            "#[test]",
+            "x -= 1;",
+        ] {
+            assert!(!is_comment(code), "{code}");
+        }
+        // A block comment opened above, or a docstring in Python, holds the cited lines.
+        let cited = "fn beta() {}\n*/\nfn gamma() {}\n";
+        assert_eq!(comment_lines("a.rs", "/* old:", cited), [true, true, false]);
+        assert_eq!(
+            comment_lines("a.rs", "let g = \"**/*.rs\";", "fn beta() {}\n"),
+            [false],
+            "a /* inside a string opens nothing"
+        );
+        assert_eq!(comment_lines("a.py", "\"\"\"Doc.", "def beta():\n"), [true]);
+        assert_eq!(comment_lines("a.rs", "\"\"\"", "fn beta() {}\n"), [false]);
+    }
+
+    #[test]
+    fn only_a_test_module_still_open_makes_test_code() {
+        assert!(in_test_module(
+            "fn a() {}\n#[cfg(test)]\nmod tests {\n    fn t() {\n"
+        ));
+        assert!(!in_test_module("#[cfg(test)]\nuse std::fmt;\nfn a() {\n"));
+        assert!(!in_test_module("#[cfg(test)]\nmod tests {\n}\nfn a() {\n"));
+        assert!(!in_test_module(""));
+    }
+}
