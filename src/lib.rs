@@ -96,8 +96,8 @@
 //!   through.
 //! - [`text`] — sentences (`text/sentences.rs`: a sentence never ends at an abbreviation; a
 //!   wrapped line stays in its sentence) and the binding rule ([`text::binds`]: never, don't,
-//!   always, only, must, from now on), the word splitter and the stop list
-//!   (`text/words.rs`; the ledger keeps a list of its own of conversational words too common
+//!   always, only, must, from now on), the word splitter, the stop list and the conjunctions
+//!   of several words (`text/words.rs`; the ledger keeps a list of its own of conversational words too common
 //!   to tie a turn to a pin, and the explorer splits code tokens its own way), one-line forms,
 //!   fence stripping, a path's lexical normal form and `within`.
 //! - [`tokens`] — the [`tokens::Tokenizer`] trait, o200k_base counted by `tokens/bpe.rs` (the

@@ -80,6 +80,7 @@ pub(super) fn is_identifier(w: &str) -> bool {
 pub(super) fn content_words(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut before = String::new();
+    let text = crate::text::without_conjunctions(text);
     for w in text.split(|c: char| !c.is_alphanumeric() && c != '_' && c != '-') {
         let w = w.trim_matches('-');
         let lower = w.to_lowercase();

@@ -428,6 +428,7 @@ fn content_words(question: &str) -> Vec<Option<String>> {
         regex::Regex::new(&format!(r"(?i)\b(?:{EXAMPLE_MARKERS})")).expect("static regex")
     });
     let content = markers.replace_all(question, " ");
+    let content = crate::text::without_conjunctions(&content);
     // Each piece, and whether it is code: an identifier is a term of its own, and a kind noun
     // beside one (`the SmallIndex type`, `function load_config`) says what it is, not what to
     // search for.

@@ -6,7 +6,7 @@ mod words;
 
 pub(crate) use sentences::sentences;
 pub use sentences::{binding_sentences, binds, normalise, without_binding};
-pub(crate) use words::{is_stop_word, words};
+pub(crate) use words::{is_stop_word, without_conjunctions, words};
 
 /// A text on one line: every run of whitespace as one space, none at the ends.
 #[inline]

@@ -165,6 +165,19 @@ pub(crate) fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
 
+/// English conjunctions of several words, each as a whole a function word like those on the
+/// stop list: `soon` in "as soon as" asks for no passage about soonness.
+const CONJUNCTIONS: &str =
+    r"(?i)\b(?:as soon as|as long as|as well as|as far as|in order to|even though|rather than)\b";
+
+/// `text` with its multi-word conjunctions ([`CONJUNCTIONS`]) replaced by `;`, a break no
+/// compound of adjacent words spans.
+pub(crate) fn without_conjunctions(text: &str) -> std::borrow::Cow<'_, str> {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| regex::Regex::new(CONJUNCTIONS).expect("a valid pattern"))
+        .replace_all(text, " ; ")
+}
+
 /// The words of a text: its maximal runs of alphanumeric characters, in order.
 #[inline]
 pub(crate) fn words(text: &str) -> impl Iterator<Item = &str> {
@@ -175,6 +188,23 @@ pub(crate) fn words(text: &str) -> impl Iterator<Item = &str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn multi_word_conjunctions_are_no_content() {
+        assert_eq!(
+            without_conjunctions("set to zero as soon as draining starts"),
+            "set to zero  ;  draining starts"
+        );
+        assert_eq!(
+            without_conjunctions("As long as it holds, and the soonest"),
+            " ;  it holds, and the soonest"
+        );
+        // A word of one alone is content.
+        assert_eq!(
+            without_conjunctions("how long is the queue"),
+            "how long is the queue"
+        );
+    }
 
     #[test]
     fn stop_words_are_sorted_for_binary_search() {
