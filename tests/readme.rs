@@ -101,6 +101,7 @@ fn the_flags_defaults_are_the_documented_ones() {
         &[
             ("--agents", "4"),
             ("--max-subagents", "32"),
+            ("--max-waves", "2"),
             ("--max-turns", "12"),
             ("--max-tool-calls", "60"),
             ("--max-tokens", "400000"),

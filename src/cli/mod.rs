@@ -339,8 +339,9 @@ struct ExploreArgs {
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     max_subagents: u32,
     /// Most waves: the first plan, then follow-ups planned from the checkpoint after each wave
-    /// (a name an answer uses, traced where it was not searched). A run stops sooner when a
-    /// wave adds no settled conclusion or the question asks only where something is.
+    /// (names the first three answers use, at most two a wave, traced where they were not
+    /// searched; only an exploration of a tree plans them). A run stops sooner when a wave adds
+    /// no settled conclusion or the question asks only where something is.
     #[arg(long, default_value_t = baton::DEFAULT_MAX_WAVES as u32, value_parser = clap::value_parser!(u32).range(1..=100))]
     max_waves: u32,
     /// Shards (subagents) to split the tree into; default: one per agent, or one per MiB of files when that is more (at most --max-subagents, at most one per file).

@@ -435,6 +435,11 @@ mod tests {
         assert!(!asks_count("Many tries are made: which ones?"));
         assert_eq!(content_words("how many tries"), vec!["tries"]);
         assert_eq!(content_words("many tries"), vec!["many", "tries"]);
+        // A conjunction of several words is no content either.
+        assert_eq!(
+            content_words("zero as soon as draining starts"),
+            vec!["zero", "draining", "starts"]
+        );
         let words: Vec<String> = question_words("How many tries are made?")
             .into_iter()
             .map(|(w, _)| w)

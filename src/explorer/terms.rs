@@ -101,6 +101,7 @@ const ASKING: &[&str] = &[
     "locat",
     "location",
     "mean",
+    "reach",
     "referenc",
     "resid",
     "show",
@@ -219,8 +220,9 @@ fn compound_pattern(parts: &[String]) -> String {
 
 /// A stem as a regex for both its spellings: one that ends in `y` (`retry`, from `retries`)
 /// also as `ie` (`RETRIES`, `retried`), so a stem never loses the word it was taken from. A
-/// verb whose stem ends in `d` after a vowel or `n` (`collid`, `includ`, `extend`) is also
-/// spelled with the `s` of its noun (`collision`, `inclusion`, `extension`).
+/// verb whose stem of five letters or more ends in `d` after a vowel or `n` (`decid`,
+/// `collid`, `extend`) is also spelled with the `s` of its noun (`decision`, `collision`,
+/// `extension`).
 fn spelled(stem: &str) -> String {
     if let Some(base) = stem.strip_suffix('y') {
         if base.len() >= 3 {
@@ -229,7 +231,7 @@ fn spelled(stem: &str) -> String {
     }
     if let Some(base) = stem.strip_suffix('d') {
         let before = base.chars().last().unwrap_or(' ');
-        if stem.len() >= 6 && "aeioun".contains(before) {
+        if stem.len() >= 5 && "aeioun".contains(before) {
             return format!("{}(?:d|s)", regex::escape(base));
         }
     }
@@ -600,6 +602,7 @@ mod tests {
             "in which module is load_config_file located?",
             "what file is load_config_file in?",
             "where is load_config_file called?",
+            "how does load_config_file reach it?",
             "where is load_config_file defined?",
             "where is load_config_file declared?",
             "how is load_config_file implemented?",
@@ -704,15 +707,37 @@ mod tests {
         assert_eq!(uses, ["timeout"]);
         assert_eq!(stem("class"), "class");
         // A verb in -de finds its noun in -sion, and still itself.
-        let collide = terms("which names collide?");
-        let word = collide.iter().find(|t| t.label == "collide").unwrap();
-        for pattern in [word.pattern.clone(), mention_pattern(word)] {
-            let re = regex::RegexBuilder::new(&pattern)
-                .case_insensitive(true)
-                .build()
-                .unwrap();
-            assert!(re.is_match("hash collisions") && re.is_match("if keys collide"));
-            assert!(!re.is_match("collie"), "{pattern}");
+        for (question, label, noun, verb) in [
+            (
+                "which names collide?",
+                "collide",
+                "hash collisions",
+                "if keys collide",
+            ),
+            (
+                "where do we decide routes?",
+                "decide",
+                "route_decision",
+                "decided here",
+            ),
+        ] {
+            let t = terms(question);
+            let word = t.iter().find(|t| t.label == label).unwrap();
+            for pattern in [word.pattern.clone(), mention_pattern(word)] {
+                let re = regex::RegexBuilder::new(&pattern)
+                    .case_insensitive(true)
+                    .build()
+                    .unwrap();
+                assert!(re.is_match(noun) && re.is_match(verb), "{pattern}");
+                assert!(!re.is_match("collie") && !re.is_match("decay"), "{pattern}");
+            }
         }
+        // A conjunction of several words gives no term.
+        let labels: Vec<String> = terms("what resets the length as soon as draining starts?")
+            .into_iter()
+            .map(|t| t.label)
+            .collect();
+        assert!(!labels.iter().any(|l| l.contains("soon")), "{labels:?}");
+        assert!(labels.contains(&"draining".to_string()), "{labels:?}");
     }
 }

@@ -69,8 +69,8 @@ pub(super) fn comment_lines(path: &str, before: &str, cited: &str) -> Vec<bool> 
         .collect()
 }
 
-/// The different searched names the code of the first `cited` of `lines` calls (comments
-/// passed over), lower-cased.
+/// The searched names the code of the first `cited` of `lines` calls (comments and
+/// definitions passed over), lower-cased, one for each different search that finds one.
 pub(super) fn called_searched(
     lines: &[&str],
     cited: usize,
@@ -78,9 +78,12 @@ pub(super) fn called_searched(
     matched: &LineMatches<'_>,
 ) -> Vec<String> {
     let mut called: Vec<String> = Vec::new();
+    let mut patterns: Vec<usize> = Vec::new();
     for n in (0..cited.min(lines.len())).filter(|n| !comments.get(*n).copied().unwrap_or(false)) {
         for name in searched_calls(lines[n], |name| matched.holds(n, name)) {
-            if !called.contains(&name) {
+            // Two names one search found (`retry_delay`, `retry_count`) are one searched term.
+            if let Some(p) = matched.holding(n, &name).filter(|p| !patterns.contains(p)) {
+                patterns.push(p);
                 called.push(name);
             }
         }
@@ -97,7 +100,14 @@ pub(super) fn searched_calls(line: &str, searched: impl Fn(&str) -> bool) -> Vec
             .expect("a valid pattern")
     });
     call.captures_iter(line)
-        .filter(|m| searched(&m[1]))
+        .filter(|m| {
+            // `fn load_config(` defines the name; it does not call it.
+            let before = line[..m.get(1).map_or(0, |g| g.start())].trim_end();
+            let defined = ["fn", "def", "function", "func"]
+                .iter()
+                .any(|k| before.ends_with(k));
+            !defined && searched(&m[1])
+        })
         .map(|m| m[1].to_lowercase())
         .collect()
 }

@@ -14,8 +14,8 @@
 //! - Only a handoff that passed the contract is merged into the report.
 //! - Every subagent's first context is compiled from the checkpoint for its role; its tools
 //!   are its role profile's, never more.
-//! - The second wave (a verifier over the conclusions of repaired handoffs) is planned at most
-//!   once, after every explorer has ended, and never after `Cancel`.
+//! - The verifier's check (a verifier over the conclusions of repaired handoffs) is planned at most
+//!   once, after the last wave's explorers have ended, and never after `Cancel`.
 //! - After `Cancel`, no subagent is spawned; running ones are stopped and recorded as
 //!   cancelled; the report holds what was handed off before.
 

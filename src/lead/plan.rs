@@ -13,7 +13,7 @@ use crate::text::one_line;
 pub(crate) struct Shard {
     pub(crate) paths: Vec<String>,
     pub(crate) bytes: u64,
-    /// The role of the subagent that takes it (`explorer`, or `verifier` in a second wave).
+    /// The role of the subagent that takes it (`explorer`, or `verifier` after the last wave).
     pub(crate) role: RoleId,
     /// Its own question, when a lead model planned it (asked besides the run's).
     pub(crate) question: Option<String>,

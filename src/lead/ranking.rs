@@ -316,7 +316,7 @@ fn facts(c: &Conclusion, files: &dyn Files, rarity: &Rarity) -> Facts {
         let weights: Vec<f64> = (0..cited_lines).map(|n| matched.weight(n)).collect();
         heaviest = weights.iter().copied().fold(heaviest, f64::max);
         let calls_here = called_searched(&lines, cited_lines, &comments, &matched);
-        if calls_here.len() >= 2 {
+        if calls_here.len() >= 2 && factor > 0.4 {
             tied.extend(calls_here);
         }
         let here = if factor <= 0.4 {
@@ -577,12 +577,23 @@ mod tests {
             "src/c.rs",
             "pub fn go() {\n    let d = retry_delay(3);\n}\n",
         );
+        files.insert(
+            "src/d.rs",
+            "pub fn go() {\n    let d = retry_delay(3);\n    retry_count(d);\n}\n",
+        );
+        files.insert(
+            "src/e.rs",
+            "pub fn load_config() {\n    let d = retry_delay(3);\n}\n",
+        );
         let role = |source: &str| {
             let claim = "`go` calls `retry_delay` at line 2: `let d = retry_delay(3);`";
             facts(&finding(claim, source), &files, &rarity()).role
         };
         assert_eq!(role("src/b.rs:1-4"), Role::Computes);
         assert_eq!(role("src/c.rs:1-3"), Role::Uses);
+        // Two names one search finds are one term; a definition is no call.
+        assert_eq!(role("src/d.rs:1-4"), Role::Uses);
+        assert_eq!(role("src/e.rs:1-3"), Role::Uses);
         // What it ties weighs with its claim: the claim names one call, the code two.
         let weight = |source: &str| {
             let claim = "`go` calls `retry_delay` at line 2: `let d = retry_delay(3);`";

@@ -295,13 +295,16 @@ impl LineMatches<'_> {
     /// Whether `word`, a piece of line `n`, holds a pattern that line matches: a word can
     /// hold no searched pattern its line does not.
     pub(crate) fn holds(&self, n: usize, word: &str) -> bool {
-        self.per_line.get(n).is_some_and(|hits| {
-            hits.iter().any(|i| {
-                self.compiled
-                    .iter()
-                    .find(|(j, _)| j == i)
-                    .is_some_and(|(_, re)| re.is_match(word))
-            })
+        self.holding(n, word).is_some()
+    }
+
+    /// The first pattern line `n` matches that `word`, a piece of it, holds.
+    pub(crate) fn holding(&self, n: usize, word: &str) -> Option<usize> {
+        self.per_line.get(n)?.iter().copied().find(|i| {
+            self.compiled
+                .iter()
+                .find(|(j, _)| j == i)
+                .is_some_and(|(_, re)| re.is_match(word))
         })
     }
 }

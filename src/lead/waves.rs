@@ -77,8 +77,9 @@ pub(crate) fn wants_follow_ups(question: &str) -> bool {
         "invokes",
         "invoked",
     ];
+    // A name (`set_trace_id`) is one token: its parts ask nothing.
     let words: Vec<String> = question
-        .split(|c: char| !c.is_alphanumeric())
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
         .collect();
@@ -194,6 +195,18 @@ pub(crate) fn names_in(claim: &str) -> Vec<String> {
 /// The names the code of `cited` calls (`name(`), at least four characters long: the
 /// callees a finding's lines lead to. Comment lines are passed over.
 pub(crate) fn callees_in(cited: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (_, name) in calls_by_line(cited) {
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// Every call in the code of `cited` (comment lines and definitions passed over), with the
+/// index of its line, in order.
+fn calls_by_line(cited: &str) -> Vec<(usize, String)> {
     static CALL: OnceLock<Regex> = OnceLock::new();
     let call = CALL.get_or_init(|| {
         Regex::new(r"([\p{XID_Start}_][\p{XID_Continue}]*)\s*(?:::<[^>]*>)?\(")
@@ -202,8 +215,11 @@ pub(crate) fn callees_in(cited: &str) -> Vec<String> {
     const KEYWORDS: &[&str] = &[
         "while", "match", "return", "loop", "else", "assert", "panic",
     ];
-    let mut out: Vec<String> = Vec::new();
-    for line in cited.lines().filter(|l| !super::code_lines::is_comment(l)) {
+    let mut out = Vec::new();
+    for (n, line) in cited.lines().enumerate() {
+        if super::code_lines::is_comment(line) {
+            continue;
+        }
         for c in call.captures_iter(line) {
             let name = &c[1];
             let before = line[..c.get(1).map_or(0, |m| m.start())].trim_end();
@@ -214,36 +230,45 @@ pub(crate) fn callees_in(cited: &str) -> Vec<String> {
                 && name.chars().count() >= 4
                 && !PRELUDE.contains(&name)
                 && !KEYWORDS.contains(&name)
-                && !out.iter().any(|n| n == name)
             {
-                out.push(name.to_string());
+                out.push((n, name.to_string()));
             }
         }
     }
     out
 }
 
-/// `names` ordered by how near their first call is to the line the claim quotes (its last
-/// backticked span) in `cited`: what the evidence itself touches first. Without a quote found
-/// there, the order stays.
+/// `names` ordered by how near their nearest call in the code of `cited` is to the line the
+/// claim quotes (its longest backticked span): what the evidence itself touches first. Without
+/// the quote found there, the order stays.
 fn nearest_first(mut names: Vec<String>, cited: &str, claim: &str) -> Vec<String> {
-    let quote = claim.rsplit('`').nth(1).map(str::trim).unwrap_or("");
-    let Some(at) = (!quote.is_empty()).then(|| cited.find(quote)).flatten() else {
+    let quote = claim
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::trim)
+        .max_by_key(|q| q.len())
+        .unwrap_or("");
+    let Some(quoted) = (!quote.is_empty())
+        .then(|| cited.lines().position(|l| l.contains(quote)))
+        .flatten()
+    else {
         return names;
     };
-    let line_of = |offset: usize| cited[..offset].matches('\n').count();
-    let quoted = line_of(at);
-    names.sort_by_key(|name| {
-        cited
-            .find(&format!("{name}("))
-            .or_else(|| cited.find(name.as_str()))
-            .map_or(usize::MAX, |o| line_of(o).abs_diff(quoted))
+    let calls = calls_by_line(cited);
+    names.sort_by_cached_key(|name| {
+        calls
+            .iter()
+            .filter(|(_, called)| called == name)
+            .map(|(n, _)| n.abs_diff(quoted))
+            .min()
+            .unwrap_or(usize::MAX)
     });
     names
 }
 
-/// The follow-ups the checkpoint calls for, in order; none when every name the answers use
-/// was already searched everywhere the first wave looked.
+/// The follow-ups the checkpoint calls for, in order; none when every name the first three
+/// answers use was already searched everywhere the first wave looked.
 pub(crate) fn follow_ups(cp: &Checkpointed<'_>) -> Vec<FollowUp> {
     let mut out: Vec<FollowUp> = Vec::new();
     let mut seen: BTreeSet<String> = BTreeSet::new();
@@ -469,7 +494,7 @@ impl LeadState {
             self.fleet.stopped_because = Some(if answers.is_empty() {
                 "no answer to follow from: the waves settled no finding".into()
             } else {
-                "nothing left to follow: every name the answers use was searched wherever the first wave looked".into()
+                "nothing left to follow: every name the first three answers use was searched wherever the first wave looked".into()
             });
             return false;
         }
@@ -697,7 +722,7 @@ mod tests {
             answer("fourth_name"),
         ];
         let planned = asked(checkpoint(&four));
-        assert_eq!(planned.len(), MAX_FOLLOW_UPS);
+        assert_eq!(planned.len(), 2);
         assert!(planned[0].contains("`first_name`") && planned[1].contains("`second_name`"));
         let fourth_only = asked(checkpoint(&[
             answer("go"),
@@ -708,6 +733,15 @@ mod tests {
         assert!(
             fourth_only.iter().all(|q| !q.contains("fourth_name")),
             "{fourth_only:?}"
+        );
+        let third = asked(checkpoint(&[
+            answer("go"),
+            answer("go"),
+            answer("third_name"),
+        ]));
+        assert!(
+            third.iter().any(|q| q.contains("`third_name`")),
+            "{third:?}"
         );
     }
 
@@ -733,10 +767,25 @@ mod tests {
             nearest_first(callees_in(cited), cited, claim),
             ["flush_pages", "collect_pages"]
         );
-        // No quote found in the cited text: the order stays.
+        // No quote, or a quote not found in the cited text: the order stays.
+        for claim in ["start calls things", "line 9: `not_in_the_text(q)`"] {
+            assert_eq!(
+                nearest_first(callees_in(cited), cited, claim),
+                ["collect_pages", "flush_pages"]
+            );
+        }
+        // The longest span is the quote (not a callee named after it), and a name counts by
+        // its nearest call in code, not by a comment or a longer name holding it.
+        let cited = "fn a() {\n    // flush_pages(old)\n    unflush_pages(x);\n    collect_pages(y);\n    if ok(p) { flush_pages(&p); }\n}\n";
+        let claim =
+            "In `a`, line 5: `if ok(p) { flush_pages(&p); }`; it calls `collect_pages` at line 4";
         assert_eq!(
-            nearest_first(callees_in(cited), cited, "start calls things"),
-            ["collect_pages", "flush_pages"]
+            nearest_first(
+                vec!["collect_pages".into(), "flush_pages".into()],
+                cited,
+                claim
+            ),
+            ["flush_pages", "collect_pages"]
         );
     }
 
@@ -752,6 +801,7 @@ mod tests {
         assert!(wants_follow_ups(
             "What starts the worker, and what does it call each time it wakes up?"
         ));
+        assert!(!wants_follow_ups("where is set_trace_id?"));
     }
 
     #[test]
