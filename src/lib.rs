@@ -397,7 +397,8 @@
 //! use), then weight; findings on overlapping lines merged; those naming the subject and
 //! scoring at least half the best of the question's own findings answer; the rest are listed
 //! as also found, each with its `rank_reason`; `lead/code_lines.rs`: what a cited line is
-//! (pure): a comment or code, inside an open test module, the searched names it calls;
+//! (pure): a comment or code, inside an open test module, the names it calls (searched ones;
+//! those worth a follow-up);
 //! `lead/waves.rs`: waves — after a wave ends, a pure planner proposes follow-ups from the
 //! checkpoint (names the first three answers' claims or cited code use, the calls nearest
 //! the quoted line first, two a wave, traced where no subagent searched them; a follow-up's

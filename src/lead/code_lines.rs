@@ -1,5 +1,6 @@
 //! What a line of cited code is, pure: a comment or code (block comments and docstrings
-//! opened above count), inside an open test module or not, and which searched names it calls.
+//! opened above count), inside an open test module or not, which names it calls (searched
+//! ones, and those worth tracing in a follow-up).
 
 use std::sync::OnceLock;
 
@@ -91,24 +92,30 @@ pub(super) fn called_searched(
     called
 }
 
-/// The names a line of code calls that a search matched (`retry_delay(3)`), lower-cased:
-/// each is a use.
-pub(super) fn searched_calls(line: &str, searched: impl Fn(&str) -> bool) -> Vec<String> {
+/// The names a line of code calls (`name(`, `name::<T>(`), in order; `fn load_config(`
+/// defines the name, it does not call it.
+fn calls(line: &str) -> impl Iterator<Item = &str> {
     static CALL: OnceLock<Regex> = OnceLock::new();
     let call = CALL.get_or_init(|| {
         Regex::new(r"([\p{XID_Start}_][\p{XID_Continue}]*)\s*(?:::<[^>]*>)?\(")
             .expect("a valid pattern")
     });
-    call.captures_iter(line)
-        .filter(|m| {
-            // `fn load_config(` defines the name; it does not call it.
-            let before = line[..m.get(1).map_or(0, |g| g.start())].trim_end();
-            let defined = ["fn", "def", "function", "func"]
-                .iter()
-                .any(|k| before.ends_with(k));
-            !defined && searched(&m[1])
-        })
-        .map(|m| m[1].to_lowercase())
+    call.captures_iter(line).filter_map(move |c| {
+        let name = c.get(1)?;
+        let before = line[..name.start()].trim_end();
+        let defined = ["fn", "def", "function", "func"]
+            .iter()
+            .any(|k| before.ends_with(k));
+        (!defined).then_some(name.as_str())
+    })
+}
+
+/// The names a line of code calls that a search matched (`retry_delay(3)`), lower-cased:
+/// each is a use.
+pub(super) fn searched_calls(line: &str, searched: impl Fn(&str) -> bool) -> Vec<String> {
+    calls(line)
+        .filter(|name| searched(name))
+        .map(str::to_lowercase)
         .collect()
 }
 
@@ -130,6 +137,144 @@ pub(super) fn in_test_module(before: &str) -> bool {
                 && t.trim_end().ends_with('{')
         });
     opens_module && !rest.any(|l| l.starts_with('}'))
+}
+
+/// Names too common to trace: a language's prelude and its commonest methods.
+const PRELUDE: &[&str] = &[
+    "Some",
+    "None",
+    "Self",
+    "self",
+    "String",
+    "Vec",
+    "Option",
+    "Result",
+    "Box",
+    "Arc",
+    "Rc",
+    "clone",
+    "into",
+    "unwrap",
+    "expect",
+    "iter",
+    "push",
+    "insert",
+    "get",
+    "len",
+    "new",
+    "from",
+    "default",
+    "format",
+    "println",
+    "write",
+    "as_ref",
+    "as_str",
+    "to_string",
+    "is_some",
+    "is_none",
+    "is_empty",
+    "map",
+    "and_then",
+    "ok_or",
+    "unwrap_or",
+    "collect",
+    "to_owned",
+    "borrow",
+    "lock",
+    "Default",
+    "Debug",
+    "Clone",
+    "return",
+    "match",
+    "true",
+    "false",
+    "write_all",
+    "flush",
+    "is_ok",
+    "is_err",
+    "from_millis",
+    "from_secs",
+    "sleep",
+    "spawn",
+    "join",
+    "send",
+    "recv",
+    "read_to_string",
+    "to_vec",
+    "extend",
+    "contains",
+    "starts_with",
+    "ends_with",
+    "split",
+    "trim",
+    "parse",
+    "with_capacity",
+    "append",
+    "remove",
+    "print",
+];
+
+/// The names a finding's quoted code uses that are worth tracing: identifiers with an
+/// underscore or an inner capital, or called (`name(`), at least four characters long.
+pub(super) fn names_in(claim: &str) -> Vec<String> {
+    static IDENT: OnceLock<Regex> = OnceLock::new();
+    let ident = IDENT.get_or_init(|| {
+        Regex::new(r"[\p{XID_Start}_][\p{XID_Continue}]*(\s*\()?").expect("a valid pattern")
+    });
+    let mut out = Vec::new();
+    for (i, quoted) in claim.split('`').enumerate() {
+        if i % 2 == 0 {
+            continue;
+        }
+        for m in ident.find_iter(quoted) {
+            let text = m.as_str();
+            let called = text.ends_with('(');
+            let name = text.trim_end_matches('(').trim_end();
+            let shaped = name.contains('_') && name.trim_matches('_').contains('_')
+                || name.chars().skip(1).any(|c| c.is_ascii_uppercase())
+                    && name.chars().any(|c| c.is_ascii_lowercase());
+            if name.chars().count() >= 4
+                && (shaped || called)
+                && !PRELUDE.contains(&name)
+                && !out.iter().any(|n: &String| n == name)
+            {
+                out.push(name.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The names the code of `cited` calls (`name(`), at least four characters long: the
+/// callees a finding's lines lead to. Comment lines are passed over.
+pub(super) fn callees_in(cited: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (_, name) in calls_by_line(cited) {
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// Every call in the code of `cited` (comment lines and definitions passed over), with the
+/// index of its line, in order.
+pub(super) fn calls_by_line(cited: &str) -> Vec<(usize, String)> {
+    const KEYWORDS: &[&str] = &[
+        "while", "match", "return", "loop", "else", "assert", "panic",
+    ];
+    let mut out = Vec::new();
+    for (n, line) in cited.lines().enumerate() {
+        if is_comment(line) {
+            continue;
+        }
+        for name in calls(line) {
+            if name.chars().count() >= 4 && !PRELUDE.contains(&name) && !KEYWORDS.contains(&name) {
+                out.push((n, name.to_string()));
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -171,5 +316,26 @@ mod tests {
         assert!(!in_test_module("#[cfg(test)]\nuse std::fmt;\nfn a() {\n"));
         assert!(!in_test_module("#[cfg(test)]\nmod tests {\n}\nfn a() {\n"));
         assert!(!in_test_module(""));
+    }
+
+    #[test]
+    fn names_worth_tracing_are_taken_from_quoted_code() {
+        let names = names_in(
+            "In `start` (fn in a/run.rs), line 4: `let pages = flush_pages(&mut self.cache).unwrap();` — mentions `Some`",
+        );
+        assert_eq!(names, ["flush_pages"]);
+        assert!(names_in("no quotes: flush_pages()").is_empty());
+    }
+
+    #[test]
+    fn names_are_whole_unicode_identifiers() {
+        assert_eq!(
+            names_in("`démarrer_moteur()` calls `allumer_étincelle(x)`"),
+            ["démarrer_moteur", "allumer_étincelle"]
+        );
+        assert_eq!(
+            callees_in("    allumer_étincelle();\n"),
+            ["allumer_étincelle"]
+        );
     }
 }

@@ -5,10 +5,10 @@
 //! budget runs out, the question needs no follow-up, or `--max-waves` is reached.
 
 use std::collections::BTreeSet;
-use std::sync::OnceLock;
 
 use regex::Regex;
 
+use super::code_lines::{callees_in, calls_by_line, names_in};
 use super::plan::Shard;
 use super::state::LeadState;
 use super::{journal, merge};
@@ -84,158 +84,6 @@ pub(crate) fn wants_follow_ups(question: &str) -> bool {
         .map(str::to_lowercase)
         .collect();
     words.iter().any(|w| CONNECTING.contains(&w.as_str()))
-}
-
-/// Names too common to trace: a language's prelude and its commonest methods.
-const PRELUDE: &[&str] = &[
-    "Some",
-    "None",
-    "Self",
-    "self",
-    "String",
-    "Vec",
-    "Option",
-    "Result",
-    "Box",
-    "Arc",
-    "Rc",
-    "clone",
-    "into",
-    "unwrap",
-    "expect",
-    "iter",
-    "push",
-    "insert",
-    "get",
-    "len",
-    "new",
-    "from",
-    "default",
-    "format",
-    "println",
-    "write",
-    "as_ref",
-    "as_str",
-    "to_string",
-    "is_some",
-    "is_none",
-    "is_empty",
-    "map",
-    "and_then",
-    "ok_or",
-    "unwrap_or",
-    "collect",
-    "to_owned",
-    "borrow",
-    "lock",
-    "Default",
-    "Debug",
-    "Clone",
-    "return",
-    "match",
-    "true",
-    "false",
-    "write_all",
-    "flush",
-    "is_ok",
-    "is_err",
-    "from_millis",
-    "from_secs",
-    "sleep",
-    "spawn",
-    "join",
-    "send",
-    "recv",
-    "read_to_string",
-    "to_vec",
-    "extend",
-    "contains",
-    "starts_with",
-    "ends_with",
-    "split",
-    "trim",
-    "parse",
-    "with_capacity",
-    "append",
-    "remove",
-    "print",
-];
-
-/// The names a finding's quoted code uses that are worth tracing: identifiers with an
-/// underscore or an inner capital, or called (`name(`), at least four characters long.
-pub(crate) fn names_in(claim: &str) -> Vec<String> {
-    static IDENT: OnceLock<Regex> = OnceLock::new();
-    let ident = IDENT.get_or_init(|| {
-        Regex::new(r"[\p{XID_Start}_][\p{XID_Continue}]*(\s*\()?").expect("a valid pattern")
-    });
-    let mut out = Vec::new();
-    for (i, quoted) in claim.split('`').enumerate() {
-        if i % 2 == 0 {
-            continue;
-        }
-        for m in ident.find_iter(quoted) {
-            let text = m.as_str();
-            let called = text.ends_with('(');
-            let name = text.trim_end_matches('(').trim_end();
-            let shaped = name.contains('_') && name.trim_matches('_').contains('_')
-                || name.chars().skip(1).any(|c| c.is_ascii_uppercase())
-                    && name.chars().any(|c| c.is_ascii_lowercase());
-            if name.chars().count() >= 4
-                && (shaped || called)
-                && !PRELUDE.contains(&name)
-                && !out.iter().any(|n: &String| n == name)
-            {
-                out.push(name.to_string());
-            }
-        }
-    }
-    out
-}
-
-/// The names the code of `cited` calls (`name(`), at least four characters long: the
-/// callees a finding's lines lead to. Comment lines are passed over.
-pub(crate) fn callees_in(cited: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for (_, name) in calls_by_line(cited) {
-        if !out.contains(&name) {
-            out.push(name);
-        }
-    }
-    out
-}
-
-/// Every call in the code of `cited` (comment lines and definitions passed over), with the
-/// index of its line, in order.
-fn calls_by_line(cited: &str) -> Vec<(usize, String)> {
-    static CALL: OnceLock<Regex> = OnceLock::new();
-    let call = CALL.get_or_init(|| {
-        Regex::new(r"([\p{XID_Start}_][\p{XID_Continue}]*)\s*(?:::<[^>]*>)?\(")
-            .expect("a valid pattern")
-    });
-    const KEYWORDS: &[&str] = &[
-        "while", "match", "return", "loop", "else", "assert", "panic",
-    ];
-    let mut out = Vec::new();
-    for (n, line) in cited.lines().enumerate() {
-        if super::code_lines::is_comment(line) {
-            continue;
-        }
-        for c in call.captures_iter(line) {
-            let name = &c[1];
-            let before = line[..c.get(1).map_or(0, |m| m.start())].trim_end();
-            let defined = ["fn", "def", "function", "func"]
-                .iter()
-                .any(|k| before.ends_with(k));
-            if !defined
-                && name.chars().count() >= 4
-                && !PRELUDE.contains(&name)
-                && !KEYWORDS.contains(&name)
-            {
-                out.push((n, name.to_string()));
-            }
-        }
-    }
-    out
 }
 
 /// `names` ordered by how near their nearest call in the code of `cited` is to the line the
@@ -650,15 +498,6 @@ mod tests {
     use crate::handoff::finding;
 
     #[test]
-    fn names_worth_tracing_are_taken_from_quoted_code() {
-        let names = names_in(
-            "In `start` (fn in a/run.rs), line 4: `let pages = flush_pages(&mut self.cache).unwrap();` — mentions `Some`",
-        );
-        assert_eq!(names, ["flush_pages"]);
-        assert!(names_in("no quotes: flush_pages()").is_empty());
-    }
-
-    #[test]
     fn a_name_is_followed_only_where_it_was_not_searched() {
         let answers = [(
             finding(
@@ -742,18 +581,6 @@ mod tests {
         assert!(
             third.iter().any(|q| q.contains("`third_name`")),
             "{third:?}"
-        );
-    }
-
-    #[test]
-    fn names_are_whole_unicode_identifiers() {
-        assert_eq!(
-            names_in("`démarrer_moteur()` calls `allumer_étincelle(x)`"),
-            ["démarrer_moteur", "allumer_étincelle"]
-        );
-        assert_eq!(
-            callees_in("    allumer_étincelle();\n"),
-            ["allumer_étincelle"]
         );
     }
 
