@@ -247,11 +247,17 @@ pub(super) fn names_in(claim: &str) -> Vec<String> {
 
 /// The names the code of `cited` calls (`name(`), at least four characters long: the
 /// callees a finding's lines lead to. Comment lines are passed over.
+#[cfg(test)]
 pub(super) fn callees_in(cited: &str) -> Vec<String> {
+    callees_of(&calls_by_line(cited))
+}
+
+/// The different names of `calls` ([`calls_by_line`]), in order.
+pub(super) fn callees_of(calls: &[(usize, String)]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for (_, name) in calls_by_line(cited) {
-        if !out.contains(&name) {
-            out.push(name);
+    for (_, name) in calls {
+        if !out.contains(name) {
+            out.push(name.clone());
         }
     }
     out

@@ -316,7 +316,8 @@ fn facts(c: &Conclusion, files: &dyn Files, rarity: &Rarity) -> Facts {
         let weights: Vec<f64> = (0..cited_lines).map(|n| matched.weight(n)).collect();
         heaviest = weights.iter().copied().fold(heaviest, f64::max);
         let calls_here = called_searched(&lines, cited_lines, &comments, &matched);
-        if calls_here.len() >= 2 && factor > 0.4 {
+        let ties = calls_here.len() >= 2;
+        if ties && factor > 0.4 {
             tied.extend(calls_here);
         }
         let here = if factor <= 0.4 {
@@ -325,7 +326,7 @@ fn facts(c: &Conclusion, files: &dyn Files, rarity: &Rarity) -> Facts {
             // Nothing read holds a term: the claim's own words tell the use.
             Role::Uses
         } else {
-            role_of_lines(&c.claim, &lines, &weights, &comments, &matched)
+            role_of_lines(&c.claim, &lines, &weights, &comments, &matched, ties)
         };
         role = role.min(here);
     }
@@ -349,7 +350,8 @@ fn facts(c: &Conclusion, files: &dyn Files, rarity: &Rarity) -> Facts {
 /// on past them; `weights`: one per cited line). The lines the claim quotes (its hit) decide
 /// when it quotes any; else every line holding a searched term. A definition whose name holds
 /// a searched term defines it — as does a comment documenting one (the next code line, past
-/// comments and attributes); a line calling a searched name uses it; other code computes it;
+/// comments and attributes); a line calling a searched name uses it — unless the cited code
+/// `ties` two or more searched terms by calling them, which computes; other code computes it;
 /// a comment mentions it.
 fn role_of_lines(
     claim: &str,
@@ -357,6 +359,7 @@ fn role_of_lines(
     weights: &[f64],
     comments: &[bool],
     matched: &LineMatches<'_>,
+    ties: bool,
 ) -> Role {
     let quoted: Vec<&str> = claim
         .split('`')
@@ -387,9 +390,6 @@ fn role_of_lines(
             })
             .is_some_and(defines)
     };
-    // Code that calls two or more different searched names ties them together: it is where
-    // they connect, not a mere use of one.
-    let ties = called_searched(lines, cited, comments, matched).len() >= 2;
     chosen
         .into_iter()
         .map(|i| {

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use regex::Regex;
 
-use super::code_lines::{callees_in, calls_by_line, names_in};
+use super::code_lines::{callees_of, calls_by_line, names_in};
 use super::plan::Shard;
 use super::state::LeadState;
 use super::{journal, merge};
@@ -86,10 +86,12 @@ pub(crate) fn wants_follow_ups(question: &str) -> bool {
     words.iter().any(|w| CONNECTING.contains(&w.as_str()))
 }
 
-/// `names` ordered by how near their nearest call in the code of `cited` is to the line the
-/// claim quotes (its longest backticked span): what the evidence itself touches first. Without
-/// the quote found there, the order stays.
-fn nearest_first(mut names: Vec<String>, cited: &str, claim: &str) -> Vec<String> {
+/// The names the code of `cited` calls, ordered by how near their nearest call is to the line
+/// the claim quotes (its longest backticked span): what the evidence itself touches first.
+/// Without the quote found there, in the order they are called.
+fn callees_nearest_first(cited: &str, claim: &str) -> Vec<String> {
+    let calls = calls_by_line(cited);
+    let mut names = callees_of(&calls);
     let quote = claim
         .split('`')
         .skip(1)
@@ -103,7 +105,6 @@ fn nearest_first(mut names: Vec<String>, cited: &str, claim: &str) -> Vec<String
     else {
         return names;
     };
-    let calls = calls_by_line(cited);
     names.sort_by_cached_key(|name| {
         calls
             .iter()
@@ -123,7 +124,7 @@ pub(crate) fn follow_ups(cp: &Checkpointed<'_>) -> Vec<FollowUp> {
     let mut compiled: std::collections::HashMap<String, Option<Regex>> = Default::default();
     for (answer, cited) in cp.answers.iter().take(FOLLOWED_ANSWERS) {
         let mut names = names_in(&answer.claim);
-        for callee in nearest_first(callees_in(cited), cited, &answer.claim) {
+        for callee in callees_nearest_first(cited, &answer.claim) {
             if !names.contains(&callee) {
                 names.push(callee);
             }
@@ -494,6 +495,7 @@ impl LeadState {
 
 #[cfg(test)]
 mod tests {
+    use super::super::code_lines::callees_in;
     use super::*;
     use crate::handoff::finding;
 
@@ -591,13 +593,13 @@ mod tests {
         // The call nearest the quoted line is followed first.
         let claim = "In `start`, line 4: `if ok(p) { flush_pages(&p); }`";
         assert_eq!(
-            nearest_first(callees_in(cited), cited, claim),
+            callees_nearest_first(cited, claim),
             ["flush_pages", "collect_pages"]
         );
         // No quote, or a quote not found in the cited text: the order stays.
         for claim in ["start calls things", "line 9: `not_in_the_text(q)`"] {
             assert_eq!(
-                nearest_first(callees_in(cited), cited, claim),
+                callees_nearest_first(cited, claim),
                 ["collect_pages", "flush_pages"]
             );
         }
@@ -607,12 +609,8 @@ mod tests {
         let claim =
             "In `a`, line 5: `if ok(p) { flush_pages(&p); }`; it calls `collect_pages` at line 4";
         assert_eq!(
-            nearest_first(
-                vec!["collect_pages".into(), "flush_pages".into()],
-                cited,
-                claim
-            ),
-            ["flush_pages", "collect_pages"]
+            callees_nearest_first(cited, claim),
+            ["flush_pages", "collect_pages", "unflush_pages"]
         );
     }
 
