@@ -456,6 +456,7 @@ fn an_oversized_body_is_413_and_a_run_beyond_max_runs_is_429() {
         let big = json!({"kind": "explore", "root": ".", "question": "x".repeat(4096)});
         let answer = send(post_json(&client, &url, &big)).await;
         assert_eq!((answer.status, answer.code()), (413, "body_too_large"));
+        assert_eq!(answer.header("connection"), Some("close"));
         // Without a declared length (chunked), the cap holds as the body is read.
         let stream =
             futures_util::stream::iter((0..8).map(|_| Ok::<_, std::io::Error>(vec![b' '; 1024])));
@@ -465,6 +466,8 @@ fn an_oversized_body_is_413_and_a_run_beyond_max_runs_is_429() {
             .body(reqwest::Body::wrap_stream(stream));
         let answer = send(chunked).await;
         assert_eq!((answer.status, answer.code()), (413, "body_too_large"));
+        // The unread rest of the body ends the connection: the client is told to open anew.
+        assert_eq!(answer.header("connection"), Some("close"));
         let run = start_explore(&client, &serve, ".", slow()).await;
         let second = json!({"kind": "explore", "root": ".", "question": "where is Cache?"});
         let answer = send(post_json(&client, &url, &second)).await;

@@ -62,6 +62,11 @@ impl IntoResponse for Problem {
         if let Some(secs) = self.retry_after {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
+        if status == StatusCode::PAYLOAD_TOO_LARGE {
+            // The rest of the body is never read: the connection cannot carry another
+            // request, and a client that reused it would see its next request cut off.
+            headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
         response
     }
 }
