@@ -511,10 +511,26 @@ impl Report {
             if hidden + more == 0 {
                 out.push('\n');
             }
+            let waves: Vec<String> = self
+                .waves
+                .iter()
+                .map(|w| {
+                    format!(
+                        "wave {}: {} subagent(s), {} added",
+                        w.n,
+                        w.subagents.len(),
+                        w.added
+                    )
+                })
+                .collect();
             out.push_str(&format!(
-                "Stopped: {} (wave(s): {}).\n",
+                "Stopped: {} ({}).\n",
                 self.stopped_because,
-                self.waves.len()
+                if waves.is_empty() {
+                    "no wave".to_string()
+                } else {
+                    waves.join("; ")
+                }
             ));
         }
         out

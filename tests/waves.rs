@@ -130,10 +130,28 @@ async fn a_wave_that_adds_nothing_stops_the_run_and_says_so() {
         ("b/other.rs", "pub fn unrelated() {}\n"),
     ]);
     let (report, events) = explore(tree.path(), "How does start_engine run?", 3).await;
-    assert_eq!(wave_revisions(&events).len(), 1);
+    let revisions = wave_revisions(&events);
+    assert_eq!(revisions.len(), 1);
+    // The revision says what the wave before it added, as ranked then.
+    assert!(
+        revisions[0].starts_with(
+            "wave 2: wave 1 added 1 settled conclusion(s) as ranked then; 1 follow-up(s)"
+        ),
+        "{revisions:?}"
+    );
     assert_eq!(report.waves.len(), 2, "{:?}", report.waves);
     assert_eq!(report.waves[1].added, 0);
     assert_eq!(report.stopped_because, "wave 2 added no settled conclusion");
+    // The markdown's last line says why, and what each wave ran and added.
+    let markdown = report.to_markdown_shown(true);
+    let n = report.waves[0].subagents.len();
+    assert!(
+        markdown.ends_with(&format!(
+            "Stopped: wave 2 added no settled conclusion (wave 1: {n} subagent(s), {} added; wave 2: 1 subagent(s), 0 added).\n",
+            report.waves[0].added
+        )),
+        "{markdown}"
+    );
     assert_eq!(
         report.waves[1].stopped_because.as_deref(),
         Some("wave 2 added no settled conclusion")

@@ -1,6 +1,7 @@
-//! The live progress display on stderr: one line per running subagent (id, role, shard, tool
-//! calls, tokens, cost when the model's price is known, state) and the last few that ended,
-//! and a line with the subagents' cost so far, drawn with indicatif; nothing when stderr is
+//! The live progress display on stderr: one line per wave (what it planned, and what the wave
+//! before it added), one line per running subagent (id, role, shard, tool calls, tokens, cost
+//! when the model's price is known, state) and the last few that ended, and a line with the
+//! subagents' cost so far, drawn with indicatif; nothing when stderr is
 //! not a terminal or `--no-progress` is given.
 
 use std::collections::{HashMap, VecDeque};
@@ -57,6 +58,9 @@ fn human(n: u64) -> String {
 /// the running ones, so a run of thousands holds a screenful.
 const FINISHED_SHOWN: usize = 8;
 
+/// Characters of a plan revision's reason shown on its line.
+const PLAN_SHOWN: usize = 160;
+
 /// The display's state: the running subagents' lines, the last few ended bars, and the
 /// finished subagents' summed cost.
 struct Board {
@@ -70,6 +74,11 @@ struct Board {
     total: ProgressBar,
     /// Whether the subagents' model has a price (its costs are shown).
     priced: bool,
+    /// One line per plan revision (the first plan, each wave of follow-ups, a verifier's
+    /// check): what it planned and why; at most `--max-waves` and a verifier.
+    plans: Vec<ProgressBar>,
+    /// The subagents planned so far.
+    planned: usize,
 }
 
 impl Board {
@@ -86,6 +95,8 @@ impl Board {
             finished_cost: None,
             total,
             priced: false,
+            plans: Vec::new(),
+            planned: 0,
         }
     }
 
@@ -106,6 +117,9 @@ impl Board {
             RunEvent::ModelConfigured { role, config } if role == "subagents" => {
                 self.priced = config.price.is_some();
             }
+            RunEvent::PlanRevised {
+                subagents, reason, ..
+            } => self.plan_revised(subagents.len(), &reason),
             RunEvent::SubagentSpawned {
                 subagent,
                 role,
@@ -173,6 +187,31 @@ impl Board {
             } => self.ended(&subagent, state),
             _ => {}
         }
+    }
+
+    /// A plan revision: a line saying what it planned and why, above the subagents' lines.
+    /// The first is wave 1; a later wave's reason names it and what the wave before added.
+    fn plan_revised(&mut self, subagents: usize, reason: &str) {
+        let fresh = subagents.saturating_sub(self.planned);
+        self.planned = self.planned.max(subagents);
+        let text = if self.plans.is_empty() {
+            format!("wave 1: {fresh} subagent(s): {reason}")
+        } else {
+            reason.to_string()
+        };
+        let text = super::terminal_safe(&text);
+        let shown: String = if text.chars().count() > PLAN_SHOWN {
+            let cut: String = text.chars().take(PLAN_SHOWN - 1).collect();
+            format!("{cut}…")
+        } else {
+            text.into_owned()
+        };
+        let bar = self.multi.insert(
+            self.plans.len(),
+            ProgressBar::new_spinner().with_style(self.style.clone()),
+        );
+        bar.finish_with_message(shown);
+        self.plans.push(bar);
     }
 
     /// A subagent's cost, when its model is priced.
@@ -339,6 +378,53 @@ mod tests {
         assert!(board.lines["sa99"]
             .render("sa99")
             .ends_with("repairing (0 violation(s))"));
+        board.finish();
+    }
+
+    /// Each plan revision is a line: the first plan is wave 1 with its subagents, a later
+    /// wave says what the one before added; a long reason is cut, nothing else is lost.
+    #[test]
+    fn each_wave_is_a_line_saying_what_it_planned_and_what_the_last_added() {
+        let mut board = Board::new(ProgressDrawTarget::hidden());
+        let planned = |n: usize| -> Vec<baton::checkpoint::PlannedSubagent> {
+            (1..=n)
+                .map(|i| baton::checkpoint::PlannedSubagent {
+                    id: format!("sa{i}"),
+                    scope: vec![format!("src/{i}")],
+                    role: "explorer".into(),
+                    question: None,
+                })
+                .collect()
+        };
+        let revised = |n: usize, reason: &str| RunEvent::PlanRevised {
+            subagents: planned(n),
+            reason: reason.into(),
+            left_out: Vec::new(),
+            not_searched: 0,
+            not_searched_names: Vec::new(),
+        };
+        board.apply(revised(
+            4,
+            "sharded the tree by directory, balanced by size",
+        ));
+        board.apply(revised(
+            6,
+            "wave 2: wave 1 added 3 settled conclusion(s); 2 follow-up(s) planned from the checkpoint",
+        ));
+        board.apply(revised(7, &format!("wave 3: {}", "x".repeat(400))));
+        let lines: Vec<String> = board.plans.iter().map(|b| b.message()).collect();
+        assert_eq!(
+            lines[0],
+            "wave 1: 4 subagent(s): sharded the tree by directory, balanced by size"
+        );
+        assert!(
+            lines[1].starts_with("wave 2: wave 1 added 3 settled"),
+            "{}",
+            lines[1]
+        );
+        assert_eq!(lines[2].chars().count(), PLAN_SHOWN);
+        assert!(lines[2].ends_with('…'));
+        assert!(board.plans.iter().all(|b| b.is_finished()));
         board.finish();
     }
 

@@ -377,7 +377,9 @@ impl LeadState {
             return false;
         }
         let reason = format!(
-            "wave {n}: {} follow-up(s) planned from the checkpoint: {}",
+            "wave {n}: wave {} added {} settled conclusion(s) as ranked then; {} follow-up(s) planned from the checkpoint: {}",
+            n - 1,
+            added_by.last().copied().unwrap_or(0),
             new.len(),
             new.iter()
                 .map(|(id, s)| format!("{id} {}", s.question.as_deref().unwrap_or_default()))
