@@ -113,7 +113,7 @@
 //!   compiled in), the verifier's task line, the markers of a compiled context's data and
 //!   standing conditions, and [`RoleId`] (built-in roles and users' alike). The other files of
 //!   `contracts/` are compiled in where they are read: the role profiles by `context/role.rs`,
-//!   `plan.schema.json` by `lead/leader.rs`, `handoff.schema.json` by `model/mod.rs`.
+//!   `plan.schema.json` by `lead/plan_check.rs`, `handoff.schema.json` by `model/mod.rs`.
 //!
 //! ## Layer 1
 //! - `source` — [`SourceId`] and its grammar (file — any name, in a quoted form when it holds
@@ -405,13 +405,18 @@
 //! findings answer only with the traced name's definition), logged as a plan revision, until a wave adds no settled
 //! conclusion, the question asks only where something is, the budget
 //! (`--max-subagents`, `--max-cost`) or `--max-waves` runs out;
+//! `lead/wave_lead.rs`: with `--lead-model`, the lead model plans a wave from the planner's
+//! follow-ups through the plan schema, held to their paths, role and number (the planner's
+//! stand when it fails);
 //! `lead/start.rs`: the run's start or resume logged, its policy taken, its planning started
 //! off the actor; `lead/report.rs`: the report, the end of the run, and the planner's work
 //! off the actor (`plan_task`: the tree walked and sharded among explorers, one subtask per
 //! other role the task fans out, its own subtasks; evidence digests); `lead/leader.rs`: the
 //! lead's own model (`--lead-model`: a JSON plan checked against
 //! `contracts/plan.schema.json`, each subtask given one of the run's roles, and the run's
-//! handoff, validated like a subagent's); `lead/approvals.rs`: the run's requests for
+//! handoff, validated like a subagent's); `lead/plan_check.rs` (pure): the tree as the lead
+//! model is shown it and its plan checked against the schema, the bound, the tree and the
+//! run's roles; `lead/approvals.rs`: the run's requests for
 //! approval — asked, listed for the handle, decided, expired, withdrawn when no call can use
 //! them, a grant used by one call — rebuilt from the log on resume; `lead/resume.rs`: `restore` reads a log back into
 //! what a resume starts from (pure), and `Resumption::prepare` rechecks accepted evidence and

@@ -171,6 +171,129 @@ async fn a_definition_question_stops_after_one_wave() {
     );
 }
 
+/// With a lead model, the planner's follow-ups go to it: it is shown the answers and the
+/// follow-ups, plans the wave through the plan schema, and is held to the planner's paths (a
+/// scope beyond them is told back); the wave it plans runs and settles the link.
+#[tokio::test]
+async fn a_lead_model_plans_the_wave_held_to_the_planners_paths() {
+    use baton::testing::{ScriptedModel, ScriptedTurn};
+    let tree = spanning_tree();
+    let first = serde_json::json!({"subtasks": [
+        {"scope": ["a"], "question": SPANNING}, {"scope": ["b"], "question": SPANNING}]});
+    let wide = serde_json::json!({"subtasks": [{"scope": ["."], "question": "Where is `flush_pages` defined?"}]});
+    let asked = "Where is `flush_pages` defined, and what calls it?";
+    let follow = serde_json::json!({"subtasks": [{"scope": ["b"], "question": asked}]});
+    let lead = std::sync::Arc::new(ScriptedModel::new([
+        ScriptedTurn::text(first.to_string()),
+        ScriptedTurn::text(wide.to_string()),
+        ScriptedTurn::text(follow.to_string()),
+        ScriptedTurn::Fail("the report is left to the merge".into()),
+    ]));
+    let store = std::sync::Arc::new(baton::testing::MemoryStore::new());
+    let report = Coordinator::builder()
+        .store(store.clone())
+        .lead_model(lead.clone() as std::sync::Arc<dyn baton::Model>)
+        .max_waves(2)
+        .build()
+        .run(Task::explore(SPANNING, tree.path()))
+        .await
+        .unwrap();
+    let requests = lead.requests();
+    assert_eq!(requests.len(), 4, "plan, follow-ups twice, report");
+    assert!(requests[1].system.contains("A wave of subagents has ended"));
+    let shown = match &requests[1].messages[0] {
+        baton::Message::User { text } => text.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(shown.contains("The planner's follow-ups:"), "{shown}");
+    assert!(shown.contains("`flush_pages`"), "{shown}");
+    assert!(
+        shown.contains("The paths a scope may name:\n- a\n- b\n"),
+        "{shown}"
+    );
+    let retold = match &requests[2].messages[2] {
+        baton::Message::User { text } => text.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        retold.contains("`.` is not a directory or file of the tree listed"),
+        "{retold}"
+    );
+    let events: Vec<RunEvent> = EventStore::events(store.as_ref(), &report.run_id)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
+    let turns: Vec<(String, String)> = events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::LeadTurn {
+                purpose, outcome, ..
+            } => Some((purpose.clone(), outcome.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        turns[1],
+        ("follow-ups".to_string(), "accepted".to_string()),
+        "{turns:?}"
+    );
+    let revisions = wave_revisions(&events);
+    assert_eq!(revisions.len(), 1, "{revisions:?}");
+    assert!(
+        revisions[0].contains("(planned by the lead model"),
+        "{}",
+        revisions[0]
+    );
+    assert_eq!(report.waves.len(), 2, "{:?}", report.waves);
+    let id = &report.waves[1].subagents[0];
+    let planned = report.subagents.iter().find(|s| &s.id == id).unwrap();
+    assert_eq!(planned.scope, "b");
+    assert!(report.waves[1].added >= 1, "{:?}", report.waves);
+    assert!(cited_paths(&report).contains(&"b/sink.rs".to_string()));
+}
+
+/// A lead model that fails while planning a wave leaves the planner's follow-ups standing,
+/// and the log says why.
+#[tokio::test]
+async fn a_lead_model_that_fails_on_a_wave_leaves_the_planners_follow_ups() {
+    use baton::testing::{ScriptedModel, ScriptedTurn};
+    let tree = spanning_tree();
+    let first = serde_json::json!({"subtasks": [
+        {"scope": ["a"], "question": SPANNING}, {"scope": ["b"], "question": SPANNING}]});
+    let lead = std::sync::Arc::new(ScriptedModel::new([
+        ScriptedTurn::text(first.to_string()),
+        ScriptedTurn::Fail("overloaded".into()),
+        ScriptedTurn::Fail("overloaded".into()),
+    ]));
+    let store = std::sync::Arc::new(baton::testing::MemoryStore::new());
+    let report = Coordinator::builder()
+        .store(store.clone())
+        .lead_model(lead.clone() as std::sync::Arc<dyn baton::Model>)
+        .max_waves(2)
+        .build()
+        .run(Task::explore(SPANNING, tree.path()))
+        .await
+        .unwrap();
+    let events: Vec<RunEvent> = EventStore::events(store.as_ref(), &report.run_id)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
+    let revisions = wave_revisions(&events);
+    assert_eq!(revisions.len(), 1, "{revisions:?}");
+    assert!(
+        revisions[0].contains(
+            "(the planner's follow-ups (the lead model's plan was not used: the lead model failed"
+        ),
+        "{}",
+        revisions[0]
+    );
+    assert!(revisions[0].contains("`flush_pages`"), "{}", revisions[0]);
+    assert_eq!(report.waves.len(), 2, "{:?}", report.waves);
+    assert!(cited_paths(&report).contains(&"b/sink.rs".to_string()));
+}
+
 fn baton() -> Command {
     Command::new(env!("CARGO_BIN_EXE_baton"))
 }

@@ -69,6 +69,16 @@ async fn on_message(
             digests,
         } => state.take_verdict(&id, parsed, digests),
         LeadMsg::Synthesised { outcome, turn } => state.on_synthesised(&myself, outcome, turn),
+        LeadMsg::WavePlanned {
+            shards,
+            reason,
+            turn,
+            last_added,
+        } => {
+            state
+                .on_wave_planned(&myself, shards, reason, turn, last_added)
+                .await
+        }
         LeadMsg::Cancel => state.cancel(&myself),
         LeadMsg::ApprovalSettled(id) => state.sync(&id),
         LeadMsg::ApprovalExpired(id) => state.on_expired(&id),

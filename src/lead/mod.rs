@@ -34,6 +34,7 @@ pub use merge::merge_handoffs;
 pub const DEFAULT_MAX_WAVES: usize = 2;
 mod parts;
 mod plan;
+mod plan_check;
 mod questions;
 mod ranking;
 mod relevance;
@@ -44,6 +45,7 @@ mod resume_docs;
 mod start;
 mod state;
 mod verdict;
+mod wave_lead;
 mod waves;
 
 use std::collections::BTreeMap;
@@ -167,6 +169,14 @@ pub(crate) enum LeadMsg {
     Synthesised {
         outcome: Result<crate::handoff::Handoff, String>,
         turn: leader::LeadTurn,
+    },
+    /// The lead model planned a wave's follow-ups (or the planner's stand, with why).
+    WavePlanned {
+        shards: Vec<plan::Shard>,
+        reason: String,
+        turn: leader::LeadTurn,
+        /// What the wave before it added.
+        last_added: usize,
     },
     /// Stop spawning, stop the running subagents, report what was handed off.
     Cancel,

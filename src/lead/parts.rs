@@ -149,10 +149,13 @@ pub(super) struct LeadWork {
     pub(super) lead_turns: Vec<(String, leader::LeadTurn)>,
     /// Set while the lead model writes the run's handoff.
     pub(super) synthesising: bool,
+    /// Set while the lead model plans a wave's follow-ups.
+    pub(super) following: bool,
     /// On a resume: the lead model the log names (its turns count in the report's usage
     /// even when this process has none).
     pub(super) earlier_lead: Option<String>,
-    /// The lead model's work in flight (planning, or writing the handoff): aborted on cancel.
+    /// The lead model's work in flight (planning, a wave's follow-ups, or writing the
+    /// handoff): aborted on cancel.
     pub(super) lead_task: Option<tokio::task::JoinHandle<()>>,
     /// The lead model's handoff, or why it was not used.
     pub(super) synthesis: Option<Result<Handoff, String>>,

@@ -65,7 +65,7 @@ impl LeadState {
             && (self.fleet.planned || self.fleet.planning_error.is_some())
             && self.fleet.queue.is_empty()
             && self.running() == 0;
-        if !done || self.lead.synthesising {
+        if !done || self.lead.synthesising || self.lead.following {
             return;
         }
         if self.wants_synthesis() {

@@ -153,6 +153,7 @@ impl LeadState {
                         tree: tree.as_ref(),
                         roles: &roles,
                         max,
+                        wave: None,
                     };
                     let (shards, reason, turn) =
                         leader::propose(&lead, &asked, fallback, &p.reason).await;

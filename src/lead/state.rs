@@ -217,6 +217,9 @@ impl LeadState {
                     Some("the run was cancelled before it was planned".into());
             }
             self.lead.synthesising = false;
+            if std::mem::take(&mut self.lead.following) {
+                self.fleet.stopped_because = Some("the run was cancelled".into());
+            }
         }
         while let Some(index) = self.fleet.queue.pop_front() {
             self.end(index, SubagentState::Cancelled, None);
@@ -586,8 +589,13 @@ impl LeadState {
     pub(super) async fn advance(&mut self, myself: &ActorRef<LeadMsg>) {
         self.fill(myself).await;
         let idle = self.fleet.planned && self.fleet.queue.is_empty() && self.running() == 0;
-        if idle && (self.next_wave() || self.second_wave()) {
-            self.fill(myself).await;
+        if idle && !self.lead.following {
+            // With a lead model the next wave may be planned off the actor (`following`):
+            // no verifier is planned, and the run does not finish, until it is.
+            let planned = self.next_wave(myself);
+            if planned || (!self.lead.following && self.second_wave()) {
+                self.fill(myself).await;
+            }
         }
         self.finish_if_done(myself);
     }

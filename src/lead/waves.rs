@@ -6,12 +6,13 @@
 
 use std::collections::BTreeSet;
 
+use ractor::ActorRef;
 use regex::Regex;
 
 use super::code_lines::{callees_of, calls_by_line, names_in};
 use super::plan::Shard;
 use super::state::LeadState;
-use super::{journal, merge};
+use super::{journal, merge, LeadMsg};
 use crate::contracts::RoleId;
 use crate::handoff::Conclusion;
 use crate::report::Wave;
@@ -311,9 +312,10 @@ impl LeadState {
     /// Once a wave has ended: plans the next from the checkpoint, or says why there is none
     /// (`fleet.stopped_because`). True when a wave was planned. Decided from the waves alone,
     /// so a resumed run decides as the uninterrupted one did; none is planned once a
-    /// verifier's check is.
-    pub(super) fn next_wave(&mut self) -> bool {
-        if self.fleet.stopped_because.is_some() {
+    /// verifier's check is. With a lead model, the planner's follow-ups go to it first (off
+    /// the actor: `lead.following` is set, and the wave is planned when it answers).
+    pub(super) fn next_wave(&mut self, myself: &ActorRef<LeadMsg>) -> bool {
+        if self.fleet.stopped_because.is_some() || self.lead.following {
             return false;
         }
         if self.cancelled {
@@ -325,7 +327,8 @@ impl LeadState {
             return false;
         }
         let (answers, added_by) = self.answers_by_wave(None);
-        if let (Some(last), Some(0)) = (self.fleet.waves.last(), added_by.last()) {
+        let last_added = added_by.last().copied().unwrap_or(0);
+        if let (Some(last), 0) = (self.fleet.waves.last(), last_added) {
             if last.n >= 2 {
                 self.fleet.stopped_because =
                     Some(format!("wave {} added no settled conclusion", last.n));
@@ -353,11 +356,39 @@ impl LeadState {
             .config
             .max_subagents
             .saturating_sub(self.fleet.wave_of.len() + reserved);
+        if room == 0 {
+            self.fleet.stopped_because = Some(format!(
+                "--max-subagents {} reached",
+                self.config.max_subagents
+            ));
+            return false;
+        }
+        let follow: Vec<FollowUp> = follow.into_iter().take(room).collect();
+        if self.config.lead_model.is_some() {
+            self.ask_lead_to_follow(myself, &answers, follow, last_added);
+            return false;
+        }
+        self.plan_follow_ups(follow, last_added, None)
+    }
+
+    /// Plans `follow` as the next wave: a plan revision in the log, its reason naming the wave,
+    /// what the wave before it added, the follow-ups and — `by` — whose plan it is.
+    pub(super) fn plan_follow_ups(
+        &mut self,
+        follow: Vec<FollowUp>,
+        last_added: usize,
+        by: Option<&str>,
+    ) -> bool {
+        if follow.is_empty() {
+            self.fleet.stopped_because = Some(
+                "nothing left to follow: every name the first three answers use was searched wherever the first wave looked".into(),
+            );
+            return false;
+        }
         let n = self.fleet.waves.last().map_or(1, |w| w.n) + 1;
         let first = self.fleet.records.len();
         let new: Vec<(String, Shard)> = follow
             .into_iter()
-            .take(room)
             .enumerate()
             .map(|(i, f)| {
                 let shard = Shard {
@@ -369,18 +400,11 @@ impl LeadState {
                 (format!("sa{}", first + i + 1), shard)
             })
             .collect();
-        if new.is_empty() {
-            self.fleet.stopped_because = Some(format!(
-                "--max-subagents {} reached",
-                self.config.max_subagents
-            ));
-            return false;
-        }
         let reason = format!(
-            "wave {n}: wave {} added {} settled conclusion(s) as ranked then; {} follow-up(s) planned from the checkpoint: {}",
+            "wave {n}: wave {} added {last_added} settled conclusion(s) as ranked then; {} follow-up(s) planned from the checkpoint{}: {}",
             n - 1,
-            added_by.last().copied().unwrap_or(0),
             new.len(),
+            by.map(|b| format!(" ({b})")).unwrap_or_default(),
             new.iter()
                 .map(|(id, s)| format!("{id} {}", s.question.as_deref().unwrap_or_default()))
                 .collect::<Vec<_>>()
