@@ -355,6 +355,22 @@ fn with_a_token_every_route_but_healthz_needs_it() {
             assert_eq!(answer.header("www-authenticate"), Some("Bearer"));
             assert!(!answer.body.to_string().contains(token));
         }
+        // A refusal said before the body is read closes the connection (it cannot carry
+        // another request); one without a body keeps it.
+        let refused = send(post_json(
+            &client,
+            &serve.url("/v1/runs"),
+            &json!({"kind": "explore", "root": ".", "question": "q"}),
+        ))
+        .await;
+        assert_eq!(refused.header("connection"), Some("close"));
+        let bodiless = send(client.get(serve.url("/v1/runs"))).await;
+        assert_eq!(bodiless.status, 401);
+        assert_eq!(bodiless.header("connection"), None);
+        // A route that takes no body answers before reading one: closed too.
+        let unread = send(client.get(serve.url("/healthz")).body("x".repeat(100_000))).await;
+        assert_eq!(unread.status, 200);
+        assert_eq!(unread.header("connection"), Some("close"));
         let ok = send(client.get(serve.url("/v1/runs")).bearer_auth(token)).await;
         assert_eq!(ok.status, 200);
         // The scheme's name in any case.
@@ -477,6 +493,8 @@ fn an_oversized_body_is_413_and_a_run_beyond_max_runs_is_429() {
         // The slot is given back when the run ends.
         let answer = send(post_json(&client, &url, &second)).await;
         assert_eq!(answer.status, 202, "{}", answer.body);
+        // A body read to its end keeps the connection.
+        assert_eq!(answer.header("connection"), None);
     });
 }
 

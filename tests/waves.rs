@@ -144,12 +144,11 @@ async fn a_wave_that_adds_nothing_stops_the_run_and_says_so() {
     assert_eq!(report.stopped_because, "wave 2 added no settled conclusion");
     // The markdown's last line says why, and what each wave ran and added.
     let markdown = report.to_markdown_shown(true);
-    let n = report.waves[0].subagents.len();
+    // Two shards (a/ and b/), one answer.
     assert!(
-        markdown.ends_with(&format!(
-            "Stopped: wave 2 added no settled conclusion (wave 1: {n} subagent(s), {} added; wave 2: 1 subagent(s), 0 added).\n",
-            report.waves[0].added
-        )),
+        markdown.ends_with(
+            "Stopped: wave 2 added no settled conclusion (wave 1: 2 subagent(s), 1 added; wave 2: 1 subagent(s), 0 added).\n"
+        ),
         "{markdown}"
     );
     assert_eq!(
@@ -180,7 +179,10 @@ async fn a_lead_model_plans_the_wave_held_to_the_planners_paths() {
     let tree = spanning_tree();
     let first = serde_json::json!({"subtasks": [
         {"scope": ["a"], "question": SPANNING}, {"scope": ["b"], "question": SPANNING}]});
-    let wide = serde_json::json!({"subtasks": [{"scope": ["."], "question": "Where is `flush_pages` defined?"}]});
+    // Two where the planner proposed one: more than the wave's follow-ups.
+    let wide = serde_json::json!({"subtasks": [
+        {"scope": ["b"], "question": "Where is `flush_pages` defined?"},
+        {"scope": ["a"], "question": "Who calls `flush_pages`?"}]});
     let asked = "Where is `flush_pages` defined, and what calls it?";
     let follow = serde_json::json!({"subtasks": [{"scope": ["b"], "question": asked}]});
     let lead = std::sync::Arc::new(ScriptedModel::new([
@@ -216,7 +218,7 @@ async fn a_lead_model_plans_the_wave_held_to_the_planners_paths() {
         other => panic!("{other:?}"),
     };
     assert!(
-        retold.contains("`.` is not a directory or file of the tree listed"),
+        retold.contains("there are 2 subtasks: give from 1 to 1"),
         "{retold}"
     );
     let events: Vec<RunEvent> = EventStore::events(store.as_ref(), &report.run_id)
@@ -235,13 +237,16 @@ async fn a_lead_model_plans_the_wave_held_to_the_planners_paths() {
         .collect();
     assert_eq!(
         turns[1],
-        ("follow-ups".to_string(), "accepted".to_string()),
+        (
+            "follow-ups".to_string(),
+            "accepted after 1 repair(s)".to_string()
+        ),
         "{turns:?}"
     );
     let revisions = wave_revisions(&events);
     assert_eq!(revisions.len(), 1, "{revisions:?}");
     assert!(
-        revisions[0].contains("(planned by the lead model"),
+        revisions[0].contains("planned from the checkpoint (by the lead model scripted): sa3 Where is `flush_pages` defined, and what calls it?"),
         "{}",
         revisions[0]
     );
@@ -253,17 +258,18 @@ async fn a_lead_model_plans_the_wave_held_to_the_planners_paths() {
     assert!(cited_paths(&report).contains(&"b/sink.rs".to_string()));
 }
 
-/// A lead model that fails while planning a wave leaves the planner's follow-ups standing,
-/// and the log says why.
+/// A lead plan that traces none of the planner's names is told back; a lead model that then
+/// fails leaves the planner's follow-ups standing, and the log says why.
 #[tokio::test]
 async fn a_lead_model_that_fails_on_a_wave_leaves_the_planners_follow_ups() {
     use baton::testing::{ScriptedModel, ScriptedTurn};
     let tree = spanning_tree();
     let first = serde_json::json!({"subtasks": [
         {"scope": ["a"], "question": SPANNING}, {"scope": ["b"], "question": SPANNING}]});
+    let unnamed = serde_json::json!({"subtasks": [{"scope": ["b"], "question": "What is in b?"}]});
     let lead = std::sync::Arc::new(ScriptedModel::new([
         ScriptedTurn::text(first.to_string()),
-        ScriptedTurn::Fail("overloaded".into()),
+        ScriptedTurn::text(unnamed.to_string()),
         ScriptedTurn::Fail("overloaded".into()),
     ]));
     let store = std::sync::Arc::new(baton::testing::MemoryStore::new());
@@ -283,15 +289,99 @@ async fn a_lead_model_that_fails_on_a_wave_leaves_the_planners_follow_ups() {
     let revisions = wave_revisions(&events);
     assert_eq!(revisions.len(), 1, "{revisions:?}");
     assert!(
-        revisions[0].contains(
-            "(the planner's follow-ups (the lead model's plan was not used: the lead model failed"
-        ),
+        revisions[0].contains("(by the planner: the lead model's plan was not used, its lead_turn says why): sa3 Where is `flush_pages` defined, and where is it called?"),
         "{}",
         revisions[0]
+    );
+    let retold = match &lead.requests()[2].messages[2] {
+        baton::Message::User { text } => text.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        retold.contains("subtask 1: its `question` must name, in backticks, the one name it traces: `flush_pages`"),
+        "{retold}"
+    );
+    let turn = events.iter().find_map(|e| match e {
+        RunEvent::LeadTurn {
+            purpose, outcome, ..
+        } if purpose == "follow-ups" => Some(outcome.clone()),
+        _ => None,
+    });
+    assert!(
+        turn.as_deref()
+            .is_some_and(|o| o.starts_with("the lead model failed")),
+        "{turn:?}"
     );
     assert!(revisions[0].contains("`flush_pages`"), "{}", revisions[0]);
     assert_eq!(report.waves.len(), 2, "{:?}", report.waves);
     assert!(cited_paths(&report).contains(&"b/sink.rs".to_string()));
+}
+
+/// A lead model that plans the first wave, then panics.
+struct PanicsOnWaves {
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl baton::Model for PanicsOnWaves {
+    fn name(&self) -> String {
+        "panicky".into()
+    }
+    async fn complete(
+        &self,
+        _request: baton::model::ModelRequest,
+    ) -> Result<baton::model::ModelResponse, baton::model::ModelError> {
+        if self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
+            panic!("the lead model broke");
+        }
+        let plan = serde_json::json!({"subtasks": [
+            {"scope": ["a"], "question": SPANNING}, {"scope": ["b"], "question": SPANNING}]});
+        Ok(baton::model::ModelResponse::new(
+            plan.to_string(),
+            Vec::new(),
+            baton::model::Usage::default(),
+        ))
+    }
+}
+
+/// A lead model whose task panics while planning a wave (or writing the report) leaves the
+/// run going: the planner's follow-ups run, the merged handoffs stand, and the run finishes.
+#[tokio::test]
+async fn a_lead_model_that_panics_on_a_wave_leaves_the_run_finishing() {
+    let tree = spanning_tree();
+    let store = std::sync::Arc::new(baton::testing::MemoryStore::new());
+    let lead = std::sync::Arc::new(PanicsOnWaves {
+        calls: Default::default(),
+    });
+    let coordinator = Coordinator::builder()
+        .store(store.clone())
+        .lead_model(lead as std::sync::Arc<dyn baton::Model>)
+        .max_waves(2)
+        .build();
+    let run = coordinator.run(Task::explore(SPANNING, tree.path()));
+    let report = tokio::time::timeout(std::time::Duration::from_secs(60), run)
+        .await
+        .expect("the run finishes")
+        .unwrap();
+    assert_eq!(report.waves.len(), 2, "{:?}", report.waves);
+    assert!(cited_paths(&report).contains(&"b/sink.rs".to_string()));
+    let outcomes: Vec<(String, String)> = EventStore::events(store.as_ref(), &report.run_id)
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.event {
+            RunEvent::LeadTurn {
+                purpose, outcome, ..
+            } => Some((purpose, outcome)),
+            _ => None,
+        })
+        .collect();
+    let panicked = |purpose: &str| {
+        outcomes.iter().any(|(p, o)| {
+            p == purpose && o == "the lead model's task panicked: the lead model broke"
+        })
+    };
+    assert!(panicked("follow-ups"), "{outcomes:?}");
+    assert!(panicked("report"), "{outcomes:?}");
 }
 
 fn baton() -> Command {

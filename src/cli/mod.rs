@@ -187,6 +187,12 @@ pub(crate) fn terminal_line(text: &str) -> std::borrow::Cow<'_, str> {
     escaped(text, |c| c == '\t')
 }
 
+/// A cell of the progress display: [`terminal_line`], tabs escaped too, so nothing a name
+/// holds moves a column.
+pub(crate) fn terminal_cell(text: &str) -> std::borrow::Cow<'_, str> {
+    escaped(text, |_| false)
+}
+
 /// `text` scrubbed of every key the process holds ([`baton::model::scrub`]), then escaped.
 fn escaped(text: &str, kept: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
     match baton::model::scrub(text) {
@@ -291,8 +297,9 @@ struct ModelArgs {
     /// (OPENAI_API_KEY, optional for a local server; OPENAI_BASE_URL).
     #[arg(long, default_value = "offline")]
     model: String,
-    /// The lead's own model (same forms as --model): it plans the subtasks and writes the
-    /// report from the accepted handoffs. Without it the lead plans and merges deterministically.
+    /// The lead's own model (same forms as --model): it plans the subtasks, plans each wave's
+    /// follow-ups from the planner's, and writes the report from the accepted handoffs.
+    /// Without it the lead plans and merges deterministically.
     #[arg(long)]
     lead_model: Option<String>,
     #[command(flatten)]

@@ -61,6 +61,9 @@ const FINISHED_SHOWN: usize = 8;
 /// Characters of a plan revision's reason shown on its line.
 const PLAN_SHOWN: usize = 160;
 
+/// How many of the plans' lines stay on the display: the latest waves.
+const PLANS_SHOWN: usize = 6;
+
 /// The display's state: the running subagents' lines, the last few ended bars, and the
 /// finished subagents' summed cost.
 struct Board {
@@ -74,10 +77,10 @@ struct Board {
     total: ProgressBar,
     /// Whether the subagents' model has a price (its costs are shown).
     priced: bool,
-    /// One line per plan revision (the first plan, each wave of follow-ups, a verifier's
-    /// check): what it planned and why; at most `--max-waves` and a verifier.
-    plans: Vec<ProgressBar>,
-    /// The subagents planned so far.
+    /// The last few lines of the plan revisions (the first plan, each wave of follow-ups
+    /// with their questions, a verifier's check): what each planned and why.
+    plans: VecDeque<ProgressBar>,
+    /// How many subagents were planned so far.
     planned: usize,
 }
 
@@ -95,7 +98,7 @@ impl Board {
             finished_cost: None,
             total,
             priced: false,
-            plans: Vec::new(),
+            plans: VecDeque::new(),
             planned: 0,
         }
     }
@@ -119,7 +122,7 @@ impl Board {
             }
             RunEvent::PlanRevised {
                 subagents, reason, ..
-            } => self.plan_revised(subagents.len(), &reason),
+            } => self.plan_revised(&subagents, &reason),
             RunEvent::SubagentSpawned {
                 subagent,
                 role,
@@ -137,8 +140,8 @@ impl Board {
                 };
                 let line = Line {
                     bar,
-                    role: super::terminal_safe(role.as_str()).into_owned(),
-                    scope: super::terminal_safe(&shown).into_owned(),
+                    role: super::terminal_cell(role.as_str()).into_owned(),
+                    scope: super::terminal_cell(&shown).into_owned(),
                     tool_calls: 0,
                     tokens: 0,
                     cost: None,
@@ -189,17 +192,34 @@ impl Board {
         }
     }
 
-    /// A plan revision: a line saying what it planned and why, above the subagents' lines.
-    /// The first is wave 1; a later wave's reason names it and what the wave before added.
-    fn plan_revised(&mut self, subagents: usize, reason: &str) {
-        let fresh = subagents.saturating_sub(self.planned);
-        self.planned = self.planned.max(subagents);
-        let text = if self.plans.is_empty() {
-            format!("wave 1: {fresh} subagent(s): {reason}")
+    /// A plan revision: a line saying what it planned and why, above the subagents' lines,
+    /// and under it each new subagent's own question. A reason that names its wave (`wave
+    /// N: …`, a resumed run's first included) is shown as it is; the run's first plan is
+    /// wave 1 with its subagents. Only the last PLANS_SHOWN lines stay.
+    fn plan_revised(&mut self, subagents: &[baton::checkpoint::PlannedSubagent], reason: &str) {
+        // A revision lists every subagent planned so far, the new ones last.
+        let fresh: Vec<&baton::checkpoint::PlannedSubagent> =
+            subagents.iter().skip(self.planned).collect();
+        self.planned = self.planned.max(subagents.len());
+        let first = self.plans.is_empty() && !reason.starts_with("wave ");
+        let head = if first {
+            format!("wave 1: {} subagent(s): {reason}", fresh.len())
         } else {
             reason.to_string()
         };
-        let text = super::terminal_safe(&text);
+        self.plan_line(&head);
+        // A first plan's subtasks have their own questions too; the shards' do not.
+        for p in fresh.iter().filter(|_| !first) {
+            if let Some(question) = &p.question {
+                self.plan_line(&format!("  {} ← {question}", p.id));
+            }
+        }
+    }
+
+    /// One finished line among the plans' lines: one line however the text is made, cut at
+    /// PLAN_SHOWN characters.
+    fn plan_line(&mut self, text: &str) {
+        let text = super::terminal_cell(text);
         let shown: String = if text.chars().count() > PLAN_SHOWN {
             let cut: String = text.chars().take(PLAN_SHOWN - 1).collect();
             format!("{cut}…")
@@ -211,7 +231,12 @@ impl Board {
             ProgressBar::new_spinner().with_style(self.style.clone()),
         );
         bar.finish_with_message(shown);
-        self.plans.push(bar);
+        self.plans.push_back(bar);
+        while self.plans.len() > PLANS_SHOWN {
+            if let Some(old) = self.plans.pop_front() {
+                self.multi.remove(&old);
+            }
+        }
     }
 
     /// A subagent's cost, when its model is priced.
@@ -381,50 +406,111 @@ mod tests {
         board.finish();
     }
 
-    /// Each plan revision is a line: the first plan is wave 1 with its subagents, a later
-    /// wave says what the one before added; a long reason is cut, nothing else is lost.
-    #[test]
-    fn each_wave_is_a_line_saying_what_it_planned_and_what_the_last_added() {
-        let mut board = Board::new(ProgressDrawTarget::hidden());
-        let planned = |n: usize| -> Vec<baton::checkpoint::PlannedSubagent> {
-            (1..=n)
-                .map(|i| baton::checkpoint::PlannedSubagent {
-                    id: format!("sa{i}"),
-                    scope: vec![format!("src/{i}")],
-                    role: "explorer".into(),
-                    question: None,
-                })
-                .collect()
-        };
-        let revised = |n: usize, reason: &str| RunEvent::PlanRevised {
-            subagents: planned(n),
+    fn planned(n: usize, questions: &[(usize, &str)]) -> Vec<baton::checkpoint::PlannedSubagent> {
+        (1..=n)
+            .map(|i| baton::checkpoint::PlannedSubagent {
+                id: format!("sa{i}"),
+                scope: vec![format!("src/{i}")],
+                role: "explorer".into(),
+                question: questions
+                    .iter()
+                    .find(|(at, _)| *at == i)
+                    .map(|(_, q)| q.to_string()),
+            })
+            .collect()
+    }
+
+    fn revised(subagents: Vec<baton::checkpoint::PlannedSubagent>, reason: &str) -> RunEvent {
+        RunEvent::PlanRevised {
+            subagents,
             reason: reason.into(),
             left_out: Vec::new(),
             not_searched: 0,
             not_searched_names: Vec::new(),
-        };
+        }
+    }
+
+    fn lines(board: &Board) -> Vec<String> {
+        board.plans.iter().map(|b| b.message()).collect()
+    }
+
+    /// Each plan revision is a line: the first plan is wave 1 with its subagents; a later wave
+    /// shows its reason (what the wave before added) and, under it, each follow-up's question;
+    /// a long line is cut, and a line break or an escape in a reason stays one safe line.
+    #[test]
+    fn each_wave_is_a_line_saying_what_it_planned_and_what_the_last_added() {
+        let mut board = Board::new(ProgressDrawTarget::hidden());
         board.apply(revised(
-            4,
+            planned(4, &[]),
             "sharded the tree by directory, balanced by size",
         ));
+        let question = "Where is `flush_pages` defined, and where is it called?";
         board.apply(revised(
-            6,
-            "wave 2: wave 1 added 3 settled conclusion(s); 2 follow-up(s) planned from the checkpoint",
+            planned(5, &[(5, question)]),
+            &format!("wave 2: wave 1 added 3 settled conclusion(s) as ranked then; 1 follow-up(s) planned from the checkpoint: sa5 {question}"),
         ));
-        board.apply(revised(7, &format!("wave 3: {}", "x".repeat(400))));
-        let lines: Vec<String> = board.plans.iter().map(|b| b.message()).collect();
+        let hostile = format!("wave 3: x\nSECOND \u{1b}[31m {}", "y".repeat(400));
+        board.apply(revised(
+            planned(6, &[(6, "who calls `tick`?\nok")]),
+            &hostile,
+        ));
+        let shown = lines(&board);
         assert_eq!(
-            lines[0],
+            shown[0],
             "wave 1: 4 subagent(s): sharded the tree by directory, balanced by size"
         );
         assert!(
-            lines[1].starts_with("wave 2: wave 1 added 3 settled"),
+            shown[1].starts_with("wave 2: wave 1 added 3 settled"),
             "{}",
-            lines[1]
+            shown[1]
         );
-        assert_eq!(lines[2].chars().count(), PLAN_SHOWN);
-        assert!(lines[2].ends_with('…'));
+        assert_eq!(shown[2], format!("  sa5 ← {question}"));
+        assert_eq!(shown[3].chars().count(), PLAN_SHOWN, "{}", shown[3]);
+        assert!(shown[3].ends_with('…'));
+        for line in &shown {
+            assert!(!line.contains('\n') && !line.contains('\u{1b}'), "{line:?}");
+        }
+        assert_eq!(shown[4], "  sa6 ← who calls `tick`?\\u{a}ok");
         assert!(board.plans.iter().all(|b| b.is_finished()));
+        // Only the latest lines stay.
+        for n in 4..=10 {
+            board.apply(revised(planned(n + 3, &[]), &format!("wave {n}: more")));
+        }
+        let shown = lines(&board);
+        assert_eq!(shown.len(), PLANS_SHOWN);
+        assert_eq!(shown.last().map(String::as_str), Some("wave 10: more"));
+        board.finish();
+    }
+
+    /// A shard whose path holds a line break or a tab stays on its one line: no name can
+    /// draw a row of its own.
+    #[test]
+    fn a_shard_named_with_a_line_break_stays_one_line() {
+        let mut board = Board::new(ProgressDrawTarget::hidden());
+        board.apply(RunEvent::SubagentSpawned {
+            subagent: "sa1".into(),
+            role: "explorer".into(),
+            scope: vec!["q\n  sa9   verifier\t/etc/shadow".into()],
+            manifest: manifest(),
+        });
+        let line = board.lines["sa1"].render("sa1");
+        assert!(!line.contains('\n') && !line.contains('\t'), "{line:?}");
+        assert!(line.contains("q\\u{a}"), "{line:?}");
+        board.finish();
+    }
+
+    /// A resumed run's display starts after the resume point: a wave's revision met first
+    /// is shown as that wave, not as wave 1.
+    #[test]
+    fn a_resumed_runs_first_revision_keeps_its_wave() {
+        let mut board = Board::new(ProgressDrawTarget::hidden());
+        board.apply(revised(
+            planned(5, &[(5, "Where is `a` defined?")]),
+            "wave 2: wave 1 added 1 settled conclusion(s) as ranked then; 1 follow-up(s)",
+        ));
+        let shown = lines(&board);
+        assert!(shown[0].starts_with("wave 2: wave 1 added 1"), "{shown:?}");
+        assert_eq!(shown[1], "  sa5 ← Where is `a` defined?");
         board.finish();
     }
 

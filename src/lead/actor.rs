@@ -71,12 +71,11 @@ async fn on_message(
         LeadMsg::Synthesised { outcome, turn } => state.on_synthesised(&myself, outcome, turn),
         LeadMsg::WavePlanned {
             shards,
-            reason,
             turn,
             last_added,
         } => {
             state
-                .on_wave_planned(&myself, shards, reason, turn, last_added)
+                .on_wave_planned(&myself, shards, turn, last_added)
                 .await
         }
         LeadMsg::Cancel => state.cancel(&myself),

@@ -24,7 +24,7 @@ use crate::policy::Spent;
 use crate::source::ObservationLog;
 use crate::transcript::Message;
 
-pub(super) use super::plan_check::{check_plan, Tree};
+pub(super) use super::plan_check::{check_plan, Subtask, Tree};
 use super::plan_check::{plan_schema_for, MAX_SUBTASKS};
 
 /// Most answer tokens of a lead call.
@@ -71,6 +71,9 @@ pub(crate) struct LeadTurn {
     pub(crate) handoff: Option<Handoff>,
 }
 
+/// Rules a plan keeps beyond its schema: the problems of its subtasks.
+pub(super) type PlanRules<'a> = dyn Fn(&[Subtask]) -> Vec<String> + Send + Sync + 'a;
+
 /// What the lead model is asked to plan: the question, the tree (none: a job with no
 /// workspace), the roles it may assign with their descriptions (the first is the default),
 /// and the most subtasks; for a wave after the first, what the checkpoint holds and the
@@ -81,20 +84,16 @@ pub(super) struct Asked<'a> {
     pub(super) roles: &'a [(RoleId, String)],
     pub(super) max: usize,
     pub(super) wave: Option<&'a str>,
+    /// Rules a plan must keep beyond the schema, the bound and the tree: the problems of
+    /// its subtasks (none: it keeps them).
+    pub(super) rules: Option<&'a PlanRules<'a>>,
 }
 
-/// Asks the lead model for the plan: its subtasks as shards (each with its question), or — when
-/// its plan is still invalid after one more turn, or the model fails — `fallback` with the
-/// reason. Returns the shards, the plan's reason for the log, and the lead's turn.
-pub(super) async fn propose(
-    lead: &LeadModel,
-    asked: &Asked<'_>,
-    fallback: Vec<Shard>,
-    fallback_reason: &str,
-) -> (Vec<Shard>, String, LeadTurn) {
-    let (question, tree, max) = (asked.question, asked.tree, asked.max);
-    let bound = max.min(MAX_SUBTASKS);
-    let role_names: Vec<RoleId> = asked.roles.iter().map(|(r, _)| r.clone()).collect();
+/// The lead's system text and its first message: the task (the run's plan, or a wave's
+/// follow-ups), the schema, the bound, what a scope may name, and the listings as data.
+fn plan_prompt(asked: &Asked<'_>, role_names: &[RoleId]) -> (String, String) {
+    let (question, tree) = (asked.question, asked.tree);
+    let bound = asked.max.min(MAX_SUBTASKS);
     let roles: String = asked
         .roles
         .iter()
@@ -123,7 +122,7 @@ pub(super) async fn propose(
              of its own and reports back."
         }
     };
-    let schema = plan_schema_for(&role_names);
+    let schema = plan_schema_for(role_names);
     let system = format!(
         "You are the lead of a baton run. {task} Answer with JSON only, \
          matching this schema:\n{schema}\nGive at most {bound} subtasks. {scopes} Give \
@@ -141,12 +140,26 @@ pub(super) async fn propose(
         }
         (None, _) => String::new(),
     };
-    let mut messages = vec![Message::User {
-        text: format!(
-            "Question: {}\n\nThe run's roles:\n{roles}{listing}",
-            crate::text::one_line(question),
-        ),
-    }];
+    let first = format!(
+        "Question: {}\n\nThe run's roles:\n{roles}{listing}",
+        crate::text::one_line(question),
+    );
+    (system, first)
+}
+
+/// Asks the lead model for the plan: its subtasks as shards (each with its question), or — when
+/// its plan is still invalid after one more turn, or the model fails — `fallback` with the
+/// reason. Returns the shards, the plan's reason for the log, and the lead's turn.
+pub(super) async fn propose(
+    lead: &LeadModel,
+    asked: &Asked<'_>,
+    fallback: Vec<Shard>,
+    fallback_reason: &str,
+) -> (Vec<Shard>, String, LeadTurn) {
+    let (tree, max) = (asked.tree, asked.max);
+    let role_names: Vec<RoleId> = asked.roles.iter().map(|(r, _)| r.clone()).collect();
+    let (system, first) = plan_prompt(asked, &role_names);
+    let mut messages = vec![Message::User { text: first }];
     let mut turn = LeadTurn::default();
     for attempt in 0..2 {
         let request = ModelRequest::new(
@@ -162,7 +175,18 @@ pub(super) async fn propose(
                 break;
             }
         };
-        match check_plan(&response.text, max, tree, &role_names) {
+        let checked = check_plan(&response.text, max, tree, &role_names).and_then(|subtasks| {
+            let problems = asked
+                .rules
+                .map(|rules| rules(&subtasks))
+                .unwrap_or_default();
+            if problems.is_empty() {
+                Ok(subtasks)
+            } else {
+                Err(problems)
+            }
+        });
+        match checked {
             Ok(subtasks) => {
                 let shards: Vec<Shard> = subtasks
                     .into_iter()
@@ -173,7 +197,11 @@ pub(super) async fn propose(
                         question: Some(s.question),
                     })
                     .collect();
-                turn.outcome = "accepted".into();
+                turn.outcome = if attempt == 0 {
+                    "accepted".into()
+                } else {
+                    format!("accepted after {attempt} repair(s)")
+                };
                 let reason = format!(
                     "planned by the lead model ({}): {} subtask(s)",
                     lead.model.name(),
@@ -381,8 +409,18 @@ impl LeadState {
                 meter,
                 limits,
             };
-            let (outcome, turn) =
-                synthesise(&lead, system, &question, Arc::new(seen), files, repairs).await;
+            let writing = synthesise(&lead, system, &question, Arc::new(seen), files, repairs);
+            // A panic (a library's model) leaves the merged handoffs standing.
+            let (outcome, turn) = crate::subagent::CatchPanic(Box::pin(writing))
+                .await
+                .unwrap_or_else(|panic| {
+                    let why = format!("the lead model's task panicked: {panic}");
+                    let turn = LeadTurn {
+                        outcome: why.clone(),
+                        ..LeadTurn::default()
+                    };
+                    (Err(why), turn)
+                });
             let _ = me.cast(LeadMsg::Synthesised { outcome, turn });
         };
         self.lead.lead_task = Some(tokio::spawn(task.instrument(span)));

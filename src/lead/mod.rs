@@ -173,7 +173,6 @@ pub(crate) enum LeadMsg {
     /// The lead model planned a wave's follow-ups (or the planner's stand, with why).
     WavePlanned {
         shards: Vec<plan::Shard>,
-        reason: String,
         turn: leader::LeadTurn,
         /// What the wave before it added.
         last_added: usize,

@@ -23,6 +23,24 @@ pub(super) const MAX_PROBLEMS: usize = 20;
 /// Most directories the tree listing shows the lead model.
 const LISTED_DIRS: usize = 300;
 
+/// A name as a listing shows it: as it is, or — holding a control or invisible character
+/// that could forge a line of the listing — quoted with its escapes.
+pub(super) fn listed_name(name: &str) -> std::borrow::Cow<'_, str> {
+    if name
+        .chars()
+        .any(|c| c.is_control() || crate::source::is_invisible(c))
+    {
+        std::borrow::Cow::Owned(format!("{name:?}"))
+    } else {
+        std::borrow::Cow::Borrowed(name)
+    }
+}
+
+/// Text of the model's plan told back in a problem: one line, at most 200 characters.
+fn echoed(text: &str) -> String {
+    crate::text::one_line(&listed_name(&text.chars().take(200).collect::<String>()))
+}
+
 /// The tree as the lead model is shown it, and the paths a scope may name.
 pub(super) struct Tree {
     pub(super) summary: String,
@@ -59,7 +77,10 @@ impl Tree {
         }
         let mut summary = String::new();
         for (dir, (count, bytes)) in dirs.iter().take(LISTED_DIRS) {
-            summary.push_str(&format!("- {dir}/: {count} file(s), {bytes} bytes\n"));
+            summary.push_str(&format!(
+                "- {}/: {count} file(s), {bytes} bytes\n",
+                listed_name(dir)
+            ));
         }
         if dirs.len() > LISTED_DIRS {
             summary.push_str(&format!(
@@ -77,7 +98,10 @@ impl Tree {
     /// Only `paths`, each a scope of its own (a wave's follow-ups: the paths the planner
     /// found unsearched), listed one a line; nothing above or beside them may be named.
     pub(super) fn listed(paths: &[String]) -> Tree {
-        let summary = paths.iter().map(|p| format!("- {p}\n")).collect();
+        let summary = paths
+            .iter()
+            .map(|p| format!("- {}\n", listed_name(p)))
+            .collect();
         Tree {
             summary,
             sizes: BTreeMap::new(),
@@ -123,7 +147,8 @@ pub(super) fn check_plan(
     let mut problems = Vec::new();
     for key in object.keys().filter(|k| *k != "subtasks") {
         problems.push(format!(
-            "unknown key `{key}`: the plan holds only `subtasks`"
+            "unknown key `{}`: the plan holds only `subtasks`",
+            echoed(key)
         ));
     }
     let Some(items) = object.get("subtasks").and_then(Value::as_array) else {
@@ -157,7 +182,7 @@ pub(super) fn check_plan(
             .keys()
             .filter(|k| !matches!(k.as_str(), "scope" | "question" | "role"))
         {
-            problems.push(format!("subtask {n}: unknown key `{key}`"));
+            problems.push(format!("subtask {n}: unknown key `{}`", echoed(key)));
         }
         let role = match o.get("role") {
             None => roles.first().cloned(),
@@ -241,7 +266,7 @@ fn check_scope(
         if raw.chars().count() > MAX_PATH_CHARS || !tree.paths.contains(path) {
             problems.push(format!(
                 "subtask {n}: `{}` is not a directory or file of the tree listed",
-                crate::text::one_line(&raw.chars().take(200).collect::<String>())
+                echoed(raw)
             ));
         } else if !paths.iter().any(|p| p == path) {
             paths.push(path.to_string());

@@ -154,6 +154,7 @@ impl LeadState {
                         roles: &roles,
                         max,
                         wave: None,
+                        rules: None,
                     };
                     let (shards, reason, turn) =
                         leader::propose(&lead, &asked, fallback, &p.reason).await;
@@ -164,6 +165,13 @@ impl LeadState {
                 }
                 (_, planned) => planned,
             };
+            planned
+        };
+        // A panic while planning (a library's model) fails the run; it never leaves it waiting.
+        let planning = async move {
+            let planned = crate::subagent::CatchPanic(Box::pin(planning))
+                .await
+                .unwrap_or_else(|panic| Err(format!("planning failed: it panicked: {panic}")));
             let _ = me.cast(LeadMsg::Planned(planned));
         };
         let task = tokio::spawn(planning.instrument(self.outside.span.clone()));

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use ractor::ActorRef;
 use tracing::Instrument;
 
-use super::leader::{self, Asked, LeadModel, LeadTurn, Tree};
+use super::leader::{self, Asked, LeadModel, LeadTurn, Subtask, Tree};
 use super::plan::Shard;
 use super::waves::FollowUp;
 use super::{LeadMsg, LeadState};
@@ -40,7 +40,11 @@ pub(super) fn digest(answers: &[Conclusion], follow: &[FollowUp]) -> String {
         out.push_str(&format!(
             "- question: {}\n  scope: {}\n  because: {}\n",
             crate::text::one_line(&f.question),
-            f.paths.join(", "),
+            f.paths
+                .iter()
+                .map(|p| super::plan_check::listed_name(p))
+                .collect::<Vec<_>>()
+                .join(", "),
             crate::text::one_line(&f.because)
         ));
     }
@@ -71,6 +75,44 @@ fn as_shards(follow: &[FollowUp]) -> Vec<Shard> {
         .collect()
 }
 
+/// The planner's rules a lead plan keeps, beyond the schema, its number and the listed paths:
+/// each subtask traces one of the follow-ups' names — its question names it in backticks —
+/// over that name's paths alone, and no two trace the same name. The problems, one a line.
+pub(super) fn break_planners_rules(follow: &[FollowUp], subtasks: &[Subtask]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut traced: Vec<&str> = Vec::new();
+    for (i, subtask) in subtasks.iter().enumerate() {
+        let n = i + 1;
+        let Some(f) = follow
+            .iter()
+            .find(|f| subtask.question.contains(&format!("`{}`", f.name)))
+        else {
+            let names: Vec<String> = follow.iter().map(|f| format!("`{}`", f.name)).collect();
+            problems.push(format!(
+                "subtask {n}: its `question` must name, in backticks, the one name it traces: {}",
+                names.join(", ")
+            ));
+            continue;
+        };
+        if traced.contains(&f.name.as_str()) {
+            problems.push(format!(
+                "subtask {n}: `{}` is traced by an earlier subtask already",
+                f.name
+            ));
+        }
+        traced.push(&f.name);
+        if let Some(beyond) = subtask.scope.iter().find(|p| !f.paths.contains(p)) {
+            problems.push(format!(
+                "subtask {n}: `{}` was searched in `{}` already: its scope may list only {}",
+                f.name,
+                crate::text::one_line(&beyond.chars().take(200).collect::<String>()),
+                f.paths.join(", ")
+            ));
+        }
+    }
+    problems
+}
+
 impl LeadState {
     /// Has the lead model plan the next wave from the planner's `follow` (off the actor; the
     /// plan comes back as `WavePlanned`). `last_added`: what the wave before it added.
@@ -95,7 +137,8 @@ impl LeadState {
             .unwrap_or_default();
         let (meter, limits) = (Arc::clone(&self.config.cost), self.config.limits);
         let me = myself.clone();
-        let task = async move {
+        let fallback = as_shards(&follow);
+        let planning = async move {
             let lead = LeadModel {
                 model,
                 meter,
@@ -103,19 +146,32 @@ impl LeadState {
             };
             let tree = Tree::listed(&scope_of(&follow));
             let roles = [(RoleId::EXPLORER, explorer)];
+            let rules = |subtasks: &[Subtask]| break_planners_rules(&follow, subtasks);
             let asked = Asked {
                 question: &question,
                 tree: Some(&tree),
                 roles: &roles,
                 max: follow.len(),
                 wave: Some(&wave),
+                rules: Some(&rules),
             };
             let fallback = as_shards(&follow);
-            let (shards, reason, turn) =
-                leader::propose(&lead, &asked, fallback, "the planner's follow-ups").await;
+            let (shards, _, turn) = leader::propose(&lead, &asked, fallback, "").await;
+            (shards, turn)
+        };
+        let task = async move {
+            // A panic (a library's model) leaves the planner's follow-ups standing.
+            let (shards, turn) = crate::subagent::CatchPanic(Box::pin(planning))
+                .await
+                .unwrap_or_else(|panic| {
+                    let turn = LeadTurn {
+                        outcome: format!("the lead model's task panicked: {panic}"),
+                        ..LeadTurn::default()
+                    };
+                    (fallback, turn)
+                });
             let _ = me.cast(LeadMsg::WavePlanned {
                 shards,
-                reason,
                 turn,
                 last_added,
             });
@@ -125,12 +181,12 @@ impl LeadState {
     }
 
     /// The lead model planned the wave (or the planner's follow-ups stand): it is logged and
-    /// spawned. Nothing comes of it once the run was cancelled.
+    /// spawned, the reason saying whose plan it is. Nothing comes of it once the run was
+    /// cancelled.
     pub(super) async fn on_wave_planned(
         &mut self,
         myself: &ActorRef<LeadMsg>,
         shards: Vec<Shard>,
-        reason: String,
         turn: LeadTurn,
         last_added: usize,
     ) {
@@ -139,16 +195,28 @@ impl LeadState {
         }
         self.lead.lead_task = None;
         self.lead.following = false;
+        let by = if turn.outcome.starts_with("accepted") {
+            let name = self
+                .config
+                .lead_model
+                .as_ref()
+                .map(|m| m.name())
+                .unwrap_or_default();
+            format!("by the lead model {name}")
+        } else {
+            "by the planner: the lead model's plan was not used, its lead_turn says why".into()
+        };
         self.lead_turn("follow-ups", turn);
         let follow: Vec<FollowUp> = shards
             .into_iter()
             .map(|s| FollowUp {
+                name: String::new(),
                 question: s.question.unwrap_or_default(),
                 paths: s.paths,
                 because: String::new(),
             })
             .collect();
-        self.plan_follow_ups(follow, last_added, Some(&reason));
+        self.plan_follow_ups(follow, last_added, Some(&by));
         self.advance(myself).await;
     }
 }
@@ -160,6 +228,7 @@ mod tests {
 
     fn follow_up(name: &str, paths: &[&str]) -> FollowUp {
         FollowUp {
+            name: name.to_string(),
             question: format!("Where is `{name}` defined, and where is it called?"),
             paths: paths.iter().map(|p| p.to_string()).collect(),
             because: format!("an answer calls `{name}`"),
@@ -189,6 +258,45 @@ mod tests {
         assert!(text.contains("because: an answer calls `tick`"), "{text}");
         assert_eq!(scope_of(&follow), vec!["b".to_string(), "c/d.rs".into()]);
         assert!(digest(&[], &follow).starts_with("The answers so far, best first:\n- none\n"));
+    }
+
+    /// Each subtask traces one of the planner's names, over that name's paths only, and no
+    /// name twice: a question naming none, a path searched for its name already, or a name
+    /// traced twice is a problem told back.
+    #[test]
+    fn a_lead_plan_traces_the_planners_names_over_their_paths_each_once() {
+        let follow = [
+            follow_up("flush_pages", &["b", "c/d.rs"]),
+            follow_up("tick", &["b"]),
+        ];
+        let subtask = |scope: &[&str], question: &str| Subtask {
+            scope: scope.iter().map(|p| p.to_string()).collect(),
+            question: question.into(),
+            role: RoleId::EXPLORER,
+        };
+        let ok = [
+            subtask(&["c/d.rs"], "Who calls `flush_pages`?"),
+            subtask(&["b"], "Where is `tick` defined?"),
+        ];
+        assert!(break_planners_rules(&follow, &ok).is_empty());
+        let bad = [
+            subtask(&["b"], "How does the engine start?"),
+            subtask(&["c/d.rs"], "Where is `tick` defined?"),
+            subtask(&["b"], "And `tick` again?"),
+        ];
+        let problems = break_planners_rules(&follow, &bad);
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert!(problems[0].starts_with("subtask 1: its `question` must name, in backticks, the one name it traces: `flush_pages`, `tick`"), "{problems:?}");
+        assert!(
+            problems[1].contains(
+                "subtask 2: `tick` was searched in `c/d.rs` already: its scope may list only b"
+            ),
+            "{problems:?}"
+        );
+        assert!(
+            problems[2].contains("subtask 3: `tick` is traced by an earlier subtask already"),
+            "{problems:?}"
+        );
     }
 
     /// Bounded by the planner: a scope beyond the paths it listed (a parent, a sibling), a

@@ -30,9 +30,11 @@ pub(crate) struct WavePlan {
     pub(crate) ids: Vec<String>,
 }
 
-/// A follow-up the planner proposes: the question its subagent answers, where, and why.
+/// A follow-up the planner proposes: the name it traces, the question its subagent answers,
+/// where, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct FollowUp {
+    pub(crate) name: String,
     pub(crate) question: String,
     pub(crate) paths: Vec<String>,
     pub(crate) because: String,
@@ -177,6 +179,7 @@ pub(crate) fn follow_ups(cp: &Checkpointed<'_>) -> Vec<FollowUp> {
                 continue;
             }
             out.push(FollowUp {
+                name: name.clone(),
                 question,
                 because: format!(
                     "`{name}` is named by a finding ({}) and was never searched in {}",
@@ -404,9 +407,13 @@ impl LeadState {
             "wave {n}: wave {} added {last_added} settled conclusion(s) as ranked then; {} follow-up(s) planned from the checkpoint{}: {}",
             n - 1,
             new.len(),
-            by.map(|b| format!(" ({b})")).unwrap_or_default(),
+            by.map(|b| format!(" ({})", crate::text::one_line(b)))
+                .unwrap_or_default(),
             new.iter()
-                .map(|(id, s)| format!("{id} {}", s.question.as_deref().unwrap_or_default()))
+                .map(|(id, s)| format!(
+                    "{id} {}",
+                    crate::text::one_line(s.question.as_deref().unwrap_or_default())
+                ))
                 .collect::<Vec<_>>()
                 .join("; ")
         );

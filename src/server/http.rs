@@ -7,6 +7,8 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path, Query, Request, State};
@@ -61,11 +63,6 @@ impl IntoResponse for Problem {
         }
         if let Some(secs) = self.retry_after {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
-        }
-        if status == StatusCode::PAYLOAD_TOO_LARGE {
-            // The rest of the body is never read: the connection cannot carry another
-            // request, and a client that reused it would see its next request cut off.
-            headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
         response
     }
@@ -174,10 +171,54 @@ async fn traced(request: Request, next: Next) -> Response {
     if !run_id.is_empty() {
         span.record("run_id", run_id.as_str());
     }
-    let response = next.run(request).instrument(span.clone()).await;
+    let headers = request.headers();
+    // A body is declared by its length (not zero) or sent in chunks.
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .is_some_and(|v| v.to_str().map_or(true, |v| v.trim() != "0"));
+    let has_body = declared || headers.contains_key(header::TRANSFER_ENCODING);
+    let read = Arc::new(AtomicBool::new(!has_body));
+    let (parts, body) = request.into_parts();
+    let body = Body::from_stream(Watched {
+        inner: body.into_data_stream(),
+        read: Arc::clone(&read),
+    });
+    let mut response = next
+        .run(Request::from_parts(parts, body))
+        .instrument(span.clone())
+        .await;
+    // An answer given before the body was read to its end (413, 401, 403, 415, a route that
+    // takes none): the connection cannot carry another request, and a client that reused
+    // it would see its next request cut off. It is closed after the answer.
+    if !read.load(Ordering::Acquire) {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
     span.record("status", response.status().as_u16());
     tracing::info!(parent: &span, status = response.status().as_u16(), "answered");
     response
+}
+
+/// A request's body that says when it was read to its end.
+struct Watched {
+    inner: axum::body::BodyDataStream,
+    read: Arc<AtomicBool>,
+}
+
+impl futures_util::Stream for Watched {
+    type Item = Result<axum::body::Bytes, axum::Error>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let next = std::pin::Pin::new(&mut self.inner).poll_next(cx);
+        if let std::task::Poll::Ready(None) = next {
+            self.read.store(true, Ordering::Release);
+        }
+        next
+    }
 }
 
 /// The bearer token, when the server has one: compared in constant time (both digested, so

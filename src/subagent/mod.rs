@@ -207,7 +207,7 @@ where
 }
 
 /// A future whose panic while polling becomes `Err` with the panic's message.
-struct CatchPanic<F>(std::pin::Pin<Box<F>>);
+pub(crate) struct CatchPanic<F>(pub(crate) std::pin::Pin<Box<F>>);
 
 impl<F: std::future::Future> std::future::Future for CatchPanic<F> {
     type Output = Result<F::Output, String>;
