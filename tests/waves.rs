@@ -170,15 +170,45 @@ async fn a_definition_question_stops_after_one_wave() {
     );
 }
 
+/// The first plan a scripted lead model gives over the spanning tree: a/ and b/, each asked
+/// the run's question (so neither searches the name the second wave traces).
+fn lead_first_plan() -> String {
+    serde_json::json!({"subtasks": [
+        {"scope": ["a"], "question": SPANNING}, {"scope": ["b"], "question": SPANNING}]})
+    .to_string()
+}
+
+/// Explores the spanning tree, two waves, with `lead` as the lead model: the report and the
+/// logged events.
+async fn explore_with_lead(
+    lead: std::sync::Arc<dyn baton::Model>,
+) -> (baton::Report, Vec<RunEvent>) {
+    let tree = spanning_tree();
+    let store = std::sync::Arc::new(baton::testing::MemoryStore::new());
+    let coordinator = Coordinator::builder()
+        .store(store.clone())
+        .lead_model(lead)
+        .max_waves(2)
+        .build();
+    let run = coordinator.run(Task::explore(SPANNING, tree.path()));
+    let report = tokio::time::timeout(std::time::Duration::from_secs(60), run)
+        .await
+        .expect("the run finishes")
+        .unwrap();
+    let events = EventStore::events(store.as_ref(), &report.run_id)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
+    (report, events)
+}
+
 /// With a lead model, the planner's follow-ups go to it: it is shown the answers and the
 /// follow-ups, plans the wave through the plan schema, and is held to the planner's paths (a
 /// scope beyond them is told back); the wave it plans runs and settles the link.
 #[tokio::test]
 async fn a_lead_model_plans_the_wave_held_to_the_planners_paths() {
     use baton::testing::{ScriptedModel, ScriptedTurn};
-    let tree = spanning_tree();
-    let first = serde_json::json!({"subtasks": [
-        {"scope": ["a"], "question": SPANNING}, {"scope": ["b"], "question": SPANNING}]});
     // Two where the planner proposed one: more than the wave's follow-ups.
     let wide = serde_json::json!({"subtasks": [
         {"scope": ["b"], "question": "Where is `flush_pages` defined?"},
@@ -186,20 +216,12 @@ async fn a_lead_model_plans_the_wave_held_to_the_planners_paths() {
     let asked = "Where is `flush_pages` defined, and what calls it?";
     let follow = serde_json::json!({"subtasks": [{"scope": ["b"], "question": asked}]});
     let lead = std::sync::Arc::new(ScriptedModel::new([
-        ScriptedTurn::text(first.to_string()),
+        ScriptedTurn::text(lead_first_plan()),
         ScriptedTurn::text(wide.to_string()),
         ScriptedTurn::text(follow.to_string()),
         ScriptedTurn::Fail("the report is left to the merge".into()),
     ]));
-    let store = std::sync::Arc::new(baton::testing::MemoryStore::new());
-    let report = Coordinator::builder()
-        .store(store.clone())
-        .lead_model(lead.clone() as std::sync::Arc<dyn baton::Model>)
-        .max_waves(2)
-        .build()
-        .run(Task::explore(SPANNING, tree.path()))
-        .await
-        .unwrap();
+    let (report, events) = explore_with_lead(lead.clone()).await;
     let requests = lead.requests();
     assert_eq!(requests.len(), 4, "plan, follow-ups twice, report");
     assert!(requests[1].system.contains("A wave of subagents has ended"));
@@ -221,11 +243,6 @@ async fn a_lead_model_plans_the_wave_held_to_the_planners_paths() {
         retold.contains("there are 2 subtasks: give from 1 to 1"),
         "{retold}"
     );
-    let events: Vec<RunEvent> = EventStore::events(store.as_ref(), &report.run_id)
-        .unwrap()
-        .into_iter()
-        .map(|e| e.event)
-        .collect();
     let turns: Vec<(String, String)> = events
         .iter()
         .filter_map(|e| match e {
@@ -263,29 +280,13 @@ async fn a_lead_model_plans_the_wave_held_to_the_planners_paths() {
 #[tokio::test]
 async fn a_lead_model_that_fails_on_a_wave_leaves_the_planners_follow_ups() {
     use baton::testing::{ScriptedModel, ScriptedTurn};
-    let tree = spanning_tree();
-    let first = serde_json::json!({"subtasks": [
-        {"scope": ["a"], "question": SPANNING}, {"scope": ["b"], "question": SPANNING}]});
     let unnamed = serde_json::json!({"subtasks": [{"scope": ["b"], "question": "What is in b?"}]});
     let lead = std::sync::Arc::new(ScriptedModel::new([
-        ScriptedTurn::text(first.to_string()),
+        ScriptedTurn::text(lead_first_plan()),
         ScriptedTurn::text(unnamed.to_string()),
         ScriptedTurn::Fail("overloaded".into()),
     ]));
-    let store = std::sync::Arc::new(baton::testing::MemoryStore::new());
-    let report = Coordinator::builder()
-        .store(store.clone())
-        .lead_model(lead.clone() as std::sync::Arc<dyn baton::Model>)
-        .max_waves(2)
-        .build()
-        .run(Task::explore(SPANNING, tree.path()))
-        .await
-        .unwrap();
-    let events: Vec<RunEvent> = EventStore::events(store.as_ref(), &report.run_id)
-        .unwrap()
-        .into_iter()
-        .map(|e| e.event)
-        .collect();
+    let (report, events) = explore_with_lead(lead.clone()).await;
     let revisions = wave_revisions(&events);
     assert_eq!(revisions.len(), 1, "{revisions:?}");
     assert!(
@@ -334,10 +335,8 @@ impl baton::Model for PanicsOnWaves {
         if self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
             panic!("the lead model broke");
         }
-        let plan = serde_json::json!({"subtasks": [
-            {"scope": ["a"], "question": SPANNING}, {"scope": ["b"], "question": SPANNING}]});
         Ok(baton::model::ModelResponse::new(
-            plan.to_string(),
+            lead_first_plan(),
             Vec::new(),
             baton::model::Usage::default(),
         ))
@@ -348,27 +347,15 @@ impl baton::Model for PanicsOnWaves {
 /// run going: the planner's follow-ups run, the merged handoffs stand, and the run finishes.
 #[tokio::test]
 async fn a_lead_model_that_panics_on_a_wave_leaves_the_run_finishing() {
-    let tree = spanning_tree();
-    let store = std::sync::Arc::new(baton::testing::MemoryStore::new());
     let lead = std::sync::Arc::new(PanicsOnWaves {
         calls: Default::default(),
     });
-    let coordinator = Coordinator::builder()
-        .store(store.clone())
-        .lead_model(lead as std::sync::Arc<dyn baton::Model>)
-        .max_waves(2)
-        .build();
-    let run = coordinator.run(Task::explore(SPANNING, tree.path()));
-    let report = tokio::time::timeout(std::time::Duration::from_secs(60), run)
-        .await
-        .expect("the run finishes")
-        .unwrap();
+    let (report, events) = explore_with_lead(lead).await;
     assert_eq!(report.waves.len(), 2, "{:?}", report.waves);
     assert!(cited_paths(&report).contains(&"b/sink.rs".to_string()));
-    let outcomes: Vec<(String, String)> = EventStore::events(store.as_ref(), &report.run_id)
-        .unwrap()
+    let outcomes: Vec<(String, String)> = events
         .into_iter()
-        .filter_map(|e| match e.event {
+        .filter_map(|e| match e {
             RunEvent::LeadTurn {
                 purpose, outcome, ..
             } => Some((purpose, outcome)),
