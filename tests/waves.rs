@@ -44,12 +44,18 @@ async fn explore(root: &Path, question: &str, waves: usize) -> (baton::Report, V
         .run(Task::explore(question, root))
         .await
         .unwrap();
-    let events = EventStore::events(store.as_ref(), &report.run_id)
+    let events = logged(store.as_ref(), &report.run_id);
+    (report, events)
+}
+
+/// The run's logged events.
+fn logged(store: &dyn EventStore, run: &str) -> Vec<RunEvent> {
+    store
+        .events(run)
         .unwrap()
         .into_iter()
         .map(|e| e.event)
-        .collect();
-    (report, events)
+        .collect()
 }
 
 fn wave_revisions(events: &[RunEvent]) -> Vec<String> {
@@ -195,11 +201,7 @@ async fn explore_with_lead(
         .await
         .expect("the run finishes")
         .unwrap();
-    let events = EventStore::events(store.as_ref(), &report.run_id)
-        .unwrap()
-        .into_iter()
-        .map(|e| e.event)
-        .collect();
+    let events = logged(store.as_ref(), &report.run_id);
     (report, events)
 }
 
