@@ -482,6 +482,23 @@ fn an_oversized_body_is_413_and_a_run_beyond_max_runs_is_429() {
             .body(reqwest::Body::wrap_stream(stream));
         let answer = send(chunked).await;
         assert_eq!((answer.status, answer.code()), (413, "body_too_large"));
+        // A body that cannot be read to its end (a chunk size that is no number) is no JSON:
+        // 400, not "over the limit".
+        let addr = url.trim_start_matches("http://").trim_end_matches("/v1/runs");
+        let mut raw = std::net::TcpStream::connect(addr).unwrap();
+        raw.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+            .unwrap();
+        std::io::Write::write_all(
+            &mut raw,
+            b"POST /v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",
+        )
+        .unwrap();
+        let mut answered = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut raw, &mut answered);
+        let answered = String::from_utf8_lossy(&answered);
+        assert!(answered.starts_with("HTTP/1.1 400"), "{answered}");
+        assert!(answered.contains("\"code\":\"invalid_json\""), "{answered}");
+        assert!(answered.contains("could not be read to its end"), "{answered}");
         // The unread rest of the body ends the connection: the client is told to open anew.
         assert_eq!(answer.header("connection"), Some("close"));
         let run = start_explore(&client, &serve, ".", slow()).await;

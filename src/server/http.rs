@@ -331,7 +331,8 @@ fn same_secret(given: &str, token: &str) -> bool {
 }
 
 /// A body read whole within the server's cap: 413 beyond it (said before it is read when
-/// the length is declared).
+/// the length is declared); a body that cannot be read to its end (cut off, badly chunked)
+/// is no JSON: 400 `invalid_json`, not 413.
 async fn read_body(server: &Server, headers: &HeaderMap, body: Body) -> Result<Vec<u8>, Problem> {
     let limit = server.config().body_limit;
     let too_large = || {
@@ -348,10 +349,21 @@ async fn read_body(server: &Server, headers: &HeaderMap, body: Body) -> Result<V
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(too_large());
     }
-    axum::body::to_bytes(body, limit)
-        .await
-        .map(|b| b.to_vec())
-        .map_err(|_| too_large())
+    let mut out = Vec::new();
+    let mut chunks = body.into_data_stream();
+    while let Some(chunk) = futures_util::StreamExt::next(&mut chunks).await {
+        let chunk = chunk.map_err(|e| {
+            Problem::bad(
+                "invalid_json",
+                format!("the body could not be read to its end (cut off, or badly chunked): {e}"),
+            )
+        })?;
+        if out.len() + chunk.len() > limit {
+            return Err(too_large());
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
 }
 
 async fn healthz() -> Response {
