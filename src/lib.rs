@@ -406,8 +406,8 @@
 //! conclusion, the question asks only where something is, the budget
 //! (`--max-subagents`, `--max-cost`) or `--max-waves` runs out;
 //! `lead/wave_lead.rs`: with `--lead-model`, the lead model plans a wave from the planner's
-//! follow-ups through the plan schema, held to their paths, role and number (the planner's
-//! stand when it fails);
+//! follow-ups through the plan schema, held to their traced names (each once), those names'
+//! paths, the explorer role and their number (the planner's stand when it fails or panics);
 //! `lead/start.rs`: the run's start or resume logged, its policy taken, its planning started
 //! off the actor; `lead/report.rs`: the report, the end of the run, and the planner's work
 //! off the actor (`plan_task`: the tree walked and sharded among explorers, one subtask per

@@ -24,12 +24,7 @@ struct Line {
 
 impl Line {
     fn render(&self, id: &str) -> String {
-        let scope: String = if self.scope.chars().count() > 40 {
-            let cut: String = self.scope.chars().take(39).collect();
-            format!("{cut}…")
-        } else {
-            self.scope.clone()
-        };
+        let scope = cut(&self.scope, 40);
         format!(
             "{id:<5} {:<9} {scope:<40} tools {:>3}  tokens {:>7}{}  {}",
             self.role,
@@ -41,6 +36,16 @@ impl Line {
                 (state, _) => state.label().to_string(),
             }
         )
+    }
+}
+
+/// `text` in at most `most` characters: cut, and the cut marked with `…`.
+fn cut(text: &str, most: usize) -> String {
+    if text.chars().count() > most {
+        let kept: String = text.chars().take(most.saturating_sub(1)).collect();
+        format!("{kept}…")
+    } else {
+        text.to_string()
     }
 }
 
@@ -219,13 +224,7 @@ impl Board {
     /// One finished line among the plans' lines: one line however the text is made, cut at
     /// PLAN_SHOWN characters.
     fn plan_line(&mut self, text: &str) {
-        let text = super::terminal_cell(text);
-        let shown: String = if text.chars().count() > PLAN_SHOWN {
-            let cut: String = text.chars().take(PLAN_SHOWN - 1).collect();
-            format!("{cut}…")
-        } else {
-            text.into_owned()
-        };
+        let shown = cut(&super::terminal_cell(text), PLAN_SHOWN);
         let bar = self.multi.insert(
             self.plans.len(),
             ProgressBar::new_spinner().with_style(self.style.clone()),

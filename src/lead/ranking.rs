@@ -422,6 +422,15 @@ mod tests {
         Rarity::from_counts([("^", 10_000), ("retr", 4), ("config", 900)])
     }
 
+    /// The first source of each finding ranked among the answers, in order.
+    fn answer_sources(ranked: &[Ranked]) -> Vec<String> {
+        ranked
+            .iter()
+            .filter(|r| r.answers)
+            .map(|r| r.conclusion.sources[0].to_string())
+            .collect()
+    }
+
     fn order(files: &MemoryFiles, findings: Vec<Conclusion>) -> Vec<String> {
         rank(findings, files, &rarity(), &|_| None)
             .into_iter()
@@ -554,11 +563,7 @@ mod tests {
             &rarity(),
             &from_follow_up,
         );
-        let answers: Vec<String> = ranked
-            .iter()
-            .filter(|r| r.answers)
-            .map(|r| r.conclusion.sources[0].to_string())
-            .collect();
+        let answers = answer_sources(&ranked);
         assert_eq!(answers, ["src/a.rs:1", "src/b.rs:1"], "{ranked:?}");
         assert!(ranked[2]
             .reason
@@ -620,11 +625,7 @@ mod tests {
             &rarity,
             &from_follow_up,
         );
-        let answers: Vec<String> = ranked
-            .iter()
-            .filter(|r| r.answers)
-            .map(|r| r.conclusion.sources[0].to_string())
-            .collect();
+        let answers = answer_sources(&ranked);
         assert_eq!(answers, ["src/a.rs:1", "src/b.rs:1"], "{ranked:?}");
     }
 

@@ -12,7 +12,7 @@ use tracing::Instrument;
 
 use super::leader::{self, Asked, LeadModel, LeadTurn, Subtask, Tree};
 use super::plan::Shard;
-use super::waves::FollowUp;
+use super::waves::{as_shards, FollowUp};
 use super::{LeadMsg, LeadState};
 use crate::contracts::RoleId;
 use crate::handoff::Conclusion;
@@ -60,19 +60,6 @@ fn scope_of(follow: &[FollowUp]) -> Vec<String> {
         }
     }
     paths
-}
-
-/// The planner's follow-ups as the shards a plan falls back to.
-fn as_shards(follow: &[FollowUp]) -> Vec<Shard> {
-    follow
-        .iter()
-        .map(|f| Shard {
-            paths: f.paths.clone(),
-            bytes: 0,
-            role: RoleId::EXPLORER,
-            question: Some(f.question.clone()),
-        })
-        .collect()
 }
 
 /// The planner's rules a lead plan keeps, beyond the schema, its number and the listed paths:
@@ -138,6 +125,7 @@ impl LeadState {
         let (meter, limits) = (Arc::clone(&self.config.cost), self.config.limits);
         let me = myself.clone();
         let fallback = as_shards(&follow);
+        let standing = fallback.clone();
         let planning = async move {
             let lead = LeadModel {
                 model,
@@ -155,8 +143,7 @@ impl LeadState {
                 wave: Some(&wave),
                 rules: Some(&rules),
             };
-            let fallback = as_shards(&follow);
-            let (shards, _, turn) = leader::propose(&lead, &asked, fallback, "").await;
+            let (shards, _, turn) = leader::propose(&lead, &asked, standing, "").await;
             (shards, turn)
         };
         let task = async move {
@@ -207,16 +194,15 @@ impl LeadState {
             "by the planner: the lead model's plan was not used, its lead_turn says why".into()
         };
         self.lead_turn("follow-ups", turn);
-        let follow: Vec<FollowUp> = shards
+        // Explorers whatever the plan said (the plan's check let no other role through).
+        let shards = shards
             .into_iter()
-            .map(|s| FollowUp {
-                name: String::new(),
-                question: s.question.unwrap_or_default(),
-                paths: s.paths,
-                because: String::new(),
+            .map(|s| Shard {
+                role: RoleId::EXPLORER,
+                ..s
             })
             .collect();
-        self.plan_follow_ups(follow, last_added, Some(&by));
+        self.plan_follow_ups(shards, last_added, Some(&by));
         self.advance(myself).await;
     }
 }

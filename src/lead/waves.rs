@@ -40,6 +40,19 @@ pub(crate) struct FollowUp {
     pub(crate) because: String,
 }
 
+/// Follow-ups as the explorers' shards that run them.
+pub(crate) fn as_shards(follow: &[FollowUp]) -> Vec<Shard> {
+    follow
+        .iter()
+        .map(|f| Shard {
+            paths: f.paths.clone(),
+            bytes: 0,
+            role: RoleId::EXPLORER,
+            question: Some(f.question.clone()),
+        })
+        .collect()
+}
+
 /// What the planner reads of the checkpoint.
 pub(crate) struct Checkpointed<'a> {
     /// The answering findings so far, best first, each with the text of the lines it cites.
@@ -371,37 +384,25 @@ impl LeadState {
             self.ask_lead_to_follow(myself, &answers, follow, last_added);
             return false;
         }
-        self.plan_follow_ups(follow, last_added, None)
+        self.plan_follow_ups(as_shards(&follow), last_added, None);
+        true
     }
 
-    /// Plans `follow` as the next wave: a plan revision in the log, its reason naming the wave,
-    /// what the wave before it added, the follow-ups and — `by` — whose plan it is.
+    /// Plans `shards` (explorers, each with its question) as the next wave: a plan revision
+    /// in the log, its reason naming the wave, what the wave before it added, the follow-ups
+    /// and — `by` — whose plan it is.
     pub(super) fn plan_follow_ups(
         &mut self,
-        follow: Vec<FollowUp>,
+        shards: Vec<Shard>,
         last_added: usize,
         by: Option<&str>,
-    ) -> bool {
-        if follow.is_empty() {
-            self.fleet.stopped_because = Some(
-                "nothing left to follow: every name the first three answers use was searched wherever the first wave looked".into(),
-            );
-            return false;
-        }
+    ) {
         let n = self.fleet.waves.last().map_or(1, |w| w.n) + 1;
         let first = self.fleet.records.len();
-        let new: Vec<(String, Shard)> = follow
+        let new: Vec<(String, Shard)> = shards
             .into_iter()
             .enumerate()
-            .map(|(i, f)| {
-                let shard = Shard {
-                    paths: f.paths,
-                    bytes: 0,
-                    role: RoleId::EXPLORER,
-                    question: Some(f.question),
-                };
-                (format!("sa{}", first + i + 1), shard)
-            })
+            .map(|(i, shard)| (format!("sa{}", first + i + 1), shard))
             .collect();
         let reason = format!(
             "wave {n}: wave {} added {last_added} settled conclusion(s) as ranked then; {} follow-up(s) planned from the checkpoint{}: {}",
@@ -435,7 +436,6 @@ impl LeadState {
             ids: new.iter().map(|(id, _)| id.clone()).collect(),
         });
         self.adopt_plan(new, Default::default());
-        true
     }
 
     /// Why no further wave is planned, if a rule that needs no ranking says so.
