@@ -319,6 +319,17 @@ pub(super) async fn synthesise(
 }
 
 impl LeadState {
+    /// The run's lead model, with the cost meter and time limits each of its calls goes
+    /// through (none without `--lead-model`).
+    pub(super) fn lead_model(&self) -> Option<LeadModel> {
+        let model = self.config.lead_model.clone()?;
+        Some(LeadModel {
+            model,
+            meter: Arc::clone(&self.config.cost),
+            limits: self.config.limits,
+        })
+    }
+
     /// Why a subagent with this system text, brief and tools may not start under the run's
     /// cost limit: its first call alone could pass it (none: it may start).
     pub(super) fn unaffordable(
@@ -367,7 +378,7 @@ impl LeadState {
     /// Has the lead model write the run's handoff off the actor, from its compiled context
     /// (the checkpoint's accepted handoffs), checked against what the subagents observed.
     pub(super) fn synthesise(&mut self, myself: &ActorRef<LeadMsg>) {
-        let Some(model) = self.config.lead_model.clone() else {
+        let Some(lead) = self.lead_model() else {
             return;
         };
         let role = self.config.roles.get(&RoleId::LEAD).cloned();
@@ -399,16 +410,10 @@ impl LeadState {
         }
         self.lead.synthesising = true;
         let span = self.outside.span.clone();
-        let (meter, limits) = (Arc::clone(&self.config.cost), self.config.limits);
         let (files, repairs) = (Arc::clone(&self.contexts.files), self.config.repairs);
         let question = self.config.question.clone();
         let me = myself.clone();
         let task = async move {
-            let lead = LeadModel {
-                model,
-                meter,
-                limits,
-            };
             let writing = synthesise(&lead, system, &question, Arc::new(seen), files, repairs);
             // A panic (a library's model) leaves the merged handoffs standing.
             let (outcome, turn) = crate::subagent::CatchPanic(Box::pin(writing))

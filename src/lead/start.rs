@@ -113,9 +113,7 @@ impl LeadState {
         let (shards, task) = (self.config.shards, self.config.task.clone());
         let me = myself.clone();
         let tokenizer = Arc::clone(&self.contexts.tokenizer);
-        let lead = self.config.lead_model.clone();
-        let meter = Arc::clone(&self.config.cost);
-        let limits = self.config.limits;
+        let lead = self.lead_model();
         let question = self.contexts.search_question.clone();
         let roles = self.assignable_roles();
         let planned_question = question.clone();
@@ -138,16 +136,11 @@ impl LeadState {
             // A lead model proposes the subtasks; the deterministic plan stands if its plan
             // does not.
             let planned = match (lead, planned) {
-                (Some(model), Ok(mut p)) if !p.shards.is_empty() => {
+                (Some(lead), Ok(mut p)) if !p.shards.is_empty() => {
                     let tree = p
                         .walked
                         .then(|| leader::Tree::of(&p.files, roots.as_deref()));
                     let fallback = std::mem::take(&mut p.shards);
-                    let lead = leader::LeadModel {
-                        model,
-                        meter,
-                        limits,
-                    };
                     let asked = leader::Asked {
                         question: &question,
                         tree: tree.as_ref(),

@@ -5,12 +5,10 @@
 //! one of the paths the planner found unsearched. An invalid plan gets one more turn; then,
 //! or when the model fails, the planner's follow-ups stand, and the log says why.
 
-use std::sync::Arc;
-
 use ractor::ActorRef;
 use tracing::Instrument;
 
-use super::leader::{self, Asked, LeadModel, LeadTurn, Subtask, Tree};
+use super::leader::{self, Asked, LeadTurn, Subtask, Tree};
 use super::plan::Shard;
 use super::waves::{as_shards, FollowUp};
 use super::{LeadMsg, LeadState};
@@ -110,7 +108,7 @@ impl LeadState {
         follow: Vec<FollowUp>,
         last_added: usize,
     ) {
-        let Some(model) = self.config.lead_model.clone() else {
+        let Some(lead) = self.lead_model() else {
             return;
         };
         self.lead.following = true;
@@ -122,16 +120,10 @@ impl LeadState {
             .get(&RoleId::EXPLORER)
             .map(|r| r.description.clone())
             .unwrap_or_default();
-        let (meter, limits) = (Arc::clone(&self.config.cost), self.config.limits);
         let me = myself.clone();
         let fallback = as_shards(&follow);
         let standing = fallback.clone();
         let planning = async move {
-            let lead = LeadModel {
-                model,
-                meter,
-                limits,
-            };
             let tree = Tree::listed(&scope_of(&follow));
             let roles = [(RoleId::EXPLORER, explorer)];
             let rules = |subtasks: &[Subtask]| break_planners_rules(&follow, subtasks);
