@@ -3,7 +3,7 @@
 use baton::{Coordinator, SubagentState, Task};
 
 use crate::support::{
-    assert_citations_hold, assert_cites, cited_files, line_of, python_tree, rust_tree, RETRY_RS,
+    assert_citations_hold, assert_cites, cited_files, line_of, python_tree, rust_tree, tree, RETRY_RS,
     TOKENS_PY,
 };
 
@@ -214,6 +214,41 @@ async fn connection_question_follows_the_call() {
         "{claims:#?}"
     );
     assert_cites(&report, dir.path(), "src/net/client.rs", 10, 0);
+}
+
+/// A caller found by following a settled definition gets a claim of its own, which says — as
+/// a place's does — which of the question's terms its cited lines hold: a caller that ties
+/// several of them together weighs with them when the report is ranked.
+#[tokio::test]
+async fn a_followed_callers_claim_says_what_its_lines_mention() {
+    let dir = tree(&[
+        (
+            "src/backoff.rs",
+            "//! Backoff.\n\n/// Doubles per try.\npub fn retry_pause(attempt_count: u32) -> u64 {\n    100u64 << attempt_count.min(10)\n}\n",
+        ),
+        (
+            "src/run.rs",
+            "//! Running jobs.\n\npub fn run(job: &dyn Fn() -> bool) {\n    let mut tries = 0;\n    while !job() {\n        // Sleep, then try once more.\n        let wait = crate::backoff::retry_pause(tries);\n        std::thread::sleep(std::time::Duration::from_millis(wait));\n        tries += 1;\n    }\n}\n",
+        ),
+    ]);
+    let report = Coordinator::builder()
+        .agents(1)
+        .build()
+        .run(Task::explore("Where is the exponential pause before the next retry computed from the attempt count?", dir.path()))
+        .await
+        .unwrap();
+    let claims: Vec<&str> = report
+        .handoff
+        .settled_conclusions
+        .iter()
+        .map(|c| c.claim.as_str())
+        .collect();
+    let call = claims
+        .iter()
+        .find(|c| c.contains("`run`") && c.contains("calls `retry_pause` at line 7"))
+        .unwrap_or_else(|| panic!("no call-site claim: {claims:#?}"));
+    assert!(call.ends_with("— the cited lines mention pause, retry"), "{call}");
+    assert_citations_hold(&report, dir.path());
 }
 
 /// Regression: a two-word question whose second word occurs nowhere ("chosen") settled nothing,

@@ -167,21 +167,20 @@ fn conclude(survey: &Survey, place: &Candidate, reads: &[&Exchange<'_>]) -> Opti
             around(&place.path, &lines, place.line)?,
         ),
     };
-    let terms = mentioned(survey, &lines, &sources);
-    let claim = if terms.is_empty() {
-        claim
-    } else {
-        format!("{claim} — the cited lines mention {terms}")
-    };
     Some(Conclusion {
-        claim,
+        claim: with_mentions(claim, &mentioned(survey, &lines, &sources)),
         sources,
         kind: ConclusionKind::Finding,
     })
 }
 
-/// One conclusion about a call site: who calls the place, cited where it does.
-fn conclude_call(site: &CallSite, reads: &[&Exchange<'_>]) -> Option<Conclusion> {
+/// One conclusion about a call site: who calls the place, cited where it does, and which of
+/// the question's terms the cited lines hold (as a place's claim says).
+fn conclude_call(
+    survey: &Survey,
+    site: &CallSite,
+    reads: &[&Exchange<'_>],
+) -> Option<Conclusion> {
     let lines = read_lines(reads, &site.path, site.line)?;
     let hit_index = lines.iter().position(|l| l.0 == site.line)?;
     let hit_text = quoted(&lines[hit_index].1);
@@ -208,10 +207,19 @@ fn conclude_call(site: &CallSite, reads: &[&Exchange<'_>]) -> Option<Conclusion>
         ),
     };
     Some(Conclusion {
-        claim,
+        claim: with_mentions(claim, &mentioned(survey, &lines, &sources)),
         sources,
         kind: ConclusionKind::Finding,
     })
+}
+
+/// A claim followed by the question's terms its cited lines mention, when there are any.
+fn with_mentions(claim: String, terms: &str) -> String {
+    if terms.is_empty() {
+        claim
+    } else {
+        format!("{claim} — the cited lines mention {terms}")
+    }
 }
 
 /// A claim whose every backticked quote occurs, byte for byte, in the lines it cites as the
@@ -282,7 +290,7 @@ pub(super) fn write_handoff(
                 site.callee, site.line
             )),
             None => {
-                if let Some(c) = conclude_call(site, reads) {
+                if let Some(c) = conclude_call(survey, site, reads) {
                     handoff.settled_conclusions.push(verbatim(c, reads));
                 }
             }
