@@ -402,10 +402,15 @@
 //! `lead/waves.rs`: waves — after a wave ends, a pure planner proposes follow-ups from the
 //! checkpoint (names the first three answers' claims or cited code use, the calls nearest
 //! the quoted line first, two a wave, traced where no subagent searched them; a follow-up's
-//! findings answer only with the traced name's definition), logged as a plan revision, until a wave adds no settled
+//! findings answer only with the traced name's definition, or a research follow-up's with its
+//! best passage, a verifier's confirmation leaving them the follow-up's), logged as a plan
+//! revision, until a wave adds no settled
 //! conclusion, the question asks only where something is, the budget
 //! (`--max-subagents`, `--max-cost`) or `--max-waves` runs out;
-//! `lead/wave_lead.rs`: with `--lead-model`, the lead model plans a wave from the planner's
+//! `lead/research_follow.rs`: a research run's follow-ups (pure): the terms the passages the
+//! first three answers quote name (a flag, a path, an attribute, a call, a snake_case or
+//! inner-capital name) that neither the question nor a sub-question asked about, two a wave;
+//! `lead/wave_lead.rs`: with `--lead-model`, the lead model plans an exploration's wave from the planner's
 //! follow-ups through the plan schema, held to their traced names (each once), those names'
 //! paths, the explorer role and their number (the planner's stand when it fails or panics);
 //! `lead/start.rs`: the run's start or resume logged, its policy taken, its planning started

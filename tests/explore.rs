@@ -3,8 +3,8 @@
 use baton::{Coordinator, SubagentState, Task};
 
 use crate::support::{
-    assert_citations_hold, assert_cites, cited_files, line_of, python_tree, rust_tree, tree, RETRY_RS,
-    TOKENS_PY,
+    assert_citations_hold, assert_cites, cited_files, line_of, python_tree, rust_tree, tree,
+    RETRY_RS, TOKENS_PY,
 };
 
 #[tokio::test]
@@ -234,7 +234,10 @@ async fn a_followed_callers_claim_says_what_its_lines_mention() {
     let report = Coordinator::builder()
         .agents(1)
         .build()
-        .run(Task::explore("Where is the exponential pause before the next retry computed from the attempt count?", dir.path()))
+        .run(Task::explore(
+            "Where is the exponential pause before the next retry computed from the attempt count?",
+            dir.path(),
+        ))
         .await
         .unwrap();
     let claims: Vec<&str> = report
@@ -247,7 +250,10 @@ async fn a_followed_callers_claim_says_what_its_lines_mention() {
         .iter()
         .find(|c| c.contains("`run`") && c.contains("calls `retry_pause` at line 7"))
         .unwrap_or_else(|| panic!("no call-site claim: {claims:#?}"));
-    assert!(call.ends_with("— the cited lines mention pause, retry"), "{call}");
+    assert!(
+        call.ends_with("— the cited lines mention pause, retry"),
+        "{call}"
+    );
     assert_citations_hold(&report, dir.path());
 }
 

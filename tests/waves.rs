@@ -1,6 +1,7 @@
 //! Waves: follow-ups planned from the checkpoint after a wave ends — a connection that spans
 //! two shards needs the second wave; a wave that adds nothing stops the run, and says so; a
-//! run killed in its second wave resumes to the uninterrupted report.
+//! run killed in its second wave resumes to the uninterrupted report; a research run follows a
+//! term its answers' passages name.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -173,6 +174,98 @@ async fn a_definition_question_stops_after_one_wave() {
         report.stopped_because.contains("not how things connect"),
         "{}",
         report.stopped_because
+    );
+}
+
+/// A corpus whose answer spans two documents: `recovery.md` answers in the question's words
+/// and names `--keep-going`; `options.md` says what that flag does in words the question
+/// never uses.
+fn spanning_corpus() -> tempfile::TempDir {
+    crate::support::tree(&[
+        (
+            "recovery.md",
+            "# Recovering a build\n\nWhen a build stopped halfway, you can resume it with the --keep-going option.\n",
+        ),
+        (
+            "options.md",
+            "# Options\n\nThe --keep-going flag carries on past broken targets and lists them at the end.\n\n## Defaults\n\nWithout --keep-going the first broken target ends the whole run at once.\n",
+        ),
+        (
+            "install.md",
+            "# Installing\n\nDownload the archive and unpack it into a folder on your path.\n",
+        ),
+    ])
+}
+
+const RESUME: &str = "How do I resume a build that stopped halfway?";
+
+async fn research(root: &Path, question: &str, waves: usize) -> (baton::Report, Vec<RunEvent>) {
+    let store = std::sync::Arc::new(baton::testing::MemoryStore::new());
+    let coordinator = Coordinator::builder()
+        .store(store.clone())
+        .max_waves(waves)
+        .build();
+    let report = coordinator
+        .run(Task::research(question, root))
+        .await
+        .unwrap();
+    let events = logged(store.as_ref(), &report.run_id);
+    (report, events)
+}
+
+fn cited_docs(report: &baton::Report) -> Vec<String> {
+    report
+        .handoff
+        .settled_conclusions
+        .iter()
+        .flat_map(|c| c.sources.iter().map(|s| s.to_string()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_term_a_research_answer_names_is_followed_in_the_second_wave() {
+    let corpus = spanning_corpus();
+    let (one, _) = research(corpus.path(), RESUME, 1).await;
+    let cited = cited_docs(&one);
+    assert!(
+        cited.iter().any(|s| s.starts_with("doc:recovery.md")),
+        "{cited:?}"
+    );
+    assert!(
+        !cited.iter().any(|s| s.starts_with("doc:options.md")),
+        "one wave cannot reach options.md: {cited:?}"
+    );
+    assert_eq!(one.stopped_because, "--max-waves 1 reached");
+
+    let (two, events) = research(corpus.path(), RESUME, 3).await;
+    let revisions = wave_revisions(&events);
+    assert_eq!(revisions.len(), 1, "{revisions:?}");
+    assert!(
+        revisions[0].starts_with("wave 2: wave 1 added 1 settled conclusion(s) as ranked then; 1 follow-up(s) planned from the checkpoint: sa2 What is `--keep-going`?"),
+        "{revisions:?}"
+    );
+    // The follow-up's passage answers, after the first wave's.
+    let cited = cited_docs(&two);
+    let first = cited.iter().position(|s| s.starts_with("doc:recovery.md"));
+    let link = cited.iter().position(|s| s.starts_with("doc:options.md"));
+    assert!(
+        matches!((first, link), (Some(a), Some(b)) if a < b),
+        "{cited:?}"
+    );
+    assert!(
+        two.handoff
+            .settled_conclusions
+            .iter()
+            .any(|c| c.claim.contains("carries on past broken targets")),
+        "{}",
+        two.to_markdown()
+    );
+    assert_eq!(two.waves.len(), 2, "{:?}", two.waves);
+    assert_eq!(two.waves[1].added, 1);
+    // Its passage names nothing the run did not ask about: the waves stop there.
+    assert_eq!(
+        two.stopped_because,
+        "nothing left to follow: every term the first three answers' passages name was asked about already"
     );
 }
 

@@ -347,7 +347,8 @@ struct ExploreArgs {
     max_subagents: u32,
     /// Most waves: the first plan, then follow-ups planned from the checkpoint after each wave
     /// (names the first three answers use, at most two a wave, traced where they were not
-    /// searched; only an exploration of a tree plans them). A run stops sooner when a wave adds
+    /// searched; in research, terms their passages name that no sub-question asked about).
+    /// A run stops sooner when a wave adds
     /// no settled conclusion or the question asks only where something is.
     #[arg(long, default_value_t = baton::DEFAULT_MAX_WAVES as u32, value_parser = clap::value_parser!(u32).range(1..=100))]
     max_waves: u32,

@@ -176,11 +176,7 @@ fn conclude(survey: &Survey, place: &Candidate, reads: &[&Exchange<'_>]) -> Opti
 
 /// One conclusion about a call site: who calls the place, cited where it does, and which of
 /// the question's terms the cited lines hold (as a place's claim says).
-fn conclude_call(
-    survey: &Survey,
-    site: &CallSite,
-    reads: &[&Exchange<'_>],
-) -> Option<Conclusion> {
+fn conclude_call(survey: &Survey, site: &CallSite, reads: &[&Exchange<'_>]) -> Option<Conclusion> {
     let lines = read_lines(reads, &site.path, site.line)?;
     let hit_index = lines.iter().position(|l| l.0 == site.line)?;
     let hit_text = quoted(&lines[hit_index].1);

@@ -40,6 +40,7 @@ mod ranking;
 mod relevance;
 mod report;
 mod reports;
+mod research_follow;
 mod resume;
 mod resume_docs;
 mod start;

@@ -203,9 +203,10 @@ pub(crate) fn rank(
                 .push((a, b, out.len()));
         }
         let from = follow_up(&r.conclusion);
-        // A follow-up settles one link: its best definition of the name it traced.
+        // A follow-up settles one link: its best definition of the name it traced (or, with
+        // nothing to read for a role, its best passage of the term it asked about).
         let link = match from {
-            Some(f) => r.role == Role::Defines && linked.insert(f),
+            Some(f) => matches!(r.role, Role::Defines | Role::Unread) && linked.insert(f),
             None => true,
         };
         r.answers = names_subject && r.score >= best * ANSWER_SHARE && link;

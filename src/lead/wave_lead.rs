@@ -121,7 +121,7 @@ impl LeadState {
             .map(|r| r.description.clone())
             .unwrap_or_default();
         let me = myself.clone();
-        let fallback = as_shards(&follow);
+        let fallback = as_shards(&follow, RoleId::EXPLORER);
         let standing = fallback.clone();
         let planning = async move {
             let tree = Tree::listed(&scope_of(&follow));

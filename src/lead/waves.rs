@@ -40,14 +40,14 @@ pub(crate) struct FollowUp {
     pub(crate) because: String,
 }
 
-/// Follow-ups as the explorers' shards that run them.
-pub(crate) fn as_shards(follow: &[FollowUp]) -> Vec<Shard> {
+/// Follow-ups as the shards of `role` (explorers, researchers) that run them.
+pub(crate) fn as_shards(follow: &[FollowUp], role: RoleId) -> Vec<Shard> {
     follow
         .iter()
         .map(|f| Shard {
             paths: f.paths.clone(),
             bytes: 0,
-            role: RoleId::EXPLORER,
+            role: role.clone(),
             question: Some(f.question.clone()),
         })
         .collect()
@@ -214,30 +214,35 @@ fn cite(c: &Conclusion) -> String {
         .join(", ")
 }
 
-/// How many of `wave`'s findings cite lines no earlier finding cites (a non-file finding by
-/// its claim).
+/// How many of `wave`'s findings cite lines no earlier finding cites (a passage or a record
+/// by its id and span, as cited).
 pub(crate) fn added(earlier: &[&Conclusion], wave: &[&Conclusion]) -> usize {
     // What is known, indexed: claims, and each file's cited ranges.
     let mut claims: BTreeSet<&str> = BTreeSet::new();
     let mut ranges: std::collections::HashMap<&str, Vec<(u32, u32)>> = Default::default();
+    // Sources that are no file's lines (a passage, a record), cited as they are.
+    let mut others: BTreeSet<String> = BTreeSet::new();
     let mut n = 0;
     for (i, c) in earlier.iter().chain(wave).enumerate() {
         let seen = claims.contains(c.claim.as_str())
-            || c.sources
-                .iter()
-                .filter_map(SourceId::file_lines)
-                .any(|(p, a, b)| {
-                    ranges
-                        .get(p)
-                        .is_some_and(|r| r.iter().any(|(c1, c2)| a <= *c2 && *c1 <= b))
-                });
+            || c.sources.iter().any(|s| match s.file_lines() {
+                Some((p, a, b)) => ranges
+                    .get(p)
+                    .is_some_and(|r| r.iter().any(|(c1, c2)| a <= *c2 && *c1 <= b)),
+                None => others.contains(&s.to_string()),
+            });
         if i >= earlier.len() && !seen {
             n += 1;
         }
         if i < earlier.len() || !seen {
             claims.insert(c.claim.as_str());
-            for (p, a, b) in c.sources.iter().filter_map(SourceId::file_lines) {
-                ranges.entry(p).or_default().push((a, b));
+            for s in &c.sources {
+                match s.file_lines() {
+                    Some((p, a, b)) => ranges.entry(p).or_default().push((a, b)),
+                    None => {
+                        others.insert(s.to_string());
+                    }
+                }
             }
         }
     }
@@ -351,7 +356,12 @@ impl LeadState {
                 return false;
             }
         }
-        let follow = self.proposed(&answers);
+        let researching = self.researching();
+        let follow = if researching {
+            self.proposed_research(&answers)
+        } else {
+            self.proposed(&answers)
+        };
         // A verifier is planned only once no wave is: after a resume the same holds.
         let verifying = self
             .fleet
@@ -361,6 +371,8 @@ impl LeadState {
         if follow.is_empty() || verifying {
             self.fleet.stopped_because = Some(if answers.is_empty() {
                 "no answer to follow from: the waves settled no finding".into()
+            } else if researching {
+                "nothing left to follow: every term the first three answers' passages name was asked about already".into()
             } else {
                 "nothing left to follow: every name the first three answers use was searched wherever the first wave looked".into()
             });
@@ -380,11 +392,17 @@ impl LeadState {
             return false;
         }
         let follow: Vec<FollowUp> = follow.into_iter().take(room).collect();
+        if researching {
+            // A research run's follow-ups are the planner's: a lead model plans the waves of
+            // an exploration, held to the paths the planner traces.
+            self.plan_follow_ups(as_shards(&follow, RoleId::RESEARCHER), last_added, None);
+            return true;
+        }
         if self.config.lead_model.is_some() {
             self.ask_lead_to_follow(myself, &answers, follow, last_added);
             return false;
         }
-        self.plan_follow_ups(as_shards(&follow), last_added, None);
+        self.plan_follow_ups(as_shards(&follow, RoleId::EXPLORER), last_added, None);
         true
     }
 
@@ -447,8 +465,10 @@ impl LeadState {
                 .records
                 .iter()
                 .any(|r| r.shard.role == RoleId::EXPLORER);
-        if !explores {
-            return Some("only an exploration of a tree plans follow-ups".into());
+        if !explores && !self.researching() {
+            return Some(
+                "only an exploration of a tree or a research of a corpus plans follow-ups".into(),
+            );
         }
         if last.n as usize >= self.config.max_waves {
             return Some(format!("--max-waves {} reached", self.config.max_waves));
@@ -474,6 +494,27 @@ impl LeadState {
             return Some("the run's cost limit (--max-cost) was reached".into());
         }
         None
+    }
+
+    /// A research run: its first wave's subagents are researchers.
+    fn researching(&self) -> bool {
+        self.fleet
+            .records
+            .iter()
+            .any(|r| r.shard.role == RoleId::RESEARCHER && self.wave_of(&r.summary.id) == 1)
+    }
+
+    /// A research run's follow-ups: the terms its answers' passages name that neither the
+    /// question nor a sub-question of its waves asked about.
+    fn proposed_research(&self, answers: &[Conclusion]) -> Vec<FollowUp> {
+        let mut asked: Vec<&str> = vec![self.contexts.search_question.as_str()];
+        asked.extend(
+            self.fleet
+                .records
+                .iter()
+                .filter_map(|r| r.shard.question.as_deref()),
+        );
+        super::research_follow::research_follow_ups(answers, &asked)
     }
 
     /// The planner's follow-ups from the run's checkpoint: the answers so far with the lines
