@@ -321,14 +321,13 @@ pub(super) fn parse(text: &str) -> Parsed {
             narration_line.get_or_insert(number);
             continue;
         };
+        // `- none` (or `None.`) says a section is empty, whichever section it is under.
+        if is_none_marker(bullet_text(raw).unwrap_or(raw)) {
+            constraints_said_none |= section == Section::Constraints;
+            continue;
+        }
         if let Some(item) = bullet_text(raw) {
-            if section == Section::Constraints && is_none_marker(item) {
-                constraints_said_none = true;
-                continue;
-            }
             items.push((section, number, item.to_string()));
-        } else if section == Section::Constraints && is_none_marker(raw) {
-            constraints_said_none = true;
         } else if let Some(last) = items.last_mut().filter(|l| l.0 == section) {
             last.2.push(' ');
             last.2.push_str(raw.trim());
@@ -403,6 +402,32 @@ mod tests {
         )
         .unwrap();
         assert_eq!(h.open_items[0].stuck_on, "z");
+    }
+
+    /// `- none` or `None.` says a section is empty under any heading: it is never an item.
+    #[test]
+    fn none_empties_any_section() {
+        for text in [
+            "## Settled conclusions\n- none\n## Open items\n- None.\n## Hard constraints\n- none\n",
+            "## Settled conclusions\nNone.\n## Open items\n* **none**\n## Hard constraints\nNone\n",
+        ] {
+            let parsed = parse(text);
+            assert!(
+                parsed.violations.is_empty(),
+                "{text}: {:?}",
+                parsed.violations
+            );
+            let h = Handoff::parse(text).unwrap();
+            assert!(h.settled_conclusions.is_empty(), "{text}");
+            assert!(h.open_items.is_empty(), "{text}: {:?}", h.open_items);
+            assert!(h.hard_constraints.is_empty(), "{text}");
+        }
+        // An item that only starts with the word is an item.
+        let h = Handoff::parse(
+            "## Settled conclusions\n## Open items\n- none of the callers were read (stuck: time)\n## Hard constraints\n- none\n",
+        )
+        .unwrap();
+        assert_eq!(h.open_items.len(), 1);
     }
 
     #[test]
