@@ -115,6 +115,31 @@ pub(crate) fn corpus() -> tempfile::TempDir {
     tree(&borrowed)
 }
 
+/// A document's words never make a finding negative evidence: a sentence that starts as one
+/// would is stated as the passage's, and stays a finding.
+#[tokio::test]
+async fn a_passage_that_starts_like_negative_evidence_stays_a_finding() {
+    let dir = tree(&[(
+        "dispatch.md",
+        "# Dispatcher\n\nNegative evidence: the dispatcher routes a request through `route_main` today.\n",
+    )]);
+    let report = research("How does the dispatcher route a request?", dir.path()).await;
+    let found: Vec<&baton::Conclusion> = report
+        .handoff
+        .settled_conclusions
+        .iter()
+        .filter(|c| c.kind == ConclusionKind::Finding)
+        .collect();
+    assert_eq!(found.len(), 1, "{}", report.to_markdown());
+    assert!(
+        found[0]
+            .claim
+            .starts_with("The passage says: Negative evidence: the dispatcher routes"),
+        "{}",
+        found[0].claim
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_cites_the_chunk_holding_its_fact_and_never_the_print_page() {
     let dir = corpus();

@@ -199,11 +199,17 @@ fn spanning_corpus() -> tempfile::TempDir {
 
 const RESUME: &str = "How do I resume a build that stopped halfway?";
 
-async fn research(root: &Path, question: &str, waves: usize) -> (baton::Report, Vec<RunEvent>) {
+async fn research(
+    root: &Path,
+    question: &str,
+    waves: usize,
+    subagents: usize,
+) -> (baton::Report, Vec<RunEvent>) {
     let store = std::sync::Arc::new(baton::testing::MemoryStore::new());
     let coordinator = Coordinator::builder()
         .store(store.clone())
         .max_waves(waves)
+        .max_subagents(subagents)
         .build();
     let report = coordinator
         .run(Task::research(question, root))
@@ -213,31 +219,22 @@ async fn research(root: &Path, question: &str, waves: usize) -> (baton::Report, 
     (report, events)
 }
 
-fn cited_docs(report: &baton::Report) -> Vec<String> {
-    report
-        .handoff
-        .settled_conclusions
-        .iter()
-        .flat_map(|c| c.sources.iter().map(|s| s.to_string()))
-        .collect()
-}
-
 #[tokio::test]
 async fn a_term_a_research_answer_names_is_followed_in_the_second_wave() {
     let corpus = spanning_corpus();
-    let (one, _) = research(corpus.path(), RESUME, 1).await;
-    let cited = cited_docs(&one);
+    let (one, _) = research(corpus.path(), RESUME, 1, 32).await;
+    let cited = crate::support::cited_docs(&one);
     assert!(
-        cited.iter().any(|s| s.starts_with("doc:recovery.md")),
+        cited.iter().any(|s| s.starts_with("recovery.md#")),
         "{cited:?}"
     );
     assert!(
-        !cited.iter().any(|s| s.starts_with("doc:options.md")),
+        !cited.iter().any(|s| s.starts_with("options.md#")),
         "one wave cannot reach options.md: {cited:?}"
     );
     assert_eq!(one.stopped_because, "--max-waves 1 reached");
 
-    let (two, events) = research(corpus.path(), RESUME, 3).await;
+    let (two, events) = research(corpus.path(), RESUME, 3, 32).await;
     let revisions = wave_revisions(&events);
     assert_eq!(revisions.len(), 1, "{revisions:?}");
     assert!(
@@ -245,9 +242,9 @@ async fn a_term_a_research_answer_names_is_followed_in_the_second_wave() {
         "{revisions:?}"
     );
     // The follow-up's passage answers, after the first wave's.
-    let cited = cited_docs(&two);
-    let first = cited.iter().position(|s| s.starts_with("doc:recovery.md"));
-    let link = cited.iter().position(|s| s.starts_with("doc:options.md"));
+    let cited = crate::support::cited_docs(&two);
+    let first = cited.iter().position(|s| s.starts_with("recovery.md#"));
+    let link = cited.iter().position(|s| s.starts_with("options.md#"));
     assert!(
         matches!((first, link), (Some(a), Some(b)) if a < b),
         "{cited:?}"
@@ -265,8 +262,19 @@ async fn a_term_a_research_answer_names_is_followed_in_the_second_wave() {
     // Its passage names nothing the run did not ask about: the waves stop there.
     assert_eq!(
         two.stopped_because,
-        "nothing left to follow: every term the first three answers' passages name was asked about already"
+        "nothing left to follow: the first three answers' passages name no term no question asked about"
     );
+    // The verifier that rereads the passages keeps its slot: with room for the first wave and
+    // the verifier only, no follow-up is planned, and the report says so; with room for one
+    // follow-up more, the subagents run out after it.
+    for (most, waves) in [(2, 1), (3, 2)] {
+        let (report, _) = research(corpus.path(), RESUME, 3, most).await;
+        assert_eq!(report.waves.len(), waves, "{:?}", report.waves);
+        assert_eq!(
+            report.stopped_because,
+            format!("--max-subagents {most} reached")
+        );
+    }
 }
 
 /// The first plan a scripted lead model gives over the spanning tree: a/ and b/, each asked

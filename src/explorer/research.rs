@@ -406,12 +406,20 @@ fn doc_conclusion(mut chosen: Vec<&Scored>) -> Option<Conclusion> {
             sources.push(source);
         }
     }
+    let claim = chosen
+        .iter()
+        .map(|s| quote(&s.sentence))
+        .collect::<Vec<_>>()
+        .join(" ");
+    // A document's words never make a finding negative evidence: a sentence that starts as
+    // one would is said to be the passage's.
+    let claim = if crate::handoff::reads_as_negative(&claim) {
+        format!("The passage says: {claim}")
+    } else {
+        claim
+    };
     Some(Conclusion {
-        claim: chosen
-            .iter()
-            .map(|s| quote(&s.sentence))
-            .collect::<Vec<_>>()
-            .join(" "),
+        claim,
         sources,
         kind: ConclusionKind::Finding,
     })

@@ -76,11 +76,8 @@ fn bullet_text(line: &str) -> Option<&str> {
 }
 
 fn is_none_marker(text: &str) -> bool {
-    let t = text
-        .trim()
-        .trim_matches('*')
-        .trim_matches('_')
-        .trim_end_matches('.');
+    // Emphasis and a closing period in either order: `**None**.`, `_None._`, `None.`.
+    let t = text.trim().trim_matches(|c| matches!(c, '*' | '_' | '.'));
     t.eq_ignore_ascii_case("none")
 }
 
@@ -208,6 +205,12 @@ fn split_open_item(text: &str) -> (String, String) {
     (text.trim().to_string(), String::new())
 }
 
+/// Whether a finding whose claim is `claim` would read back, in the markdown form, as
+/// negative evidence: a claim starting with the prefix that marks one.
+pub(crate) fn reads_as_negative(claim: &str) -> bool {
+    strip_prefix_ignore_case(claim.trim_start(), NEGATIVE_PREFIX).is_some()
+}
+
 fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
     let head = text.get(..prefix.len())?;
     head.eq_ignore_ascii_case(prefix)
@@ -321,8 +324,10 @@ pub(super) fn parse(text: &str) -> Parsed {
             narration_line.get_or_insert(number);
             continue;
         };
-        // `- none` (or `None.`) says a section is empty, whichever section it is under.
-        if is_none_marker(bullet_text(raw).unwrap_or(raw)) {
+        // `- none` (or `None.`) says a section is empty, whichever section it is under; a
+        // `None` line after an item of the section goes on that item.
+        let continues = bullet_text(raw).is_none() && items.last().is_some_and(|l| l.0 == section);
+        if !continues && is_none_marker(bullet_text(raw).unwrap_or(raw)) {
             constraints_said_none |= section == Section::Constraints;
             continue;
         }
@@ -422,6 +427,21 @@ mod tests {
             assert!(h.open_items.is_empty(), "{text}: {:?}", h.open_items);
             assert!(h.hard_constraints.is_empty(), "{text}");
         }
+        // The marker with emphasis and a period in either order.
+        let h = Handoff::parse(
+            "## Settled conclusions\n- **None**.\n## Open items\n- _None_.\n## Hard constraints\n- none\n",
+        )
+        .unwrap();
+        assert!(h.settled_conclusions.is_empty() && h.open_items.is_empty());
+        // A `None` line after an item goes on it, as any line there does.
+        let h = Handoff::parse(
+            "## Settled conclusions\n## Open items\n- Whether a caller handles a returned\n  None\n  (stuck: callers not read)\n## Hard constraints\n- none\n",
+        )
+        .unwrap();
+        assert_eq!(
+            h.open_items[0].item,
+            "Whether a caller handles a returned None"
+        );
         // An item that only starts with the word is an item.
         let h = Handoff::parse(
             "## Settled conclusions\n## Open items\n- none of the callers were read (stuck: time)\n## Hard constraints\n- none\n",

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::source::SourceId;
 use crate::text::{one_line, strip_fence};
 pub use codes::{Layer, ViolationCode};
+pub(crate) use markdown::reads_as_negative;
 pub(crate) use validate::{quotes, unsupported};
 pub use validate::{
     validate, Check, FileProblem, FileText, Files, MemoryFiles, WorkspaceFiles, FILE_CACHE_BYTES,

@@ -203,16 +203,16 @@ pub(crate) fn rank(
                 .push((a, b, out.len()));
         }
         let from = follow_up(&r.conclusion);
-        // A follow-up settles one link: its best definition of the name it traced (or, with
-        // nothing to read for a role, its best passage of the term it asked about).
+        // A follow-up settles one link: its best definition of the name it traced (or, in
+        // research, its best passage of the term it asked about).
         let link = match from {
-            Some(f) => matches!(r.role, Role::Defines | Role::Unread) && linked.insert(f),
+            Some(f) => (r.role == Role::Defines || is_passage(&r)) && linked.insert(f),
             None => true,
         };
         r.answers = names_subject && r.score >= best * ANSWER_SHARE && link;
         if from.is_some() && !link {
             r.reason.push_str(
-                "; a follow-up's finding other than its best definition of the traced name",
+                "; a follow-up's finding other than its best definition of the traced name (or its best passage of the term)",
             );
         }
         out.push(r);
@@ -220,6 +220,15 @@ pub(crate) fn rank(
     // The answers first; the order within each part is the rank.
     out.sort_by_key(|r| !r.answers);
     out
+}
+
+/// A research finding: passages of documents, nothing to read as code.
+fn is_passage(r: &Ranked) -> bool {
+    r.role == Role::Unread
+        && r.conclusion
+            .sources
+            .iter()
+            .all(|s| matches!(s, SourceId::Doc { .. }))
 }
 
 /// Source first, then tests, benches and examples, then docs and metadata.

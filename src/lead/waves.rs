@@ -1,6 +1,7 @@
 //! Waves: after each wave of subagents ends, a pure planner reads the updated checkpoint (the
 //! settled findings, what each shard searched) and proposes follow-ups — a name an answering
-//! finding uses, traced into the shards that never searched for it. The lead plans them as
+//! finding uses, traced into the shards that never searched for it; in a research run, a term
+//! the answers' passages name that no sub-question asked about. The lead plans them as
 //! the next wave (a plan revision in the log), until a wave adds no settled conclusion, the
 //! budget runs out, the question needs no follow-up, or `--max-waves` is reached.
 
@@ -214,20 +215,38 @@ fn cite(c: &Conclusion) -> String {
         .join(", ")
 }
 
-/// How many of `wave`'s findings cite lines no earlier finding cites (a passage or a record
-/// by its id and span, as cited).
+/// The lines a source cites, keyed by what it cites in: a file's lines, a passage's span of
+/// its document (a whole document: every line). Another source (a record, a call) cites none.
+fn cited_lines(source: &SourceId) -> Option<((bool, &str), u32, u32)> {
+    match source {
+        SourceId::Doc { id, span } => {
+            let (a, b) = match span.as_deref() {
+                None => (1, u32::MAX),
+                Some(span) => {
+                    let lines = span.strip_prefix('L')?;
+                    let (a, b) = lines.split_once('-').unwrap_or((lines, lines));
+                    (a.parse().ok()?, b.parse().ok()?)
+                }
+            };
+            Some(((true, id.as_str()), a, b))
+        }
+        _ => source.file_lines().map(|(p, a, b)| ((false, p), a, b)),
+    }
+}
+
+/// How many of `wave`'s findings cite lines no earlier finding cites: a file's lines or a
+/// passage's span overlapping none cited before (a record or a call by its id, as cited).
 pub(crate) fn added(earlier: &[&Conclusion], wave: &[&Conclusion]) -> usize {
-    // What is known, indexed: claims, and each file's cited ranges.
+    // What is known, indexed: claims, each file's and document's cited ranges, other sources.
     let mut claims: BTreeSet<&str> = BTreeSet::new();
-    let mut ranges: std::collections::HashMap<&str, Vec<(u32, u32)>> = Default::default();
-    // Sources that are no file's lines (a passage, a record), cited as they are.
+    let mut ranges: std::collections::HashMap<(bool, &str), Vec<(u32, u32)>> = Default::default();
     let mut others: BTreeSet<String> = BTreeSet::new();
     let mut n = 0;
     for (i, c) in earlier.iter().chain(wave).enumerate() {
         let seen = claims.contains(c.claim.as_str())
-            || c.sources.iter().any(|s| match s.file_lines() {
-                Some((p, a, b)) => ranges
-                    .get(p)
+            || c.sources.iter().any(|s| match cited_lines(s) {
+                Some((key, a, b)) => ranges
+                    .get(&key)
                     .is_some_and(|r| r.iter().any(|(c1, c2)| a <= *c2 && *c1 <= b)),
                 None => others.contains(&s.to_string()),
             });
@@ -237,8 +256,8 @@ pub(crate) fn added(earlier: &[&Conclusion], wave: &[&Conclusion]) -> usize {
         if i < earlier.len() || !seen {
             claims.insert(c.claim.as_str());
             for s in &c.sources {
-                match s.file_lines() {
-                    Some((p, a, b)) => ranges.entry(p).or_default().push((a, b)),
+                match cited_lines(s) {
+                    Some((key, a, b)) => ranges.entry(key).or_default().push((a, b)),
                     None => {
                         others.insert(s.to_string());
                     }
@@ -368,29 +387,27 @@ impl LeadState {
             .records
             .iter()
             .any(|r| r.shard.role == RoleId::VERIFIER);
-        if follow.is_empty() || verifying {
+        if verifying {
+            self.fleet.stopped_because =
+                Some("a verifier's check was planned: no wave comes after it".into());
+            return false;
+        }
+        if follow.is_empty() {
             self.fleet.stopped_because = Some(if answers.is_empty() {
                 "no answer to follow from: the waves settled no finding".into()
             } else if researching {
-                "nothing left to follow: every term the first three answers' passages name was asked about already".into()
+                "nothing left to follow: the first three answers' passages name no term no question asked about".into()
             } else {
                 "nothing left to follow: every name the first three answers use was searched wherever the first wave looked".into()
             });
             return false;
         }
-        // A verifier due to re-check doubted findings keeps its slot.
+        // The room left (`why_no_wave` said there is some), a verifier's slot kept.
         let reserved = usize::from(self.doubts_any());
         let room = self
             .config
             .max_subagents
             .saturating_sub(self.fleet.wave_of.len() + reserved);
-        if room == 0 {
-            self.fleet.stopped_because = Some(format!(
-                "--max-subagents {} reached",
-                self.config.max_subagents
-            ));
-            return false;
-        }
         let follow: Vec<FollowUp> = follow.into_iter().take(room).collect();
         if researching {
             // A research run's follow-ups are the planner's: a lead model plans the waves of
@@ -474,11 +491,17 @@ impl LeadState {
             return Some(format!("--max-waves {} reached", self.config.max_waves));
         }
         if last.n == 1 && !wants_follow_ups(&self.contexts.search_question) {
-            return Some(
-                "the question asks where something is, not how things connect: the first wave's answers stand".into(),
-            );
+            let asks = if self.researching() {
+                "what something is"
+            } else {
+                "where something is"
+            };
+            return Some(format!(
+                "the question asks {asks}, not how things connect: the first wave's answers stand"
+            ));
         }
-        let planned = self.fleet.wave_of.len();
+        // A verifier due to re-check doubted findings keeps its slot.
+        let planned = self.fleet.wave_of.len() + usize::from(self.doubts_any());
         if planned >= self.config.max_subagents {
             return Some(format!(
                 "--max-subagents {} reached",
@@ -496,12 +519,16 @@ impl LeadState {
         None
     }
 
-    /// A research run: its first wave's subagents are researchers.
+    /// A research run over a corpus (not an exploration, nor a job over an application's
+    /// tools), its first wave's subagents researchers.
     fn researching(&self) -> bool {
-        self.fleet
-            .records
-            .iter()
-            .any(|r| r.shard.role == RoleId::RESEARCHER && self.wave_of(&r.summary.id) == 1)
+        self.config.workspace.is_none()
+            && self.config.task.corpus.is_some()
+            && self
+                .fleet
+                .records
+                .iter()
+                .any(|r| r.shard.role == RoleId::RESEARCHER && self.wave_of(&r.summary.id) == 1)
     }
 
     /// A research run's follow-ups: the terms its answers' passages name that neither the
@@ -710,5 +737,25 @@ mod tests {
         let c = finding("c", "src/b.rs:1");
         assert_eq!(added(&[&a], &[&b, &c]), 1);
         assert_eq!(added(&[], &[&a, &b]), 1);
+    }
+
+    /// A passage counts by its document's lines, as a file's lines do: a new claim on a span
+    /// overlapping one cited before adds nothing; a whole document covers every span of it.
+    #[test]
+    fn a_passage_adds_only_lines_no_earlier_passage_cites() {
+        let a = finding("`first`", "doc:guide.md#L3-7");
+        let overlapping = finding("`other words`", "doc:guide.md#L6-9");
+        let apart = finding("`apart`", "doc:guide.md#L20-24");
+        let elsewhere = finding("`elsewhere`", "doc:other.md#L3-7");
+        // A file of the same name is not the document.
+        let file = finding("`a file`", "guide.md:3-7");
+        assert_eq!(added(&[&a], &[&overlapping, &apart, &elsewhere, &file]), 3);
+        let whole = finding("`the whole guide`", "doc:guide.md");
+        assert_eq!(added(&[&whole], &[&apart, &elsewhere]), 1);
+        assert_eq!(added(&[&apart], &[&whole]), 0);
+        // A record counts by its id, as cited.
+        let order = finding("`paid`", "order:A-1");
+        let again = finding("`paid twice`", "order:A-1");
+        assert_eq!(added(&[&order], &[&again]), 0);
     }
 }
