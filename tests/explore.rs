@@ -201,12 +201,7 @@ async fn connection_question_follows_the_call() {
         ))
         .await
         .unwrap();
-    let claims: Vec<&str> = report
-        .handoff
-        .settled_conclusions
-        .iter()
-        .map(|c| c.claim.as_str())
-        .collect();
+    let claims = crate::support::settled_claims(&report);
     assert!(
         claims
             .iter()
@@ -240,12 +235,7 @@ async fn a_followed_callers_claim_says_what_its_lines_mention() {
         ))
         .await
         .unwrap();
-    let claims: Vec<&str> = report
-        .handoff
-        .settled_conclusions
-        .iter()
-        .map(|c| c.claim.as_str())
-        .collect();
+    let claims = crate::support::settled_claims(&report);
     let call = claims
         .iter()
         .find(|c| c.contains("`run`") && c.contains("calls `retry_pause` at line 7"))

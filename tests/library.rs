@@ -561,12 +561,7 @@ async fn a_record_a_custom_tool_returned_is_checked_like_a_file_citation() {
         report.subagents
     );
     assert_eq!(report.subagents[0].state, SubagentState::Repaired);
-    let claims: Vec<&str> = report
-        .handoff
-        .settled_conclusions
-        .iter()
-        .map(|c| c.claim.as_str())
-        .collect();
+    let claims = crate::support::settled_claims(&report);
     assert_eq!(
         claims,
         ["T-1 blocks the release: `the login page times out`"]

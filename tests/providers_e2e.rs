@@ -721,12 +721,7 @@ fn a_lead_model_plans_the_subtasks_and_writes_the_report_from_what_was_observed(
         .iter()
         .any(|b| b.contains("Subtask: What does alpha return?") && b.contains("Scope: [\"a\"]")));
     // The lead's report: its conclusions, after a repair turn took out what no subagent saw.
-    let claims: Vec<&str> = report
-        .handoff
-        .settled_conclusions
-        .iter()
-        .map(|c| c.claim.as_str())
-        .collect();
+    let claims = crate::support::settled_claims(&report);
     assert_eq!(claims.len(), 2, "{claims:?}");
     assert!(claims.iter().all(|c| c.starts_with("Lead: ")), "{claims:?}");
     // Issue 20, item 7: the lead model's hard constraints are listed as what it reported,

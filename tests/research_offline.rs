@@ -351,12 +351,7 @@ soak name here please
         dir.path(),
     )
     .await;
-    let claims: Vec<&str> = report
-        .handoff
-        .settled_conclusions
-        .iter()
-        .map(|c| c.claim.as_str())
-        .collect();
+    let claims = crate::support::settled_claims(&report);
     assert!(
         claims
             .iter()

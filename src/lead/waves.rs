@@ -222,11 +222,7 @@ fn cited_lines(source: &SourceId) -> Option<((bool, &str), u32, u32)> {
         SourceId::Doc { id, span } => {
             let (a, b) = match span.as_deref() {
                 None => (1, u32::MAX),
-                Some(span) => {
-                    let lines = span.strip_prefix('L')?;
-                    let (a, b) = lines.split_once('-').unwrap_or((lines, lines));
-                    (a.parse().ok()?, b.parse().ok()?)
-                }
+                Some(span) => crate::corpus::parse_span(span)?,
             };
             Some(((true, id.as_str()), a, b))
         }

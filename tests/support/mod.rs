@@ -186,6 +186,16 @@ pub(crate) fn finding_sources(report: &Report) -> impl Iterator<Item = &SourceId
         .flat_map(|c| c.sources.iter())
 }
 
+/// The claims of a report's settled conclusions, in order.
+pub(crate) fn settled_claims(report: &Report) -> Vec<&str> {
+    report
+        .handoff
+        .settled_conclusions
+        .iter()
+        .map(|c| c.claim.as_str())
+        .collect()
+}
+
 /// The document spans every settled finding cites, as `PATH#SPAN`.
 pub(crate) fn cited_docs(report: &Report) -> Vec<String> {
     finding_sources(report)
