@@ -258,8 +258,12 @@
 //! A subagent window's compaction: occupancy trigger and tool-result clearing, keeping the
 //! items of results that cannot be reread (`compaction/clear.rs`); the pinned ledger — whole
 //! sentences classified by a rule pass as each turn arrives, retired when a later turn settles
-//! them (`compaction/ledger.rs`; `Ledger::observe_model_answer` keeps a small model's answer
-//! only where it is verbatim, and no run calls it yet); irreducible items, the floor and the
+//! them (`compaction/ledger.rs`; the turns it flags — a soft cue no rule pinned — go to a
+//! ledger model when one is set, and `Ledger::observe_model_answer` keeps its answer only where
+//! it is verbatim: it can add pins, never retire one); a summary model's narrative checked
+//! against the skeleton code took from the template — open items, constraints, irreducible
+//! facts, effect states, no outcome or permission the template lacks — and refused otherwise
+//! (`compaction/narrative.rs`); irreducible items, the floor and the
 //! compact / split / refuse decision made before any summarising (`compaction/floor.rs`); safe
 //! cut and split points (`compaction/cut.rs`); the [`compaction::Summariser`] seam and the
 //! extractive one (`compaction/summary.rs`); survival checks against facts taken from the raw
@@ -358,7 +362,10 @@
 //! told), a call with effects past its limit leaving its intent unknown for the whole run. The
 //! sans-IO `subagent/agent_loop.rs` (`start` / `on_model` / `on_tools` / `on_repair` →
 //! `Step`) feeds its pinned ledger each message as it arrives and compacts its window before
-//! a request would fill the model's context window, as estimated at about four bytes a token.
+//! a request would fill the model's context window, as estimated at about four bytes a token;
+//! it queues flagged turns and new summaries for the helper models, which
+//! `subagent/helpers.rs` calls off the loop's path (metered, time-limited, a panic caught) and
+//! applies as they come back, logging `ledger_classified` and `summary_narrated`.
 //! **Invariant:** budgets (turns, tool calls, tokens, the subagent's cost cap) are reserved
 //! before a call: a call that could pass one is not sent as it is — the subagent is asked
 //! once to hand off in what is left, then stopped; every tool call gets a result message, even
@@ -440,7 +447,7 @@
 //! granted it, and a grant is used once.
 //!
 //! ## Layer 13: `coordinator`
-//! The public [`Coordinator`] and [`RunError`]; `coordinator/builder.rs`:
+//! The public [`Coordinator`]; `coordinator/error.rs`: [`RunError`]; `coordinator/builder.rs`:
 //! [`CoordinatorBuilder`]; `coordinator/task.rs`: [`Task`] and [`Job`];
 //! `coordinator/handle.rs`: [`RunHandle`], [`Canceller`] and [`RunControl`] (cancel, approvals
 //! and decisions apart from the handle, for a server); `coordinator/resume.rs`:

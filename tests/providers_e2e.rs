@@ -582,7 +582,7 @@ fn bad_model_flags_are_one_line_errors_before_any_state_is_made() {
     std::fs::write(&bad, "[\"openai:test\"\ninput = \n").unwrap();
     let big_prices = ["--prices", big.to_str().unwrap()];
     let bad_prices = [("BATON_PRICES", bad.display().to_string())];
-    let cases: [Case; 10] = [
+    let cases: [Case; 12] = [
         ("offline", &[], &big_prices, "over the 1048576-byte limit"),
         ("offline", &bad_prices, &[], "bad.toml"),
         ("gemini:x", &[], &[], "not a model"),
@@ -612,6 +612,18 @@ fn bad_model_flags_are_one_line_errors_before_any_state_is_made() {
             &[],
             &["--max-cost", "1"],
             "no price is known",
+        ),
+        (
+            "offline",
+            &[],
+            &["--ledger-model", "offline"],
+            "--ledger-model: the offline model cannot be a helper model",
+        ),
+        (
+            "offline",
+            &[],
+            &["--summary-model", "gemini:x"],
+            "not a model",
         ),
     ];
     for (model, env, extra, says) in cases {

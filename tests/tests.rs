@@ -19,6 +19,7 @@ mod durable;
 mod examples;
 mod explore;
 mod fanout;
+mod helpers;
 mod injection;
 mod library;
 mod mcp;

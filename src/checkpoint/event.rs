@@ -128,6 +128,25 @@ pub struct Manifest {
     pub omitted_digest: String,
 }
 
+/// A helper model's call (the ledger model, the summary model): which model, under which
+/// revision of its instructions, what it spent and how long it took. Its cost counts toward
+/// the run's cost limit; its tokens are not a subagent's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HelperCall {
+    /// The model's name.
+    pub model: String,
+    /// The revision of its instructions (`ledger-1`, `narrative-1`).
+    pub prompt_revision: String,
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// What it cost, in millionths of a dollar (0 for a model with no known price).
+    pub cost_micros: u64,
+    /// From the call's start to its answer, in milliseconds.
+    pub latency_ms: u64,
+}
+
 /// Something that happened in a run.
 ///
 /// ```
@@ -407,6 +426,43 @@ pub enum RunEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         folded: Option<crate::compaction::Folded>,
     },
+    /// The ledger model classified a turn the rule pass flagged: what it added (a pin only
+    /// when its text is a verbatim part of the turn), what was discarded, or why it failed
+    /// (the rule pass's pins stand either way).
+    LedgerClassified {
+        /// The subagent.
+        subagent: String,
+        /// The turn (its arrival number in the window).
+        turn: u64,
+        /// Pins it added.
+        accepted: u64,
+        /// Items discarded: not binding, not verbatim, or a class the turn cannot carry.
+        discarded: u64,
+        /// Why its answer was not taken at all (a model error, an answer that is not JSON).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// The call.
+        #[serde(flatten)]
+        call: HelperCall,
+    },
+    /// The summary model wrote a narrative of one summary; it was promoted into the window
+    /// only when it passed the checks against the summary's skeleton.
+    SummaryNarrated {
+        /// The subagent.
+        subagent: String,
+        /// The messages the summary folded (`first..=last`, as its marker says).
+        messages: String,
+        /// The digest of the folded span's raw text (the `window_compacted` event's
+        /// `folded.digest`).
+        folded_digest: String,
+        /// Whether it replaced the template in the window.
+        promoted: bool,
+        /// Why it was not promoted, one line each (empty when promoted).
+        problems: Vec<String>,
+        /// The call.
+        #[serde(flatten)]
+        call: HelperCall,
+    },
     /// The run was resumed after the event `after_seq`.
     RunResumed {
         /// The last event before the resume.
@@ -453,6 +509,8 @@ impl RunEvent {
             RunEvent::BudgetSpent { .. } => "budget_spent",
             RunEvent::SubagentEnded { .. } => "subagent_ended",
             RunEvent::WindowCompacted { .. } => "window_compacted",
+            RunEvent::LedgerClassified { .. } => "ledger_classified",
+            RunEvent::SummaryNarrated { .. } => "summary_narrated",
             RunEvent::RunResumed { .. } => "run_resumed",
             RunEvent::EvidenceStale { .. } => "evidence_stale",
             RunEvent::RunFinished { .. } => "run_finished",
@@ -473,6 +531,8 @@ impl RunEvent {
             | RunEvent::BudgetSpent { subagent, .. }
             | RunEvent::SubagentEnded { subagent, .. }
             | RunEvent::WindowCompacted { subagent, .. }
+            | RunEvent::LedgerClassified { subagent, .. }
+            | RunEvent::SummaryNarrated { subagent, .. }
             | RunEvent::ApprovalConsumed { subagent, .. }
             | RunEvent::EvidenceStale { subagent, .. } => Some(subagent),
             RunEvent::ApprovalRequested { request } => Some(&request.subagent),

@@ -41,7 +41,7 @@ pub(crate) fn started_checkpoint_fixture() -> Checkpoint {
     };
     project("r", &[started])
 }
-pub use event::{LoggedEvent, Manifest, PlannedSubagent, RunEvent, Subtask, TaskSpec};
+pub use event::{HelperCall, LoggedEvent, Manifest, PlannedSubagent, RunEvent, Subtask, TaskSpec};
 pub(crate) use log::now_ms;
 pub use log::{Ack, RunLog};
 pub use manifest::{Field, ManifestEntry, Reason};

@@ -277,6 +277,8 @@ impl Projector {
             RunEvent::HandoffRepairRequested { .. }
             | RunEvent::ModelReturned { .. }
             | RunEvent::WindowCompacted { .. }
+            | RunEvent::LedgerClassified { .. }
+            | RunEvent::SummaryNarrated { .. }
             | RunEvent::ModelConfigured { .. }
             | RunEvent::LeadTurn { .. } => {}
             RunEvent::HandoffRejected {

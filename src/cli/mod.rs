@@ -302,6 +302,18 @@ struct ModelArgs {
     /// Without it the lead plans and merges deterministically.
     #[arg(long)]
     lead_model: Option<String>,
+    /// A small model for every subagent's pinned ledger (same forms as --model, not
+    /// offline): the turns the rule pass flags are sent to it off the subagent's path, and a
+    /// pin it names is kept only when its text is a verbatim part of the turn. Without it
+    /// the rule pass alone classifies.
+    #[arg(long, value_name = "SPEC")]
+    ledger_model: Option<String>,
+    /// A model that rewrites each compaction summary as a narrative (same forms as --model,
+    /// not offline): the narrative replaces the template only when it keeps every open item,
+    /// constraint, fact and effect state of it verbatim and adds no outcome, closure or
+    /// permission. Without it the templates stand.
+    #[arg(long, value_name = "SPEC")]
+    summary_model: Option<String>,
     #[command(flatten)]
     connection: ConnectionArgs,
     /// The most the run's model calls may cost, in US dollars: no call goes out that could
@@ -485,14 +497,19 @@ fn dollars(text: &str) -> Result<f64, String> {
 /// missing key, a bad base URL or prices file, a cost limit for a model with no known price.
 fn coordinator(args: &ModelArgs) -> Result<CoordinatorBuilder, String> {
     let spec = baton::model::ModelSpec::parse(&args.model).map_err(|e| format!("--model: {e}"))?;
-    let lead = args
-        .lead_model
-        .as_deref()
-        .map(|text| baton::model::ModelSpec::parse(text).map_err(|e| format!("--lead-model: {e}")))
-        .transpose()?;
+    let parse = |text: &Option<String>, flag: &str| {
+        text.as_deref()
+            .map(|t| baton::model::ModelSpec::parse(t).map_err(|e| format!("{flag}: {e}")))
+            .transpose()
+    };
+    let models = baton::server::RunModels {
+        model: spec,
+        lead: parse(&args.lead_model, "--lead-model")?,
+        ledger: parse(&args.ledger_model, "--ledger-model")?,
+        summary: parse(&args.summary_model, "--summary-model")?,
+    };
     args.connection.settings()?.coordinator(
-        &spec,
-        lead.as_ref(),
+        &models,
         args.max_cost,
         args.max_cost_per_subagent,
         baton::server::ModelNames::FLAGS,

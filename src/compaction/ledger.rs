@@ -263,6 +263,81 @@ pub fn classify(turn: usize, text: &str, from_user: bool) -> Vec<Pin> {
     out
 }
 
+/// The revision of the ledger model's instructions, recorded with every answer it gives.
+pub const LEDGER_PROMPT_REVISION: &str = "ledger-1";
+
+/// Words that may bind though the rule pass does not pin them: a sentence holding one that no
+/// rule pinned flags its turn for the ledger model.
+const SOFT_CUES: &[&str] = &[
+    "avoid",
+    "careful",
+    "ensure",
+    "going forward",
+    "have to",
+    "keep",
+    "leave",
+    "limit",
+    "make sure",
+    "need to",
+    "no more than",
+    "at most",
+    "prefer",
+    "refrain",
+    "remember",
+    "should",
+    "shouldn't",
+    "stay",
+    "stick to",
+    "until further notice",
+    "without",
+];
+
+/// Whether the rule pass flags a turn for the ledger model: one of its sentences holds a word
+/// that may bind ("keep", "avoid", "make sure", …) and no rule pinned that sentence. A turn
+/// whose every such sentence is pinned already, or that holds none, is not flagged.
+pub fn flagged(text: &str, from_user: bool) -> bool {
+    static SOFT: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let soft = SOFT.get_or_init(|| {
+        let alternation = SOFT_CUES
+            .iter()
+            .map(|c| {
+                regex::escape(c)
+                    .replace('\'', "['\u{2019}]")
+                    .replace(' ', r"\s+")
+            })
+            .collect::<Vec<_>>()
+            .join("|");
+        regex::Regex::new(&format!(r"(?i)\b(?:{alternation})\b")).expect("static regex")
+    });
+    let pinned: Vec<String> = classify(0, text, from_user)
+        .into_iter()
+        .map(|p| p.text)
+        .collect();
+    sentences(text)
+        .into_iter()
+        .any(|s| soft.is_match(s) && !pinned.contains(&one_line(s)))
+}
+
+/// What the ledger model is asked about one turn: its instructions and the turn, quoted.
+pub fn ledger_prompt(text: &str, from_user: bool) -> (String, String) {
+    let system = "You classify one turn of a conversation for a pinned ledger of what binds \
+        later turns. Answer with JSON only: an array of objects {\"binding\": true|false, \
+        \"class\": \"constraint\"|\"commitment\"|\"open_question\"|\"tool_state\", \
+        \"text\": the exact words of the turn that bind, copied character for character}. \
+        A constraint is a rule the user sets for the rest of the work; a commitment is \
+        something the assistant promises to do; an open question is one asked and not yet \
+        answered; a tool state is a working directory, branch, cursor or uploaded file. \
+        Answer [] when nothing binds. Never reword the text."
+        .to_string();
+    let who = if from_user {
+        "the user"
+    } else {
+        "the assistant"
+    };
+    let user = format!("The turn, from {who}, between the markers:\n<<<\n{text}\n>>>");
+    (system, user)
+}
+
 impl Ledger {
     /// An empty ledger.
     pub fn new() -> Ledger {
@@ -391,7 +466,7 @@ impl Ledger {
         from_user: bool,
         answer: &str,
     ) -> Result<ModelPass, ModelPassError> {
-        let value: serde_json::Value = serde_json::from_str(answer)
+        let value: serde_json::Value = serde_json::from_str(unfenced(answer))
             .map_err(|e| format!("the ledger model's answer is not JSON: {e}"))?;
         let items = match value {
             serde_json::Value::Array(items) => items,
@@ -507,6 +582,18 @@ pub struct ModelPass {
     pub accepted: usize,
     /// Items discarded: not binding, not verbatim, or a class the turn cannot carry.
     pub discarded: usize,
+}
+
+/// An answer without the code fence a model may put around its JSON (```json … ```).
+fn unfenced(answer: &str) -> &str {
+    let trimmed = answer.trim();
+    match trimmed.strip_prefix("```") {
+        Some(rest) => {
+            let body = rest.split_once('\n').map_or("", |(_, b)| b);
+            body.trim_end().strip_suffix("```").unwrap_or(body)
+        }
+        None => trimmed,
+    }
 }
 
 /// One item of the small model's answer as a pin, if it passes the checks.

@@ -3,7 +3,8 @@
 //! and retired as later turns settle them (`ledger`), the irreducible floor of a span and the
 //! compact / split / refuse decision made from floors before any summarising (`floor`), cut
 //! points that never separate a tool call from its result (`cut`), the pluggable summariser and
-//! the deterministic extractive one (`summary`), survival checks against facts taken from the
+//! the deterministic extractive one (`summary`), model narratives held to the skeleton
+//! code took from a summary (`narrative`), survival checks against facts taken from the
 //! raw window (`survival`), and one compaction end to end (`compact`).
 //!
 //! **Invariant:** a pinned item is carried verbatim and never paraphrased; a constraint never
@@ -16,6 +17,7 @@ mod compact;
 mod cut;
 mod floor;
 mod ledger;
+mod narrative;
 mod summary;
 mod survival;
 
@@ -28,6 +30,10 @@ pub use compact::{
 };
 pub use cut::{reports_error, safe_cuts, split_cuts, split_point};
 pub use floor::{decide, floor, irreducible, FloorDecision, DEFAULT_MARGIN_PERCENT};
-pub use ledger::{classify, Ledger, ModelPass, ModelPassError, Pin, PinClass};
+pub use ledger::{
+    classify, flagged, ledger_prompt, Ledger, ModelPass, ModelPassError, Pin, PinClass,
+    LEDGER_PROMPT_REVISION,
+};
+pub use narrative::{validate, Skeleton, NARRATIVE_PROMPT_REVISION};
 pub use summary::{message_text, Extractive, Summariser, LONG_SENTENCE, SUMMARISER};
 pub use survival::{survival, Facts, Survival};

@@ -86,6 +86,40 @@ impl CoordinatorBuilder {
         self
     }
 
+    /// A small model for the pinned ledger of every subagent's window: each turn the rule
+    /// pass flags (a sentence that may bind and that no rule pinned) is sent to it off the
+    /// subagent's path, and a pin it names is kept only when its text is a verbatim part of
+    /// the turn. Its answers, costs and latencies are logged (`ledger_classified`); an error
+    /// leaves the rule pass's pins standing. Default: none, the rule pass alone.
+    /// ```
+    /// use std::sync::Arc;
+    /// let small = Arc::new(baton::testing::ScriptedModel::new([]));
+    /// let coordinator = baton::Coordinator::builder().ledger_model(small).build();
+    /// assert!(format!("{coordinator:?}").contains("ledger: Some(\"scripted\")"));
+    /// ```
+    pub fn ledger_model(mut self, model: Arc<dyn Model>) -> CoordinatorBuilder {
+        self.inner.helpers.ledger = Some(model);
+        self
+    }
+
+    /// A model that rewrites each compaction summary of a subagent's window as a narrative.
+    /// Compaction still writes the summary from its template; the narrative replaces it only
+    /// when it keeps the template's skeleton — every open item, hard constraint and
+    /// irreducible fact verbatim, every effect state exactly — and states no outcome,
+    /// closure or permission the template does not. Each narrative is logged
+    /// (`summary_narrated`) with its model, prompt revision, folded range and why it was
+    /// refused. Default: none, the templates.
+    /// ```
+    /// use std::sync::Arc;
+    /// let writer = Arc::new(baton::testing::ScriptedModel::new([]));
+    /// let coordinator = baton::Coordinator::builder().summary_model(writer).build();
+    /// assert!(format!("{coordinator:?}").contains("summary: Some(\"scripted\")"));
+    /// ```
+    pub fn summary_model(mut self, model: Arc<dyn Model>) -> CoordinatorBuilder {
+        self.inner.helpers.summary = Some(model);
+        self
+    }
+
     /// The tools subagents may call (each role is offered those of them its profile names).
     /// Default: the workspace tools list_dir, glob, grep and read_file.
     /// ```

@@ -14,7 +14,7 @@ use crate::context::{Role, RoleProfile};
 use crate::contracts::RoleId;
 use crate::corpus::Corpus;
 use crate::explorer::OfflineModel;
-use crate::lead::{LeadArgs, LeadError, LeadHandle, Resumption, RunConfig, Stated};
+use crate::lead::{LeadArgs, LeadHandle, Resumption, RunConfig, Stated};
 use crate::model::{ConnectError, Model, ModelSpec};
 use crate::policy::{Approver, Budget, Rule, TimeLimits};
 use crate::report::Report;
@@ -23,104 +23,16 @@ use crate::tools::{Tool, ToolRegistry, Workspace};
 mod builder;
 mod connect;
 mod constraints;
+mod error;
 mod handle;
 mod resume;
 mod task;
 
 pub use builder::CoordinatorBuilder;
 pub use connect::connect;
+pub use error::RunError;
 pub use handle::{Canceller, RunControl, RunHandle};
 pub use task::{Job, Task};
-
-/// Why a run could not start or finish. Bad input is told apart from a failed run.
-/// ```
-/// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// let dir = baton::testing::fixture_tree();
-/// let err = baton::Coordinator::builder().build()
-///     .run(baton::Task::explore("  ", dir.path())).await.unwrap_err();
-/// assert!(matches!(err, baton::RunError::EmptyQuestion));
-/// assert_eq!(err.to_string(), "the question is empty");
-/// # });
-/// ```
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RunError {
-    /// The question is empty or only whitespace.
-    #[error("the question is empty")]
-    EmptyQuestion,
-    /// The root does not exist or is not a directory.
-    #[error("{path}: {reason}")]
-    BadRoot {
-        /// The root as given.
-        path: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// A setting is out of range, or the task names what the run does not have.
-    #[error("{0}")]
-    BadSetting(String),
-    /// A role profile cannot be used.
-    #[error(transparent)]
-    Roles(#[from] crate::context::RoleError),
-    /// A typed constraint cannot be used.
-    #[error("constraint {text}: {reason}")]
-    Constraint {
-        /// The constraint, on one line.
-        text: String,
-        /// Why.
-        #[source]
-        reason: crate::policy::RuleError,
-    },
-    /// A role's model could not be connected.
-    #[error("role `{role}`: {source}")]
-    RoleModel {
-        /// The role.
-        role: String,
-        /// Why.
-        #[source]
-        source: ConnectError,
-    },
-    /// The actors could not run.
-    #[error("the run failed: {0}")]
-    Runtime(String),
-    /// The run's log could not be read or written.
-    #[error("{0}")]
-    Store(#[source] StoreError),
-    /// A research corpus could not be indexed or read.
-    #[error("{0}")]
-    Corpus(#[source] crate::corpus::CorpusError),
-    /// Resuming needs a store to resume from.
-    #[error("resuming needs the run's state (a store)")]
-    NoStore,
-}
-
-impl From<LeadError> for RunError {
-    fn from(e: LeadError) -> RunError {
-        match e {
-            LeadError::Store(e) => RunError::Store(e),
-            other => RunError::Runtime(other.to_string()),
-        }
-    }
-}
-
-impl RunError {
-    /// True when the error is the caller's input, not the run (exit code 2 in the CLI).
-    /// ```
-    /// let coordinator = baton::Coordinator::builder().build();
-    /// let empty = coordinator.check(&baton::Task::explore("  ", ".")).unwrap_err();
-    /// assert!(empty.is_bad_input());
-    /// ```
-    pub fn is_bad_input(&self) -> bool {
-        match self {
-            RunError::Runtime(_) => false,
-            RunError::Store(e) => matches!(
-                e,
-                StoreError::UnknownRun(_) | StoreError::Open { .. } | StoreError::Missing { .. }
-            ),
-            _ => true,
-        }
-    }
-}
 
 /// How a role's model spec (`model = "…"` in a role's TOML) becomes a model.
 /// ```
@@ -153,6 +65,8 @@ pub type Connector = Arc<dyn Fn(&ModelSpec) -> Result<Arc<dyn Model>, ConnectErr
 pub struct Coordinator {
     model: Arc<dyn Model>,
     lead_model: Option<Arc<dyn Model>>,
+    /// The helper models of every subagent's window.
+    helpers: crate::subagent::HelperModels,
     tools: ToolRegistry,
     agents: usize,
     max_subagents: usize,
@@ -191,6 +105,7 @@ impl std::fmt::Debug for Coordinator {
         f.debug_struct("Coordinator")
             .field("model", &self.model.name())
             .field("lead_model", &self.lead_model.as_ref().map(|m| m.name()))
+            .field("helpers", &self.helpers)
             .field("tools", &self.tools)
             .field("agents", &self.agents)
             .field("max_subagents", &self.max_subagents)
@@ -222,6 +137,7 @@ impl Default for Coordinator {
         Coordinator {
             model: Arc::new(OfflineModel::new()),
             lead_model: None,
+            helpers: crate::subagent::HelperModels::default(),
             tools: ToolRegistry::workspace(),
             agents: 4,
             max_subagents: 32,
@@ -399,6 +315,7 @@ impl Coordinator {
             task: spec,
             model: Arc::clone(&self.model),
             lead_model: self.lead_model.clone(),
+            helpers: self.helpers.clone(),
             tools: prepared.tools,
             agents: self.agents,
             max_subagents: self.max_subagents,

@@ -44,6 +44,7 @@ impl Coordinator {
             task: settings.task,
             model: Arc::clone(&self.model),
             lead_model: self.lead_model.clone(),
+            helpers: self.helpers.clone(),
             tools: read.tools,
             agents: settings.agents,
             max_subagents: settings.max_subagents,
@@ -133,7 +134,8 @@ struct ResumeRead {
 }
 
 /// What a run's log says its model calls cost, in millionths of a dollar: every subagent that
-/// ended (`budget_spent`) and every turn of the lead's model (`lead_turn`). A subagent cut off
+/// ended (`budget_spent`), every turn of the lead's model (`lead_turn`) and every answer of a
+/// helper model (`ledger_classified`, `summary_narrated`). A subagent cut off
 /// mid-flight logged nothing of what it spent.
 fn logged_cost(events: &[crate::checkpoint::LoggedEvent]) -> u64 {
     events
@@ -141,6 +143,9 @@ fn logged_cost(events: &[crate::checkpoint::LoggedEvent]) -> u64 {
         .map(|e| match &e.event {
             RunEvent::BudgetSpent { spent, .. } | RunEvent::LeadTurn { spent, .. } => {
                 spent.cost_micros
+            }
+            RunEvent::LedgerClassified { call, .. } | RunEvent::SummaryNarrated { call, .. } => {
+                call.cost_micros
             }
             _ => 0,
         })

@@ -99,6 +99,8 @@ pub(crate) struct RunConfig {
     /// The lead's own model (`--lead-model`): it plans the subtasks and writes the report from
     /// the accepted handoffs. None: the lead stays deterministic.
     pub(crate) lead_model: Option<Arc<dyn Model>>,
+    /// The helper models of every subagent's window (`--ledger-model`, `--summary-model`).
+    pub(crate) helpers: crate::subagent::HelperModels,
     pub(crate) tools: ToolRegistry,
     pub(crate) agents: usize,
     pub(crate) max_subagents: usize,

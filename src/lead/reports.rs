@@ -148,6 +148,7 @@ impl LeadState {
             SubagentReport::WindowCompacted { note } => {
                 self.log(vec![journal::window_compacted(id, note)]);
             }
+            SubagentReport::Helped { event } => self.log(vec![event]),
             SubagentReport::ToolCalls {
                 calls,
                 state,

@@ -458,6 +458,7 @@ impl LeadState {
             cost_cap: self.config.subagent_cost_cap,
             run_id: self.config.run_id.clone(),
             feed: self.journal.feed.clone(),
+            helpers: self.config.helpers.clone(),
             // Its spawn is the next event logged.
             span: tracing::info_span!(
                 parent: &self.outside.span,

@@ -27,6 +27,15 @@ pub enum ScriptedTurn {
     Fail(String),
     /// Answer with this text, cut at the answer's token limit (`max_tokens`).
     Cut(String),
+    /// Say this text and call these tools in the same turn.
+    /// ```
+    /// let turn = baton::testing::ScriptedTurn::Said(
+    ///     "Next I read the manifest.".into(),
+    ///     vec![("read_file".into(), baton::json!({"path": "Cargo.toml"}))],
+    /// );
+    /// assert!(matches!(turn, baton::testing::ScriptedTurn::Said(text, calls) if !text.is_empty() && calls.len() == 1));
+    /// ```
+    Said(String, Vec<(String, Value)>),
 }
 
 impl ScriptedTurn {
@@ -153,7 +162,7 @@ impl Model for ScriptedModel {
             Some(ScriptedTurn::Fail(message)) => {
                 return Err(ModelError::new(ErrorKind::Other, message))
             }
-            Some(ScriptedTurn::Text(text)) => (text, Vec::new()),
+            Some(ScriptedTurn::Text(text)) => (text, Vec::<(String, Value)>::new()),
             Some(ScriptedTurn::Cut(text)) => {
                 let output_tokens = estimate_tokens(&text);
                 return Ok(ModelResponse {
@@ -167,19 +176,18 @@ impl Model for ScriptedModel {
                     stop: StopReason::MaxTokens,
                 });
             }
-            Some(ScriptedTurn::Tools(calls)) => (
-                String::new(),
-                calls
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, (name, arguments))| ToolCall {
-                        id: format!("scripted-{i}"),
-                        name,
-                        arguments,
-                    })
-                    .collect(),
-            ),
+            Some(ScriptedTurn::Tools(calls)) => (String::new(), calls),
+            Some(ScriptedTurn::Said(text, calls)) => (text, calls),
         };
+        let tool_calls = tool_calls
+            .into_iter()
+            .enumerate()
+            .map(|(i, (name, arguments))| ToolCall {
+                id: format!("scripted-{i}"),
+                name,
+                arguments,
+            })
+            .collect();
         let usage = Usage {
             input_tokens,
             output_tokens: estimate_tokens(&text),

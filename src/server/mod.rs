@@ -57,6 +57,10 @@ pub struct ModelNames {
     pub model: &'static str,
     /// The lead's model.
     pub lead_model: &'static str,
+    /// The pinned ledger's model.
+    pub ledger_model: &'static str,
+    /// The summaries' model.
+    pub summary_model: &'static str,
     /// The run's cost limit.
     pub max_cost: &'static str,
     /// One subagent's cost limit.
@@ -68,6 +72,8 @@ impl ModelNames {
     pub const FLAGS: ModelNames = ModelNames {
         model: "--model",
         lead_model: "--lead-model",
+        ledger_model: "--ledger-model",
+        summary_model: "--summary-model",
         max_cost: "--max-cost",
         max_cost_per_subagent: "--max-cost-per-subagent",
     };
@@ -75,6 +81,8 @@ impl ModelNames {
     pub const FIELDS: ModelNames = ModelNames {
         model: "model",
         lead_model: "lead_model",
+        ledger_model: "ledger_model",
+        summary_model: "summary_model",
         max_cost: "limits.max_cost",
         max_cost_per_subagent: "limits.max_cost_per_subagent",
     };
@@ -87,8 +95,7 @@ impl ModelSettings {
     /// model with no known price.
     pub fn coordinator(
         &self,
-        model: &ModelSpec,
-        lead: Option<&ModelSpec>,
+        models: &RunModels,
         max_cost: Option<f64>,
         max_cost_per_subagent: Option<f64>,
         names: ModelNames,
@@ -104,6 +111,7 @@ impl ModelSettings {
                 self.offline_latency,
             )
         };
+        let (model, lead) = (&models.model, models.lead.as_ref());
         let subagents = connect(model).map_err(|e| format!("{}: {e}", names.model))?;
         let mut builder = Coordinator::builder();
         // The models that cost something: the offline one costs nothing.
@@ -116,6 +124,25 @@ impl ModelSettings {
             let lead = connect(lead).map_err(|e| format!("{}: {e}", names.lead_model))?;
             priced.push(Arc::clone(&lead));
             builder = builder.lead_model(lead);
+        }
+        // The helper models answer in text: the offline explorer cannot be one.
+        for (spec, name, ledger) in [
+            (&models.ledger, names.ledger_model, true),
+            (&models.summary, names.summary_model, false),
+        ] {
+            let Some(spec) = spec else { continue };
+            if spec.provider == Provider::Offline {
+                return Err(format!(
+                    "{name}: the offline model cannot be a helper model (leave it out for the rules and templates)"
+                ));
+            }
+            let helper = connect(spec).map_err(|e| format!("{name}: {e}"))?;
+            priced.push(Arc::clone(&helper));
+            builder = if ledger {
+                builder.ledger_model(helper)
+            } else {
+                builder.summary_model(helper)
+            };
         }
         if max_cost_per_subagent.is_some() && model.provider == Provider::Offline {
             return Err(format!(
@@ -146,6 +173,32 @@ impl ModelSettings {
             builder = builder.subagent_max_cost(d);
         }
         Ok(builder)
+    }
+}
+
+/// The models a run is played with: the subagents', and optionally the lead's and the
+/// helper models of every subagent's window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunModels {
+    /// The subagents' model.
+    pub model: ModelSpec,
+    /// The lead's own model (offline: the deterministic lead).
+    pub lead: Option<ModelSpec>,
+    /// The pinned ledger's model (`--ledger-model`).
+    pub ledger: Option<ModelSpec>,
+    /// The summaries' model (`--summary-model`).
+    pub summary: Option<ModelSpec>,
+}
+
+impl RunModels {
+    /// `model` alone: the deterministic lead, the rule pass and the templates.
+    pub fn of(model: ModelSpec) -> RunModels {
+        RunModels {
+            model,
+            lead: None,
+            ledger: None,
+            summary: None,
+        }
     }
 }
 
@@ -231,7 +284,7 @@ impl Server {
             // Connected once now, so a missing key is said at start, not at the first run.
             config
                 .models
-                .coordinator(&spec, None, None, None, ModelNames::FLAGS)
+                .coordinator(&RunModels::of(spec.clone()), None, None, ModelNames::FLAGS)
                 .map_err(|e| format!("--allow-model {text}: {e}"))?;
             if !models.contains(&spec) {
                 models.push(spec);

@@ -154,16 +154,14 @@ impl super::Server {
         let lead = lead
             .map(|l| allowed_model(&inner.models, "lead_model", l))
             .transpose()?;
+        let models = super::RunModels {
+            lead,
+            ..super::RunModels::of(model)
+        };
         let builder = inner
             .config
             .models
-            .coordinator(
-                &model,
-                lead.as_ref(),
-                max_cost,
-                per_subagent,
-                ModelNames::FIELDS,
-            )
+            .coordinator(&models, max_cost, per_subagent, ModelNames::FIELDS)
             .map_err(|e| Problem::bad("invalid_model", e))?;
         let mut builder = builder
             .store(Arc::clone(&inner.store) as Arc<dyn EventStore>)

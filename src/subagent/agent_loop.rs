@@ -6,7 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::compaction::{
-    message_text, should_compact, Compactor, Decision, Folded, Ledger, Options, RawTurns,
+    flagged, message_text, should_compact, validate, Compactor, Decision, Folded, Ledger,
+    ModelPass, ModelPassError, Options, RawTurns, Skeleton, NARRATIVE_PROMPT_REVISION,
 };
 use crate::context::Orientation;
 use crate::transcript::CallId;
@@ -19,7 +20,7 @@ use crate::tokens::{Estimate, Tokenizer};
 use crate::policy::{Budget, Spent};
 use crate::source::ObservationLog;
 use crate::tools::ToolResult;
-use crate::transcript::Message;
+use crate::transcript::{Compaction, Message};
 
 use crate::transcript::{ToolCall, ToolSpec};
 
@@ -29,6 +30,11 @@ pub(crate) const ANSWER_TOKENS: u32 = 4096;
 /// The fewest answer tokens a handoff is asked in: with less room left under a budget, the
 /// subagent is stopped instead.
 pub(crate) const MIN_HANDOFF_TOKENS: u32 = 256;
+
+/// The summary slot of a window whose turns have `room` tokens.
+fn summary_slot(room: usize) -> usize {
+    (room / 4).max(256)
+}
 
 /// What the loop wants done next.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,6 +87,37 @@ pub(crate) struct AgentLoop {
     /// Most this subagent's model calls may cost, in millionths of a dollar.
     #[serde(default)]
     cost_cap: Option<u64>,
+    /// Which helper models the window has.
+    #[serde(default)]
+    helpers: HelperModes,
+    /// Work queued for the helper models, taken by the actor (not kept across a resume: the
+    /// rule pass's pins and the templates stand).
+    #[serde(skip)]
+    asks: Vec<HelperAsk>,
+}
+
+/// Which helper models a window has: with a ledger model, the turns the rule pass flags are
+/// queued for it; with a summary model, every new summary is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct HelperModes {
+    pub(crate) ledger: bool,
+    pub(crate) narrate: bool,
+}
+
+/// Work a helper model may do for the window, off the loop's path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum HelperAsk {
+    /// Classify a turn the rule pass flagged.
+    Ledger {
+        turn: usize,
+        text: String,
+        from_user: bool,
+    },
+    /// Write a narrative of a summary (the whole message, its marker line first).
+    Narrate {
+        template: String,
+        folded_digest: String,
+    },
 }
 
 /// One compaction of the window, for the run's log.
@@ -127,7 +164,86 @@ impl AgentLoop {
             denied: std::collections::HashMap::new(),
             price: None,
             cost_cap: None,
+            helpers: HelperModes::default(),
+            asks: Vec::new(),
         }
+    }
+
+    /// Queues flagged turns and new summaries for the helper models `modes` names.
+    pub(crate) fn with_helpers(mut self, modes: HelperModes) -> AgentLoop {
+        self.helpers = modes;
+        self
+    }
+
+    /// The work queued for the helper models since the last call.
+    pub(crate) fn take_asks(&mut self) -> Vec<HelperAsk> {
+        std::mem::take(&mut self.asks)
+    }
+
+    /// The ledger model's answer about a flagged turn: its verbatim pins are added; nothing
+    /// else changes.
+    pub(crate) fn on_ledger_answer(
+        &mut self,
+        turn: usize,
+        text: &str,
+        from_user: bool,
+        answer: &str,
+    ) -> Result<ModelPass, ModelPassError> {
+        self.ledger
+            .observe_model_answer(turn, text, from_user, answer)
+    }
+
+    /// The summary model's narrative of `template`: promoted into the window in the
+    /// template's place when it passes the skeleton's checks, fits the summary slot and the
+    /// template is still in the window; otherwise what is wrong, one line each (the template
+    /// stands).
+    pub(crate) fn on_narrative(
+        &mut self,
+        template: &str,
+        narrative: &str,
+        by: &str,
+    ) -> Vec<String> {
+        let Some((marker, body)) = template.split_once('\n') else {
+            return vec!["the summary has no marker line".to_string()];
+        };
+        let narrative = narrative.trim();
+        let mut problems = validate(narrative, &Skeleton::of(body));
+        let slot = summary_slot(self.room());
+        let tokens = Estimate.count(narrative);
+        if tokens > slot {
+            problems.push(format!(
+                "it takes {tokens} tokens, over the {slot}-token summary slot"
+            ));
+        }
+        let at = self.messages.iter().position(|m| {
+            matches!(m, Message::Compacted { kind: Compaction::Summary, text } if text == template)
+        });
+        let Some(at) = at else {
+            problems.push("the summary is no longer in the window".to_string());
+            return problems;
+        };
+        if problems.is_empty() {
+            let by: String = by
+                .chars()
+                .map(|c| {
+                    if matches!(c, ';' | ']' | '\n' | '\r') {
+                        ' '
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            let marker = marker.replacen(
+                "; raw turns: ",
+                &format!(", narrated by {by} ({NARRATIVE_PROMPT_REVISION}); raw turns: "),
+                1,
+            );
+            self.messages[at] = Message::Compacted {
+                kind: Compaction::Summary,
+                text: format!("{marker}\n{narrative}\n"),
+            };
+        }
+        problems
     }
 
     /// Takes a message into the window; the ledger classifies it as it arrives.
@@ -138,7 +254,48 @@ impl AgentLoop {
 
     fn arrive(&mut self, message: &Message) {
         self.ledger.arrive(self.arrivals, message);
+        if self.helpers.ledger {
+            let said = match message {
+                Message::User { text } => Some((text, true)),
+                Message::Assistant { text, .. } => Some((text, false)),
+                _ => None,
+            };
+            if let Some((text, from_user)) = said.filter(|(t, u)| flagged(t, *u)) {
+                self.asks.push(HelperAsk::Ledger {
+                    turn: self.arrivals,
+                    text: text.clone(),
+                    from_user,
+                });
+            }
+        }
         self.arrivals += 1;
+    }
+
+    /// The tokens the window's turns have (all but the system text, the brief, the tools and
+    /// the answer's room); 0 when those alone fill the model's window.
+    fn room(&self) -> usize {
+        match self.window {
+            Some(window) => window.saturating_sub(self.fixed_tokens()),
+            None => usize::MAX,
+        }
+    }
+
+    /// The tokens every request takes whatever the turns: the system text, the brief, the
+    /// tools and the answer's room.
+    fn fixed_tokens(&self) -> usize {
+        let tools: usize = self
+            .tools
+            .iter()
+            .map(|t| Estimate.count(&t.description) + t.parameters_len().div_ceil(4))
+            .sum();
+        Estimate.count(&self.system)
+            + self
+                .messages
+                .first()
+                .map(|m| Estimate.count(&message_text(m)))
+                .unwrap_or(0)
+            + tools
+            + ANSWER_TOKENS as usize
     }
 
     /// The pinned ledger as it stands.
@@ -173,27 +330,19 @@ impl AgentLoop {
     fn compact_if_needed(&mut self) {
         let Some(window) = self.window else { return };
         let count = |m: &Message| Estimate.count(&message_text(m));
-        let tools: usize = self
-            .tools
-            .iter()
-            .map(|t| Estimate.count(&t.description) + t.parameters_len().div_ceil(4))
-            .sum();
-        let fixed = Estimate.count(&self.system)
-            + self.messages.first().map(count).unwrap_or(0)
-            + tools
-            + ANSWER_TOKENS as usize;
-        let room = window.saturating_sub(fixed);
+        let room = self.room();
         let rest_tokens = |messages: &[Message]| messages.iter().skip(1).map(count).sum::<usize>();
         let before = rest_tokens(&self.messages);
         if room == 0 {
             self.window_full = Some(format!(
-                "the window is full: the system text, brief and tools need {fixed} of the model's {window} tokens"
+                "the window is full: the system text, brief and tools need {} of the model's {window} tokens",
+                self.fixed_tokens()
             ));
             return;
         }
         let defaults = Options {
             window: room,
-            slot: (room / 4).max(256),
+            slot: summary_slot(room),
             ..Options::default()
         };
         if !should_compact(before, defaults.window, defaults.threshold) {
@@ -221,9 +370,12 @@ impl AgentLoop {
                 cleared_tokens: out.cleared_tokens,
                 pinned: out.ledger.iter().map(|p| p.text.clone()).collect(),
                 reason: out.reason.clone(),
-                folded: out.folded,
+                folded: out.folded.clone(),
             });
             if compacted {
+                if self.helpers.narrate {
+                    self.queue_narratives(&out.window, &out.kept, out.folded.as_ref());
+                }
                 let brief = self.messages.first().cloned();
                 self.messages = brief.into_iter().chain(out.window).collect();
                 return;
@@ -239,6 +391,30 @@ impl AgentLoop {
             self.window_full = Some(format!(
                 "the window is full: {now} tokens of turns with room for {room}, and compaction refused ({why})"
             ));
+        }
+    }
+
+    /// Queues each summary a compaction made for the summary model.
+    fn queue_narratives(
+        &mut self,
+        window: &[Message],
+        kept: &[Option<usize>],
+        folded: Option<&Folded>,
+    ) {
+        for (m, k) in window.iter().zip(kept) {
+            if let (
+                None,
+                Message::Compacted {
+                    kind: Compaction::Summary,
+                    text,
+                },
+            ) = (k, m)
+            {
+                self.asks.push(HelperAsk::Narrate {
+                    template: text.clone(),
+                    folded_digest: folded.map(|f| f.digest.clone()).unwrap_or_default(),
+                });
+            }
         }
     }
 

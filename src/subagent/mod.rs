@@ -16,6 +16,7 @@
 
 mod agent_loop;
 mod batch;
+mod helpers;
 
 use std::sync::Arc;
 
@@ -26,6 +27,7 @@ use tracing::Instrument;
 pub(crate) use agent_loop::{AgentLoop, CompactionNote, Step, ANSWER_TOKENS};
 use batch::Returned;
 pub(crate) use batch::{ApprovalAsk, Decided, Oversee};
+pub(crate) use helpers::HelperModels;
 
 use crate::digest::sha256_hex;
 use crate::handoff::Violation;
@@ -50,6 +52,8 @@ pub(crate) enum SubagentMsg {
     WorkPanicked(String),
     /// The lead found these violations in the handoff: repair it.
     Repair(Vec<Violation>),
+    /// A helper model answered (or failed).
+    Helped(Box<helpers::Helped>),
 }
 
 /// What a subagent tells its lead.
@@ -81,6 +85,9 @@ pub(crate) enum SubagentReport {
     },
     /// Its window was compacted (or compaction was refused).
     WindowCompacted { note: CompactionNote },
+    /// A helper model answered: what the log records of it (`ledger_classified`,
+    /// `summary_narrated`).
+    Helped { event: crate::checkpoint::RunEvent },
     /// Its tool calls returned.
     ToolsFinished { returned: Vec<ToolReturn> },
     /// It handed off this text; it waits for the verdict.
@@ -165,6 +172,8 @@ pub(crate) struct SubagentArgs {
     /// Its span (a child of the run's, carrying its `subagent_spawned` seq): its model and
     /// tool calls are spans under it.
     pub(crate) span: tracing::Span,
+    /// The helper models of its window.
+    pub(crate) helpers: HelperModels,
 }
 
 pub(crate) struct SubagentRun {
@@ -184,6 +193,9 @@ pub(crate) struct SubagentRun {
     run_id: String,
     feed: Option<Arc<crate::checkpoint::Feed>>,
     span: tracing::Span,
+    helpers: HelperModels,
+    /// The helper calls in flight (aborted when the subagent stops).
+    helper_tasks: Vec<JoinHandle<()>>,
 }
 
 pub(crate) struct SubagentActor;
@@ -248,6 +260,13 @@ impl SubagentRun {
     fn perform(&mut self, myself: &ActorRef<SubagentMsg>, step: Step) {
         for note in self.agent.take_compactions() {
             (self.report)(SubagentReport::WindowCompacted { note });
+        }
+        let asks = self.agent.take_asks();
+        if !asks.is_empty() {
+            self.helper_tasks.retain(|t| !t.is_finished());
+            let limit = self.limits.model_call;
+            let started = helpers::spawn(myself, &self.helpers, asks, &self.cost, limit);
+            self.helper_tasks.extend(started);
         }
         match step {
             Step::CallModel(request) => {
@@ -374,7 +393,8 @@ impl Actor for SubagentActor {
         .with_window(args.model.context_window())
         .with_orientation(args.orientation)
         .with_denied(&args.denied)
-        .with_price(args.model.price(), args.cost_cap);
+        .with_price(args.model.price(), args.cost_cap)
+        .with_helpers(args.helpers.modes());
         let first = agent.start();
         myself.cast(SubagentMsg::Step(first))?;
         Ok(SubagentRun {
@@ -393,6 +413,8 @@ impl Actor for SubagentActor {
             run_id: args.run_id,
             feed: args.feed,
             span: args.span,
+            helpers: args.helpers,
+            helper_tasks: Vec::new(),
         })
     }
 
@@ -433,6 +455,11 @@ impl Actor for SubagentActor {
                 return Ok(());
             }
             SubagentMsg::Repair(violations) => state.agent.on_repair(&violations),
+            SubagentMsg::Helped(helped) => {
+                let event = helpers::apply(&mut state.agent, &state.id, *helped);
+                (state.report)(SubagentReport::Helped { event });
+                return Ok(());
+            }
             SubagentMsg::WorkPanicked(text) => {
                 return Err(format!("subagent {} panicked: {text}", state.id).into());
             }
@@ -448,6 +475,9 @@ impl Actor for SubagentActor {
     ) -> Result<(), ActorProcessingErr> {
         if let Some(work) = state.work.take() {
             work.abort();
+        }
+        for task in state.helper_tasks.drain(..) {
+            task.abort();
         }
         Ok(())
     }

@@ -244,3 +244,44 @@ fn turns_are_classified_when_they_arrive() {
         "{rendered}"
     );
 }
+
+#[test]
+fn the_rule_pass_flags_turns_that_may_bind_and_it_did_not_pin() {
+    // "Keep" may bind; no rule pins it.
+    assert!(flagged(
+        "Thanks. Keep the public API of parser.rs stable, the release depends on it.",
+        true
+    ));
+    // Pinned by a rule already ("never"), and nothing else soft: not flagged.
+    assert!(!flagged("Never edit the migrations.", true));
+    // Nothing that may bind.
+    assert!(!flagged("The parser lives in src/parser.rs.", true));
+    // A soft word as a word only: "keeper" is not "keep".
+    assert!(!flagged("The keeper module holds the cache.", false));
+    // One sentence pinned, another soft and unpinned: flagged.
+    assert!(flagged(
+        "Never edit the migrations. You should avoid the vendored crates too.",
+        true
+    ));
+    // The prompt quotes the turn and says who said it.
+    let (system, user) = ledger_prompt("Keep it short.", false);
+    assert!(system.contains("JSON only") && user.contains("from the assistant"));
+    assert!(user.contains("Keep it short."));
+}
+
+#[test]
+fn a_fenced_answer_is_read_and_its_text_still_checked() {
+    let turn = "Please keep the changelog untouched.";
+    let mut ledger = Ledger::new();
+    let fenced = "```json\n[{\"binding\": true, \"class\": \"constraint\", \"text\": \"keep the changelog untouched\"}]\n```";
+    let pass = ledger.observe_model_answer(2, turn, true, fenced).unwrap();
+    assert_eq!(pass.accepted, 1);
+    let reworded = "```\n[{\"binding\": true, \"class\": \"constraint\", \"text\": \"do not touch the changelog\"}]\n```";
+    let pass = ledger
+        .observe_model_answer(2, turn, true, reworded)
+        .unwrap();
+    assert_eq!((pass.accepted, pass.discarded), (0, 1));
+    assert!(ledger
+        .observe_model_answer(2, turn, true, "```\nnot json\n```")
+        .is_err());
+}

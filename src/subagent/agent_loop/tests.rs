@@ -379,3 +379,173 @@ fn the_cost_cap_asks_for_a_handoff_then_stops() {
     .with_price(Some(price), Some(10));
     assert!(matches!(l.start(), Step::Failed(r) if r.contains("cost limit")));
 }
+
+/// Issue 26, item 1: with a ledger model, a turn the rule pass flags is queued for it (one
+/// it pinned whole is not); a verbatim answer adds its pin, a paraphrase adds nothing.
+#[test]
+fn a_flagged_turn_is_queued_and_only_a_verbatim_answer_pins() {
+    use crate::compaction::PinClass;
+    let mut l = AgentLoop::new(
+        "sa1",
+        "s".into(),
+        "b".into(),
+        Vec::new().into(),
+        Budget::default(),
+    )
+    .with_helpers(HelperModes {
+        ledger: true,
+        narrate: false,
+    });
+    l.start();
+    let said = "We should keep the cache warm between calls.";
+    l.on_model(answer(said, vec![grep_call()]));
+    let asks = l.take_asks();
+    let [HelperAsk::Ledger {
+        turn,
+        text,
+        from_user: false,
+    }] = asks.as_slice()
+    else {
+        panic!("{asks:?}")
+    };
+    assert_eq!(text, said);
+    // A turn the rules pin whole is not asked about.
+    l.on_tools(vec![grep_result("sa1.1")]);
+    l.on_model(answer("I will reread src/a.rs.", vec![grep_call()]));
+    assert!(l.take_asks().is_empty());
+    let before = l.ledger().pins().len();
+    let paraphrase = r#"[{"binding": true, "class": "commitment", "text": "keep caches warm"}]"#;
+    let pass = l.on_ledger_answer(*turn, text, false, paraphrase).unwrap();
+    assert_eq!((pass.accepted, pass.discarded), (0, 1));
+    assert_eq!(l.ledger().pins().len(), before);
+    let verbatim = r#"[{"binding": true, "class": "commitment", "text": "keep the cache warm between calls"}]"#;
+    let pass = l.on_ledger_answer(*turn, text, false, verbatim).unwrap();
+    assert_eq!(pass.accepted, 1);
+    assert!(l
+        .ledger()
+        .pins()
+        .iter()
+        .any(|p| p.class == PinClass::Commitment
+            && p.text == "keep the cache warm between calls"
+            && p.turn == *turn));
+    // Without a ledger model nothing is queued.
+    let mut plain = AgentLoop::new(
+        "sa2",
+        "s".into(),
+        "b".into(),
+        Vec::new().into(),
+        Budget::default(),
+    );
+    plain.start();
+    plain.on_model(answer(said, vec![grep_call()]));
+    assert!(plain.take_asks().is_empty());
+}
+
+/// A loop with a summary model whose window has just been folded: the summary's message as
+/// queued, and the loop.
+fn folded_with_narration() -> (AgentLoop, String) {
+    let budget = Budget {
+        model_turns: 100,
+        tool_calls: 100,
+        tokens: 10_000_000,
+    };
+    let mut l = AgentLoop::new("sa1", "s".into(), "b".into(), Vec::new().into(), budget)
+        .with_window(8_000)
+        .with_helpers(HelperModes {
+            ledger: false,
+            narrate: true,
+        });
+    l.start();
+    for round in 0..40 {
+        let text = if round == 0 {
+            "Never delete /data/shard0/blocks.bin. The copy of shard 0 is outcome_unknown. Did the flush of shard 0 reach the disk?".to_string()
+        } else {
+            format!(
+                "Shard {round} keeps its blocks at /data/shard{round}/blocks.bin with checksum {}. {}",
+                9000 + round,
+                "The writer flushes them in order and the reader checks every block. ".repeat(6)
+            )
+        };
+        let Step::CallTools(calls) = l.on_model(answer(&text, vec![grep_call()])) else {
+            panic!()
+        };
+        let results = calls.iter().map(|c| grep_result(&c.id)).collect();
+        let Step::CallModel(_) = l.on_tools(results) else {
+            panic!("round {round}")
+        };
+        let asks = l.take_asks();
+        if let Some(HelperAsk::Narrate { template, .. }) = asks.into_iter().next() {
+            return (l, template);
+        }
+    }
+    panic!("no summary was made")
+}
+
+/// Issue 26, item 2: a narrative that calls an unknown outcome a failure, one that drops a
+/// pinned constraint and one that closes an open item are each refused and the template
+/// stands; a faithful one replaces it, its marker naming the model and the prompt revision.
+#[test]
+fn a_narrative_replaces_its_summary_only_when_it_keeps_the_skeleton() {
+    let (mut l, template) = folded_with_narration();
+    let body = template.split_once('\n').unwrap().1.to_string();
+    assert!(body.contains("outcome_unknown"), "{body}");
+    assert!(
+        body.contains("Did the flush of shard 0 reach the disk?"),
+        "{body}"
+    );
+    assert!(
+        body.contains("Never delete /data/shard0/blocks.bin."),
+        "{body}"
+    );
+    let in_window = |l: &AgentLoop, text: &str| {
+        l.request()
+            .messages
+            .iter()
+            .any(|m| matches!(m, Message::Compacted { text: t, .. } if t.contains(text)))
+    };
+    let failed = body.replace(
+        "The copy of shard 0 is outcome_unknown.",
+        "The copy of shard 0 failed (outcome_unknown).",
+    );
+    assert_ne!(failed, body);
+    let dropped = body.replace("- Never delete /data/shard0/blocks.bin.\n", "- none\n");
+    assert_ne!(dropped, body);
+    let closed = body
+        .replace("- Did the flush of shard 0 reach the disk?\n", "")
+        .replace(
+            "## Settled conclusions\n",
+            "## Settled conclusions\n- Did the flush of shard 0 reach the disk? Yes.\n",
+        );
+    for (bad, why) in [
+        (&failed, "`failed`"),
+        (&dropped, "Never delete"),
+        (&closed, "Did the flush"),
+    ] {
+        let problems = l.on_narrative(&template, bad, "small");
+        assert!(
+            problems.iter().any(|p| p.contains(why)),
+            "{why}: {problems:?}"
+        );
+        assert!(in_window(&l, &template), "the template stands");
+    }
+    let faithful = body.replace(
+        "## Settled conclusions\n",
+        "## Settled conclusions\nIn short: the shards were read one by one, in order.\n",
+    );
+    assert_eq!(
+        l.on_narrative(&template, &faithful, "small"),
+        Vec::<String>::new()
+    );
+    assert!(!in_window(&l, &template));
+    assert!(in_window(
+        &l,
+        "In short: the shards were read one by one, in order."
+    ));
+    assert!(in_window(
+        &l,
+        "narrated by small (narrative-1); raw turns: "
+    ));
+    // Promoted once: the template is no longer there to replace.
+    let again = l.on_narrative(&template, &faithful, "small");
+    assert!(again.iter().any(|p| p.contains("no longer in the window")));
+}
