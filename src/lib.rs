@@ -284,7 +284,11 @@
 //! one table of legal transitions; `checkpoint/projection.rs`: the projection to a
 //! [`Checkpoint`] (pure, or one event at a time with [`checkpoint::Projector`]; its JSON is
 //! `contracts/checkpoint.schema.json`; stored, it leaves out read-only calls that ended) and
-//! its [`Delta`]; `checkpoint/brief.rs`: the brief; `checkpoint/log.rs`: a run's
+//! its [`Delta`]; `checkpoint/brief.rs`: the brief; `checkpoint/audit.rs`: the fidelity
+//! audit ([`checkpoint::audit`]), pure — per compaction the constraints it had to carry again
+//! and the tokens saved, each settled finding traced to the observations it rests on, per
+//! resume the stored checkpoint against its events' projection and the calls run again, the
+//! denials by consequence; `checkpoint/log.rs`: a run's
 //! [`checkpoint::RunLog`]; `checkpoint/feed.rs`: a run's stream — the `Feed` the lead
 //! publishes each durable event to, and the [`EventStream`] a reader follows: it joins the
 //! feed when made, reads from the store what was published before (a page at a time, each

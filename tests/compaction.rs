@@ -540,6 +540,7 @@ fn window_compacted_is_in_the_event_schema() {
         tokens_after: 5,
         cleared_tokens: 3,
         pinned: vec![MIGRATIONS.into()],
+        constraints: vec![MIGRATIONS.into()],
         reason: None,
         folded: Some(baton::compaction::Folded {
             first: 0,

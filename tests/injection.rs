@@ -226,6 +226,7 @@ fn injection_events(run_id: &str, after: u64) -> Vec<LoggedEvent> {
             tokens_after: 5,
             cleared_tokens: 0,
             pinned: INJECTIONS.iter().map(|i| i.to_string()).collect(),
+            constraints: INJECTIONS.iter().map(|i| i.to_string()).collect(),
             reason: Some(text.clone()),
             folded: None,
         },

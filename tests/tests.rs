@@ -6,6 +6,7 @@ mod support;
 
 mod approvals;
 mod architecture;
+mod audit;
 mod budgets;
 mod citations;
 mod cli;

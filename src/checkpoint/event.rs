@@ -419,6 +419,10 @@ pub enum RunEvent {
         cleared_tokens: u64,
         /// The pinned items carried verbatim.
         pinned: Vec<String>,
+        /// Those of them that are constraints (which never retire): every later compaction of
+        /// the subagent must carry them (`baton audit` checks it).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        constraints: Vec<String>,
         /// Why, when refused.
         reason: Option<String>,
         /// The raw turns folded into summaries (bounded, with the digest of the whole), when

@@ -5,6 +5,7 @@
 //! **Invariant:** a checkpoint is rebuilt from events only; one that fails [`Checkpoint::check`]
 //! (a mandatory field missing or inconsistent) is never used — the previous one stays current.
 
+mod audit;
 mod brief;
 mod effect;
 mod event;
@@ -21,6 +22,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use audit::{
+    audit, Audit, CompactionAudit, DenialAudit, RepeatedCall, ResumeAudit, StoredAudit, TraceAudit,
+};
 pub use brief::{brief, Brief, BriefItem};
 pub use effect::{on_recovery, transition, EffectError, EffectState, TRANSITIONS};
 #[cfg(test)]

@@ -690,6 +690,36 @@ impl EventStore for SqliteStore {
         }
         Ok(None)
     }
+
+    fn checkpoints(&self, run_id: &str) -> Result<Vec<Checkpoint>, StoreError> {
+        if !self.tables {
+            return Ok(Vec::new());
+        }
+        let conn = self.reader.lock().map_err(|_| StoreError::Poisoned)?;
+        let mut statement = conn
+            .prepare("SELECT body FROM checkpoints WHERE run_id = ?1 ORDER BY last_seq ASC")
+            .map_err(|e| StoreError::Read(e.to_string()))?;
+        let bodies = statement
+            .query_map(params![run_id], |row| {
+                Ok(row
+                    .get_ref(0)?
+                    .as_bytes()
+                    .map(<[u8]>::to_vec)
+                    .unwrap_or_default())
+            })
+            .map_err(|e| StoreError::Read(e.to_string()))?;
+        let mut out = Vec::new();
+        for body in bodies {
+            let body = body.map_err(|e| StoreError::Read(e.to_string()))?;
+            // A checkpoint that does not load is not one: the audit reads the valid ones.
+            if let Ok(cp) = serde_json::from_slice::<Checkpoint>(&body) {
+                if cp.check().is_ok() {
+                    out.push(cp);
+                }
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// One row of the event table, as selected `seq, at_ms, payload, prev, digest`.

@@ -143,6 +143,10 @@ pub trait EventStore: Send + Sync {
     fn put_checkpoint(&self, checkpoint: &Checkpoint) -> Result<(), StoreError>;
     /// The latest valid checkpoint of a run; an invalid one is skipped for the one before.
     fn latest_checkpoint(&self, run_id: &str) -> Result<Option<Checkpoint>, StoreError>;
+    /// Every valid stored checkpoint of a run, oldest first (the default: the latest only).
+    fn checkpoints(&self, run_id: &str) -> Result<Vec<Checkpoint>, StoreError> {
+        Ok(self.latest_checkpoint(run_id)?.into_iter().collect())
+    }
     /// Where the store keeps its data, for messages (a path for a store on disk).
     fn location(&self) -> String {
         "the event store".to_string()
@@ -530,5 +534,16 @@ impl EventStore for MemoryStore {
             .checkpoints
             .get(run_id)
             .and_then(|list| list.iter().rev().find(|c| c.check().is_ok()).cloned()))
+    }
+
+    fn checkpoints(&self, run_id: &str) -> Result<Vec<Checkpoint>, StoreError> {
+        let inner = self.inner.lock().map_err(|_| StoreError::Poisoned)?;
+        let mut list: Vec<Checkpoint> = inner
+            .checkpoints
+            .get(run_id)
+            .map(|list| list.iter().filter(|c| c.check().is_ok()).cloned().collect())
+            .unwrap_or_default();
+        list.sort_by_key(|c| c.last_seq);
+        Ok(list)
     }
 }

@@ -74,6 +74,10 @@ enum Command {
     Runs(runs::RunsArgs),
     /// Print the brief of a run: what a person reads before resuming it.
     Brief(runs::BriefArgs),
+    /// Audit a run's fidelity: per compaction the mandatory fields retained and the tokens
+    /// saved, each settled conclusion traced to its observations, per resume the state's
+    /// accuracy and the work run again, the denials by consequence.
+    Audit(runs::BriefArgs),
     /// Compact a transcript (OpenAI chat JSONL) as a subagent's window would be (exit 3 when
     /// refused).
     Compact(compact::CompactArgs),
@@ -438,6 +442,7 @@ pub(crate) fn main() -> i32 {
         Command::Validate(args) => return validate::run(args),
         Command::Runs(args) => return runs::list(args),
         Command::Brief(args) => return runs::brief(args),
+        Command::Audit(args) => return runs::audit(args),
         Command::Context(args) => return runs::context(args),
         Command::Compact(args) => return compact::run(args),
         Command::Index(args) => return research::index(args),

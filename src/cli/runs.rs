@@ -207,6 +207,25 @@ pub(crate) fn brief(args: BriefArgs) -> i32 {
     write_out(&text, args.json)
 }
 
+/// `baton audit RUN`: the run's fidelity, each figure apart with the events it rests on.
+pub(crate) fn audit(args: BriefArgs) -> i32 {
+    let (store, events) = match run_events(&args.state, &args.run) {
+        Ok(found) => found,
+        Err(code) => return code,
+    };
+    let stored = match store.checkpoints(&args.run) {
+        Ok(list) => list,
+        Err(e) => return store_error(&e),
+    };
+    let audit = baton::checkpoint::audit(&args.run, &events, &stored);
+    let text = if args.json {
+        format!("{}\n", json!({ "audit": audit }))
+    } else {
+        audit.render()
+    };
+    write_out(&text, args.json)
+}
+
 #[derive(clap::Args, Debug)]
 pub(crate) struct ContextArgs {
     /// The run's id (see `baton runs`).

@@ -141,6 +141,7 @@ pub(super) fn window_compacted(id: String, note: crate::subagent::CompactionNote
         tokens_after: note.tokens_after as u64,
         cleared_tokens: note.cleared_tokens as u64,
         pinned: note.pinned,
+        constraints: note.constraints,
         reason: note.reason,
         folded: note.folded,
     }

@@ -653,6 +653,12 @@ impl ObservationLog {
             .find_map(|o| o.content().and_then(|(_, digest)| digest))
     }
 
+    /// Whether some observation shows a cited record, URL or document (as [`Self::texts_of`]
+    /// matches them).
+    pub fn shows(&self, source: &SourceId) -> bool {
+        self.showing(source).next().is_some()
+    }
+
     /// Whether a record of this kind and id was returned.
     pub fn saw_record(&self, kind: &str, id: &str) -> bool {
         self.entries.iter().any(|o| {

@@ -128,6 +128,8 @@ pub(crate) struct CompactionNote {
     pub(crate) tokens_after: usize,
     pub(crate) cleared_tokens: usize,
     pub(crate) pinned: Vec<String>,
+    /// The pinned constraints (which never retire), verbatim.
+    pub(crate) constraints: Vec<String>,
     pub(crate) reason: Option<String>,
     /// The raw turns folded into summaries, for the event log.
     pub(crate) folded: Option<Folded>,
@@ -369,6 +371,12 @@ impl AgentLoop {
                 tokens_after: out.tokens_after,
                 cleared_tokens: out.cleared_tokens,
                 pinned: out.ledger.iter().map(|p| p.text.clone()).collect(),
+                constraints: out
+                    .ledger
+                    .iter()
+                    .filter(|p| p.class == crate::compaction::PinClass::Constraint)
+                    .map(|p| p.text.clone())
+                    .collect(),
                 reason: out.reason.clone(),
                 folded: out.folded.clone(),
             });
