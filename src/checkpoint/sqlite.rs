@@ -664,40 +664,33 @@ impl EventStore for SqliteStore {
     }
 
     fn latest_checkpoint(&self, run_id: &str) -> Result<Option<Checkpoint>, StoreError> {
-        if !self.tables {
-            return Ok(None);
-        }
-        let conn = self.reader.lock().map_err(|_| StoreError::Poisoned)?;
-        let mut statement = conn
-            .prepare("SELECT body FROM checkpoints WHERE run_id = ?1 ORDER BY last_seq DESC")
-            .map_err(|e| StoreError::Read(e.to_string()))?;
-        let bodies = statement
-            .query_map(params![run_id], |row| {
-                Ok(row
-                    .get_ref(0)?
-                    .as_bytes()
-                    .map(<[u8]>::to_vec)
-                    .unwrap_or_default())
-            })
-            .map_err(|e| StoreError::Read(e.to_string()))?;
-        for body in bodies.flatten() {
-            // A checkpoint missing a mandatory field does not deserialise: the previous stays.
-            if let Ok(cp) = serde_json::from_slice::<Checkpoint>(&body) {
-                if cp.check().is_ok() {
-                    return Ok(Some(cp));
-                }
-            }
-        }
-        Ok(None)
+        // A checkpoint missing a mandatory field does not deserialise: the previous stays.
+        self.stored_checkpoints(run_id, "DESC", true)
+            .map(|mut list| list.pop())
     }
 
     fn checkpoints(&self, run_id: &str) -> Result<Vec<Checkpoint>, StoreError> {
+        self.stored_checkpoints(run_id, "ASC", false)
+    }
+}
+
+impl SqliteStore {
+    /// The run's valid stored checkpoints in `order` of their last event (`ASC`, `DESC`);
+    /// with `first`, only the first valid one. One that does not load is not one.
+    fn stored_checkpoints(
+        &self,
+        run_id: &str,
+        order: &str,
+        first: bool,
+    ) -> Result<Vec<Checkpoint>, StoreError> {
         if !self.tables {
             return Ok(Vec::new());
         }
         let conn = self.reader.lock().map_err(|_| StoreError::Poisoned)?;
         let mut statement = conn
-            .prepare("SELECT body FROM checkpoints WHERE run_id = ?1 ORDER BY last_seq ASC")
+            .prepare(&format!(
+                "SELECT body FROM checkpoints WHERE run_id = ?1 ORDER BY last_seq {order}"
+            ))
             .map_err(|e| StoreError::Read(e.to_string()))?;
         let bodies = statement
             .query_map(params![run_id], |row| {
@@ -709,12 +702,13 @@ impl EventStore for SqliteStore {
             })
             .map_err(|e| StoreError::Read(e.to_string()))?;
         let mut out = Vec::new();
-        for body in bodies {
-            let body = body.map_err(|e| StoreError::Read(e.to_string()))?;
-            // A checkpoint that does not load is not one: the audit reads the valid ones.
+        for body in bodies.flatten() {
             if let Ok(cp) = serde_json::from_slice::<Checkpoint>(&body) {
                 if cp.check().is_ok() {
                     out.push(cp);
+                    if first {
+                        break;
+                    }
                 }
             }
         }
