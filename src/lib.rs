@@ -284,7 +284,11 @@
 //! one table of legal transitions; `checkpoint/projection.rs`: the projection to a
 //! [`Checkpoint`] (pure, or one event at a time with [`checkpoint::Projector`]; its JSON is
 //! `contracts/checkpoint.schema.json`; stored, it leaves out read-only calls that ended) and
-//! its [`Delta`]; `checkpoint/brief.rs`: the brief; `checkpoint/audit.rs`: the fidelity
+//! its [`Delta`]; `checkpoint/forget.rs`: withdrawn sources — the tombstone kept (id, digest,
+//! classification, reason, the decisions it influenced), the conclusions citing one turned
+//! into open items that name it and never its text, its evidence in the projection reduced to
+//! identity and digest, shown everywhere as "content unavailable"; `checkpoint/brief.rs`: the
+//! brief; `checkpoint/audit.rs`: the fidelity
 //! audit ([`checkpoint::audit`]), pure — per compaction the constraints it had to carry again
 //! and the tokens saved, each settled finding traced to the observations it rests on, per
 //! resume the stored checkpoint against its events' projection and the calls run again, the
@@ -457,7 +461,8 @@
 //! and decisions apart from the handle, for a server); `coordinator/resume.rs`:
 //! `Coordinator::resume` (the log read back, rechecked and counted, off the runtime; a
 //! research run's corpus brought up to date and its cited passages rechecked);
-//! `coordinator/connect.rs`:
+//! `coordinator/stored.rs`: operations on a stored run (`Coordinator::forget`, the run claimed
+//! while its withdrawal is logged); `coordinator/connect.rs`:
 //! [`connect`]; `coordinator/constraints.rs`:
 //! the run's constraints checked against the tree (places respelled as the tree spells them,
 //! a place it does not hold a warning, a `--constraint` that names a place, a tool or a budget
@@ -509,7 +514,7 @@
 //! `validate` (`cli/validate.rs`), `serve` and `mcp` (`cli/serve.rs`: flags to a server
 //! configuration, `BATON_TOKEN` from the environment, `--roles` refused by `mcp` when a role
 //! reserves effects for approval, as no MCP tool decides one; `mcp` waits for the runs it
-//! started when its client leaves), a finished run's report kept under the state, `runs` / `brief` (a research run's cited passages read again: stale when they changed) / `context` (`cli/runs.rs`), `compact`
+//! started when its client leaves), a finished run's report kept under the state, `runs` / `brief` (a research run's cited passages read again: stale when they changed) / `context` / `audit` (`cli/runs.rs`), `forget` (`cli/stored.rs`), `compact`
 //! (`cli/compact.rs`: kept lines passed through byte for byte), the `--state` directory,
 //! bounded input reads, one-line usage errors, text from runs made terminal-safe and scrubbed
 //! of secrets, and exit codes.

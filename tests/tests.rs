@@ -20,6 +20,7 @@ mod durable;
 mod examples;
 mod explore;
 mod fanout;
+mod forget;
 mod helpers;
 mod injection;
 mod library;

@@ -210,6 +210,17 @@ fn shows(observation: &Observation, source: &SourceId) -> bool {
 }
 
 fn evidence(events: &[LoggedEvent]) -> Vec<TraceAudit> {
+    // A withdrawn source's claims are shown by their tombstone, never their text.
+    let gone = super::forget::withdrawn(events);
+    let shown = |c: &crate::handoff::Conclusion| {
+        gone.iter()
+            .find(|(s, _)| {
+                c.sources
+                    .iter()
+                    .any(|cited| super::forget::covers(s, cited))
+            })
+            .map_or_else(|| c.claim.clone(), |(_, t)| super::forget::unavailable(t))
+    };
     // Each subagent's returns so far: (seq, observations).
     let mut returned: BTreeMap<&str, Vec<(u64, &[Observation])>> = BTreeMap::new();
     let mut out = Vec::new();
@@ -248,7 +259,7 @@ fn evidence(events: &[LoggedEvent]) -> Vec<TraceAudit> {
                     out.push(TraceAudit {
                         seq: e.seq,
                         subagent: subagent.clone(),
-                        claim: c.claim.clone(),
+                        claim: shown(c),
                         sources: c.sources.iter().map(ToString::to_string).collect(),
                         observations: observations.into_iter().collect(),
                         untraced,

@@ -40,6 +40,10 @@ pub struct Brief {
     /// Requests for the application's approval: waiting, or how they were decided.
     #[serde(default)]
     pub approvals: Vec<BriefItem>,
+    /// Sources withdrawn (`baton forget`): each tombstone — id, digest, classification,
+    /// reason, the decisions it influenced — never its text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub withdrawn: Vec<BriefItem>,
     /// Budgets, exact.
     pub budgets: Vec<BriefItem>,
     /// What to do next.
@@ -76,7 +80,14 @@ pub fn brief(cp: &Checkpoint) -> Brief {
                     e.source
                 ),
                 (Some(x), None) => format!("{} — {}", e.source, x),
-                (None, None) => format!("{} (tombstone)", e.source),
+                (None, None) => match cp.withdrawal_of(&e.source) {
+                    Some(w) => format!(
+                        "{} (tombstone, event {})",
+                        super::unavailable(&w.tombstone),
+                        w.event
+                    ),
+                    None => format!("{} (tombstone)", e.source),
+                },
             },
             event: e.stale.unwrap_or(e.event),
         })
@@ -145,6 +156,7 @@ pub fn brief(cp: &Checkpoint) -> Brief {
         constraints,
         denials,
         approvals,
+        withdrawn: withdrawn_items(cp),
         budgets,
         next_step,
     }
@@ -238,6 +250,32 @@ fn budget_items(cp: &Checkpoint) -> Vec<BriefItem> {
     budgets
 }
 
+/// The tombstones of the withdrawn sources, one line each.
+fn withdrawn_items(cp: &Checkpoint) -> Vec<BriefItem> {
+    cp.withdrawn
+        .iter()
+        .map(|w| {
+            let t = &w.tombstone;
+            let decisions: Vec<String> = t.decisions.iter().map(u64::to_string).collect();
+            BriefItem {
+                text: format!(
+                    "{} [sha256 {}; {}; {} conclusion(s) of events {}]",
+                    super::unavailable(t),
+                    if t.digest.is_empty() {
+                        "unrecorded"
+                    } else {
+                        &t.digest
+                    },
+                    t.classification,
+                    t.conclusions,
+                    decisions.join(", ")
+                ),
+                event: w.event,
+            }
+        })
+        .collect()
+}
+
 impl Brief {
     /// The brief as text for a person.
     pub fn render(&self) -> String {
@@ -271,6 +309,9 @@ impl Brief {
         section(&mut out, &title, &self.denials);
         if !self.approvals.is_empty() {
             section(&mut out, "Requests for approval", &self.approvals);
+        }
+        if !self.withdrawn.is_empty() {
+            section(&mut out, "Withdrawn sources", &self.withdrawn);
         }
         section(&mut out, "Budgets", &self.budgets);
         let _ = writeln!(out, "\n## Next step\n{}", self.next_step);

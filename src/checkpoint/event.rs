@@ -467,6 +467,13 @@ pub enum RunEvent {
         #[serde(flatten)]
         call: HelperCall,
     },
+    /// A source was withdrawn (`baton forget`): its text leaves every later context, brief
+    /// and report; its tombstone stays. Earlier events are not rewritten.
+    SourceForgotten {
+        /// What stays of it.
+        #[serde(flatten)]
+        tombstone: super::forget::Tombstone,
+    },
     /// The run was resumed after the event `after_seq`.
     RunResumed {
         /// The last event before the resume.
@@ -515,6 +522,7 @@ impl RunEvent {
             RunEvent::WindowCompacted { .. } => "window_compacted",
             RunEvent::LedgerClassified { .. } => "ledger_classified",
             RunEvent::SummaryNarrated { .. } => "summary_narrated",
+            RunEvent::SourceForgotten { .. } => "source_forgotten",
             RunEvent::RunResumed { .. } => "run_resumed",
             RunEvent::EvidenceStale { .. } => "evidence_stale",
             RunEvent::RunFinished { .. } => "run_finished",

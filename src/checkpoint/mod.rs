@@ -10,6 +10,7 @@ mod brief;
 mod effect;
 mod event;
 mod feed;
+mod forget;
 mod lock;
 mod log;
 mod manifest;
@@ -31,6 +32,10 @@ pub use effect::{on_recovery, transition, EffectError, EffectState, TRANSITIONS}
 pub(crate) use event::run_started_fixture;
 pub(crate) use feed::Feed;
 pub use feed::{EventStream, EVENTS_BUFFER};
+pub use forget::{
+    cites_any, covers, tombstone, unavailable, withdraw, withdrawn, Tombstone, WithdrawnEntry,
+    REASON_MAX_CHARS,
+};
 
 /// The checkpoint of run `r` with only its `run_started_fixture` logged, for unit tests.
 #[cfg(test)]
@@ -49,7 +54,7 @@ pub use event::{HelperCall, LoggedEvent, Manifest, PlannedSubagent, RunEvent, Su
 pub(crate) use log::now_ms;
 pub use log::{Ack, RunLog};
 pub use manifest::{Field, ManifestEntry, Reason};
-pub use projection::{delta, project, Delta, Projector};
+pub use projection::{delta, project, with_withdrawals, Delta, Projector};
 pub use sqlite::SqliteStore;
 #[doc(hidden)]
 pub use store::MemoryStore;
@@ -438,6 +443,9 @@ pub struct Checkpoint {
     pub plans: Vec<PlanEntry>,
     /// Handoffs accepted and rejected.
     pub handoffs: Handoffs,
+    /// Sources withdrawn (`baton forget`): their tombstones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub withdrawn: Vec<WithdrawnEntry>,
     /// Set once the run finished: whether it was cancelled.
     pub finished: Option<bool>,
 }
@@ -451,6 +459,14 @@ pub struct CheckpointError {
 }
 
 impl Checkpoint {
+    /// The withdrawal covering a cited source (`baton forget`), if one does.
+    pub fn withdrawal_of(&self, source: &str) -> Option<&WithdrawnEntry> {
+        let cited = crate::source::SourceId::parse(source).ok()?;
+        self.withdrawn.iter().find(|w| {
+            crate::source::SourceId::parse(&w.tombstone.source).is_ok_and(|s| covers(&s, &cited))
+        })
+    }
+
     /// Whether it may be used: known version, a goal, a sane event range, a tool revision.
     pub fn check(&self) -> Result<(), CheckpointError> {
         let why = if self.schema_version != SCHEMA_VERSION {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::effect::transition;
 use super::event::{LoggedEvent, RunEvent};
+use super::forget::{covers, WithdrawnEntry};
 use super::{
     AcceptedEntry, ApprovalEntry, Budgets, Checkpoint, DenialEntry, EffectEntry, EvidenceEntry,
     Handoffs, NegativeEntry, PlanEntry, PlanStatus, RejectedEntry, SCHEMA_VERSION,
@@ -13,7 +14,7 @@ use super::{
 use crate::digest::sha256_hex;
 use crate::handoff::ConclusionKind;
 use crate::policy::{Budget, Spent};
-use crate::source::Observation;
+use crate::source::{Observation, SourceId};
 
 /// Longest evidence excerpt kept in a checkpoint.
 const EXCERPT_CHARS: usize = 300;
@@ -156,6 +157,7 @@ impl Projector {
                 tool_registry_revision: String::new(),
                 plans: Vec::new(),
                 handoffs: Handoffs::default(),
+                withdrawn: Vec::new(),
                 finished: None,
             },
             effect_index: BTreeMap::new(),
@@ -295,6 +297,7 @@ impl Projector {
                 subagent, state, ..
             } => self.ended(subagent, *state, at),
             RunEvent::RunResumed { .. } => resumed(cp, at),
+            RunEvent::SourceForgotten { tombstone } => forgotten(cp, tombstone, at),
             RunEvent::EvidenceStale {
                 subagent, sources, ..
             } => self.evidence_stale(subagent, sources, at),
@@ -547,6 +550,52 @@ fn resumed(cp: &mut Checkpoint, at: u64) {
     cp.finished = None;
 }
 
+/// The sources `cp` withdrew.
+fn withdrawn_ids(cp: &Checkpoint) -> Vec<SourceId> {
+    cp.withdrawn
+        .iter()
+        .filter_map(|w| SourceId::parse(&w.tombstone.source).ok())
+        .collect()
+}
+
+/// Evidence of withdrawn sources keeps its identity and digest, not its text; a doubted
+/// conclusion citing one is no longer listed.
+fn tombstone_withdrawn(cp: &mut Checkpoint) {
+    let ids = withdrawn_ids(cp);
+    if ids.is_empty() {
+        return;
+    }
+    for e in &mut cp.evidence {
+        if SourceId::parse(&e.source).is_ok_and(|s| ids.iter().any(|w| covers(w, &s))) {
+            e.excerpt = None;
+            e.tombstone = true;
+        }
+    }
+    for a in &mut cp.handoffs.accepted {
+        a.doubted.retain(|c| !super::forget::cites_any(c, &ids));
+    }
+}
+
+/// A stored checkpoint brought in line with the withdrawals logged after it (`delta`): a
+/// context compiled from it and its delta shows no withdrawn text, however old the checkpoint.
+pub fn with_withdrawals(mut cp: Checkpoint, delta: &Delta) -> Checkpoint {
+    for e in &delta.events {
+        if let RunEvent::SourceForgotten { tombstone } = &e.event {
+            forgotten(&mut cp, tombstone, e.seq);
+        }
+    }
+    cp
+}
+
+/// A source withdrawn: its tombstone kept, its text out of the checkpoint.
+fn forgotten(cp: &mut Checkpoint, tombstone: &super::forget::Tombstone, at: u64) {
+    cp.withdrawn.push(WithdrawnEntry {
+        tombstone: tombstone.clone(),
+        event: at,
+    });
+    tombstone_withdrawn(cp);
+}
+
 /// An accepted handoff: its findings' sources as evidence, and its entry (its findings doubted
 /// when it needed repairs or lost conclusions, or rest on corpus passages).
 fn accept(
@@ -599,6 +648,8 @@ fn accept(
         },
         event: at,
     });
+    // A source withdrawn earlier stays withdrawn when a later handoff cites it.
+    tombstone_withdrawn(cp);
 }
 
 /// A subagent's spending: the total moves by the difference, no sum over every subagent per

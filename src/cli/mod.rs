@@ -17,6 +17,7 @@ mod progress;
 mod research;
 mod runs;
 mod serve;
+mod stored;
 mod validate;
 
 use std::io::Write;
@@ -78,6 +79,9 @@ enum Command {
     /// saved, each settled conclusion traced to its observations, per resume the state's
     /// accuracy and the work run again, the denials by consequence.
     Audit(runs::BriefArgs),
+    /// Withdraw a source from a run: its text leaves every later context, brief and report;
+    /// its tombstone (id, digest, classification, reason, the decisions it influenced) stays.
+    Forget(stored::ForgetArgs),
     /// Compact a transcript (OpenAI chat JSONL) as a subagent's window would be (exit 3 when
     /// refused).
     Compact(compact::CompactArgs),
@@ -443,6 +447,7 @@ pub(crate) fn main() -> i32 {
         Command::Runs(args) => return runs::list(args),
         Command::Brief(args) => return runs::brief(args),
         Command::Audit(args) => return runs::audit(args),
+        Command::Forget(args) => return stored::forget(args),
         Command::Context(args) => return runs::context(args),
         Command::Compact(args) => return compact::run(args),
         Command::Index(args) => return research::index(args),
@@ -524,27 +529,9 @@ fn coordinator(args: &ModelArgs) -> Result<CoordinatorBuilder, String> {
 async fn resume(args: ResumeArgs) -> i32 {
     // A mistyped state is not created: the run must already be in it, its log intact (a
     // damaged one is named with its last intact event) — read before anything is written.
-    let (read, events) = match runs::run_events(&args.state, &args.run) {
+    let (store, events) = match runs::open_for_writing(&args.state, &args.run) {
         Ok(found) => found,
         Err(code) => return code,
-    };
-    // A damaged file is not written to, even where this run's log still reads whole.
-    let damaged = |detail: String| StoreError::Damaged {
-        run_id: args.run.clone(),
-        last_intact: events.last().map_or(0, |e| e.seq),
-        detail,
-    };
-    if let Some(damage) = read.damage() {
-        return store_error(&damaged(format!(
-            "the state at {} is damaged ({damage}); it is not written to",
-            read.path().display()
-        )));
-    }
-    drop(read);
-    let store = match args.state.open() {
-        Ok(s) => s,
-        Err(e @ StoreError::Corrupt { .. }) => return store_error(&damaged(e.to_string())),
-        Err(e) => return store_error(&e),
     };
     let coordinator = match coordinator(&args.model) {
         // A research run's corpus index is the one `baton research` keeps in the state.

@@ -37,7 +37,7 @@ pub(crate) struct BriefArgs {
 }
 
 /// Writes to stdout: JSON as it is (its strings are escaped), text made terminal-safe.
-fn write_out(text: &str, json: bool) -> i32 {
+pub(crate) fn write_out(text: &str, json: bool) -> i32 {
     let text = if json {
         baton::model::scrub(text)
     } else {
@@ -76,6 +76,39 @@ pub(crate) fn run_events(
     })?;
     let events = store.events(run).map_err(|e| store_error(&e))?;
     Ok((store, events))
+}
+
+/// Opens the state to write to a run that must be in it, its log intact: a damaged state is
+/// not written to, even where this run's log still reads whole. The store and the run's
+/// events, or the exit code (after one line on stderr).
+pub(crate) fn open_for_writing(
+    state: &StateArg,
+    run: &str,
+) -> Result<
+    (
+        std::sync::Arc<baton::checkpoint::SqliteStore>,
+        Vec<baton::checkpoint::LoggedEvent>,
+    ),
+    i32,
+> {
+    let (read, events) = run_events(state, run)?;
+    let damaged = |detail: String| StoreError::Damaged {
+        run_id: run.to_string(),
+        last_intact: events.last().map_or(0, |e| e.seq),
+        detail,
+    };
+    if let Some(damage) = read.damage() {
+        return Err(store_error(&damaged(format!(
+            "the state at {} is damaged ({damage}); it is not written to",
+            read.path().display()
+        ))));
+    }
+    drop(read);
+    match state.open() {
+        Ok(s) => Ok((s, events)),
+        Err(e @ StoreError::Corrupt { .. }) => Err(store_error(&damaged(e.to_string()))),
+        Err(e) => Err(store_error(&e)),
+    }
 }
 
 pub(crate) fn list(args: RunsArgs) -> i32 {
@@ -275,6 +308,7 @@ pub(crate) fn context(args: ContextArgs) -> i32 {
         _ => project(&args.run, &events),
     };
     let delta = baton::checkpoint::delta(&checkpoint, &events);
+    let checkpoint = baton::checkpoint::with_withdrawals(checkpoint, &delta);
     let budget = args.budget.unwrap_or(role.budget);
     match compile(&checkpoint, Some(&delta), role, budget, &Bpe) {
         Ok(compiled) => {

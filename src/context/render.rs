@@ -102,10 +102,16 @@ fn evidence(cp: &Checkpoint, pick: &Selection) -> Vec<Item> {
     .into_iter()
     .map(|e| {
         let digest = short(&e.digest, 12);
-        let identity = format!(
-            "- {} [sha256 {digest}] (content not included; reread allowed)\n",
-            e.source
-        );
+        let identity = match cp.withdrawal_of(&e.source) {
+            Some(w) => format!(
+                "- {} [sha256 {digest}]\n",
+                crate::checkpoint::unavailable(&w.tombstone)
+            ),
+            None => format!(
+                "- {} [sha256 {digest}] (content not included; reread allowed)\n",
+                e.source
+            ),
+        };
         Item {
             id: Some(e.source.clone()),
             text: match (&e.excerpt, e.stale) {

@@ -61,6 +61,10 @@ pub enum RunError {
     /// A research corpus could not be indexed or read.
     #[error("{0}")]
     Corpus(#[source] crate::corpus::CorpusError),
+    /// An operation on a stored run was refused (a source no conclusion cites, an empty
+    /// reason, a source that does not parse): why, on one line.
+    #[error("{0}")]
+    Refused(String),
     /// Resuming needs a store to resume from.
     #[error("resuming needs the run's state (a store)")]
     NoStore,

@@ -26,6 +26,7 @@ mod constraints;
 mod error;
 mod handle;
 mod resume;
+mod stored;
 mod task;
 
 pub use builder::CoordinatorBuilder;

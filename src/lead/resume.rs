@@ -375,6 +375,46 @@ fn restore_subagent(subagents: &mut BTreeMap<String, Restored>, event: &RunEvent
     }
 }
 
+/// Takes the conclusions citing a withdrawn source (`baton forget`) out of everything the
+/// report is rebuilt from: accepted and rejected handoffs, the conclusions dropped from them
+/// and the lead's own report; each becomes an open item naming the source, never its text.
+fn withdraw_restored(
+    events: &[crate::checkpoint::LoggedEvent],
+    subagents: &mut BTreeMap<String, Restored>,
+    lead_turns: &mut [(String, super::leader::LeadTurn)],
+) {
+    use crate::checkpoint::{cites_any, withdraw, withdrawn};
+    let gone = withdrawn(events);
+    if gone.is_empty() {
+        return;
+    }
+    let ids: Vec<crate::source::SourceId> = gone.iter().map(|(s, _)| s.clone()).collect();
+    for r in subagents.values_mut() {
+        for handoff in r.handoff.iter_mut().chain(r.unverified.iter_mut()) {
+            withdraw(handoff, &gone);
+        }
+        let before = r.dropped.len();
+        r.dropped.retain(|d| !cites_any(&d.conclusion, &ids));
+        if r.dropped.len() != before {
+            r.violations = r
+                .dropped
+                .iter()
+                .flat_map(|d| d.violations.clone())
+                .collect();
+        }
+        if r.unverified.is_some() {
+            // A rejected handoff's violations may quote what it cited.
+            r.violations
+                .retain(|v| !ids.iter().any(|s| v.message.contains(&s.to_string())));
+        }
+    }
+    for (_, turn) in lead_turns.iter_mut() {
+        if let Some(handoff) = turn.handoff.as_mut() {
+            withdraw(handoff, &gone);
+        }
+    }
+}
+
 /// A logged plan's subagents as shards.
 fn planned_shards(planned: &[crate::checkpoint::PlannedSubagent]) -> Vec<(String, Shard)> {
     planned
@@ -528,6 +568,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
         })
         .cloned()
         .collect();
+    withdraw_restored(events, &mut subagents, &mut lead_turns);
     Ok(Resumption {
         settings,
         plan,
