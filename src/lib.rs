@@ -284,7 +284,11 @@
 //! one table of legal transitions; `checkpoint/projection.rs`: the projection to a
 //! [`Checkpoint`] (pure, or one event at a time with [`checkpoint::Projector`]; its JSON is
 //! `contracts/checkpoint.schema.json`; stored, it leaves out read-only calls that ended) and
-//! its [`Delta`]; `checkpoint/forget.rs`: withdrawn sources — the tombstone kept (id, digest,
+//! its [`Delta`]; `checkpoint/branch.rs`: branches — a fork keeps its parent's events up to
+//! a sequence number, as they were, and names the parent, the event and its digest; a merge
+//! keeps once what both branches' semantic states agree on (settled conclusions on the same
+//! sources read alike, constraints, effects) and makes each conflict an open item naming both,
+//! never choosing by recency and never dropping a constraint; `checkpoint/forget.rs`: withdrawn sources — the tombstone kept (id, digest,
 //! classification, reason, the decisions it influenced), the conclusions citing one turned
 //! into open items that name it and never its text, its evidence in the projection reduced to
 //! identity and digest, shown everywhere as "content unavailable"; `checkpoint/brief.rs`: the
@@ -461,8 +465,9 @@
 //! and decisions apart from the handle, for a server); `coordinator/resume.rs`:
 //! `Coordinator::resume` (the log read back, rechecked and counted, off the runtime; a
 //! research run's corpus brought up to date and its cited passages rechecked);
-//! `coordinator/stored.rs`: operations on a stored run (`Coordinator::forget`, the run claimed
-//! while its withdrawal is logged); `coordinator/connect.rs`:
+//! `coordinator/stored.rs`: operations on stored runs — `Coordinator::forget` (the run claimed
+//! while its withdrawal is logged), `Coordinator::fork`, `Coordinator::merge` and
+//! [`MergeOutcome`]; `coordinator/connect.rs`:
 //! [`connect`]; `coordinator/constraints.rs`:
 //! the run's constraints checked against the tree (places respelled as the tree spells them,
 //! a place it does not hold a warning, a `--constraint` that names a place, a tool or a budget
@@ -514,7 +519,7 @@
 //! `validate` (`cli/validate.rs`), `serve` and `mcp` (`cli/serve.rs`: flags to a server
 //! configuration, `BATON_TOKEN` from the environment, `--roles` refused by `mcp` when a role
 //! reserves effects for approval, as no MCP tool decides one; `mcp` waits for the runs it
-//! started when its client leaves), a finished run's report kept under the state, `runs` / `brief` (a research run's cited passages read again: stale when they changed) / `context` / `audit` (`cli/runs.rs`), `forget` (`cli/stored.rs`), `compact`
+//! started when its client leaves), a finished run's report kept under the state, `runs` / `brief` (a research run's cited passages read again: stale when they changed) / `context` / `audit` (`cli/runs.rs`; `runs` draws forks under their parents), `forget` / `fork` / `merge` (`cli/stored.rs`), `compact`
 //! (`cli/compact.rs`: kept lines passed through byte for byte), the `--state` directory,
 //! bounded input reads, one-line usage errors, text from runs made terminal-safe and scrubbed
 //! of secrets, and exit codes.
@@ -596,8 +601,8 @@ pub use checkpoint::{
 pub use context::{Field, Role, RoleProfile};
 pub use contracts::RoleId;
 pub use coordinator::{
-    connect, Canceller, Connector, Coordinator, CoordinatorBuilder, Job, RunControl, RunError,
-    RunHandle, Task,
+    connect, Canceller, Connector, Coordinator, CoordinatorBuilder, Job, MergeOutcome, RunControl,
+    RunError, RunHandle, Task,
 };
 pub use corpus::{Corpus, CorpusError, IndexStats};
 pub use explorer::OfflineModel;

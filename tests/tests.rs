@@ -7,6 +7,7 @@ mod support;
 mod approvals;
 mod architecture;
 mod audit;
+mod branches;
 mod budgets;
 mod citations;
 mod cli;

@@ -312,13 +312,19 @@ fn resumes(run_id: &str, events: &[LoggedEvent], stored: &[Checkpoint]) -> Vec<R
             .iter()
             .filter(|cp| cp.last_seq <= after_seq)
             .max_by_key(|cp| cp.last_seq);
-        let done: BTreeSet<&str> = before
-            .iter()
-            .filter_map(|e| match &e.event {
-                RunEvent::HandoffAccepted { subagent, .. } => Some(subagent.as_str()),
-                _ => None,
-            })
-            .collect();
+        // Done before the resume; a fork on its own question explores every shard again.
+        let mut done: BTreeSet<&str> = BTreeSet::new();
+        for e in before {
+            match &e.event {
+                RunEvent::HandoffAccepted { subagent, .. } => {
+                    done.insert(subagent);
+                }
+                RunEvent::RunForked {
+                    question: Some(_), ..
+                } => done.clear(),
+                _ => {}
+            }
+        }
         let respawned_done: BTreeSet<String> = after
             .iter()
             .filter_map(|e| match &e.event {

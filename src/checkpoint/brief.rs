@@ -40,6 +40,9 @@ pub struct Brief {
     /// Requests for the application's approval: waiting, or how they were decided.
     #[serde(default)]
     pub approvals: Vec<BriefItem>,
+    /// A merge's conflicts between its branches, each an open item naming both.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<BriefItem>,
     /// Sources withdrawn (`baton forget`): each tombstone — id, digest, classification,
     /// reason, the decisions it influenced — never its text.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -157,6 +160,14 @@ pub fn brief(cp: &Checkpoint) -> Brief {
         denials,
         approvals,
         withdrawn: withdrawn_items(cp),
+        conflicts: cp
+            .conflicts
+            .iter()
+            .map(|(text, event)| BriefItem {
+                text: text.clone(),
+                event: *event,
+            })
+            .collect(),
         budgets,
         next_step,
     }
@@ -309,6 +320,9 @@ impl Brief {
         section(&mut out, &title, &self.denials);
         if !self.approvals.is_empty() {
             section(&mut out, "Requests for approval", &self.approvals);
+        }
+        if !self.conflicts.is_empty() {
+            section(&mut out, "Conflicts between branches", &self.conflicts);
         }
         if !self.withdrawn.is_empty() {
             section(&mut out, "Withdrawn sources", &self.withdrawn);

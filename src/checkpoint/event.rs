@@ -474,6 +474,28 @@ pub enum RunEvent {
         #[serde(flatten)]
         tombstone: super::forget::Tombstone,
     },
+    /// The run is a fork: its events before this one are its parent's up to `at_seq`, as they
+    /// were; from here on it goes its own way (on `question`, when given, instead of its
+    /// parent's).
+    RunForked {
+        /// The run forked.
+        parent: String,
+        /// The parent's last event shared.
+        at_seq: u64,
+        /// That event's digest in the parent's log.
+        parent_digest: String,
+        /// The question the fork pursues, when not its parent's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        question: Option<String>,
+    },
+    /// The run is a merge of two branches: what they agreed on follows, each conflict an open
+    /// item naming both.
+    RunMerged {
+        /// The branches, each with its last event and that event's digest.
+        branches: Vec<super::branch::MergedBranch>,
+        /// The conflicts found, one line each.
+        conflicts: Vec<String>,
+    },
     /// The run was resumed after the event `after_seq`.
     RunResumed {
         /// The last event before the resume.
@@ -523,6 +545,8 @@ impl RunEvent {
             RunEvent::LedgerClassified { .. } => "ledger_classified",
             RunEvent::SummaryNarrated { .. } => "summary_narrated",
             RunEvent::SourceForgotten { .. } => "source_forgotten",
+            RunEvent::RunForked { .. } => "run_forked",
+            RunEvent::RunMerged { .. } => "run_merged",
             RunEvent::RunResumed { .. } => "run_resumed",
             RunEvent::EvidenceStale { .. } => "evidence_stale",
             RunEvent::RunFinished { .. } => "run_finished",

@@ -6,6 +6,7 @@
 //! (a mandatory field missing or inconsistent) is never used — the previous one stays current.
 
 mod audit;
+mod branch;
 mod brief;
 mod effect;
 mod event;
@@ -26,6 +27,7 @@ use serde::{Deserialize, Serialize};
 pub use audit::{
     audit, Audit, CompactionAudit, DenialAudit, RepeatedCall, ResumeAudit, StoredAudit, TraceAudit,
 };
+pub use branch::{fork_events, lineage, merge, Lineage, Merged, MergedBranch};
 pub use brief::{brief, Brief, BriefItem};
 pub use effect::{on_recovery, transition, EffectError, EffectState, TRANSITIONS};
 #[cfg(test)]
@@ -443,6 +445,10 @@ pub struct Checkpoint {
     pub plans: Vec<PlanEntry>,
     /// Handoffs accepted and rejected.
     pub handoffs: Handoffs,
+    /// A merge's conflicts between its branches (`baton merge`), each with its `run_merged`
+    /// event: open until a later run settles them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<(String, u64)>,
     /// Sources withdrawn (`baton forget`): their tombstones.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub withdrawn: Vec<WithdrawnEntry>,

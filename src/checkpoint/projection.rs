@@ -158,6 +158,7 @@ impl Projector {
                 plans: Vec::new(),
                 handoffs: Handoffs::default(),
                 withdrawn: Vec::new(),
+                conflicts: Vec::new(),
                 finished: None,
             },
             effect_index: BTreeMap::new(),
@@ -298,6 +299,14 @@ impl Projector {
             } => self.ended(subagent, *state, at),
             RunEvent::RunResumed { .. } => resumed(cp, at),
             RunEvent::SourceForgotten { tombstone } => forgotten(cp, tombstone, at),
+            RunEvent::RunForked {
+                question: Some(question),
+                ..
+            } => cp.goal = question.clone(),
+            RunEvent::RunMerged { conflicts, .. } => cp
+                .conflicts
+                .extend(conflicts.iter().map(|c| (c.clone(), at))),
+            RunEvent::RunForked { .. } => {}
             RunEvent::EvidenceStale {
                 subagent, sources, ..
             } => self.evidence_stale(subagent, sources, at),

@@ -82,6 +82,12 @@ enum Command {
     /// Withdraw a source from a run: its text leaves every later context, brief and report;
     /// its tombstone (id, digest, classification, reason, the decisions it influenced) stays.
     Forget(stored::ForgetArgs),
+    /// Fork a run at an event: a new run sharing its log up to there (`resume` continues it,
+    /// on another question with --question).
+    Fork(stored::ForkArgs),
+    /// Merge two runs into a new one: what agrees kept once, each conflict an open item
+    /// naming both.
+    Merge(stored::MergeArgs),
     /// Compact a transcript (OpenAI chat JSONL) as a subagent's window would be (exit 3 when
     /// refused).
     Compact(compact::CompactArgs),
@@ -448,6 +454,8 @@ pub(crate) fn main() -> i32 {
         Command::Brief(args) => return runs::brief(args),
         Command::Audit(args) => return runs::audit(args),
         Command::Forget(args) => return stored::forget(args),
+        Command::Fork(args) => return stored::fork(args),
+        Command::Merge(args) => return stored::merge(args),
         Command::Context(args) => return runs::context(args),
         Command::Compact(args) => return compact::run(args),
         Command::Index(args) => return research::index(args),

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use baton::checkpoint::{brief as make_brief, project, EventStore, StoreError};
+use baton::checkpoint::{brief as make_brief, project, EventStore, Lineage, StoreError};
 use baton::HandoffCounts;
 use serde_json::json;
 
@@ -111,6 +111,55 @@ pub(crate) fn open_for_writing(
     }
 }
 
+/// One listed run: its row, state, handoffs accepted and rejected, tokens, and where it
+/// comes from.
+type Listed = (
+    baton::checkpoint::RunRow,
+    String,
+    usize,
+    usize,
+    u64,
+    Option<Lineage>,
+);
+
+/// The runs as a tree, each with its depth: a fork under the run it forked (when listed), in
+/// the order listed otherwise.
+fn tree(listed: &[Listed]) -> Vec<(usize, &Listed)> {
+    let parent_of = |l: &Listed| match &l.5 {
+        Some(Lineage::Fork { parent, .. }) if listed.iter().any(|o| &o.0.run_id == parent) => {
+            Some(parent.clone())
+        }
+        _ => None,
+    };
+    fn walk<'a>(
+        at: &'a Listed,
+        depth: usize,
+        listed: &'a [Listed],
+        parent_of: &dyn Fn(&Listed) -> Option<String>,
+        out: &mut Vec<(usize, &'a Listed)>,
+    ) {
+        if out.iter().any(|(_, l)| l.0.run_id == at.0.run_id) || depth > 64 {
+            return;
+        }
+        out.push((depth, at));
+        for child in listed
+            .iter()
+            .filter(|l| parent_of(l).as_deref() == Some(&at.0.run_id))
+        {
+            walk(child, depth + 1, listed, parent_of, out);
+        }
+    }
+    let mut out = Vec::new();
+    for root in listed.iter().filter(|l| parent_of(l).is_none()) {
+        walk(root, 0, listed, &parent_of, &mut out);
+    }
+    // A log claiming a parent that claims it back is still listed, once.
+    for rest in listed {
+        walk(rest, 0, listed, &parent_of, &mut out);
+    }
+    out
+}
+
 pub(crate) fn list(args: RunsArgs) -> i32 {
     let store = match args.state.open_existing() {
         Ok(s) => s,
@@ -122,10 +171,14 @@ pub(crate) fn list(args: RunsArgs) -> i32 {
     };
     let mut listed = Vec::new();
     let mut damaged = None;
-    for row in rows {
+    for mut row in rows {
+        let mut branch = None;
         let (state, accepted, rejected, tokens) = match store.events(&row.run_id) {
             Ok(events) => {
+                branch = baton::checkpoint::lineage(&events);
                 let cp = project(&row.run_id, &events);
+                // A fork on its own question is listed with it.
+                row.question = cp.goal.clone();
                 let states: Vec<_> = cp.plans.iter().filter_map(|p| p.outcome).collect();
                 let counts = HandoffCounts::of(&states);
                 let state = match cp.finished {
@@ -146,16 +199,17 @@ pub(crate) fn list(args: RunsArgs) -> i32 {
             }
             Err(e) => return store_error(&e),
         };
-        listed.push((row, state, accepted, rejected, tokens));
+        listed.push((row, state, accepted, rejected, tokens, branch));
     }
     let text = if args.json {
         let runs: Vec<_> = listed
             .iter()
-            .map(|(row, state, accepted, rejected, tokens)| {
+            .map(|(row, state, accepted, rejected, tokens, branch)| {
                 json!({
                     "run_id": row.run_id, "question": row.question, "root": row.root,
                     "state": state, "started_ms": row.started_ms, "events": row.last_seq,
                     "handoffs_accepted": accepted, "handoffs_rejected": rejected, "tokens": tokens,
+                    "branch": branch,
                 })
             })
             .collect();
@@ -167,9 +221,23 @@ pub(crate) fn list(args: RunsArgs) -> i32 {
         )
     } else {
         let mut text = String::new();
-        for (row, state, accepted, rejected, tokens) in &listed {
+        for (depth, (row, state, accepted, rejected, tokens, branch)) in tree(&listed) {
+            let from = match branch {
+                Some(Lineage::Fork { parent, at_seq }) => {
+                    format!("  (fork of {} at {at_seq})", terminal_line(parent))
+                }
+                Some(Lineage::Merge { branches }) => {
+                    format!("  (merge of {})", terminal_line(&branches.join(" and ")))
+                }
+                None => String::new(),
+            };
             text.push_str(&format!(
-                "{}  {:<12} accepted {} rejected {}  {} tokens  {}  {}\n",
+                "{}{}  {:<12} accepted {} rejected {}  {} tokens  {}  {}{from}\n",
+                if depth == 0 {
+                    String::new()
+                } else {
+                    format!("{}└ ", "  ".repeat(depth - 1))
+                },
                 terminal_line(&row.run_id),
                 state,
                 accepted,

@@ -33,6 +33,7 @@ pub use builder::CoordinatorBuilder;
 pub use connect::connect;
 pub use error::RunError;
 pub use handle::{Canceller, RunControl, RunHandle};
+pub use stored::MergeOutcome;
 pub use task::{Job, Task};
 
 /// How a role's model spec (`model = "…"` in a role's TOML) becomes a model.

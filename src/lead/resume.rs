@@ -375,6 +375,24 @@ fn restore_subagent(subagents: &mut BTreeMap<String, Restored>, event: &RunEvent
     }
 }
 
+/// The approval events of a log, in order: what a resumed run's approvals are rebuilt from.
+fn approval_events(
+    events: &[crate::checkpoint::LoggedEvent],
+) -> Vec<crate::checkpoint::LoggedEvent> {
+    events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.event,
+                RunEvent::ApprovalRequested { .. }
+                    | RunEvent::ApprovalDecided { .. }
+                    | RunEvent::ApprovalConsumed { .. }
+            )
+        })
+        .cloned()
+        .collect()
+}
+
 /// Takes the conclusions citing a withdrawn source (`baton forget`) out of everything the
 /// report is rebuilt from: accepted and rejected handoffs, the conclusions dropped from them
 /// and the lead's own report; each becomes an open item naming the source, never its text.
@@ -534,6 +552,18 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
                 }
                 plan = planned_shards(planned);
             }
+            // A fork pursuing its own question goes on with it: what was handed off before
+            // answered another question, so every shard is explored again for this one (the
+            // checkpoint — evidence, effects, denials, approvals — is inherited whole).
+            RunEvent::RunForked {
+                question: Some(q), ..
+            } => {
+                if let Some(s) = settings.as_mut() {
+                    s.question = q.clone();
+                }
+                subagents.clear();
+                lead_turns.clear();
+            }
             RunEvent::ModelConfigured { role, config } if role == "lead" => {
                 lead_model = Some(format!("{}:{}", config.provider, config.model));
             }
@@ -556,18 +586,7 @@ pub(crate) fn restore(events: &[LoggedEvent]) -> Result<Resumption, String> {
     }
     let settings = settings.ok_or("the log has no run_started event")?;
     let (cut_off, awaiting, unknown) = effect_states(events);
-    let approval_events = events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e.event,
-                RunEvent::ApprovalRequested { .. }
-                    | RunEvent::ApprovalDecided { .. }
-                    | RunEvent::ApprovalConsumed { .. }
-            )
-        })
-        .cloned()
-        .collect();
+    let approval_events = approval_events(events);
     withdraw_restored(events, &mut subagents, &mut lead_turns);
     Ok(Resumption {
         settings,
