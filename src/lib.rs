@@ -499,6 +499,8 @@
 //! (the maps bounded), the state of any run of the state (running here or in another process
 //! holding its claim, finished, cancelled, interrupted), and the scope of each: a run whose
 //! logged root is not under an allowed root is not listed, shown or resumed (403);
+//! `server/branches.rs`: fork, merge and forget on stored runs under allowed roots (the
+//! library's operations; a run in progress holds its log, so a withdrawal from it is 409);
 //! `server/reports.rs`: [`server::save_report`] / [`server::load_report`], a run's report kept
 //! under the state (`reports/`) with the sequence number its log ended at, written by whoever
 //! ends the run (the command line too); `server/follow.rs`: [`server::Follower`] (a run's

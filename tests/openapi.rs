@@ -50,7 +50,10 @@ fn rust_fields<T: schemars::JsonSchema>() -> (BTreeSet<String>, BTreeSet<String>
 
 #[test]
 fn request_bodies_have_the_fields_the_server_reads() {
-    use baton::server::{DecisionRequest, Limits, ResumeRequest, RunRequest};
+    use baton::server::{
+        DecisionRequest, ForgetRequest, ForkRequest, Limits, MergeRequest, ResumeRequest,
+        RunRequest,
+    };
     let doc = doc();
     let schemas = &doc["components"]["schemas"];
     for (name, (props, required)) in [
@@ -58,6 +61,9 @@ fn request_bodies_have_the_fields_the_server_reads() {
         ("Limits", rust_fields::<Limits>()),
         ("ResumeRequest", rust_fields::<ResumeRequest>()),
         ("DecisionRequest", rust_fields::<DecisionRequest>()),
+        ("ForkRequest", rust_fields::<ForkRequest>()),
+        ("MergeRequest", rust_fields::<MergeRequest>()),
+        ("ForgetRequest", rust_fields::<ForgetRequest>()),
     ] {
         assert_eq!(names(&schemas[name], "properties"), props, "{name}: fields");
         assert_eq!(
@@ -215,6 +221,61 @@ impl Scenario<'_> {
 }
 
 /// Every route of the scenario, its statuses: refusals, then two runs that wait on approvals.
+/// Fork, merge and forget on a finished run `b`: each answered, each refusal a problem.
+async fn branches(s: &mut Scenario<'_>, b: &str) {
+    let post = |rest: &str| format!("/v1/runs/{b}/{rest}");
+    let fork = s
+        .go(
+            "POST",
+            "/v1/runs/{id}/fork",
+            &post("fork"),
+            Some(json!({"at": 3, "question": "where is the cache?"}).to_string()),
+            true,
+        )
+        .await;
+    assert_eq!(fork.status, 201, "{}", fork.body);
+    let forked = fork.body["run_id"].as_str().unwrap().to_string();
+    for body in [
+        json!({"at": 100000}).to_string(),
+        json!({"at": 3, "question": "x".repeat(4000)}).to_string(),
+    ] {
+        s.go(
+            "POST",
+            "/v1/runs/{id}/fork",
+            &post("fork"),
+            Some(body),
+            true,
+        )
+        .await;
+    }
+    let outside = s.outside.clone();
+    for with in [forked.as_str(), b, outside.as_str(), &"x".repeat(4000)] {
+        let body = Some(json!({ "with": with }).to_string());
+        s.go("POST", "/v1/runs/{id}/merge", &post("merge"), body, true)
+            .await;
+    }
+    assert_eq!(s.seen[s.seen.len() - 4].answer.status, 201);
+    let run = s
+        .go("GET", "/v1/runs/{id}", &format!("/v1/runs/{b}"), None, true)
+        .await;
+    let cited = run.body["report"]["handoff"]["settled_conclusions"][0]["sources"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for (source, reason) in [
+        (cited.as_str(), "licence withdrawn"),
+        ("src/none.rs", "x"),
+        (cited.as_str(), &"x".repeat(4000)),
+    ] {
+        let body = Some(json!({ "source": source, "reason": reason }).to_string());
+        s.go("POST", "/v1/runs/{id}/forget", &post("forget"), body, true)
+            .await;
+    }
+    let forgot = &s.seen[s.seen.len() - 3].answer;
+    assert_eq!(forgot.status, 200, "{}", forgot.body);
+    assert_eq!(forgot.body["tombstone"]["source"], cited.as_str());
+}
+
 async fn scenario(s: &mut Scenario<'_>) {
     let start = |root: &str| {
         Some(json!({"kind": "explore", "root": root, "question": "where is next_delay?", "limits": {"shards": 1}}).to_string())
@@ -272,12 +333,17 @@ async fn scenario(s: &mut Scenario<'_>) {
         ("GET", "/v1/runs/{id}/brief", "/brief"),
         ("GET", "/v1/runs/{id}/approvals", "/approvals"),
         ("POST", "/v1/runs/{id}/approvals/{aid}", "/approvals/ap1"),
+        ("POST", "/v1/runs/{id}/fork", "/fork"),
+        ("POST", "/v1/runs/{id}/merge", "/merge"),
+        ("POST", "/v1/runs/{id}/forget", "/forget"),
     ] {
         let body = (method == "POST").then(|| json!({"decision": "grant"}).to_string());
-        let body = if rest == "/resume" {
-            Some("{}".into())
-        } else {
-            body
+        let body = match rest {
+            "/resume" => Some("{}".into()),
+            "/fork" => Some(json!({"at": 1}).to_string()),
+            "/merge" => Some(json!({"with": "run-unknown"}).to_string()),
+            "/forget" => Some(json!({"source": "src/lib.rs", "reason": "x"}).to_string()),
+            _ => body,
         };
         // A run of the state outside the allowed roots (403), an id that is not UTF-8 (400).
         let outside = s.outside.clone();
@@ -338,6 +404,7 @@ async fn scenario(s: &mut Scenario<'_>) {
     )
     .await;
     s.decide_until_done(&b).await;
+    branches(s, &b).await;
     s.go("GET", "/v1/runs", "/v1/runs?limit=1", None, true)
         .await;
     s.go(
@@ -389,6 +456,15 @@ async fn scenario(s: &mut Scenario<'_>) {
         .as_str()
         .unwrap()
         .to_string();
+    // A run in progress cannot have a source withdrawn: it holds its log.
+    s.go(
+        "POST",
+        "/v1/runs/{id}/forget",
+        &format!("/v1/runs/{a}/forget"),
+        Some(json!({"source": "src/net/retry.rs", "reason": "licence"}).to_string()),
+        true,
+    )
+    .await;
     s.go("POST", "/v1/runs", "/v1/runs", start("."), true).await;
     s.go(
         "POST",

@@ -23,7 +23,10 @@ use serde_json::{json, Value};
 use tracing::Instrument;
 
 use super::problem::Problem;
-use super::request::{parse_body, DecisionRequest, ResumeRequest, RunRequest};
+use super::request::{
+    parse_body, DecisionRequest, ForgetRequest, ForkRequest, MergeRequest, ResumeRequest,
+    RunRequest,
+};
 use super::Server;
 
 /// A route's path parameters; one that cannot be read (not UTF-8 once decoded) is 400
@@ -119,6 +122,9 @@ pub const ROUTES: &[(&str, &[&str])] = &[
     ("/v1/runs/{id}/cancel", &["POST"]),
     ("/v1/runs/{id}/resume", &["POST"]),
     ("/v1/runs/{id}/brief", &["GET"]),
+    ("/v1/runs/{id}/fork", &["POST"]),
+    ("/v1/runs/{id}/merge", &["POST"]),
+    ("/v1/runs/{id}/forget", &["POST"]),
     ("/v1/runs/{id}/approvals", &["GET"]),
     ("/v1/runs/{id}/approvals/{aid}", &["POST"]),
 ];
@@ -134,6 +140,9 @@ fn handlers(path: &str) -> axum::routing::MethodRouter<Server> {
         "/v1/runs/{id}/cancel" => post(cancel),
         "/v1/runs/{id}/resume" => post(resume),
         "/v1/runs/{id}/brief" => get(brief),
+        "/v1/runs/{id}/fork" => post(fork),
+        "/v1/runs/{id}/merge" => post(merge),
+        "/v1/runs/{id}/forget" => post(forget),
         "/v1/runs/{id}/approvals" => get(approvals),
         "/v1/runs/{id}/approvals/{aid}" => post(decide),
         _ => axum::routing::MethodRouter::new(),
@@ -469,6 +478,45 @@ async fn brief(
     Params(id): Params<String>,
 ) -> Result<Response, Problem> {
     Ok(answer(StatusCode::OK, server.brief(&id).await?))
+}
+
+async fn fork(
+    State(server): State<Server>,
+    Params(id): Params<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Problem> {
+    let bytes = read_body(&server, &headers, body).await?;
+    let request: ForkRequest = parse_body(&bytes)?;
+    Ok(answer(
+        StatusCode::CREATED,
+        server.fork(&id, request).await?,
+    ))
+}
+
+async fn merge(
+    State(server): State<Server>,
+    Params(id): Params<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Problem> {
+    let bytes = read_body(&server, &headers, body).await?;
+    let request: MergeRequest = parse_body(&bytes)?;
+    Ok(answer(
+        StatusCode::CREATED,
+        server.merge(&id, request).await?,
+    ))
+}
+
+async fn forget(
+    State(server): State<Server>,
+    Params(id): Params<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Problem> {
+    let bytes = read_body(&server, &headers, body).await?;
+    let request: ForgetRequest = parse_body(&bytes)?;
+    Ok(answer(StatusCode::OK, server.forget(&id, request).await?))
 }
 
 async fn approvals(

@@ -6,6 +6,7 @@
 //! run's log, their reports) and follows any run of the state, `server/problem.rs` is the
 //! error every surface returns.
 
+mod branches;
 mod follow;
 mod http;
 mod mcp;
@@ -27,7 +28,8 @@ pub use problem::{Problem, CODES};
 pub use reports::{load_report, save_report};
 pub use request::{
     allowed_dir, allowed_model, check_limits, parse_body, spec_name, Constraint, Decision,
-    DecisionRequest, Limits, ResumeRequest, RunKind, RunRequest,
+    DecisionRequest, ForgetRequest, ForkRequest, Limits, MergeRequest, ResumeRequest, RunKind,
+    RunRequest,
 };
 pub use runs::Started;
 

@@ -130,6 +130,35 @@ pub struct ResumeRequest {
     pub max_cost_per_subagent: Option<f64>,
 }
 
+/// `POST /v1/runs/{id}/fork`: where to fork the run, and the question the fork pursues.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForkRequest {
+    /// The last of the run's events the fork shares.
+    pub at: u64,
+    /// The question the fork pursues instead of its parent's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
+}
+
+/// `POST /v1/runs/{id}/merge`: the other branch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MergeRequest {
+    /// The run merged with the one in the path.
+    pub with: String,
+}
+
+/// `POST /v1/runs/{id}/forget`: the source to withdraw and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForgetRequest {
+    /// The source, as conclusions cite it.
+    pub source: String,
+    /// Why it is withdrawn.
+    pub reason: String,
+}
+
 /// `POST /v1/runs/{id}/approvals/{aid}`: the application's decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
