@@ -285,10 +285,11 @@
 //! [`Checkpoint`] (pure, or one event at a time with [`checkpoint::Projector`]; its JSON is
 //! `contracts/checkpoint.schema.json`; stored, it leaves out read-only calls that ended) and
 //! its [`Delta`]; `checkpoint/branch.rs`: branches — a fork keeps its parent's events up to
-//! a sequence number, as they were, and names the parent, the event and its digest; a merge
-//! keeps once what both branches' semantic states agree on (settled conclusions on the same
-//! sources read alike, constraints, effects) and makes each conflict an open item naming both,
-//! never choosing by recency and never dropping a constraint; `checkpoint/forget.rs`: withdrawn sources — the tombstone kept (id, digest,
+//! a sequence number, as they were, and names the parent, the event and its digest, followed
+//! by every constraint and withdrawal the parent logged later; a merge keeps once what both
+//! branches' semantic states agree on (settled conclusions on the same sources read alike,
+//! constraints) and makes each conflict — and each effect left unresolved — an open item naming
+//! the branches, never choosing by recency and never dropping a constraint or a withdrawal; `checkpoint/forget.rs`: withdrawn sources — the tombstone kept (id, digest,
 //! classification, reason, the decisions it influenced), the conclusions citing one turned
 //! into open items that name it and never its text, its evidence in the projection reduced to
 //! identity and digest, shown everywhere as "content unavailable"; `checkpoint/brief.rs`: the

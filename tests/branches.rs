@@ -287,6 +287,14 @@ fn a_merge_keeps_what_agrees_once_and_names_both_branches_in_a_conflict() {
 
     let runs = ok(&baton(state.path(), &["runs"]));
     assert!(runs.contains(&format!("(merge of {a} and {b})")), "{runs}");
+    // A merge has no work of its own to go on with: resuming it is refused, in one line.
+    let out = baton(state.path(), &["resume", run, "--no-progress"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("holds a merge of") && err.trim().lines().count() == 1,
+        "{err}"
+    );
     let out = baton(state.path(), &["merge", &a, &a]);
     assert_eq!(out.status.code(), Some(2));
     let out = baton(state.path(), &["merge", &a, "run-none"]);

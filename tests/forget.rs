@@ -32,6 +32,22 @@ fn text(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
+/// Whether any file under `dir` holds `needle`.
+fn grep_dir(dir: &Path, needle: &str) -> bool {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            let path = e.path();
+            if path.is_dir() {
+                grep_dir(&path, needle)
+            } else {
+                std::fs::read(&path).is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle))
+            }
+        })
+}
+
 #[test]
 fn a_forgotten_source_leaves_every_later_output_and_its_tombstone_stays() {
     let tree = crate::support::tree(&[
@@ -103,6 +119,11 @@ fn a_forgotten_source_leaves_every_later_output_and_its_tombstone_stays() {
     assert!(logged.iter().all(|e| e.event.kind() != "source_forgotten"));
     drop(store);
 
+    let kept_reports = state.path().join("reports");
+    assert!(
+        grep_dir(&kept_reports, SECRET),
+        "the explore kept its report"
+    );
     let said = text(&baton(
         state.path(),
         &[
@@ -114,6 +135,10 @@ fn a_forgotten_source_leaves_every_later_output_and_its_tombstone_stays() {
         ],
     ));
     assert!(said.starts_with(TOMBSTONE), "{said}");
+    assert!(
+        !grep_dir(&kept_reports, SECRET),
+        "the kept report went with it"
+    );
     let again = baton(
         state.path(),
         &["forget", &run, "src/secret.rs:1-3", "--reason", "x"],
@@ -193,7 +218,130 @@ fn a_forgotten_source_leaves_every_later_output_and_its_tombstone_stays() {
         .as_array()
         .unwrap()
         .contains(&Value::from(accepted.seq)));
+    // The withdrawn file is not read again in this run: the gate denies it from now on.
+    let denied = events
+        .iter()
+        .find_map(|e| match &e.event {
+            baton::RunEvent::ConstraintStated {
+                text, provenance, ..
+            } if provenance == "baton forget" => Some(text.clone()),
+            _ => None,
+        })
+        .expect("the withdrawal binds");
+    assert_eq!(
+        denied,
+        "Never read src/secret.rs: it was withdrawn (licence withdrawn)."
+    );
     let schema: Value =
         serde_json::from_str(include_str!("../contracts/event.schema.json")).unwrap();
     crate::durable::events_fit_their_schema(&events, &schema);
+
+    // A fork taken before the withdrawal is bound by it too, and a new question there that
+    // finds the file again still never shows its text.
+    let fork: Value = serde_json::from_str(&text(&baton(
+        state.path(),
+        &[
+            "fork",
+            run,
+            "--at",
+            "3",
+            "--question",
+            "which function returns seven?",
+            "--json",
+        ],
+    )))
+    .unwrap();
+    let fork = fork["run_id"].as_str().unwrap();
+    let resumed = text(&baton(
+        state.path(),
+        &["resume", fork, "--json", "--no-progress"],
+    ));
+    assert!(!resumed.contains(SECRET), "{resumed}");
+    let brief = text(&baton(state.path(), &["brief", fork]));
+    assert!(!brief.contains(SECRET), "{brief}");
+}
+
+/// A withdrawn search call takes its negative evidence with it.
+#[test]
+fn a_forgotten_call_takes_its_negative_evidence() {
+    let tree = crate::support::tree(&[("src/lib.rs", "pub fn other() {}\n")]);
+    let state = tempfile::tempdir().unwrap();
+    let root = tree.path().to_str().unwrap();
+    let out = text(&baton(
+        state.path(),
+        &[
+            "explore",
+            root,
+            "where is the quux frobnicator?",
+            "--json",
+            "--no-progress",
+        ],
+    ));
+    let report: Value = serde_json::from_str(&out).unwrap();
+    let run = report["run_id"].as_str().unwrap();
+    let negative = report["handoff"]["settled_conclusions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == "negative_evidence")
+        .expect("nothing matched")
+        .clone();
+    let call = negative["sources"][0].as_str().unwrap().to_string();
+    let id = call.strip_prefix("call:").unwrap().to_string();
+    let brief = |when: &str| -> String {
+        let out = text(&baton(state.path(), &["brief", run, "--json"]));
+        let doc: Value = serde_json::from_str(&out).unwrap();
+        let _ = when;
+        doc["checkpoint"]["negative_evidence"].to_string()
+    };
+    assert!(brief("before").contains(&format!("\"{id}\"")));
+    text(&baton(
+        state.path(),
+        &["forget", run, &call, "--reason", "x"],
+    ));
+    let left = brief("after");
+    assert!(!left.contains(&format!("\"{id}\"")), "{left}");
+    let resumed = text(&baton(
+        state.path(),
+        &["resume", run, "--json", "--no-progress"],
+    ));
+    let report: Value = serde_json::from_str(&resumed).unwrap();
+    let settled = report["handoff"]["settled_conclusions"].to_string();
+    assert!(!settled.contains(&format!("\"{call}\"")), "{settled}");
+}
+
+/// A key the environment holds, typed into a reason or a fork's question, is never logged.
+#[test]
+fn a_key_in_a_reason_or_a_question_is_not_logged() {
+    let key = "sk-test-FORGETKEY0123456789";
+    let tree = crate::support::tree(&[(
+        "src/secret.rs",
+        "pub fn zebra_cipher_key() -> u64 {\n    7\n}\n",
+    )]);
+    let state = tempfile::tempdir().unwrap();
+    let root = tree.path().to_str().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_baton"))
+            .args(args)
+            .arg("--state")
+            .arg(state.path())
+            .env("OPENAI_API_KEY", key)
+            .env_remove("BATON_STATE")
+            .output()
+            .expect("run baton")
+    };
+    let first = text(&run(&[
+        "explore",
+        root,
+        "where is the cipher key function defined?",
+        "--json",
+        "--no-progress",
+    ]));
+    let report: Value = serde_json::from_str(&first).unwrap();
+    let id = report["run_id"].as_str().unwrap();
+    let reason = format!("leaked {key}");
+    text(&run(&["forget", id, "src/secret.rs", "--reason", &reason]));
+    let question = format!("where is {key} used?");
+    text(&run(&["fork", id, "--at", "3", "--question", &question]));
+    assert!(!grep_dir(state.path(), key), "the key reached the state");
 }

@@ -43,7 +43,9 @@ pub enum Lineage {
 
 /// Where a run comes from, read from its log (none: it is not a branch).
 pub fn lineage(events: &[LoggedEvent]) -> Option<Lineage> {
-    events.iter().find_map(|e| match &e.event {
+    // The last branching event: a fork of a fork names its own parent, a fork of a merge is
+    // a fork.
+    events.iter().rev().find_map(|e| match &e.event {
         RunEvent::RunForked { parent, at_seq, .. } => Some(Lineage::Fork {
             parent: parent.clone(),
             at_seq: *at_seq,
@@ -57,14 +59,24 @@ pub fn lineage(events: &[LoggedEvent]) -> Option<Lineage> {
 
 /// The log of a fork of `parent` at `at`: its events up to `at`, as they were, then the
 /// `run_forked` event naming the parent, the event and its digest, and the new question if
-/// there is one. Refused when `at` is not an event of the parent or is its first.
+/// there is one. Refused when `at` is not an event of the parent.
 pub fn fork_events(
     parent: &str,
     events: &[LoggedEvent],
     at: u64,
     question: Option<&str>,
 ) -> Result<Vec<(u64, RunEvent)>, String> {
-    let question = question.map(str::trim).filter(|q| !q.is_empty());
+    let question = match question.map(str::trim) {
+        Some("") => return Err("the question is empty".to_string()),
+        Some(q) if crate::text::sentences(q).iter().any(|s| crate::text::binds(s)) => {
+            return Err(
+                "a fork's question cannot state a constraint: ask the question alone (the fork keeps its parent's constraints)"
+                    .to_string(),
+            )
+        }
+        Some(q) => Some(crate::redact::scrubbed(q.to_string())),
+        None => None,
+    };
     let Some(last) = events.iter().find(|e| e.seq == at) else {
         let end = events.last().map_or(0, |e| e.seq);
         return Err(format!(
@@ -88,9 +100,19 @@ pub fn fork_events(
             parent: parent.to_string(),
             at_seq: at,
             parent_digest: last.digest.clone(),
-            question: question.map(str::to_string),
+            question,
         },
     ));
+    // Whatever SEQ, the fork is bound as its parent is: every constraint the parent stated
+    // later, and every source it withdrew later, follow the fork's mark.
+    for e in events.iter().filter(|e| e.seq > at) {
+        if matches!(
+            e.event,
+            RunEvent::ConstraintStated { .. } | RunEvent::SourceForgotten { .. }
+        ) {
+            out.push((e.at_ms, e.event.clone()));
+        }
+    }
     Ok(out)
 }
 
@@ -107,13 +129,18 @@ struct State<'a> {
     open: Vec<OpenItem>,
     /// Constraints stated, by normalised text.
     constraints: BTreeMap<String, RunEvent>,
+    /// The hard constraints its handoffs carried.
+    stated: Vec<HardConstraint>,
     /// Each effect's state, by intent (its call id when it has no intent digest).
     effects: BTreeMap<String, (String, String)>,
 }
 
-fn state_of<'a>(id: &'a str, events: &[LoggedEvent]) -> State<'a> {
+fn state_of<'a>(
+    id: &'a str,
+    events: &[LoggedEvent],
+    gone: &[(crate::source::SourceId, super::forget::Tombstone)],
+) -> State<'a> {
     let cp = project(id, events);
-    let gone = super::forget::withdrawn(events);
     let mut s = State {
         id,
         question: cp.goal.clone(),
@@ -122,6 +149,7 @@ fn state_of<'a>(id: &'a str, events: &[LoggedEvent]) -> State<'a> {
         digests: BTreeMap::new(),
         open: Vec::new(),
         constraints: BTreeMap::new(),
+        stated: Vec::new(),
         effects: BTreeMap::new(),
     };
     for e in events {
@@ -132,7 +160,10 @@ fn state_of<'a>(id: &'a str, events: &[LoggedEvent]) -> State<'a> {
                 ..
             } => {
                 let mut handoff = handoff.clone();
-                super::forget::withdraw(&mut handoff, &gone);
+                super::forget::withdraw(&mut handoff, gone);
+                for h in &handoff.hard_constraints {
+                    s.stated.push(h.clone());
+                }
                 for c in handoff.settled_conclusions {
                     let sources = c.sources.iter().map(ToString::to_string).collect();
                     s.settled
@@ -161,6 +192,19 @@ fn state_of<'a>(id: &'a str, events: &[LoggedEvent]) -> State<'a> {
                 effect.state.name().to_string(),
             ),
         );
+        if effect.state.is_unresolved() {
+            s.open.push(OpenItem {
+                item: format!(
+                    "The effect {} ({}) is {} in {id}",
+                    effect.intent_id,
+                    effect.tool,
+                    effect.state.name()
+                ),
+                stuck_on:
+                    "a merge carries no effect: reconcile it in its branch before acting on it"
+                        .to_string(),
+            });
+        }
     }
     s
 }
@@ -179,7 +223,14 @@ pub struct Merged {
 /// branch settled), with each conflict as an open item naming both, and `run_finished`.
 /// Refused when the branches explored different roots.
 pub fn merge(a: (&str, &[LoggedEvent]), b: (&str, &[LoggedEvent])) -> Result<Merged, String> {
-    let (sa, sb) = (state_of(a.0, a.1), state_of(b.0, b.1));
+    // A source either branch withdrew is withdrawn from both, and stays so in the merge.
+    let mut gone = super::forget::withdrawn(a.1);
+    for w in super::forget::withdrawn(b.1) {
+        if !gone.iter().any(|(s, _)| *s == w.0) {
+            gone.push(w);
+        }
+    }
+    let (sa, sb) = (state_of(a.0, a.1, &gone), state_of(b.0, b.1, &gone));
     if sa.root != sb.root {
         return Err(format!(
             "{} explored {} and {} explored {}: branches of different trees do not merge",
@@ -216,13 +267,29 @@ pub fn merge(a: (&str, &[LoggedEvent]), b: (&str, &[LoggedEvent])) -> Result<Mer
     };
     let mut started = started.expect("matched above");
     if let RunEvent::RunStarted { question, .. } = &mut started {
-        if sa.question != sb.question {
-            *question = format!("{} | {}", sa.question, sb.question);
+        // The branches' own questions (a fork's, when it asked another).
+        *question = if sa.question == sb.question {
+            sa.question.clone()
+        } else {
+            format!("{} | {}", sa.question, sb.question)
+        };
+    }
+    for h in sa.stated.iter().chain(&sb.stated) {
+        if !handoff
+            .hard_constraints
+            .iter()
+            .any(|k| k.constraint == h.constraint)
+        {
+            handoff.hard_constraints.push(h.clone());
         }
     }
     let now = super::now_ms();
     let mut events = vec![(now, started)];
     events.extend(stated.into_iter().map(|e| (now, e)));
+    events.extend(
+        gone.into_iter()
+            .map(|(_, tombstone)| (now, RunEvent::SourceForgotten { tombstone })),
+    );
     events.push((
         now,
         RunEvent::RunMerged {
@@ -473,7 +540,20 @@ mod tests {
             .map(|c| c.claim.as_str())
             .collect();
         assert_eq!(claims, vec!["`a` is here."]);
-        assert_eq!(handoff.open_items.len(), 3);
+        let items: Vec<&str> = handoff.open_items.iter().map(|o| o.item.as_str()).collect();
+        assert_eq!(
+            items
+                .iter()
+                .filter(|i| i.starts_with("Conflict between branches"))
+                .count(),
+            3,
+            "{items:?}"
+        );
+        // An effect left unknown is carried as an open item naming it, never dropped.
+        assert!(
+            items.contains(&"The effect sa1.1 (deploy) is outcome_unknown in ra"),
+            "{items:?}"
+        );
         // Swapping the branches finds the same conflicts: nothing depends on which came last.
         let swapped = merge(("rb", &b), ("ra", &a)).unwrap();
         assert_eq!(swapped.conflicts.len(), 3);
@@ -489,6 +569,74 @@ mod tests {
         assert_eq!(forked.len(), 3);
         assert!(
             matches!(&forked[2].1, RunEvent::RunForked { at_seq: 2, parent_digest, question: Some(q), .. } if parent_digest == "d2" && q == "why?")
+        );
+        assert!(fork_events("ra", &a, 2, Some("  "))
+            .unwrap_err()
+            .contains("empty"));
+        let binding = fork_events("ra", &a, 2, Some("Never read src. Where is x?")).unwrap_err();
+        assert!(binding.contains("cannot state a constraint"), "{binding}");
+        // Forked before its parent stated a constraint or withdrew a source, the fork is
+        // bound all the same: both follow its mark.
+        let mut later = a.clone();
+        let stated = RunEvent::ConstraintStated {
+            text: "Never read vendor.".into(),
+            normalised: "never read vendor".into(),
+            provenance: "--constraint".into(),
+            rules: Vec::new(),
+            untyped: Vec::new(),
+            warnings: Vec::new(),
+        };
+        let gone = RunEvent::SourceForgotten {
+            tombstone: crate::checkpoint::Tombstone {
+                source: "src/a.rs".into(),
+                digest: String::new(),
+                classification: "file; finding".into(),
+                reason: "licence".into(),
+                decisions: vec![4],
+                conclusions: 1,
+            },
+        };
+        later.extend(
+            logged(vec![stated.clone(), gone.clone()])
+                .into_iter()
+                .map(|mut e| {
+                    e.seq += 4;
+                    e
+                }),
+        );
+        let forked = fork_events("ra", &later, 1, None).unwrap();
+        let kinds: Vec<&str> = forked.iter().map(|(_, e)| e.kind()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "run_started",
+                "run_forked",
+                "constraint_stated",
+                "source_forgotten"
+            ]
+        );
+        // A fork of a fork names its own parent.
+        let twice = logged(vec![
+            started(),
+            RunEvent::RunForked {
+                parent: "ra".into(),
+                at_seq: 1,
+                parent_digest: "d1".into(),
+                question: None,
+            },
+            RunEvent::RunForked {
+                parent: "rb".into(),
+                at_seq: 2,
+                parent_digest: "d2".into(),
+                question: None,
+            },
+        ]);
+        assert_eq!(
+            lineage(&twice),
+            Some(Lineage::Fork {
+                parent: "rb".into(),
+                at_seq: 2
+            })
         );
         let mut other = a.clone();
         if let RunEvent::RunStarted { root, .. } = &mut other[0].event {

@@ -47,6 +47,17 @@ pub struct WithdrawnEntry {
 pub fn covers(source: &SourceId, cited: &SourceId) -> bool {
     match (source, cited) {
         (SourceId::File { path, lines: None }, SourceId::File { path: p, .. }) => p == path,
+        // A withdrawn range withdraws every cited range that overlaps it.
+        (
+            SourceId::File {
+                path,
+                lines: Some((a, b)),
+            },
+            SourceId::File {
+                path: p,
+                lines: Some((c, d)),
+            },
+        ) => p == path && a <= d && c <= b,
         (SourceId::Doc { id, span: None }, SourceId::Doc { id: d, .. }) => d == id,
         _ => source == cited,
     }
@@ -91,7 +102,8 @@ pub fn tombstone(
     source: &SourceId,
     reason: &str,
 ) -> Result<Tombstone, String> {
-    let reason = crate::text::one_line(reason);
+    // No key the process holds is kept in the log.
+    let reason = crate::redact::scrubbed(crate::text::one_line(reason));
     if reason.is_empty() {
         return Err("the reason is empty: say why the source is withdrawn".to_string());
     }
@@ -159,6 +171,29 @@ pub fn tombstone(
     })
 }
 
+/// The constraint a withdrawn file leaves: never read it again in this run (a resume, a
+/// fork), so its text cannot come back through a tool; none for another kind of source.
+pub fn no_reading(tombstone: &Tombstone) -> Option<RunEvent> {
+    let Ok(SourceId::File { path, .. }) = SourceId::parse(&tombstone.source) else {
+        return None;
+    };
+    let text = format!(
+        "Never read {path}: it was withdrawn ({}).",
+        tombstone.reason
+    );
+    Some(RunEvent::ConstraintStated {
+        normalised: crate::text::normalise(&text),
+        text,
+        provenance: "baton forget".to_string(),
+        rules: vec![crate::policy::Rule::ReadScope {
+            only_under: Vec::new(),
+            never_under: vec![path],
+        }],
+        untyped: Vec::new(),
+        warnings: Vec::new(),
+    })
+}
+
 /// The sources a run's log withdrew, with the tombstones.
 pub fn withdrawn(events: &[LoggedEvent]) -> Vec<(SourceId, Tombstone)> {
     events
@@ -168,6 +203,18 @@ pub fn withdrawn(events: &[LoggedEvent]) -> Vec<(SourceId, Tombstone)> {
                 .ok()
                 .map(|s| (s, tombstone.clone())),
             _ => None,
+        })
+        .collect()
+}
+
+/// The sources a checkpoint withdrew, with the tombstones.
+pub fn withdrawn_in(cp: &super::Checkpoint) -> Vec<(SourceId, Tombstone)> {
+    cp.withdrawn
+        .iter()
+        .filter_map(|w| {
+            SourceId::parse(&w.tombstone.source)
+                .ok()
+                .map(|s| (s, w.tombstone.clone()))
         })
         .collect()
 }
@@ -220,6 +267,10 @@ mod tests {
         assert!(covers(&id("src/a.rs"), &id("src/a.rs:3-9")));
         assert!(covers(&id("src/a.rs:3-9"), &id("src/a.rs:3-9")));
         assert!(!covers(&id("src/a.rs:3-9"), &id("src/a.rs:10")));
+        assert!(
+            covers(&id("src/a.rs:7"), &id("src/a.rs:6-9")),
+            "an overlapping range"
+        );
         assert!(!covers(&id("src/a.rs"), &id("src/ab.rs:1")));
         assert!(covers(&id("call:sa1.2"), &id("call:sa1.2")));
         assert!(!covers(&id("call:sa1.2"), &id("call:sa1.20")));

@@ -35,8 +35,8 @@ pub(crate) use event::run_started_fixture;
 pub(crate) use feed::Feed;
 pub use feed::{EventStream, EVENTS_BUFFER};
 pub use forget::{
-    cites_any, covers, tombstone, unavailable, withdraw, withdrawn, Tombstone, WithdrawnEntry,
-    REASON_MAX_CHARS,
+    cites_any, covers, no_reading, tombstone, unavailable, withdraw, withdrawn, withdrawn_in,
+    Tombstone, WithdrawnEntry, REASON_MAX_CHARS,
 };
 
 /// The checkpoint of run `r` with only its `run_started_fixture` logged, for unit tests.

@@ -574,8 +574,23 @@ fn tombstone_withdrawn(cp: &mut Checkpoint) {
     if ids.is_empty() {
         return;
     }
-    for e in &mut cp.evidence {
+    // A finding citing several sources is one excerpt per source: where one of them is
+    // withdrawn, the claim goes from every entry of it (same event, same excerpt).
+    let mut claims: HashSet<(u64, String)> = HashSet::new();
+    for e in &cp.evidence {
         if SourceId::parse(&e.source).is_ok_and(|s| ids.iter().any(|w| covers(w, &s))) {
+            if let Some(x) = &e.excerpt {
+                claims.insert((e.event, x.clone()));
+            }
+        }
+    }
+    for e in &mut cp.evidence {
+        let covered = SourceId::parse(&e.source).is_ok_and(|s| ids.iter().any(|w| covers(w, &s)));
+        let same_claim = e
+            .excerpt
+            .as_ref()
+            .is_some_and(|x| claims.contains(&(e.event, x.clone())));
+        if covered || same_claim {
             e.excerpt = None;
             e.tombstone = true;
         }
@@ -583,6 +598,12 @@ fn tombstone_withdrawn(cp: &mut Checkpoint) {
     for a in &mut cp.handoffs.accepted {
         a.doubted.retain(|c| !super::forget::cites_any(c, &ids));
     }
+    // A withdrawn search call's result — what it found nothing of, and where — goes too.
+    cp.negative_evidence.retain(|n| {
+        !ids.iter().any(
+            |w| matches!(w, SourceId::Record { kind, id } if kind == "call" && *id == n.call_id),
+        )
+    });
 }
 
 /// A stored checkpoint brought in line with the withdrawals logged after it (`delta`): a

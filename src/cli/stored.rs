@@ -36,6 +36,12 @@ pub(crate) fn forget(args: ForgetArgs) -> i32 {
     };
     match done {
         Ok(t) => {
+            // A report kept for the run holds the withdrawn text: it goes (a resume makes a
+            // new one).
+            if let Err(e) = baton::server::drop_report(&args.state.state, &args.run) {
+                say!("{e}");
+                return EXIT_FAILED;
+            }
             let text = if args.json {
                 format!("{}\n", serde_json::json!({ "tombstone": t }))
             } else {
@@ -54,7 +60,14 @@ pub(crate) fn forget(args: ForgetArgs) -> i32 {
 }
 
 /// Runs `work` on a runtime of its own: its output, or the exit code when none could start.
+/// The provider keys the environment holds are registered first, so a key typed into a
+/// question or a reason is never logged.
 fn block_on<T>(work: impl std::future::Future<Output = T>) -> Result<T, i32> {
+    for var in ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "BATON_TOKEN"] {
+        if let Ok(key) = std::env::var(var) {
+            let _ = baton::model::ApiKey::new(key);
+        }
+    }
     match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

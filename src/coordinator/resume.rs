@@ -76,6 +76,19 @@ impl Coordinator {
         store.events(run_id).map_err(RunError::Store)?;
         let claim = self.claim(run_id)?;
         let logged = store.events(run_id).map_err(RunError::Store)?;
+        // A merge (or a fork of one) is a checkpoint with no plan of its own: nothing to go on
+        // with, and a fresh plan would drop what the branches settled.
+        let merged = logged.iter().find_map(|e| match &e.event {
+            crate::checkpoint::RunEvent::RunMerged { branches, .. } => Some(branches),
+            _ => None,
+        });
+        if let Some(branches) = merged {
+            let names: Vec<&str> = branches.iter().map(|b| b.run_id.as_str()).collect();
+            return Err(RunError::Refused(format!(
+                "{run_id} holds a merge of {}: it has no work of its own to continue (resume a branch instead)",
+                names.join(" and ")
+            )));
+        }
         let resumption = restore(&logged).map_err(|e| {
             RunError::Store(StoreError::Damaged {
                 run_id: run_id.to_string(),

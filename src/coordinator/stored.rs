@@ -3,7 +3,9 @@
 //! ([`Coordinator::merge`]).
 
 use super::{new_run_id, Coordinator, RunError};
-use crate::checkpoint::{fork_events, merge, tombstone, EventStore, RunEvent, Tombstone};
+use crate::checkpoint::{
+    fork_events, merge, no_reading, tombstone, EventStore, RunEvent, Tombstone,
+};
 use crate::source::SourceId;
 
 /// A merge: the new run and the conflicts its open items name.
@@ -65,15 +67,15 @@ impl Coordinator {
         let _claim = self.claim(run_id)?;
         let events = store.events(run_id).map_err(RunError::Store)?;
         let tomb = tombstone(&events, &source, reason).map_err(RunError::Refused)?;
-        let ack = store.append(
-            run_id,
-            vec![(
-                crate::checkpoint::now_ms(),
-                RunEvent::SourceForgotten {
-                    tombstone: tomb.clone(),
-                },
-            )],
-        );
+        let now = crate::checkpoint::now_ms();
+        let mut events = vec![(
+            now,
+            RunEvent::SourceForgotten {
+                tombstone: tomb.clone(),
+            },
+        )];
+        events.extend(no_reading(&tomb).map(|c| (now, c)));
+        let ack = store.append(run_id, events);
         ack.await
             .map_err(|_| RunError::Runtime("the event store stopped before writing".into()))?
             .map_err(RunError::Store)?;
@@ -113,12 +115,12 @@ impl Coordinator {
     }
 
     /// Merges two stored runs (`baton merge`) into a new one built from both branches'
-    /// semantic states: a settled conclusion both hold alike, a constraint, an effect, is kept
-    /// once; one only a branch settled is kept; a claim they cite differently or whose cited
-    /// text they read differently, an effect they left in different states, a constraint only
-    /// one stated (kept in force all the same), different questions — each is an open item
-    /// naming both branches. Nothing is chosen by recency. Refused for branches of different
-    /// trees.
+    /// semantic states: a settled conclusion both hold alike, a constraint, is kept once; one
+    /// only a branch settled is kept; a claim they cite differently or whose cited text they
+    /// read differently, an effect they left in different states, a constraint only one stated
+    /// (kept in force all the same), different questions — each is an open item naming both
+    /// branches, as is an effect either left unresolved; a source either withdrew stays
+    /// withdrawn. Nothing is chosen by recency. Refused for branches of different trees.
     /// ```
     /// # baton::tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// use std::sync::Arc;

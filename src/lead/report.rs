@@ -170,6 +170,7 @@ impl LeadState {
             None => {}
         }
         let checkpoint = self.contexts.projector.checkpoint();
+        withdraw_from_report(checkpoint, &mut handoff, &mut rank_reasons, &mut also_found);
         let (constraints, reported) = self.hard_constraints(&accepted, &mut handoff);
         self.run_open_items(&mut handoff, &whole);
         let (models, usage) = self.usage();
@@ -657,4 +658,37 @@ pub(super) fn plan_run(
         lead: None,
         walked: true,
     })
+}
+
+/// A withdrawn source (`baton forget`) leaves the report whatever handed it off, before the
+/// resume or after: each conclusion citing it becomes an open item naming it (its rank reason
+/// with it), and a finding listed below the answers that cites it is left out.
+fn withdraw_from_report(
+    checkpoint: &crate::checkpoint::Checkpoint,
+    handoff: &mut crate::handoff::Handoff,
+    rank_reasons: &mut Vec<String>,
+    also_found: &mut Vec<(crate::handoff::Conclusion, String)>,
+) {
+    let gone = crate::checkpoint::withdrawn_in(checkpoint);
+    if gone.is_empty() {
+        return;
+    }
+    let ids: Vec<crate::source::SourceId> = gone.iter().map(|(s, _)| s.clone()).collect();
+    let cites = |c: &crate::handoff::Conclusion| crate::checkpoint::cites_any(c, &ids);
+    if rank_reasons.len() == handoff.settled_conclusions.len() {
+        let kept: Vec<bool> = handoff
+            .settled_conclusions
+            .iter()
+            .map(|c| !cites(c))
+            .collect();
+        let mut at = 0;
+        rank_reasons.retain(|_| {
+            at += 1;
+            kept[at - 1]
+        });
+    }
+    crate::checkpoint::withdraw(handoff, &gone);
+    let mut seen = std::collections::HashSet::new();
+    handoff.open_items.retain(|o| seen.insert(o.item.clone()));
+    also_found.retain(|(c, _)| !cites(c));
 }

@@ -46,6 +46,13 @@ impl Server {
             .stored()
             .forget(run_id, &request.source, &request.reason)
             .await?;
+        // The report kept for the run holds the withdrawn text: it goes.
+        let state = self.inner.config.state.clone();
+        let id = run_id.to_string();
+        super::runs::blocking(move || {
+            super::reports::drop_report(&state, &id).map_err(Problem::internal)
+        })
+        .await?;
         Ok(json!({ "run_id": run_id, "tombstone": tombstone }))
     }
 }

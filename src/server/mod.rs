@@ -25,7 +25,7 @@ pub use mcp::{
     mcp_service, serve_stdio, BatonMcp, ExploreArgs, ResearchArgs, RunArgs, ValidateArgs,
 };
 pub use problem::{Problem, CODES};
-pub use reports::{load_report, save_report};
+pub use reports::{drop_report, load_report, save_report};
 pub use request::{
     allowed_dir, allowed_model, check_limits, parse_body, spec_name, Constraint, Decision,
     DecisionRequest, ForgetRequest, ForkRequest, Limits, MergeRequest, ResumeRequest, RunKind,

@@ -45,6 +45,17 @@ pub fn save_report(state: &Path, report: &Report, seq: u64) -> Result<(), String
     std::fs::rename(&tmp, &path).map_err(failed)
 }
 
+/// Removes the report kept for a run, if one is (a withdrawn source's text must not stay on
+/// disk in it); one line on failure.
+pub fn drop_report(state: &Path, run_id: &str) -> Result<(), String> {
+    let path = report_path(state, run_id);
+    match std::fs::remove_file(&path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("reports/: {e}")),
+    }
+}
+
 /// The report kept for a run and the sequence number it was made at; `None` when none is
 /// kept; an error (one line) when one is there but cannot be read.
 pub fn load_report(state: &Path, run_id: &str) -> Result<Option<(u64, Report)>, String> {
