@@ -294,8 +294,8 @@
 //! into open items that name it and never its text, its evidence in the projection reduced to
 //! identity and digest, shown everywhere as "content unavailable"; `checkpoint/brief.rs`: the
 //! brief; `checkpoint/audit.rs`: the fidelity
-//! audit ([`checkpoint::audit`]), pure — per compaction the constraints it had to carry again
-//! and the tokens saved, each settled finding traced to the observations it rests on, per
+//! audit ([`checkpoint::audit`]), pure — per compaction the pins it had to carry again (its
+//! predecessor's, less those a later turn settled) and the tokens saved, each settled finding traced to the observations it rests on, per
 //! resume the stored checkpoint against its events' projection and the calls run again, the
 //! denials by consequence; `checkpoint/log.rs`: a run's
 //! [`checkpoint::RunLog`]; `checkpoint/feed.rs`: a run's stream — the `Feed` the lead

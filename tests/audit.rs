@@ -27,7 +27,8 @@ fn audit(state: &Path, run: &str, json: bool) -> Output {
 async fn compacted_run(state: &Path, tree: &Path) -> String {
     let grep = || vec![("grep".to_string(), json!({"pattern": "step_"}))];
     let mut turns = vec![ScriptedTurn::Said(
-        "First the vendored copy.".into(),
+        "First the vendored copy. I will check the checksum of every shard before I hand off."
+            .into(),
         vec![("read_file".to_string(), json!({"path": "vendor/big.rs"}))],
     )];
     for round in 1..30 {
@@ -88,8 +89,8 @@ async fn the_audit_prints_each_figure_and_a_lost_constraint() {
     let a = &doc["audit"];
     let compactions = a["compactions"].as_array().unwrap();
     assert!(compactions.len() >= 2, "{a:#}");
-    // Each compaction: what it had to carry (the constraints earlier ones pinned: the run's
-    // own live in the system text, which no compaction touches) and the tokens it saved.
+    // Each compaction: what it had to carry (the pins its previous one carried that no later
+    // turn settled: here the subagent's commitment) and the tokens it saved.
     for c in compactions {
         assert_eq!(c["lost"], json!([]), "{c:#}");
         assert!(
@@ -97,6 +98,10 @@ async fn the_audit_prints_each_figure_and_a_lost_constraint() {
             "{c:#}"
         );
     }
+    let commitment = "I will check the checksum of every shard before I hand off.";
+    let later = &compactions[1];
+    assert_eq!(later["mandatory"], json!([commitment]), "{later:#}");
+    assert_eq!(later["rests_on"][0], compactions[0]["seq"]);
     // The settled conclusion is traced to the grep that showed src/big.rs:1.
     let evidence = a["evidence"].as_array().unwrap();
     assert_eq!(evidence.len(), 1, "{a:#}");
@@ -120,7 +125,7 @@ async fn the_audit_prints_each_figure_and_a_lost_constraint() {
     let table = String::from_utf8(out.stdout).unwrap();
     for row in [
         "| figure | value | events |",
-        "): mandatory fields | 0/0 retained |",
+        "): mandatory fields | 1/1 retained |",
         "): tokens saved | ",
         "| evidence traceability | 1/1 settled conclusions traced |",
         "): state accuracy | checkpoint at ",
@@ -144,6 +149,7 @@ async fn the_audit_prints_each_figure_and_a_lost_constraint() {
         cleared_tokens: 0,
         pinned: constraints.clone(),
         constraints,
+        retired: vec![],
         reason: None,
         folded: None,
     };

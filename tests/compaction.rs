@@ -541,6 +541,7 @@ fn window_compacted_is_in_the_event_schema() {
         cleared_tokens: 3,
         pinned: vec![MIGRATIONS.into()],
         constraints: vec![MIGRATIONS.into()],
+        retired: vec![],
         reason: None,
         folded: Some(baton::compaction::Folded {
             first: 0,

@@ -227,6 +227,7 @@ fn injection_events(run_id: &str, after: u64) -> Vec<LoggedEvent> {
             cleared_tokens: 0,
             pinned: INJECTIONS.iter().map(|i| i.to_string()).collect(),
             constraints: INJECTIONS.iter().map(|i| i.to_string()).collect(),
+            retired: vec![],
             reason: Some(text.clone()),
             folded: None,
         },

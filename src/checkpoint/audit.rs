@@ -25,12 +25,12 @@ pub struct CompactionAudit {
     pub tokens_before: u64,
     /// After.
     pub tokens_after: u64,
-    /// The constraints pinned by the subagent's earlier compactions (since it was last
-    /// spawned): constraints never retire, so each must be carried again.
+    /// The pins the subagent's previous compaction carried (since it was last spawned) that no
+    /// later turn settled: each must be carried again, verbatim.
     pub mandatory: Vec<String>,
     /// Those it did not carry.
     pub lost: Vec<String>,
-    /// The earlier `window_compacted` events the mandatory fields come from.
+    /// The earlier `window_compacted` events that first carried the mandatory pins.
     pub rests_on: Vec<u64>,
 }
 
@@ -143,8 +143,8 @@ pub fn audit(run_id: &str, events: &[LoggedEvent], stored: &[Checkpoint]) -> Aud
 }
 
 fn compactions(events: &[LoggedEvent]) -> Vec<CompactionAudit> {
-    // Per subagent: the constraints its compactions pinned since it was last spawned, and
-    // the events that pinned each.
+    // Per subagent: the pins its last compaction carried (since it was last spawned), each
+    // with the compaction that first carried it.
     let mut held: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     let mut out = Vec::new();
     for e in events {
@@ -158,29 +158,37 @@ fn compactions(events: &[LoggedEvent]) -> Vec<CompactionAudit> {
                 tokens_before,
                 tokens_after,
                 pinned,
-                constraints,
+                retired,
                 ..
-            } if !matches!(decision, crate::compaction::Decision::Refuse) => {
+            } => {
                 let earlier = held.entry(subagent.clone()).or_default();
-                let mandatory: Vec<String> = earlier.keys().cloned().collect();
-                let lost: Vec<String> = mandatory
-                    .iter()
-                    .filter(|m| !pinned.contains(m))
-                    .cloned()
-                    .collect();
-                let rests_on: BTreeSet<u64> = earlier.values().copied().collect();
-                out.push(CompactionAudit {
-                    seq: e.seq,
-                    subagent: subagent.clone(),
-                    tokens_before: *tokens_before,
-                    tokens_after: *tokens_after,
-                    mandatory,
-                    lost,
-                    rests_on: rests_on.into_iter().collect(),
-                });
-                for c in constraints {
-                    earlier.entry(c.clone()).or_insert(e.seq);
+                // A pin a later turn settled may go; every other one must be carried again.
+                for r in retired {
+                    earlier.remove(r);
                 }
+                if !matches!(decision, crate::compaction::Decision::Refuse) {
+                    let mandatory: Vec<String> = earlier.keys().cloned().collect();
+                    let lost: Vec<String> = mandatory
+                        .iter()
+                        .filter(|m| !pinned.contains(m))
+                        .cloned()
+                        .collect();
+                    let rests_on: BTreeSet<u64> = earlier.values().copied().collect();
+                    out.push(CompactionAudit {
+                        seq: e.seq,
+                        subagent: subagent.clone(),
+                        tokens_before: *tokens_before,
+                        tokens_after: *tokens_after,
+                        mandatory,
+                        lost,
+                        rests_on: rests_on.into_iter().collect(),
+                    });
+                }
+                let carried: BTreeMap<String, u64> = pinned
+                    .iter()
+                    .map(|p| (p.clone(), earlier.get(p).copied().unwrap_or(e.seq)))
+                    .collect();
+                *earlier = carried;
             }
             _ => {}
         }
@@ -623,6 +631,36 @@ mod tests {
             evidence_digests: BTreeMap::new(),
             dropped: Vec::new(),
         }
+    }
+
+    fn compacted(pinned: &[&str], retired: &[&str]) -> RunEvent {
+        RunEvent::WindowCompacted {
+            subagent: "sa1".into(),
+            decision: crate::compaction::Decision::Compact,
+            tokens_before: 10,
+            tokens_after: 4,
+            cleared_tokens: 0,
+            pinned: pinned.iter().map(|p| p.to_string()).collect(),
+            constraints: Vec::new(),
+            retired: retired.iter().map(|p| p.to_string()).collect(),
+            reason: None,
+            folded: None,
+        }
+    }
+
+    #[test]
+    fn a_settled_pin_may_go_and_any_other_is_lost_when_dropped() {
+        let events = logged(vec![
+            compacted(&["Which flag sets it?", "I will read a.rs."], &[]),
+            compacted(&["I will read a.rs."], &["Which flag sets it?"]),
+            compacted(&[], &[]),
+        ]);
+        let c = audit("r1", &events, &[]).compactions;
+        assert_eq!((c[0].mandatory.len(), c[0].lost.len()), (0, 0));
+        assert_eq!(c[1].mandatory, vec!["I will read a.rs."]);
+        assert!(c[1].lost.is_empty(), "the question was settled, not lost");
+        assert_eq!(c[2].lost, vec!["I will read a.rs."]);
+        assert_eq!(c[2].rests_on, vec![1]);
     }
 
     #[test]

@@ -423,6 +423,10 @@ pub enum RunEvent {
         /// the subagent must carry them (`baton audit` checks it).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         constraints: Vec<String>,
+        /// The pins a later turn settled since the subagent's previous compaction: every other
+        /// pin that compaction carried must be carried again (`baton audit` checks it).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        retired: Vec<String>,
         /// Why, when refused.
         reason: Option<String>,
         /// The raw turns folded into summaries (bounded, with the digest of the whole), when

@@ -141,6 +141,9 @@ pub struct Ledger {
     open: BTreeSet<usize>,
     /// The content words of each open pin, taken once when it arrives.
     words: HashMap<usize, Vec<String>>,
+    /// The pins retired since [`Ledger::take_retired`] last took them (the log records them
+    /// with the next compaction, so an audit tells a retired pin from a lost one).
+    retired: Vec<String>,
 }
 
 /// A ledger as stored: its pins in force.
@@ -506,10 +509,16 @@ impl Ledger {
                 }
                 self.open.remove(&index);
                 self.words.remove(&index);
+                self.retired.push(text.to_string());
                 retired = true;
             }
         }
         retired
+    }
+
+    /// The pins retired since the last call, in order.
+    pub fn take_retired(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.retired)
     }
 
     /// The pins in force, in order.

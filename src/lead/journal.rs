@@ -142,6 +142,7 @@ pub(super) fn window_compacted(id: String, note: crate::subagent::CompactionNote
         cleared_tokens: note.cleared_tokens as u64,
         pinned: note.pinned,
         constraints: note.constraints,
+        retired: note.retired,
         reason: note.reason,
         folded: note.folded,
     }

@@ -130,6 +130,8 @@ pub(crate) struct CompactionNote {
     pub(crate) pinned: Vec<String>,
     /// The pinned constraints (which never retire), verbatim.
     pub(crate) constraints: Vec<String>,
+    /// The pins retired since the last compaction (settled by a later turn).
+    pub(crate) retired: Vec<String>,
     pub(crate) reason: Option<String>,
     /// The raw turns folded into summaries, for the event log.
     pub(crate) folded: Option<Folded>,
@@ -379,6 +381,7 @@ impl AgentLoop {
                     .collect(),
                 reason: out.reason.clone(),
                 folded: out.folded.clone(),
+                retired: self.ledger.take_retired(),
             });
             if compacted {
                 if self.helpers.narrate {
