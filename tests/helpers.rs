@@ -397,3 +397,28 @@ async fn a_slow_ledger_model_never_holds_the_subagent_up() {
     assert_eq!(report.subagents[0].state, baton::SubagentState::HandedOff);
     assert!(logged(&store, &report.run_id, "ledger_classified").is_empty());
 }
+
+/// A bad helper flag on `baton research` is said before the corpus is indexed: nothing is
+/// made under the state.
+#[test]
+fn a_bad_helper_flag_is_refused_before_research_indexes() {
+    let corpus = crate::support::tree(&[("a.md", "# Retries\n\nThe delay doubles.\n")]);
+    let state = tempfile::tempdir().unwrap();
+    let dir = state.path().join("state");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["research"])
+        .arg(corpus.path())
+        .args([
+            "how does the delay grow?",
+            "--ledger-model",
+            "offline",
+            "--state",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot be a helper model") && err.trim().lines().count() == 1);
+    assert!(!dir.exists(), "nothing indexed");
+}

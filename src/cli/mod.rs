@@ -479,6 +479,11 @@ pub(crate) fn main() -> i32 {
         match job {
             Job::Explore(args) => explore(args, None).await,
             Job::Research(args) => {
+                // Bad model flags are said before a corpus is indexed.
+                if let Err(e) = coordinator(&args.model) {
+                    say!("{e}");
+                    return EXIT_USAGE;
+                }
                 match research::open(&args.root, &args.state, !args.model.no_progress) {
                     Ok(corpus) => explore(args, Some(corpus)).await,
                     Err(code) => code,

@@ -242,6 +242,7 @@ pub fn validate(narrative: &str, skeleton: &Skeleton) -> Vec<String> {
         }
     }
     let skeleton_sentences: Vec<&str> = sentences(&skeleton.template);
+    outcomes_per_fact(narrative, skeleton, &skeleton_sentences, &mut problems);
     for s in sentences(narrative) {
         let said = skeleton_sentences.iter().any(|k| k.contains(s.trim()));
         if said {
@@ -258,6 +259,40 @@ pub fn validate(narrative: &str, skeleton: &Skeleton) -> Vec<String> {
         }
     }
     problems
+}
+
+/// An outcome word said of a fact must be said of it in the summary: a sentence naming a
+/// fact (an identifier, a path, a number) may use the word only if some sentence of the
+/// template names that fact with it too — so a template that says one step failed does not
+/// let a narrative say another, whose outcome is unknown, failed as well.
+fn outcomes_per_fact(
+    narrative: &str,
+    skeleton: &Skeleton,
+    template: &[&str],
+    problems: &mut Vec<String>,
+) {
+    let template: Vec<(&str, Vec<String>)> =
+        template.iter().map(|t| (*t, lower_words(t))).collect();
+    for s in sentences(narrative) {
+        let words = lower_words(s);
+        for word in OUTCOME_WORDS.iter().filter(|w| holds_cue(&words, w)) {
+            let unsaid = skeleton
+                .facts
+                .iter()
+                .filter(|f| s.contains(f.as_str()))
+                .find(|f| {
+                    !template
+                        .iter()
+                        .any(|(t, tw)| t.contains(f.as_str()) && holds_cue(tw, word))
+                });
+            if let Some(fact) = unsaid {
+                let line = format!("it says `{word}` of `{fact}`, which the summary does not");
+                if !problems.contains(&line) {
+                    problems.push(line);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -288,6 +323,27 @@ mod tests {
         let problems = validate(&bad, &skeleton);
         assert!(
             problems.iter().any(|p| p.contains("`failed`")),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn a_failure_said_of_one_step_is_not_lent_to_another() {
+        let template = "## Settled conclusions\n- The build of `web_ui` failed at step 4.\n- The deploy of `api_gw` is outcome_unknown.\n## Open items\n- Did `api_gw` come up?\n## Hard constraints\n- none\n";
+        let skeleton = Skeleton::of(template);
+        let faithful = "## Settled conclusions\nThe build of `web_ui` failed at step 4, and the deploy of `api_gw` is outcome_unknown.\n## Open items\n- Did `api_gw` come up?\n## Hard constraints\n- none\n";
+        let problems = validate(faithful, &skeleton);
+        // The joined sentence says `failed` of `api_gw` too: refused, as it should be.
+        assert!(
+            problems.iter().any(|p| p.contains("it says `failed` of `")),
+            "{problems:?}"
+        );
+        let apart = "## Settled conclusions\nThe build of `web_ui` failed at step 4. The deploy of `api_gw` is outcome_unknown.\n## Open items\n- Did `api_gw` come up?\n## Hard constraints\n- none\n";
+        assert_eq!(validate(apart, &skeleton), Vec::<String>::new());
+        let lent = "## Settled conclusions\nThe build of `web_ui` failed at step 4. The deploy of `api_gw` failed too (outcome_unknown).\n## Open items\n- Did `api_gw` come up?\n## Hard constraints\n- none\n";
+        let problems = validate(lent, &skeleton);
+        assert!(
+            problems.iter().any(|p| p.contains("it says `failed` of `")),
             "{problems:?}"
         );
     }

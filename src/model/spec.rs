@@ -36,8 +36,8 @@ impl ModelSpec {
                 model: String::new(),
             });
         }
-        let (provider, model) = text.split_once(':').unwrap_or((text, ""));
-        let provider = match provider {
+        let (name, model) = text.split_once(':').unwrap_or((text, ""));
+        let provider = match name {
             "anthropic" => Provider::Anthropic,
             "openai" => Provider::OpenAi,
             _ => {
@@ -48,8 +48,7 @@ impl ModelSpec {
         };
         if model.trim().is_empty() || model.chars().any(char::is_control) {
             return Err(SpecError(format!(
-                "`{text}` names no model: use {}MODEL",
-                &text[..text.len() - model.len()]
+                "`{text}` names no model: use {name}:MODEL"
             )));
         }
         Ok(ModelSpec {
@@ -165,10 +164,10 @@ mod tests {
             (s.provider, s.model.as_str()),
             (Provider::Anthropic, "claude-sonnet-4-5")
         );
-        assert!(ModelSpec::parse("openai:")
-            .unwrap_err()
-            .to_string()
-            .contains("openai:MODEL"));
+        for bare in ["openai:", "openai"] {
+            let e = ModelSpec::parse(bare).unwrap_err().to_string();
+            assert!(e.ends_with("names no model: use openai:MODEL"), "{e}");
+        }
         assert!(ModelSpec::parse("gemini:x")
             .unwrap_err()
             .to_string()
