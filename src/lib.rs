@@ -295,7 +295,7 @@
 //! identity and digest, shown everywhere as "content unavailable"; `checkpoint/brief.rs`: the
 //! brief; `checkpoint/audit.rs`: the fidelity
 //! audit ([`checkpoint::audit`]), pure — per compaction the pins it had to carry again (its
-//! predecessor's, less those a later turn settled) and the tokens saved, each settled finding traced to the observations it rests on, per
+//! predecessor's, less those a later turn settled) and the tokens saved, each settled conclusion traced to the observations it rests on, per
 //! resume the stored checkpoint against its events' projection and the calls run again, the
 //! denials by consequence; `checkpoint/log.rs`: a run's
 //! [`checkpoint::RunLog`]; `checkpoint/feed.rs`: a run's stream — the `Feed` the lead

@@ -11,7 +11,6 @@ use serde::Serialize;
 use super::event::{LoggedEvent, RunEvent};
 use super::projection::project;
 use super::Checkpoint;
-use crate::handoff::ConclusionKind;
 use crate::source::{Observation, ObservationLog, SourceId};
 
 /// One compaction: what it had to carry and what it did, and the tokens it saved.
@@ -113,7 +112,7 @@ pub struct Audit {
     pub events: u64,
     /// Every compaction that folded or cleared (a refused one changed nothing).
     pub compactions: Vec<CompactionAudit>,
-    /// Every settled finding of every accepted handoff.
+    /// Every settled conclusion of every accepted handoff.
     pub evidence: Vec<TraceAudit>,
     /// Every resume.
     pub resumes: Vec<ResumeAudit>,
@@ -246,11 +245,8 @@ fn evidence(events: &[LoggedEvent]) -> Vec<TraceAudit> {
                 subagent, handoff, ..
             } => {
                 let seen = returned.get(subagent.as_str()).cloned().unwrap_or_default();
-                for c in handoff
-                    .settled_conclusions
-                    .iter()
-                    .filter(|c| c.kind == ConclusionKind::Finding)
-                {
+                // Every settled conclusion, negative evidence too (it rests on its searches).
+                for c in &handoff.settled_conclusions {
                     let mut observations = BTreeSet::new();
                     let mut untraced = Vec::new();
                     for source in &c.sources {
