@@ -3,30 +3,11 @@
 //! a new run from both branches, a planted conflict becoming an open item naming both.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
 use baton::checkpoint::EventStore;
 use serde_json::Value;
 
-fn baton(state: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_baton"))
-        .args(args)
-        .arg("--state")
-        .arg(state)
-        .env_remove("BATON_STATE")
-        .output()
-        .expect("run baton")
-}
-
-fn ok(out: &Output) -> String {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
+use crate::support::{baton_in as baton, stdout_ok as ok};
 
 fn fixture() -> tempfile::TempDir {
     crate::support::tree(&[

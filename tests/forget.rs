@@ -3,7 +3,7 @@
 //! log keeps what happened and records the withdrawal as one more event.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use baton::checkpoint::EventStore;
 use serde_json::Value;
@@ -12,25 +12,7 @@ use serde_json::Value;
 const SECRET: &str = "zebra_cipher_key";
 const TOMBSTONE: &str = "src/secret.rs: content unavailable (withdrawn: licence withdrawn)";
 
-fn baton(state: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_baton"))
-        .args(args)
-        .arg("--state")
-        .arg(state)
-        .env_remove("BATON_STATE")
-        .output()
-        .expect("run baton")
-}
-
-fn text(out: &Output) -> String {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
+use crate::support::{baton_in as baton, stdout_ok as text};
 
 /// Whether any file under `dir` holds `needle`.
 fn grep_dir(dir: &Path, needle: &str) -> bool {

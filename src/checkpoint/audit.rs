@@ -577,18 +577,7 @@ mod tests {
     use serde_json::json;
 
     fn logged(events: Vec<RunEvent>) -> Vec<LoggedEvent> {
-        events
-            .into_iter()
-            .enumerate()
-            .map(|(i, event)| LoggedEvent {
-                run_id: "r1".into(),
-                seq: i as u64 + 1,
-                at_ms: 0,
-                event,
-                prev: String::new(),
-                digest: String::new(),
-            })
-            .collect()
+        crate::checkpoint::logged_fixture(events)
     }
 
     fn called(call: &str, pattern: &str) -> RunEvent {

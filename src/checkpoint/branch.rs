@@ -420,18 +420,7 @@ mod tests {
     use crate::checkpoint::EffectState;
 
     fn logged(events: Vec<RunEvent>) -> Vec<LoggedEvent> {
-        events
-            .into_iter()
-            .enumerate()
-            .map(|(i, event)| LoggedEvent {
-                run_id: "r".into(),
-                seq: i as u64 + 1,
-                at_ms: 0,
-                event,
-                prev: String::new(),
-                digest: format!("d{}", i + 1),
-            })
-            .collect()
+        crate::checkpoint::logged_fixture(events)
     }
 
     fn started() -> RunEvent {

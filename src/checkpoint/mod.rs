@@ -498,3 +498,20 @@ impl Checkpoint {
         })
     }
 }
+
+/// Events as a log holds them (`run_id` `r`, seq from 1, digest `d{seq}`), for tests.
+#[cfg(test)]
+pub(crate) fn logged_fixture(events: Vec<RunEvent>) -> Vec<LoggedEvent> {
+    events
+        .into_iter()
+        .enumerate()
+        .map(|(i, event)| LoggedEvent {
+            run_id: "r".into(),
+            seq: i as u64 + 1,
+            at_ms: 0,
+            event,
+            prev: String::new(),
+            digest: format!("d{}", i + 1),
+        })
+        .collect()
+}

@@ -467,8 +467,7 @@ async fn resume(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
-    let bytes = read_body(&server, &headers, body).await?;
-    let request: ResumeRequest = parse_body(&bytes)?;
+    let request: ResumeRequest = body_of(&server, &headers, body).await?;
     let started = server.resume(&id, request).await?;
     Ok(started_answer(&started))
 }
@@ -480,14 +479,23 @@ async fn brief(
     Ok(answer(StatusCode::OK, server.brief(&id).await?))
 }
 
+/// A request's body, read within the server's cap and held to `R`'s shape.
+async fn body_of<R: serde::de::DeserializeOwned + schemars::JsonSchema>(
+    server: &Server,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<R, Problem> {
+    let bytes = read_body(server, headers, body).await?;
+    parse_body(&bytes)
+}
+
 async fn fork(
     State(server): State<Server>,
     Params(id): Params<String>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
-    let bytes = read_body(&server, &headers, body).await?;
-    let request: ForkRequest = parse_body(&bytes)?;
+    let request: ForkRequest = body_of(&server, &headers, body).await?;
     Ok(answer(
         StatusCode::CREATED,
         server.fork(&id, request).await?,
@@ -500,8 +508,7 @@ async fn merge(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
-    let bytes = read_body(&server, &headers, body).await?;
-    let request: MergeRequest = parse_body(&bytes)?;
+    let request: MergeRequest = body_of(&server, &headers, body).await?;
     Ok(answer(
         StatusCode::CREATED,
         server.merge(&id, request).await?,
@@ -514,8 +521,7 @@ async fn forget(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
-    let bytes = read_body(&server, &headers, body).await?;
-    let request: ForgetRequest = parse_body(&bytes)?;
+    let request: ForgetRequest = body_of(&server, &headers, body).await?;
     Ok(answer(StatusCode::OK, server.forget(&id, request).await?))
 }
 
@@ -536,8 +542,7 @@ async fn decide(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
-    let bytes = read_body(&server, &headers, body).await?;
-    let decision: DecisionRequest = parse_body(&bytes)?;
+    let decision: DecisionRequest = body_of(&server, &headers, body).await?;
     let word = match decision.decision {
         super::Decision::Grant => "granted",
         super::Decision::Deny => "denied",

@@ -333,3 +333,25 @@ pub(crate) fn assert_docs_answered(report: &Report, dir: &Path) {
         assert!(text.contains(quoted), "`{quoted}` is not in retry.md");
     }
 }
+
+/// Runs the built `baton` with `args` on the state `state` (`BATON_STATE` unset).
+pub(crate) fn baton_in(state: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(args)
+        .arg("--state")
+        .arg(state)
+        .env_remove("BATON_STATE")
+        .output()
+        .expect("run baton")
+}
+
+/// The stdout of a command that must have exited 0 (its stderr in the panic otherwise).
+pub(crate) fn stdout_ok(out: &std::process::Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
