@@ -44,6 +44,30 @@ fn logged(store: &MemoryStore, run: &str, kind: &str) -> Vec<Value> {
         .collect()
 }
 
+/// Runs "What does step_1 do?" over `tree` with one subagent, logged to `store`: the report,
+/// once its subagent handed off.
+async fn one_subagent(
+    builder: baton::CoordinatorBuilder,
+    store: &Arc<MemoryStore>,
+    tree: &std::path::Path,
+) -> baton::Report {
+    let report = builder
+        .store(store.clone())
+        .agents(1)
+        .max_subagents(1)
+        .build()
+        .run(Task::explore("What does step_1 do?", tree))
+        .await
+        .unwrap();
+    assert_eq!(
+        report.subagents[0].state,
+        baton::SubagentState::HandedOff,
+        "{:?}",
+        report.subagents
+    );
+    report
+}
+
 const HANDOFF: &str = "## Settled conclusions\n- `step_1` adds one. [src/big.rs:1]\n## Open items\n## Hard constraints\n- none\n";
 
 #[tokio::test]
@@ -69,25 +93,14 @@ async fn the_ledger_model_keeps_verbatim_pins_discards_paraphrases_and_its_error
         ScriptedTurn::Fail("overloaded".into()),
     ]));
     let store = Arc::new(MemoryStore::new());
-    let report = Coordinator::builder()
+    let builder = Coordinator::builder()
         .model(Arc::new(Paced(
             subagent.clone(),
             Duration::from_millis(300),
         )))
-        .ledger_model(small.clone())
-        .store(store.clone())
-        .agents(1)
-        .max_subagents(1)
-        .build()
-        .run(Task::explore("What does step_1 do?", tree.path()))
-        .await
-        .unwrap();
-    assert_eq!(
-        report.subagents[0].state,
-        baton::SubagentState::HandedOff,
-        "a helper's error does not touch the subagent: {:?}",
-        report.subagents
-    );
+        .ledger_model(small.clone());
+    // A helper's error does not touch the subagent: it hands off.
+    let report = one_subagent(builder, &store, tree.path()).await;
     let classified = logged(&store, &report.run_id, "ledger_classified");
     let got: Vec<(u64, u64, bool)> = classified
         .iter()
@@ -137,15 +150,7 @@ async fn without_a_ledger_model_no_turn_is_sent_anywhere() {
         ScriptedTurn::text(HANDOFF),
     ]));
     let store = Arc::new(MemoryStore::new());
-    let report = Coordinator::builder()
-        .model(subagent)
-        .store(store.clone())
-        .agents(1)
-        .max_subagents(1)
-        .build()
-        .run(Task::explore("What does step_1 do?", tree.path()))
-        .await
-        .unwrap();
+    let report = one_subagent(Coordinator::builder().model(subagent), &store, tree.path()).await;
     assert!(logged(&store, &report.run_id, "ledger_classified").is_empty());
 }
 
@@ -212,27 +217,15 @@ async fn a_narrated_run(
         shown: std::sync::Mutex::new(Vec::new()),
     });
     let store = Arc::new(MemoryStore::new());
-    let report = Coordinator::builder()
+    let builder = Coordinator::builder()
         .model(Arc::new(Paced(subagent.clone(), Duration::from_millis(30))))
         .summary_model(writer.clone())
-        .store(store.clone())
-        .agents(1)
-        .max_subagents(1)
         .budget(baton::Budget {
             model_turns: 60,
             tool_calls: 60,
             tokens: 10_000_000,
-        })
-        .build()
-        .run(Task::explore("What does step_1 do?", tree.path()))
-        .await
-        .unwrap();
-    assert_eq!(
-        report.subagents[0].state,
-        baton::SubagentState::HandedOff,
-        "{:?}",
-        report.subagents
-    );
+        });
+    let report = one_subagent(builder, &store, tree.path()).await;
     let narrated = logged(&store, &report.run_id, "summary_narrated");
     let shown = writer.shown.lock().unwrap().clone();
     (subagent.requests(), narrated, shown)
@@ -379,16 +372,10 @@ async fn a_slow_ledger_model_never_holds_the_subagent_up() {
     let small = Arc::new(ScriptedModel::new([ScriptedTurn::text("[]")]));
     let store = Arc::new(MemoryStore::new());
     let started = std::time::Instant::now();
-    let report = Coordinator::builder()
+    let builder = Coordinator::builder()
         .model(subagent)
-        .ledger_model(Arc::new(Paced(small.clone(), Duration::from_secs(60))))
-        .store(store.clone())
-        .agents(1)
-        .max_subagents(1)
-        .build()
-        .run(Task::explore("What does step_1 do?", tree.path()))
-        .await
-        .unwrap();
+        .ledger_model(Arc::new(Paced(small.clone(), Duration::from_secs(60))));
+    let report = one_subagent(builder, &store, tree.path()).await;
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "{:?}",

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::event::{LoggedEvent, RunEvent};
 use super::projection::project;
 use super::Checkpoint;
-use crate::source::{Observation, ObservationLog, SourceId};
+use crate::source::{ObservationLog, SourceId};
 
 /// One compaction: what it had to carry and what it did, and the tokens it saved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -195,24 +195,20 @@ fn compactions(events: &[LoggedEvent]) -> Vec<CompactionAudit> {
     out
 }
 
-/// Whether `observation` shows (some of) `source`.
-fn shows(observation: &Observation, source: &SourceId) -> bool {
-    match (source, observation) {
-        (SourceId::Record { kind, id }, o) if kind == "call" => o.call_id() == id,
-        (SourceId::File { path, lines }, _) => {
+/// Whether what one call returned (`log`) shows (some of) `source`.
+fn shows(log: &ObservationLog, source: &SourceId) -> bool {
+    match source {
+        SourceId::Record { kind, id } if kind == "call" => {
+            log.entries().iter().any(|o| o.call_id() == id)
+        }
+        SourceId::File { path, lines } => {
             let (start, end) = lines.unwrap_or((1, u32::MAX));
-            let mut log = ObservationLog::default();
-            log.record([observation.clone()]);
             log.shown_file(path).is_some_and(|s| {
                 s.spans.iter().any(|(a, b)| *b >= start && *a <= end)
                     || s.parts.iter().any(|(l, _)| (start..=end).contains(l))
             })
         }
-        _ => {
-            let mut log = ObservationLog::default();
-            log.record([observation.clone()]);
-            log.shows(source)
-        }
+        _ => log.shows(source),
     }
 }
 
@@ -228,8 +224,8 @@ fn evidence(events: &[LoggedEvent]) -> Vec<TraceAudit> {
             })
             .map_or_else(|| c.claim.clone(), |(_, t)| super::forget::unavailable(t))
     };
-    // Each subagent's returns so far: (seq, observations).
-    let mut returned: BTreeMap<&str, Vec<(u64, &[Observation])>> = BTreeMap::new();
+    // Each subagent's returns so far: (seq, what the call showed).
+    let mut returned: BTreeMap<&str, Vec<(u64, ObservationLog)>> = BTreeMap::new();
     let mut out = Vec::new();
     for e in events {
         match &e.event {
@@ -237,14 +233,20 @@ fn evidence(events: &[LoggedEvent]) -> Vec<TraceAudit> {
                 subagent,
                 observations,
                 ..
-            } => returned
-                .entry(subagent.as_str())
-                .or_default()
-                .push((e.seq, observations)),
+            } => {
+                let mut log = ObservationLog::default();
+                log.record(observations.iter().cloned());
+                returned
+                    .entry(subagent.as_str())
+                    .or_default()
+                    .push((e.seq, log));
+            }
             RunEvent::HandoffAccepted {
                 subagent, handoff, ..
             } => {
-                let seen = returned.get(subagent.as_str()).cloned().unwrap_or_default();
+                let seen = returned
+                    .get(subagent.as_str())
+                    .map_or(&[][..], Vec::as_slice);
                 // Every settled conclusion, negative evidence too (it rests on its searches).
                 for c in &handoff.settled_conclusions {
                     let mut observations = BTreeSet::new();
@@ -252,7 +254,7 @@ fn evidence(events: &[LoggedEvent]) -> Vec<TraceAudit> {
                     for source in &c.sources {
                         let by: Vec<u64> = seen
                             .iter()
-                            .filter(|(_, os)| os.iter().any(|o| shows(o, source)))
+                            .filter(|(_, log)| shows(log, source))
                             .map(|(seq, _)| *seq)
                             .collect();
                         if by.is_empty() {
@@ -574,6 +576,7 @@ fn table(run_id: &str, events: u64, rows: &[[String; 3]]) -> String {
 mod tests {
     use super::*;
     use crate::checkpoint::EffectState;
+    use crate::source::Observation;
     use serde_json::json;
 
     fn logged(events: Vec<RunEvent>) -> Vec<LoggedEvent> {

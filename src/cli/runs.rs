@@ -53,19 +53,16 @@ pub(crate) fn write_out(text: &str, json: bool) -> i32 {
     }
 }
 
+/// A run's store and its events, as read.
+type RunRead = (
+    std::sync::Arc<baton::checkpoint::SqliteStore>,
+    Vec<baton::checkpoint::LoggedEvent>,
+);
+
 /// Opens the state (creating nothing) and reads a run's events (chain checked); on failure,
 /// the exit code after a one-line error. A database too damaged to open is reported for the
 /// run asked about.
-pub(crate) fn run_events(
-    state: &StateArg,
-    run: &str,
-) -> Result<
-    (
-        std::sync::Arc<baton::checkpoint::SqliteStore>,
-        Vec<baton::checkpoint::LoggedEvent>,
-    ),
-    i32,
-> {
+pub(crate) fn run_events(state: &StateArg, run: &str) -> Result<RunRead, i32> {
     let store = state.open_existing().map_err(|e| match e {
         StoreError::Corrupt { .. } => store_error(&StoreError::Damaged {
             run_id: run.to_string(),
@@ -81,16 +78,7 @@ pub(crate) fn run_events(
 /// Opens the state to write to a run that must be in it, its log intact: a damaged state is
 /// not written to, even where this run's log still reads whole. The store and the run's
 /// events, or the exit code (after one line on stderr).
-pub(crate) fn open_for_writing(
-    state: &StateArg,
-    run: &str,
-) -> Result<
-    (
-        std::sync::Arc<baton::checkpoint::SqliteStore>,
-        Vec<baton::checkpoint::LoggedEvent>,
-    ),
-    i32,
-> {
+pub(crate) fn open_for_writing(state: &StateArg, run: &str) -> Result<RunRead, i32> {
     let (read, events) = run_events(state, run)?;
     let damaged = |detail: String| StoreError::Damaged {
         run_id: run.to_string(),

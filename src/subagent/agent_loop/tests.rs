@@ -36,15 +36,20 @@ fn grep_call() -> ToolCall {
     }
 }
 
-#[test]
-fn a_text_answer_is_handed_off_and_a_repair_quotes_the_violations() {
-    let mut l = AgentLoop::new(
+/// A window with no tools and the default budget (`sa1`, system `s`, brief `b`).
+fn fresh() -> AgentLoop {
+    AgentLoop::new(
         "sa1",
         "s".into(),
         "b".into(),
         Vec::new().into(),
         Budget::default(),
-    );
+    )
+}
+
+#[test]
+fn a_text_answer_is_handed_off_and_a_repair_quotes_the_violations() {
+    let mut l = fresh();
     assert!(matches!(l.start(), Step::CallModel(_)));
     let Step::HandOff(text) = l.on_model(answer("just prose", vec![])) else {
         panic!("a text answer is a handoff")
@@ -173,13 +178,7 @@ fn no_repair_turn_past_the_budget() {
 #[test]
 fn the_window_pins_turns_as_they_arrive() {
     use crate::compaction::PinClass;
-    let mut l = AgentLoop::new(
-        "sa1",
-        "s".into(),
-        "b".into(),
-        Vec::new().into(),
-        Budget::default(),
-    );
+    let mut l = fresh();
     l.start();
     let Step::CallTools(_) = l.on_model(answer(
         "I will reread src/net/retry.rs before handing off.",
@@ -285,13 +284,7 @@ fn cut(text: &str) -> Result<ModelResponse, ModelError> {
 
 #[test]
 fn a_handoff_cut_at_max_tokens_is_never_handed_off() {
-    let mut l = AgentLoop::new(
-        "sa1",
-        "s".into(),
-        "b".into(),
-        Vec::new().into(),
-        Budget::default(),
-    );
+    let mut l = fresh();
     l.start();
     let Step::CallModel(request) = l.on_model(cut("## Settled conclusions\n- The retry")) else {
         panic!("a cut answer is sent back, not handed off")
@@ -385,14 +378,7 @@ fn the_cost_cap_asks_for_a_handoff_then_stops() {
 #[test]
 fn a_flagged_turn_is_queued_and_only_a_verbatim_answer_pins() {
     use crate::compaction::PinClass;
-    let mut l = AgentLoop::new(
-        "sa1",
-        "s".into(),
-        "b".into(),
-        Vec::new().into(),
-        Budget::default(),
-    )
-    .with_helpers(HelperModes {
+    let mut l = fresh().with_helpers(HelperModes {
         ledger: true,
         narrate: false,
     });
