@@ -273,6 +273,26 @@ mod tests {
         );
         assert!(!covers(&id("src/a.rs"), &id("src/ab.rs:1")));
         assert!(covers(&id("call:sa1.2"), &id("call:sa1.2")));
+        // Every other source kind: a document whole covers its spans; a URL and a record only
+        // themselves.
+        assert!(covers(
+            &id("doc:guide/intro.html"),
+            &id("doc:guide/intro.html#retries")
+        ));
+        assert!(!covers(
+            &id("doc:guide/intro.html#retries"),
+            &id("doc:guide/intro.html#other")
+        ));
+        assert!(covers(
+            &id("https://example.org/a"),
+            &id("https://example.org/a")
+        ));
+        assert!(!covers(
+            &id("https://example.org/a"),
+            &id("https://example.org/b")
+        ));
+        assert!(covers(&id("order:A-1234"), &id("order:A-1234")));
+        assert!(!covers(&id("order:A-1234"), &id("order:A-1235")));
         assert!(!covers(&id("call:sa1.2"), &id("call:sa1.20")));
     }
 
